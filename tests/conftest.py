@@ -1,0 +1,49 @@
+"""Shared test helpers.
+
+`require(...)`: a test that needs an external tool or package skips locally with a clear reason,
+and fails in CI (where CI is set) so that a missing install step can never pass silently.
+"""
+import os
+import shutil
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+SPECS = SHARED / "kafka-specs"
+CAPTURES = ROOT / "captures"
+
+
+def _missing(what):
+    msg = f"missing dependency: {what}"
+    if os.environ.get("CI"):
+        pytest.fail(msg + " (CI must install it: see .ci/run)")
+    pytest.skip(msg)
+
+
+def require_tool(name):
+    """Path of an executable on PATH, or skip (locally) / fail (CI)."""
+    path = shutil.which(name)
+    if not path:
+        _missing(f"executable {name!r}")
+    return path
+
+
+def require_module(name):
+    """Import and return a module, or skip (locally) / fail (CI)."""
+    if importlib.util.find_spec(name) is None:
+        _missing(f"Python package {name!r}")
+    return importlib.import_module(name)
+
+
+def require_root():
+    if os.geteuid() != 0:
+        _missing("root (capturing on loopback needs CAP_NET_RAW)")
+
+
+def require_path(path):
+    if not Path(path).exists():
+        _missing(f"path {path}")
+    return Path(path)
