@@ -1,4 +1,4 @@
-"""Shared test helpers.
+"""Shared test helpers (import as `from tests.support import ...`).
 
 `require(...)`: a test that needs an external tool or package skips locally with a clear reason,
 and fails in CI (where CI is set) so that a missing install step can never pass silently.
