@@ -100,7 +100,7 @@ class Exchange:
     __slots__ = ("connection", "request", "response", "api_key", "api_version", "correlation_id",
                  "client_id", "status", "request_msg", "response_msg", "issues",
                  "error_code", "error_count", "throttle_time_ms", "topics", "partition_count",
-                 "record_count", "index")
+                 "record_count", "index", "raw_sasl")
 
     def __init__(self, connection, request, response, api_key, api_version, correlation_id,
                  client_id, status, request_msg=None, response_msg=None, issues=None):
@@ -122,6 +122,7 @@ class Exchange:
         self.partition_count = None
         self.record_count = None
         self.index = None  # 1-based position in the output, set by the pipeline
+        self.raw_sasl = False  # a raw SASL token pair (after SaslHandshake v0): no api key
 
     @property
     def latency_ms(self):

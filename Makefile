@@ -1,0 +1,28 @@
+# The two commands of the README: `make demo` (set up, dissect a shipped capture) and `make test`
+# (set up, install the tools the tests compare against, run the whole suite).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+CAPTURE ?= captures/librdkafka_produce_consume.pcap
+EXTRAS  ?= analysis,codecs,live,dev
+
+.PHONY: setup system-deps demo test fuzz codegen bench
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+system-deps:
+	bash scripts/system-deps.sh
+
+demo: setup
+	$(VENV)/bin/kafka-dissect read $(CAPTURE)
+
+test: setup system-deps
+	$(PY) -m pytest -q -n 2 --durations=15
+
+codegen: setup
+	$(PY) -m dissector.codegen

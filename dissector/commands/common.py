@@ -1,0 +1,82 @@
+"""Options and helpers shared by the commands that read captures."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ..pipeline import DEFAULT_PORTS, MAX_FRAME, dissect
+
+
+def add_capture_options(p) -> None:
+    p.add_argument("captures", nargs="+", metavar="CAPTURE",
+                   help="pcap or pcapng files (optionally gzip-compressed), read as one capture")
+    p.add_argument("--port", action="append", metavar="PORT|auto",
+                   help="broker port (repeatable; default 9092); 'auto' finds Kafka on any port")
+    p.add_argument("--max-frame", type=int, default=MAX_FRAME, metavar="BYTES",
+                   help="largest Kafka message accepted (default 100 MiB)")
+
+
+def parse_ports(values) -> tuple[tuple[int, ...], bool]:
+    from ..cli import UsageError
+    if not values:
+        return DEFAULT_PORTS, False
+    ports, auto = [], False
+    for v in values:
+        for part in str(v).split(","):
+            part = part.strip()
+            if part == "auto":
+                auto = True
+            elif part.isdigit() and 0 < int(part) < 65536:
+                ports.append(int(part))
+            else:
+                raise UsageError(f"--port takes a port number or 'auto', not {part!r}")
+    return tuple(ports), auto
+
+
+class Progress:
+    """A one-line progress indicator on stderr for captures over a few MB; silent when stderr
+    is not a terminal."""
+
+    MIN_BYTES = 4 << 20
+
+    def __init__(self, paths):
+        sizes = [os.path.getsize(p) for p in paths if os.path.isfile(p)]
+        self.total = sum(sizes)
+        self.enabled = sys.stderr.isatty() and self.total >= self.MIN_BYTES
+        self.start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, path, done_bytes) -> None:
+        if not self.enabled:
+            return
+        frac = min(done_bytes / self.total, 1.0) if self.total else 0.0
+        rate = done_bytes / max(time.monotonic() - self.start, 1e-9) / 1e6
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\r[{bar:<30}] {frac:6.1%} {rate:7.1f} MB/s {os.path.basename(path)}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 79 + "\r")
+            sys.stderr.flush()
+
+
+def open_dissection(args, level):
+    from ..cli import UsageError
+    ports, auto = parse_ports(args.port)
+    for path in args.captures:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file")
+    progress = Progress(args.captures)
+    run = dissect(args.captures, ports, auto=auto, level=level, max_frame=args.max_frame,
+                  progress=progress)
+    return run, progress
+
+
+def report_errors(run) -> int:
+    """Capture errors found during the run: one line each on stderr; exit status 2 if any."""
+    for message in run.errors:
+        print(f"kafka-dissect: error: {message}", file=sys.stderr)
+    return 2 if run.errors else 0

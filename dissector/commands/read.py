@@ -1,0 +1,39 @@
+"""`kafka-dissect read`: one line (or row) per Kafka exchange."""
+from __future__ import annotations
+
+import sys
+
+from ..output import FORMATS, make_writer
+from ..session import LEVELS
+from .common import add_capture_options, open_dissection, report_errors
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("read", help="list the Kafka exchanges (request + response) in captures",
+                       description="List each Kafka request with its response: time, endpoints, "
+                                   "api and version, correlation id, client id, latency, status.")
+    add_capture_options(p)
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--level", choices=LEVELS, default="bodies",
+                   help="how deep to decode: headers (fastest), bodies (default: fills the error, "
+                        "topic and partition columns), records (every record decoded)")
+    p.add_argument("--bodies", action="store_true",
+                   help="with --format jsonl: add the decoded request and response objects")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    level = args.level
+    run, progress = open_dissection(args, level)
+    out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
+    try:
+        writer = make_writer(args.format, out, bodies=args.bodies)
+        for ex in run:
+            writer.write(ex)
+        writer.close()
+    finally:
+        progress.done()
+        if args.out:
+            out.close()
+    return report_errors(run)

@@ -1,0 +1,97 @@
+"""Writing exchanges as text lines (tshark-style), JSON lines or CSV."""
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timezone
+
+from .tables import EXCHANGE_COLUMN_NAMES, TIMESTAMP_COLUMNS, exchange_api_name, exchange_row
+
+FORMATS = ("text", "jsonl", "csv")
+
+
+def iso_ns(ts_ns: int | None) -> str | None:
+    """UTC ISO 8601 with nanoseconds: 2024-05-01T12:00:00.123456789Z."""
+    if ts_ns is None:
+        return None
+    secs, ns = divmod(ts_ns, 1_000_000_000)
+    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}Z"
+
+
+def exchange_record(ex) -> dict:
+    """The exchange as a JSON-ready dict in column order (timestamps as ISO strings)."""
+    rec = dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))
+    for name in TIMESTAMP_COLUMNS:
+        rec[name] = iso_ns(rec[name])
+    return rec
+
+
+class TextWriter:
+    """One line per exchange: number, time since the first exchange, endpoints, api, latency."""
+
+    def __init__(self, out):
+        self.out = out
+        self.t0 = None
+
+    def write(self, ex) -> None:
+        frame = ex.request or ex.response
+        if self.t0 is None:
+            self.t0 = frame.first_ts
+        c = ex.connection
+        name = exchange_api_name(ex) or "?"
+        api = name if ex.api_version is None else f"{name} v{ex.api_version}"
+        latency = "" if ex.latency_ms is None else f"{ex.latency_ms:.3f} ms"
+        parts = [f"{ex.index:6d}", f"{(frame.first_ts - self.t0) / 1e9:12.6f}",
+                 f"{c.client_ip}:{c.client_port} \u2192 {c.broker_ip}:{c.broker_port}",
+                 f"{api:<26}", f"corr={ex.correlation_id}" if ex.correlation_id is not None else "",
+                 f"client={ex.client_id}" if ex.client_id else "", latency, ex.status]
+        if ex.error_code:
+            from .protocol.names import error_name
+            parts.append(error_name(ex.error_code))
+        if ex.issues:
+            parts.append(f"[{len(ex.issues)} issue{'s' if len(ex.issues) > 1 else ''}: "
+                         f"{ex.issues[0].code}]")
+        self.out.write("  ".join(p for p in parts if p) + "\n")
+
+    def close(self) -> None:
+        pass
+
+
+class JsonlWriter:
+    def __init__(self, out, bodies=False):
+        self.out = out
+        self.bodies = bodies
+
+    def write(self, ex) -> None:
+        rec = exchange_record(ex)
+        if self.bodies:
+            from .protocol.jsonify import message_json
+            rec["request"] = message_json(ex.request_msg)
+            rec["response"] = message_json(ex.response_msg)
+        self.out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        pass
+
+
+class CsvWriter:
+    def __init__(self, out):
+        self.writer = csv.writer(out, lineterminator="\n")
+        self.writer.writerow(EXCHANGE_COLUMN_NAMES)
+
+    def write(self, ex) -> None:
+        rec = exchange_record(ex)
+        if rec["topics"] is not None:
+            rec["topics"] = ";".join(rec["topics"])
+        self.writer.writerow(["" if v is None else v for v in rec.values()])
+
+    def close(self) -> None:
+        pass
+
+
+def make_writer(fmt, out, bodies=False):
+    if fmt == "text":
+        return TextWriter(out)
+    if fmt == "jsonl":
+        return JsonlWriter(out, bodies=bodies)
+    return CsvWriter(out)

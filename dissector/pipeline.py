@@ -1,0 +1,165 @@
+"""The driver: packets -> TCP segments -> flows -> frames -> sessions -> exchanges.
+
+`Dissector` is the push-style engine (feed packets, collect exchanges) that the file path, the live
+capture and the Spark job all drive; `dissect()` is the lazy pull-style entry point over files.
+Only in-flight state is kept: exchanges are handed out as soon as they complete.
+"""
+from __future__ import annotations
+
+import struct
+from collections import deque
+
+from .capture.files import CaptureError, read_packets
+from .capture.layers import tcp_segment
+from .model import REQUEST, RESPONSE, Issue, WARNING
+from .protocol.headers import plausible_request
+from .session import LEVELS, Session
+from .tcp.flows import FlowTable
+
+DEFAULT_PORTS = (9092,)
+MAX_FRAME = 100 << 20
+MAX_BUFFERED = 4 << 20
+MAX_KEPT_ISSUES = 100_000   # capture-level issues kept in memory; the rest are only counted
+
+_INT32 = struct.Struct(">i")
+
+
+def looks_like_request_start(payload) -> bool:
+    """Does this TCP payload start with a plausible Kafka request (for `--port auto`)?"""
+    if len(payload) < 12:
+        return False
+    (size,) = _INT32.unpack_from(payload, 0)
+    return plausible_request(payload, 4, size)
+
+
+class Dissector:
+    """Stateful engine: feed packets in capture order, take exchanges from `output`."""
+
+    def __init__(self, ports=DEFAULT_PORTS, *, auto=False, level="headers",
+                 max_frame=MAX_FRAME, max_buffered=MAX_BUFFERED):
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}")
+        self.ports = frozenset(ports)
+        self.auto = auto
+        self.level = level
+        self.output = deque()          # completed exchanges, in completion order
+        self.issues = []               # issues not attached to an exchange (TCP, framing, capture)
+        self.issue_count = 0
+        self.connections = []
+        self.packets = 0
+        self.bytes = 0
+        self._exchanges = 0
+        self._decoder = None
+        if level != "headers":
+            from .decoding import BodyDecoder
+            self._decoder = BodyDecoder(records=(level == "records"))
+        self._flows = FlowTable(self._classify, self._open, max_buffered=max_buffered,
+                                max_frame=max_frame)
+
+    # -- wiring ---------------------------------------------------------------------------------
+
+    def _classify(self, src, sport, dst, dport, payload):
+        if dport in self.ports:
+            return REQUEST
+        if sport in self.ports:
+            return RESPONSE
+        if self.auto and looks_like_request_start(payload):
+            return REQUEST
+        return None
+
+    def _open(self, connection):
+        self.connections.append(connection)
+        return Session(connection, self._emit, self.add_issue, level=self.level,
+                       decoder=self._decoder)
+
+    def _emit(self, exchange):
+        self._exchanges += 1
+        exchange.index = self._exchanges
+        self.output.append(exchange)
+
+    def add_issue(self, issue: Issue) -> None:
+        self.issue_count += 1
+        if len(self.issues) < MAX_KEPT_ISSUES:
+            self.issues.append(issue)
+
+    # -- feeding --------------------------------------------------------------------------------
+
+    def feed(self, packet_no, ts_ns, linktype, data) -> None:
+        self.packets += 1
+        self.bytes += len(data)
+        seg = tcp_segment(linktype, data)
+        if seg is None:
+            return
+        if seg.__class__ is str:
+            self.add_issue(Issue(seg, WARNING, f"packet {packet_no} not usable ({seg})",
+                                 frame=packet_no))
+            return
+        src, dst, sport, dport, seq, ack, flags, payload = seg
+        self._flows.add(packet_no, ts_ns, src, dst, sport, dport, seq, ack, flags, payload)
+
+    def expire(self, now_ns, idle_ns) -> None:
+        """Close connections idle for longer than idle_ns (long live captures)."""
+        self._flows.expire(now_ns, idle_ns)
+
+    def finish(self) -> None:
+        """End of input: flush every connection (open holes become gaps, in-flight requests
+        become unanswered)."""
+        self._flows.flush()
+
+
+class Dissection:
+    """Lazy result of `dissect()`: iterate for exchanges; afterwards `issues`, `errors`,
+    `connections`, `packets` and `bytes` describe the run."""
+
+    def __init__(self, paths, dissector: Dissector, progress=None):
+        self.paths = [str(p) for p in paths]
+        self.dissector = dissector
+        self.errors = []            # one-line messages about unreadable or damaged captures
+        self._progress = progress
+
+    @property
+    def issues(self):
+        return self.dissector.issues
+
+    @property
+    def connections(self):
+        return self.dissector.connections
+
+    @property
+    def packets(self):
+        return self.dissector.packets
+
+    @property
+    def bytes(self):
+        return self.dissector.bytes
+
+    def __iter__(self):
+        d = self.dissector
+        out = d.output
+        feed = d.feed
+        packet_no = 0
+        for path in self.paths:
+            try:
+                for _, ts_ns, linktype, data in read_packets(path):
+                    packet_no += 1
+                    feed(packet_no, ts_ns, linktype, data)
+                    while out:
+                        yield out.popleft()
+                    if self._progress is not None and packet_no & 0x3FFF == 0:
+                        self._progress(path, d.bytes)
+            except CaptureError as exc:
+                self.errors.append(str(exc))
+                d.add_issue(Issue("capture.error", "error", str(exc), frame=packet_no))
+        d.finish()
+        while out:
+            yield out.popleft()
+
+
+def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_frame=MAX_FRAME,
+            max_buffered=MAX_BUFFERED, progress=None) -> Dissection:
+    """Dissect one or more captures (read in the given order, as one capture: rotated files of one
+    capture point continue each other's connections). Packet numbers run on across files."""
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    d = Dissector(ports, auto=auto, level=level, max_frame=max_frame, max_buffered=max_buffered)
+    return Dissection(paths, d, progress)

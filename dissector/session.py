@@ -1,0 +1,210 @@
+"""Per-connection pairing of requests and responses by correlation id.
+
+A broker answers the requests of one connection in the order it received them, so responses are
+matched against the queue of requests in flight, first match wins (correlation ids may repeat).
+Requests passed over by a later response were never answered: Produce with acks=0 expects no
+answer (`no_response_expected`), anything else is `unanswered`. A response whose id is not in
+flight belongs to a request outside the capture (`orphan_response`).
+
+The session also drives response decoding (a response carries no api key) and follows the raw
+SASL phase: after a successful SaslHandshake v0, tokens flow size-prefixed with no Kafka header
+until the client sends a real request again.
+"""
+from __future__ import annotations
+
+import struct
+from collections import deque
+
+from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
+                    UNANSWERED, Exchange, Issue)
+from .protocol.headers import parse_request_header, parse_response_header, plausible_request
+
+LEVELS = ("headers", "bodies", "records")
+
+PRODUCE = 0
+SASL_HANDSHAKE = 17
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+class _Pending:
+    """A request in flight (header fields decoded, body decoded when the level asks)."""
+    __slots__ = ("frame", "api_key", "api_version", "correlation_id", "client_id", "msg",
+                 "acks", "issues")
+
+    def __init__(self, frame, api_key, api_version, correlation_id, client_id):
+        self.frame = frame
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.msg = None
+        self.acks = None
+        self.issues = []
+
+
+def produce_acks(buf, body_offset: int, api_version: int) -> int | None:
+    """Acks of a Produce request: after the transactional id from v3 (compact from v9)."""
+    pos = body_offset
+    try:
+        if api_version >= 9:
+            n, pos = _uvarint(buf, pos)
+            pos += max(n - 1, 0)
+        elif api_version >= 3:
+            (n,) = _INT16.unpack_from(buf, pos)
+            pos += 2 + max(n, 0)
+        return _INT16.unpack_from(buf, pos)[0]
+    except (struct.error, ValueError):
+        return None
+
+
+def _uvarint(buf, pos):
+    value = shift = 0
+    for _ in range(5):
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("bad varint")
+
+
+class Session:
+    """Implements the ConnectionSink of dissector.tcp.flows for one connection."""
+
+    def __init__(self, connection, emit, emit_issue, *, level="headers", decoder=None):
+        self.connection = connection
+        self._emit = emit
+        self._emit_issue = emit_issue
+        self._decoder = decoder if level != "headers" else None
+        self._inflight = deque()
+        self._raw_sasl = False
+        self._raw_tokens = deque()
+
+    # -- ConnectionSink -------------------------------------------------------------------------
+
+    def issue(self, issue: Issue) -> None:
+        self._emit_issue(issue)
+
+    def plausible(self, direction: int, data, pos: int) -> bool:
+        if len(data) < pos + 8:
+            return False
+        (size,) = _INT32.unpack_from(data, pos)
+        if direction == REQUEST:
+            return plausible_request(data, pos + 4, size)
+        if size < 4:
+            return False
+        (corr,) = _INT32.unpack_from(data, pos + 4)
+        return any(p.correlation_id == corr for p in self._inflight)
+
+    def frame(self, frame) -> None:
+        if frame.direction == REQUEST:
+            self._request(frame)
+        else:
+            self._response(frame)
+
+    def close(self) -> None:
+        while self._raw_tokens:
+            self._raw_exchange(self._raw_tokens.popleft(), None)
+        while self._inflight:
+            self._unpaired(self._inflight.popleft())
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def _request(self, frame) -> None:
+        data = frame.data
+        if self._raw_sasl:
+            if not plausible_request(data, 0, len(data)):
+                self._raw_tokens.append(frame)
+                return
+            self._raw_sasl = False
+        try:
+            api_key, api_version, corr, client_id, _tags, body_offset = parse_request_header(data)
+        except ValueError as exc:
+            ex = Exchange(self.connection, frame, None, None, None, None, None, MALFORMED)
+            ex.issues.append(self._rebase(Issue("kafka.bad_request_header", ERROR, str(exc),
+                                                stream_offset=0), frame))
+            self._emit(ex)
+            return
+        pending = _Pending(frame, api_key, api_version, corr, client_id)
+        if api_key == PRODUCE:
+            pending.acks = produce_acks(data, body_offset, api_version)
+        if self._decoder is not None:
+            pending.msg = self._decoder.request(data)
+            pending.issues = [self._rebase(i, frame) for i in pending.msg.issues]
+        self._inflight.append(pending)
+
+    # -- responses ------------------------------------------------------------------------------
+
+    def _response(self, frame) -> None:
+        if self._raw_tokens:
+            self._raw_exchange(self._raw_tokens.popleft(), frame)
+            return
+        data = frame.data
+        if len(data) < 4:
+            ex = Exchange(self.connection, None, frame, None, None, None, None, MALFORMED)
+            ex.issues.append(self._rebase(Issue("kafka.bad_response_header", ERROR,
+                                                "response shorter than a correlation id",
+                                                stream_offset=0), frame))
+            self._emit(ex)
+            return
+        (corr,) = _INT32.unpack_from(data, 0)
+        inflight = self._inflight
+        for i, pending in enumerate(inflight):
+            if pending.correlation_id == corr:
+                break
+        else:
+            self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                ORPHAN_RESPONSE))
+            return
+        for _ in range(i):
+            self._unpaired(inflight.popleft())
+        inflight.popleft()
+        self._paired(pending, frame)
+
+    def _paired(self, pending, frame) -> None:
+        ex = Exchange(self.connection, pending.frame, frame, pending.api_key, pending.api_version,
+                      pending.correlation_id, pending.client_id, OK, pending.msg)
+        ex.issues.extend(pending.issues)
+        data = frame.data
+        if self._decoder is not None:
+            ex.response_msg = self._decoder.response(data, pending.api_key, pending.api_version)
+            ex.issues.extend(self._rebase(i, frame) for i in ex.response_msg.issues)
+            self._decoder.summarize(ex)
+        else:
+            try:
+                parse_response_header(data, pending.api_key, pending.api_version)
+            except ValueError as exc:
+                ex.issues.append(self._rebase(Issue("kafka.bad_response_header", ERROR, str(exc),
+                                                    stream_offset=0), frame))
+        if any(i.severity == ERROR for i in ex.issues):
+            ex.status = MALFORMED
+        if pending.api_key == SASL_HANDSHAKE and pending.api_version == 0 and len(data) >= 6:
+            self._raw_sasl = _INT16.unpack_from(data, 4)[0] == 0
+        self._emit(ex)
+
+    def _unpaired(self, pending) -> None:
+        status = NO_RESPONSE_EXPECTED if pending.acks == 0 else UNANSWERED
+        ex = Exchange(self.connection, pending.frame, None, pending.api_key, pending.api_version,
+                      pending.correlation_id, pending.client_id, status, pending.msg)
+        ex.issues.extend(pending.issues)
+        if self._decoder is not None:
+            self._decoder.summarize(ex)
+        if any(i.severity == ERROR for i in ex.issues):
+            ex.status = MALFORMED
+        self._emit(ex)
+
+    def _raw_exchange(self, request, response) -> None:
+        ex = Exchange(self.connection, request, response, None, None, None, None,
+                      OK if response is not None else UNANSWERED)
+        ex.raw_sasl = True
+        self._emit(ex)
+
+    def _rebase(self, issue: Issue, frame) -> Issue:
+        """Message-relative issue offsets become stream offsets (+4 for the size prefix)."""
+        issue.connection_id = self.connection.connection_id
+        issue.frame = frame.first_packet
+        issue.stream_offset = frame.stream_offset + 4 + (issue.stream_offset or 0)
+        return issue
