@@ -1,0 +1,170 @@
+"""pcapng files: sections in either byte order, interfaces, EPB/SPB/PB packets.
+
+Each Section Header Block sets the byte order and starts a new interface list. Interface
+Description Blocks give the link type and the timestamp resolution (if_tsresol, power of 10 or
+of 2) and offset (if_tsoffset). Blocks we do not need are skipped by their length; a huge one is
+skipped without buffering it.
+"""
+from __future__ import annotations
+
+import struct
+
+from .errors import CaptureError
+from .pcap import MAX_RECORD
+
+SHB_MAGIC = b"\x0a\x0d\x0d\x0a"
+SHB = 0x0A0D0D0A  # a palindrome: it reads the same in both byte orders
+IDB, PB, SPB, EPB = 1, 2, 3, 6
+PARSED = frozenset((SHB, IDB, PB, SPB, EPB))
+MAX_BLOCK = 16 << 20  # a block we parse must fit in memory; others are skipped by streaming
+OPT_TSRESOL, OPT_TSOFFSET = 9, 14
+
+
+class _Order:
+    """Precompiled readers for one byte order."""
+    __slots__ = ("hdr", "u32", "u16", "epb", "pb", "idb", "opt", "i64")
+
+    def __init__(self, o):
+        self.hdr = struct.Struct(o + "II").unpack_from
+        self.u32 = struct.Struct(o + "I").unpack_from
+        self.u16 = struct.Struct(o + "H").unpack_from
+        self.epb = struct.Struct(o + "IIIII").unpack_from  # interface, ts high, ts low, caplen, len
+        self.pb = struct.Struct(o + "HHIIII").unpack_from  # interface, drops, ts high, ts low, caplen, len
+        self.idb = struct.Struct(o + "HHI").unpack_from    # link type, reserved, snaplen
+        self.opt = struct.Struct(o + "HH").unpack_from
+        self.i64 = struct.Struct(o + "q").unpack_from
+
+
+ORDERS = {b"\x4d\x3c\x2b\x1a": _Order("<"), b"\x1a\x2b\x3c\x4d": _Order(">")}
+
+
+def pcapng_packets(read, buf, name):
+    """Check the first section header in `buf` (the first chunk) and return the packet iterator."""
+    if len(buf) < 12:
+        raise CaptureError(f"{name}: truncated pcapng section header")
+    if bytes(buf[8:12]) not in ORDERS:
+        raise CaptureError(f"{name}: bad pcapng byte-order magic")
+    return _blocks(read, buf, name)
+
+
+def _tsresol(r):
+    """(multiplier, divisor) turning ticks of resolution byte `r` into nanoseconds."""
+    if r & 0x80:
+        return 1_000_000_000, 1 << (r & 0x7F)
+    if r <= 9:
+        return 10 ** (9 - r), 1
+    return 1, 10 ** (r - 9)
+
+
+def _interface(o, buf, pos, stop, name, at):
+    """(linktype, ts multiplier, ts divisor, ts offset ns, snaplen) from an IDB."""
+    linktype, _, snaplen = o.idb(buf, pos + 8)
+    mul, div, offset = 1000, 1, 0  # default resolution: microseconds
+    p, end = pos + 16, stop - 4
+    while p + 4 <= end:
+        code, olen = o.opt(buf, p)
+        if code == 0:
+            break
+        v = p + 4
+        if v + olen > end:
+            raise CaptureError(f"{name}: interface option overruns its block at byte {at}")
+        if code == OPT_TSRESOL and olen >= 1:
+            mul, div = _tsresol(buf[v])
+        elif code == OPT_TSOFFSET and olen >= 8:
+            offset = o.i64(buf, v)[0] * 1_000_000_000
+        p = v + ((olen + 3) & ~3)
+    return linktype, mul, div, offset, snaplen
+
+
+def _skip(read, n, name, at):
+    """Discard the next n bytes of the stream; return what was read past them."""
+    while True:
+        more = read()
+        if not more:
+            raise CaptureError(f"{name}: truncated block at byte {at}")
+        if len(more) >= n:
+            return more[n:]
+        n -= len(more)
+
+
+def _blocks(read, buf, name):
+    pos = 0
+    base = 0  # file offset of buf[0], for error messages
+    n = 0
+    ts_ns = 0  # last timestamp: Simple Packet Blocks have none
+    o = ORDERS[bytes(buf[8:12])]
+    hdr, u32 = o.hdr, o.u32
+    ifaces = []
+    while True:
+        end = len(buf)
+        while pos + 12 <= end:
+            btype, blen = hdr(buf, pos)
+            if btype == SHB:
+                o = ORDERS.get(bytes(buf[pos + 8:pos + 12]))
+                if o is None:
+                    raise CaptureError(f"{name}: bad pcapng byte-order magic at byte {base + pos}")
+                hdr, u32 = o.hdr, o.u32
+                btype, blen = hdr(buf, pos)
+            if blen < 12 or blen & 3:
+                raise CaptureError(f"{name}: bad block length {blen} at byte {base + pos}")
+            stop = pos + blen
+            if stop > end:
+                if btype in PARSED:
+                    if blen > MAX_BLOCK:
+                        raise CaptureError(f"{name}: block length {blen} too large at byte {base + pos}")
+                    break
+                buf = _skip(read, stop - end, name, base + pos)
+                base += stop
+                pos = 0
+                end = len(buf)
+                continue
+            if u32(buf, stop - 4)[0] != blen:
+                raise CaptureError(f"{name}: block length mismatch at byte {base + pos}")
+            if btype == EPB:
+                iid, hi, lo, caplen, _orig = o.epb(buf, pos + 8)
+                if caplen > blen - 32 or caplen > MAX_RECORD:
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
+                if iid >= len(ifaces):
+                    raise CaptureError(f"{name}: packet on undeclared interface {iid} at byte {base + pos}")
+                linktype, mul, div, offset, _ = ifaces[iid]
+                ts_ns = ((hi << 32) | lo) * mul // div + offset
+                n += 1
+                yield n, ts_ns, linktype, buf[pos + 28:pos + 28 + caplen]
+            elif btype == SPB:
+                if not ifaces:
+                    raise CaptureError(f"{name}: packet on undeclared interface 0 at byte {base + pos}")
+                linktype, _, _, _, snaplen = ifaces[0]
+                caplen = min(u32(buf, pos + 8)[0], blen - 16)
+                if snaplen:
+                    caplen = min(caplen, snaplen)
+                if caplen > MAX_RECORD:
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
+                n += 1
+                yield n, ts_ns, linktype, buf[pos + 12:pos + 12 + caplen]
+            elif btype == IDB:
+                if blen < 20:
+                    raise CaptureError(f"{name}: bad interface block at byte {base + pos}")
+                ifaces.append(_interface(o, buf, pos, stop, name, base + pos))
+            elif btype == SHB:
+                if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
+                    raise CaptureError(f"{name}: unsupported pcapng section at byte {base + pos}")
+                ifaces = []
+            elif btype == PB:
+                iid, _drops, hi, lo, caplen, _orig = o.pb(buf, pos + 8)
+                if caplen > blen - 32 or caplen > MAX_RECORD:
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
+                if iid >= len(ifaces):
+                    raise CaptureError(f"{name}: packet on undeclared interface {iid} at byte {base + pos}")
+                linktype, mul, div, offset, _ = ifaces[iid]
+                ts_ns = ((hi << 32) | lo) * mul // div + offset
+                n += 1
+                yield n, ts_ns, linktype, buf[pos + 28:pos + 28 + caplen]
+            pos = stop
+        more = read()
+        if not more:
+            if pos < end:
+                raise CaptureError(f"{name}: truncated block at byte {base + pos}")
+            return
+        base += pos
+        buf = buf[pos:] + more
+        pos = 0
