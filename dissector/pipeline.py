@@ -11,7 +11,7 @@ from collections import deque
 
 from .capture.files import CaptureError, read_packets
 from .capture.layers import tcp_segment
-from .model import REQUEST, RESPONSE, Issue, WARNING
+from .model import ERROR, REQUEST, RESPONSE, WARNING, Issue
 from .protocol.headers import plausible_request
 from .session import LEVELS, Session
 from .tcp.flows import FlowTable
@@ -94,7 +94,11 @@ class Dissector:
             self.add_issue(Issue(seg, WARNING, f"packet {packet_no} not usable ({seg})",
                                  frame=packet_no))
             return
-        src, dst, sport, dport, seq, ack, flags, payload = seg
+        self._flows.add(packet_no, ts_ns, *seg)
+
+    def feed_segment(self, packet_no, ts_ns, src, dst, sport, dport, seq, ack, flags,
+                     payload) -> None:
+        """A TCP segment already taken out of its packet (the Spark job ships segments)."""
         self._flows.add(packet_no, ts_ns, src, dst, sport, dport, seq, ack, flags, payload)
 
     def expire(self, now_ns, idle_ns) -> None:
@@ -149,7 +153,7 @@ class Dissection:
                         self._progress(path, d.bytes)
             except CaptureError as exc:
                 self.errors.append(str(exc))
-                d.add_issue(Issue("capture.error", "error", str(exc), frame=packet_no))
+                d.add_issue(Issue("capture.error", ERROR, str(exc), frame=packet_no))
         d.finish()
         while out:
             yield out.popleft()
