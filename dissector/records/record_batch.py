@@ -1,0 +1,236 @@
+"""RecordBatch v2 (magic 2): the 61-byte header, CRC32C, and the varint-encoded records.
+
+Layout (offsets from the batch start): baseOffset int64 @0, batchLength int32 @8 (counts the
+bytes after it), partitionLeaderEpoch int32 @12, magic int8 @16, crc uint32 @17 (CRC32C of
+attributes..end), attributes int16 @21, lastOffsetDelta int32 @23, firstTimestamp int64 @27,
+maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51, baseSequence int32 @53,
+recordCount int32 @57, records @61. Each record: length varint, attributes int8, timestampDelta
+varlong, offsetDelta varint, key (varint length, -1 = null), value (same), header count varint,
+headers (key string, value bytes or null). All varints are zigzag-encoded.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..model import ERROR, WARNING, Issue
+from . import codecs
+from .checksums import ACCELERATED, crc32c
+from .model import Batch, Record
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+MIN_LENGTH = HEADER_SIZE - 12  # smallest sane batchLength
+_CONTROL_KEY = struct.Struct(">hh")
+
+
+class _BadRecord(Exception):
+    """A record that cannot be parsed: (issue code, detail)."""
+
+
+def _varint(buf, pos, limit=10):
+    """Slow path of a zigzag varint starting at buf[pos]: (value, next position)."""
+    value = shift = 0
+    for i in range(pos, pos + limit):
+        b = buf[i]  # IndexError past the end is handled by the caller
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), i + 1
+        shift += 7
+    raise _BadRecord("records.bad_varint", f"varint longer than {limit} bytes at {pos}")
+
+
+def decode(data, pos, size, want_records, budget, issues):
+    """Decode the v2 batch of `size` bytes at data[pos:] (a memoryview).
+
+    budget: list holding the bytes of decompressed output still allowed for this record set.
+    Returns the Batch; problems are appended to `issues` (stream_offset relative to `data`).
+    """
+    (base_offset, _, leader_epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
+     producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(data, pos)
+    batch = Batch(pos, size, magic)
+    batch.base_offset = base_offset
+    batch.partition_leader_epoch = leader_epoch
+    codec = attributes & 0x07
+    ts_type = (attributes >> 3) & 1
+    batch.codec = codec
+    batch.timestamp_type = ts_type
+    batch.is_transactional = bool(attributes & 0x10)
+    batch.is_control = is_control = bool(attributes & 0x20)
+    batch.last_offset_delta = last_delta
+    batch.first_timestamp = first_ts
+    batch.max_timestamp = max_ts
+    batch.producer_id = producer_id
+    batch.producer_epoch = producer_epoch
+    batch.base_sequence = base_sequence
+    batch.record_count = count
+    end = pos + size
+
+    if want_records or ACCELERATED:  # headers-only mode skips the slow pure-Python CRC
+        batch.crc_ok = crc32c(data[pos + 21:end]) == crc
+        if not batch.crc_ok:
+            issues.append(Issue("records.crc_mismatch", ERROR,
+                                f"RecordBatch CRC32C {crc:#010x} does not match its contents", stream_offset=pos))
+    if count < 0:
+        issues.append(Issue("records.count_mismatch", ERROR, f"negative record count {count}",
+                            stream_offset=pos + 57))
+    if not want_records:
+        return batch
+
+    body = data[pos + HEADER_SIZE:end]
+    if codec:
+        try:
+            body = codecs.decompress(codec, body, budget[0])
+        except codecs.CodecUnavailable as e:
+            issues.append(Issue("records.codec_unavailable", WARNING, str(e), stream_offset=pos + 21))
+            return batch
+        except codecs.DecompressionLimit as e:
+            issues.append(Issue("records.decompression_limit", WARNING, str(e),
+                                stream_offset=pos + HEADER_SIZE))
+            return batch
+        except codecs.CodecError as e:
+            issues.append(Issue("records.bad_compression", ERROR, str(e),
+                                stream_offset=pos + HEADER_SIZE))
+            return batch
+        budget[0] -= len(body)
+        batch.uncompressed_size = len(body)
+        rec_pos = None  # issue offsets inside decompressed data point at the batch payload
+    else:
+        body = bytes(body)
+        rec_pos = pos + HEADER_SIZE
+
+    ts_base = max_ts if ts_type else None  # LogAppendTime: every record carries the batch time
+    records, bad_at, problem = _parse_records(body, count, base_offset, first_ts, ts_base)
+    batch.records = records
+    if problem is not None:
+        code, detail = problem
+        at = pos + HEADER_SIZE if rec_pos is None else rec_pos + bad_at
+        issues.append(Issue(code, ERROR, detail, stream_offset=at))
+    elif len(records) != count:
+        issues.append(Issue("records.count_mismatch", ERROR,
+                            f"batch declares {count} records but holds {len(records)}",
+                            stream_offset=pos + 57))
+    elif bad_at != len(body):
+        issues.append(Issue("records.count_mismatch", ERROR,
+                            f"{len(body) - bad_at} bytes left after the declared {count} records",
+                            stream_offset=pos + 57))
+    if is_control and records:
+        key = records[0].key
+        if key is not None and len(key) >= 4:
+            version, ctype = _CONTROL_KEY.unpack_from(key)
+            batch.control = (ctype, version)
+        else:
+            issues.append(Issue("records.bad_control", ERROR, "control record key shorter than 4 bytes",
+                                stream_offset=pos + HEADER_SIZE))
+    return batch
+
+
+def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
+    """Parse up to `count` records from `buf` (bytes).
+
+    Returns (records, position reached, None) or (records so far, position of the bad record,
+    (code, detail)). Zigzag varints are decoded inline for the one-byte case (most fields).
+    """
+    out = []
+    append = out.append
+    n = len(buf)
+    pos = 0
+    start = 0
+    try:
+        for _ in range(count):
+            if pos >= n:
+                break
+            start = pos
+            b = buf[pos]
+            pos += 1
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+            else:
+                length, pos = _varint(buf, pos - 1, 5)
+            end = pos + length
+            if length < 6 or end > n:
+                raise _BadRecord("records.bad_length", f"record length {length} with {n - pos} bytes left")
+            attributes = buf[pos]
+            b = buf[pos + 1]
+            pos += 2
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+            else:
+                ts_delta, pos = _varint(buf, pos - 1)
+            b = buf[pos]
+            pos += 1
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+            else:
+                off_delta, pos = _varint(buf, pos - 1, 5)
+            b = buf[pos]
+            pos += 1
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+            else:
+                klen, pos = _varint(buf, pos - 1, 5)
+            if klen < 0:
+                if klen != -1:
+                    raise _BadRecord("records.bad_length", f"key length {klen}")
+                key = None
+            else:
+                if pos + klen > end:
+                    raise _BadRecord("records.bad_length", f"key length {klen} overruns the record")
+                key = buf[pos:pos + klen]
+                pos += klen
+            b = buf[pos]
+            pos += 1
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+            else:
+                vlen, pos = _varint(buf, pos - 1, 5)
+            if vlen < 0:
+                if vlen != -1:
+                    raise _BadRecord("records.bad_length", f"value length {vlen}")
+                value = None
+            else:
+                if pos + vlen > end:
+                    raise _BadRecord("records.bad_length", f"value length {vlen} overruns the record")
+                value = buf[pos:pos + vlen]
+                pos += vlen
+            b = buf[pos]
+            pos += 1
+            if b == 0:
+                headers = []
+            else:
+                headers = _headers(buf, pos - 1, end)
+                pos = end
+            if pos != end:
+                raise _BadRecord("records.bad_length", f"record length {length} does not match its fields")
+            append(Record(base_offset + off_delta,
+                          first_ts + ts_delta if ts_fixed is None else ts_fixed,
+                          key, value, headers, attributes))
+    except _BadRecord as e:
+        return out, start, e.args
+    except IndexError:
+        return out, start, ("records.bad_length", "record runs past the end of the batch")
+    return out, pos, None
+
+
+def _headers(buf, pos, end):
+    """Record headers starting at the count varint at buf[pos]; they must end exactly at `end`."""
+    count, pos = _varint(buf, pos, 5)
+    if count < 0 or count > end - pos:
+        raise _BadRecord("records.bad_length", f"header count {count}")
+    headers = []
+    for _ in range(count):
+        klen, pos = _varint(buf, pos, 5)
+        if klen < 0 or pos + klen > end:
+            raise _BadRecord("records.bad_length", f"header key length {klen}")
+        hkey = buf[pos:pos + klen].decode("utf-8", "replace")
+        pos += klen
+        vlen, pos = _varint(buf, pos, 5)
+        if vlen < -1 or pos + vlen > end:
+            raise _BadRecord("records.bad_length", f"header value length {vlen}")
+        if vlen == -1:
+            headers.append((hkey, None))
+        else:
+            headers.append((hkey, buf[pos:pos + vlen]))
+            pos += vlen
+    if pos != end:
+        raise _BadRecord("records.bad_length", "record headers do not end where the record does")
+    return headers

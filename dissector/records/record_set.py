@@ -1,0 +1,67 @@
+"""A `records` field: concatenated batches of any magic, walked by their declared lengths.
+
+Every entry starts with offset int64 and a length int32 counting the bytes after it, and has its
+magic byte at offset 16 in all three formats, so the walk is format-independent: the magic picks
+the decoder, and a corrupt batch is stepped over by its length when that length is sane.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..model import ERROR, Issue
+from . import legacy, record_batch
+from .model import RecordSet
+
+_LENGTH = struct.Struct(">i")
+_MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch.MIN_LENGTH}
+_DECODERS = {0: legacy.decode, 1: legacy.decode, 2: record_batch.decode}
+
+
+def decode_record_set(data, *, records=True, max_uncompressed=64 << 20):
+    """Decode a `records` field (bytes or memoryview) into a RecordSet.
+
+    records=False decodes batch headers only: no decompression and no per-record parsing (the
+    v2 CRC is still checked when the fast CRC32C library is present). `max_uncompressed` caps the
+    total decompressed output of the whole set. Never raises on bad input: faults are Issues
+    whose stream_offset is relative to `data`; a partial last batch sets `truncated`.
+    """
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    n = len(mv)
+    batches = []
+    issues = []
+    truncated = False
+    budget = [max_uncompressed]
+    pos = 0
+    while pos < n:
+        if n - pos < 17:
+            truncated = True
+            break
+        (length,) = _LENGTH.unpack_from(mv, pos + 8)
+        magic = mv[pos + 16]
+        minimum = _MIN_LENGTH.get(magic, 5)
+        if length < minimum:
+            issues.append(Issue("records.bad_length", ERROR,
+                                f"batch length {length} below the minimum {minimum} for magic {magic}",
+                                stream_offset=pos + 8))
+            break
+        size = length + 12
+        if pos + size > n:
+            truncated = True
+            break
+        decoder = _DECODERS.get(magic)
+        if decoder is None:
+            issues.append(Issue("records.bad_magic", ERROR, f"unknown magic {magic}", stream_offset=pos + 16))
+        else:
+            try:
+                batches.append(decoder(mv, pos, size, records, budget, issues))
+            except Exception as e:  # a bug, not bad input: report it and keep going
+                issues.append(Issue("records.decode_error", ERROR, f"{type(e).__name__}: {e}",
+                                    stream_offset=pos))
+        pos += size
+    count = 0
+    for b in batches:
+        if b.records is not None:
+            count += len(b.records)
+        elif b.record_count is not None and b.record_count > 0:
+            count += b.record_count
+    return RecordSet(batches, issues, truncated, n, count)
