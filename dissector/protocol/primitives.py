@@ -1,0 +1,73 @@
+"""Primitives shared by the generated decoders and the tree interpreter.
+
+Kept tiny on purpose: the generated code inlines the common cases (fixed-size runs through
+precompiled Structs, one-byte varints) and calls these only for the rare ones.
+"""
+from __future__ import annotations
+
+from struct import Struct, unpack_from
+from uuid import UUID, SafeUUID
+
+UUID0 = UUID(int=0)
+new = object.__new__
+_set = object.__setattr__
+_UNKNOWN = SafeUUID.unknown
+
+
+class Malformed(Exception):
+    """Raised inside decoders; `code` is a stable Issue code, `offset` the byte where it happened.
+
+    The fast generated decoders raise it (or let struct.error/IndexError escape) without details;
+    the tree interpreter re-decodes such messages field by field and fills in code and offset.
+    """
+
+    def __init__(self, code="kafka.malformed", offset=None, detail=""):
+        super().__init__(code, offset, detail)
+        self.code = code
+        self.offset = offset
+        self.detail = detail
+
+
+def uvarint(b, p):
+    """Unsigned varint (at most 5 bytes: Kafka's varints hold 32-bit values) -> (value, next p)."""
+    value = shift = 0
+    for i in range(5):
+        byte = b[p + i]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, p + i + 1
+        shift += 7
+    raise Malformed("kafka.bad_varint", p, "unsigned varint longer than 5 bytes")
+
+
+def uuid_at(b, p):
+    """The UUID in b[p:p+16] (the caller checks the bounds)."""
+    i = int.from_bytes(b[p:p + 16], "big")
+    if not i:
+        return UUID0
+    u = new(UUID)
+    _set(u, "int", i)
+    _set(u, "is_safe", _UNKNOWN)
+    return u
+
+
+class Body:
+    """Base of the generated body classes: slots named after the spec fields in snake_case, plus
+    `unknown_tags` ({tag: raw bytes} or None) for tagged fields this build does not know."""
+    __slots__ = ()
+
+    def _items(self):
+        """(attr, value) pairs in declaration order."""
+        return [(name, getattr(self, name, None)) for name in self.__slots__]
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._items() == other._items()
+
+    __hash__ = None
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._items() if k != "unknown_tags" or v)
+        return f"{type(self).__name__}({inner})"
+
+
+__all__ = ["Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
