@@ -71,3 +71,16 @@ def control_batch(commit, coordinator_epoch=7, producer_id=1234, producer_epoch=
     struct.pack_into(">q", buf, 0, offset)
     struct.pack_into(">h", buf, 21, struct.unpack_from(">h", buf, 21)[0] | 0x20)
     return fix_crc32c(buf)
+
+
+def with_body(v2_batch, body, codec=None, count=None):
+    """The v2 batch with its records section replaced by `body` (and codec/count if given),
+    batchLength and CRC32C recomputed: for payloads kafka-python cannot produce."""
+    buf = bytearray(v2_batch[:61]) + body
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    if codec is not None:
+        attrs = struct.unpack_from(">h", buf, 21)[0]
+        struct.pack_into(">h", buf, 21, (attrs & ~7) | codec)
+    if count is not None:
+        struct.pack_into(">i", buf, 57, count)
+    return fix_crc32c(buf)

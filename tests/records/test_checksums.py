@@ -1,0 +1,38 @@
+"""CRC32C and xxHash32 against published vectors and independent implementations."""
+import os
+
+import pytest
+
+from dissector.records import checksums
+from tests.support import require_module
+
+# RFC 3720 (iSCSI) appendix B.4 CRC32C examples, and the common "123456789" check value.
+CRC32C_VECTORS = [
+    (bytes(32), 0x8A9136AA),
+    (b"\xff" * 32, 0x62A8AB43),
+    (bytes(range(32)), 0x46DD794E),
+    (bytes(range(31, -1, -1)), 0x113FDB5C),
+    (b"123456789", 0xE3069283),
+    (b"", 0),
+]
+
+
+@pytest.mark.parametrize("data,crc", CRC32C_VECTORS)
+def test_crc32c_vectors(data, crc):
+    assert checksums.crc32c_python(data) == crc
+    assert checksums.crc32c(data) == crc
+
+
+def test_crc32c_python_matches_the_crc32c_package_at_every_length():
+    crc32c = require_module("crc32c")
+    for n in list(range(70)) + [1000, 4097, 65536 + 3]:
+        data = os.urandom(n)
+        assert checksums.crc32c_python(data) == crc32c.crc32c(data), n
+        assert checksums.crc32c_python(memoryview(data)) == crc32c.crc32c(data), n
+
+
+def test_xxh32_matches_the_xxhash_package():
+    xxhash = require_module("xxhash")
+    for n in range(40):
+        data = os.urandom(n)
+        assert checksums.xxh32(data) == xxhash.xxh32_intdigest(data), n
