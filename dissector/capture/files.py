@@ -7,28 +7,15 @@ The file is read in large chunks so memory stays flat on multi-GB captures.
 from __future__ import annotations
 
 import gzip
-import zlib
 
+from .chunks import Chunks
 from .errors import CaptureError
 from .pcap import PCAP_MAGICS, pcap_packets
 from .pcapng import SHB_MAGIC, pcapng_packets
 
 __all__ = ["CaptureError", "read_packets"]
 
-CHUNK = 4 << 20
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _chunk_reader(f, name):
-    """A read() returning the next chunk (b"" at the end) whose failures are CaptureErrors."""
-    def read():
-        try:
-            return f.read(CHUNK)
-        except EOFError:
-            raise CaptureError(f"{name}: truncated gzip stream") from None
-        except (OSError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
-            raise CaptureError(f"{name}: read error: {e}") from None
-    return read
 
 
 def _guarded(gen, f):
@@ -58,18 +45,15 @@ def read_packets(path):
             raise CaptureError(f"{name}: {e.strerror or e}") from None
         if magic == GZIP_MAGIC:
             f = gzip.GzipFile(fileobj=f, mode="rb")
-        read = _chunk_reader(f, name)
-        head = read()
-        while 0 < len(head) < 32:  # gzip may hand out short pieces
-            more = read()
-            if not more:
-                break
-            head += more
-        if head[:4] in PCAP_MAGICS:
-            gen = pcap_packets(read, head, name)
-        elif head[:4] == SHB_MAGIC:
-            gen = pcapng_packets(read, head, name)
-        elif not head:
+        chunks = Chunks(f, name)
+        while chunks.end < 32 and chunks.refill(0):  # gzip may hand out short pieces
+            pass
+        magic = bytes(chunks.buf[:4])
+        if magic in PCAP_MAGICS:
+            gen = pcap_packets(chunks)
+        elif magic == SHB_MAGIC:
+            gen = pcapng_packets(chunks)
+        elif not chunks.end:
             raise CaptureError(f"{name}: empty file, not a pcap or pcapng file")
         else:
             raise CaptureError(f"{name}: not a pcap or pcapng file")

@@ -36,6 +36,8 @@ _ipv4 = struct.Struct("!BxHxxHxB2x4s4s").unpack_from
 _ipv6 = struct.Struct("!4xHBx16s16s").unpack_from
 # sport, dport, seq, ack, data offset, flags
 _tcp = struct.Struct("!HHIIBB").unpack_from
+# an option-less IPv4 header and the TCP header after it, in one call (the common case)
+_ipv4_tcp = struct.Struct("!BxHxxHxB2x4s4sHHIIBB").unpack_from
 
 
 def _link(linktype, data):
@@ -82,15 +84,22 @@ def _link(linktype, data):
 
 
 def tcp_segment(linktype, data):
-    link = _link(linktype, data)
-    if link is None:
-        return None
-    off, version = link
+    if linktype == LT_ETHERNET and data[12:14] == b"\x08\x00":  # untagged IPv4: skip _link
+        off, version = 14, 4
+    else:
+        link = _link(linktype, data)
+        if link is None:
+            return None
+        off, version = link
     caplen = len(data)
     if version == 4:
         if caplen < off + 20:
             return "ip.truncated"
-        vihl, total, frag, proto, src, dst = _ipv4(data, off)
+        if caplen >= off + 40:
+            vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags = _ipv4_tcp(data, off)
+        else:
+            vihl, total, frag, proto, src, dst = _ipv4(data, off)
+            doff = None
         if vihl >> 4 != 4:
             return "ip.bad_header"
         if proto != PROTO_TCP:
@@ -105,6 +114,8 @@ def tcp_segment(linktype, data):
             return "ip.truncated"
         # Total length 0 is what TCP segmentation offload leaves: the captured bytes are the packet.
         end = off + total if total else caplen
+        if ihl != 20:
+            doff = None
     else:
         if caplen < off + 40:
             return "ip.truncated"
@@ -126,11 +137,13 @@ def tcp_segment(linktype, data):
                 return None
         if t > end:
             return "ip.bad_header"
+        doff = None
     if end > caplen:
         end = caplen  # cut by the snapshot length
     if t + 20 > end:
         return "tcp.truncated"
-    sport, dport, seq, ack, doff, flags = _tcp(data, t)
+    if doff is None:
+        sport, dport, seq, ack, doff, flags = _tcp(data, t)
     doff = (doff >> 4) * 4
     if doff < 20:
         return "tcp.bad_header"

@@ -20,37 +20,36 @@ PCAP_MAGICS = {
 }
 
 
-def pcap_packets(read, buf, name):
-    """Check the file header in `buf` (the first chunk) and return the packet iterator."""
-    if len(buf) < 24:
-        raise CaptureError(f"{name}: truncated pcap file header")
+def pcap_packets(chunks):
+    """Check the file header (in the first chunk) and return the packet iterator."""
+    buf = chunks.buf
+    if chunks.end < 24:
+        raise CaptureError(f"{chunks.name}: truncated pcap file header")
     order, scale = PCAP_MAGICS[bytes(buf[:4])]
     # The upper bits of the link type field carry FCS information, not the type.
     linktype = struct.unpack_from(order + "I", buf, 20)[0] & 0xFFFF
-    return _records(read, buf, name, struct.Struct(order + "IIII").unpack_from, scale, linktype)
+    return _records(chunks, struct.Struct(order + "IIII").unpack_from, scale, linktype)
 
 
-def _records(read, buf, name, unpack, scale, linktype):
+def _records(chunks, unpack, scale, linktype):
+    name = chunks.name
+    buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 24
-    base = 0  # file offset of buf[0], for error messages
     n = 0
     while True:
-        end = len(buf)
         while pos + 16 <= end:
             sec, frac, incl, _orig = unpack(buf, pos)
             if incl > MAX_RECORD:
-                raise CaptureError(f"{name}: packet record length {incl} too large at byte {base + pos}")
+                raise CaptureError(f"{name}: packet record length {incl} too large at byte {chunks.base + pos}")
             stop = pos + 16 + incl
             if stop > end:
                 break
             n += 1
-            yield n, sec * 1_000_000_000 + frac * scale, linktype, buf[pos + 16:stop]
+            yield n, sec * 1_000_000_000 + frac * scale, linktype, mv[pos + 16:stop].tobytes()
             pos = stop
-        more = read()
-        if not more:
+        if not chunks.refill(pos):
             if pos < end:
-                raise CaptureError(f"{name}: truncated packet record at byte {base + pos}")
+                raise CaptureError(f"{name}: truncated packet record at byte {chunks.base}")
             return
-        base += pos
-        buf = buf[pos:] + more
+        buf, mv, end = chunks.buf, chunks.mv, chunks.end
         pos = 0

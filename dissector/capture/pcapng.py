@@ -38,13 +38,13 @@ class _Order:
 ORDERS = {b"\x4d\x3c\x2b\x1a": _Order("<"), b"\x1a\x2b\x3c\x4d": _Order(">")}
 
 
-def pcapng_packets(read, buf, name):
-    """Check the first section header in `buf` (the first chunk) and return the packet iterator."""
-    if len(buf) < 12:
-        raise CaptureError(f"{name}: truncated pcapng section header")
-    if bytes(buf[8:12]) not in ORDERS:
-        raise CaptureError(f"{name}: bad pcapng byte-order magic")
-    return _blocks(read, buf, name)
+def pcapng_packets(chunks):
+    """Check the first section header (in the first chunk) and return the packet iterator."""
+    if chunks.end < 12:
+        raise CaptureError(f"{chunks.name}: truncated pcapng section header")
+    if bytes(chunks.buf[8:12]) not in ORDERS:
+        raise CaptureError(f"{chunks.name}: bad pcapng byte-order magic")
+    return _blocks(chunks)
 
 
 def _tsresol(r):
@@ -57,7 +57,10 @@ def _tsresol(r):
 
 
 def _interface(o, buf, pos, stop, name, at):
-    """(linktype, ts multiplier, ts divisor, ts offset ns, snaplen) from an IDB."""
+    """(linktype, scale, ts multiplier, ts divisor, ts offset ns, snaplen) from an IDB.
+
+    scale is the multiplier when it alone turns ticks into ns (no divisor, no offset), else 0:
+    the packet loop then skips the big-integer division, a third of its time otherwise."""
     linktype, _, snaplen = o.idb(buf, pos + 8)
     mul, div, offset = 1000, 1, 0  # default resolution: microseconds
     p, end = pos + 16, stop - 4
@@ -73,98 +76,100 @@ def _interface(o, buf, pos, stop, name, at):
         elif code == OPT_TSOFFSET and olen >= 8:
             offset = o.i64(buf, v)[0] * 1_000_000_000
         p = v + ((olen + 3) & ~3)
-    return linktype, mul, div, offset, snaplen
+    return linktype, (mul if div == 1 and not offset else 0), mul, div, offset, snaplen
 
 
-def _skip(read, n, name, at):
-    """Discard the next n bytes of the stream; return what was read past them."""
-    while True:
-        more = read()
-        if not more:
-            raise CaptureError(f"{name}: truncated block at byte {at}")
-        if len(more) >= n:
-            return more[n:]
-        n -= len(more)
-
-
-def _blocks(read, buf, name):
+def _blocks(chunks):
+    name = chunks.name
+    buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 0
-    base = 0  # file offset of buf[0], for error messages
     n = 0
     ts_ns = 0  # last timestamp: Simple Packet Blocks have none
     o = ORDERS[bytes(buf[8:12])]
-    hdr, u32 = o.hdr, o.u32
+    hdr, u32, epb = o.hdr, o.u32, o.epb
     ifaces = []
     while True:
-        end = len(buf)
         while pos + 12 <= end:
             btype, blen = hdr(buf, pos)
+            stop = pos + blen
+            if btype == EPB and 32 <= blen and stop <= end and not blen & 3:  # the common case first
+                iid, hi, lo, caplen, _orig = epb(buf, pos + 8)
+                if caplen > blen - 32 or caplen > MAX_RECORD:
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
+                if u32(buf, stop - 4)[0] != blen:
+                    raise CaptureError(f"{name}: block length mismatch at byte {chunks.base + pos}")
+                try:
+                    linktype, scale, mul, div, offset, _ = ifaces[iid]
+                except IndexError:
+                    raise CaptureError(f"{name}: packet on undeclared interface {iid} "
+                                       f"at byte {chunks.base + pos}") from None
+                if scale == 1:
+                    ts_ns = (hi << 32) | lo
+                elif scale:
+                    ts_ns = ((hi << 32) | lo) * scale
+                else:
+                    ts_ns = ((hi << 32) | lo) * mul // div + offset
+                n += 1
+                yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
+                pos = stop
+                continue
             if btype == SHB:
                 o = ORDERS.get(bytes(buf[pos + 8:pos + 12]))
                 if o is None:
-                    raise CaptureError(f"{name}: bad pcapng byte-order magic at byte {base + pos}")
-                hdr, u32 = o.hdr, o.u32
+                    raise CaptureError(f"{name}: bad pcapng byte-order magic at byte {chunks.base + pos}")
+                hdr, u32, epb = o.hdr, o.u32, o.epb
                 btype, blen = hdr(buf, pos)
+                stop = pos + blen
             if blen < 12 or blen & 3:
-                raise CaptureError(f"{name}: bad block length {blen} at byte {base + pos}")
-            stop = pos + blen
+                raise CaptureError(f"{name}: bad block length {blen} at byte {chunks.base + pos}")
             if stop > end:
                 if btype in PARSED:
                     if blen > MAX_BLOCK:
-                        raise CaptureError(f"{name}: block length {blen} too large at byte {base + pos}")
+                        raise CaptureError(f"{name}: block length {blen} too large at byte {chunks.base + pos}")
                     break
-                buf = _skip(read, stop - end, name, base + pos)
-                base += stop
+                chunks.skip(stop, chunks.base + pos)
+                buf, mv, end = chunks.buf, chunks.mv, chunks.end
                 pos = 0
-                end = len(buf)
                 continue
             if u32(buf, stop - 4)[0] != blen:
-                raise CaptureError(f"{name}: block length mismatch at byte {base + pos}")
-            if btype == EPB:
-                iid, hi, lo, caplen, _orig = o.epb(buf, pos + 8)
-                if caplen > blen - 32 or caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
-                if iid >= len(ifaces):
-                    raise CaptureError(f"{name}: packet on undeclared interface {iid} at byte {base + pos}")
-                linktype, mul, div, offset, _ = ifaces[iid]
-                ts_ns = ((hi << 32) | lo) * mul // div + offset
-                n += 1
-                yield n, ts_ns, linktype, buf[pos + 28:pos + 28 + caplen]
-            elif btype == SPB:
+                raise CaptureError(f"{name}: block length mismatch at byte {chunks.base + pos}")
+            if btype == EPB:  # only a short one gets here
+                raise CaptureError(f"{name}: bad packet block at byte {chunks.base + pos}")
+            if btype == SPB:
                 if not ifaces:
-                    raise CaptureError(f"{name}: packet on undeclared interface 0 at byte {base + pos}")
-                linktype, _, _, _, snaplen = ifaces[0]
+                    raise CaptureError(f"{name}: packet on undeclared interface 0 at byte {chunks.base + pos}")
+                linktype, _, _, _, _, snaplen = ifaces[0]
                 caplen = min(u32(buf, pos + 8)[0], blen - 16)
                 if snaplen:
                     caplen = min(caplen, snaplen)
                 if caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
                 n += 1
-                yield n, ts_ns, linktype, buf[pos + 12:pos + 12 + caplen]
+                yield n, ts_ns, linktype, mv[pos + 12:pos + 12 + caplen].tobytes()
             elif btype == IDB:
                 if blen < 20:
-                    raise CaptureError(f"{name}: bad interface block at byte {base + pos}")
-                ifaces.append(_interface(o, buf, pos, stop, name, base + pos))
+                    raise CaptureError(f"{name}: bad interface block at byte {chunks.base + pos}")
+                ifaces.append(_interface(o, buf, pos, stop, name, chunks.base + pos))
             elif btype == SHB:
                 if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
-                    raise CaptureError(f"{name}: unsupported pcapng section at byte {base + pos}")
+                    raise CaptureError(f"{name}: unsupported pcapng section at byte {chunks.base + pos}")
                 ifaces = []
             elif btype == PB:
                 iid, _drops, hi, lo, caplen, _orig = o.pb(buf, pos + 8)
                 if caplen > blen - 32 or caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {base + pos}")
-                if iid >= len(ifaces):
-                    raise CaptureError(f"{name}: packet on undeclared interface {iid} at byte {base + pos}")
-                linktype, mul, div, offset, _ = ifaces[iid]
+                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
+                try:
+                    linktype, _, mul, div, offset, _ = ifaces[iid]
+                except IndexError:
+                    raise CaptureError(f"{name}: packet on undeclared interface {iid} "
+                                       f"at byte {chunks.base + pos}") from None
                 ts_ns = ((hi << 32) | lo) * mul // div + offset
                 n += 1
-                yield n, ts_ns, linktype, buf[pos + 28:pos + 28 + caplen]
+                yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
             pos = stop
-        more = read()
-        if not more:
+        if not chunks.refill(pos):
             if pos < end:
-                raise CaptureError(f"{name}: truncated block at byte {base + pos}")
+                raise CaptureError(f"{name}: truncated block at byte {chunks.base}")
             return
-        base += pos
-        buf = buf[pos:] + more
+        buf, mv, end = chunks.buf, chunks.mv, chunks.end
         pos = 0
