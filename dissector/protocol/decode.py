@@ -1,0 +1,114 @@
+"""Decode entry points: message bytes (after the 4-byte size prefix) -> Message.
+
+The fast generated reader runs first. If it fails in any way, or overruns the message, the
+message is decoded again by the schema interpreter (tree.py), which keeps everything decoded
+before the fault and reports one Issue with the byte offset. Nothing here raises on bad input.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ..model import ERROR, WARNING, Issue
+from . import tree
+from .generated.apis import APIS, MODULES
+from .headers import parse_request_header, parse_response_header
+from .message import Message
+
+_tables: dict = {}  # api_key -> (REQUEST, RESPONSE) tables of its generated module
+
+
+def tables(api_key):
+    """({version: (reader, schema)} for requests, same for responses), or None for an unknown key."""
+    t = _tables.get(api_key)
+    if t is None:
+        name = MODULES.get(api_key)
+        if name is None:
+            return None
+        mod = importlib.import_module(f"{__package__}.generated.{name}")
+        t = _tables[api_key] = (mod.REQUEST, mod.RESPONSE)
+    return t
+
+
+def _bytes(buf):
+    return buf if type(buf) is bytes else bytes(buf)
+
+
+def decode_struct(b, offset, entry, issues):
+    """Decode one struct with (reader, schema) `entry` at b[offset:], which must fill b exactly."""
+    reader, schema = entry
+    try:
+        body, p = reader(b, offset)
+        if p == len(b):
+            return body
+        if p < len(b):
+            issues.append(Issue("kafka.trailing_bytes", WARNING,
+                                f"{len(b) - p} bytes after the end of the body", stream_offset=p))
+            return body
+    except Exception:  # any failure of the fast path: the interpreter finds out what it was
+        pass
+    body, end, _, fault = tree.decode(b, offset, schema)
+    if fault is not None:
+        issues.append(Issue(fault.code, ERROR, fault.detail, stream_offset=fault.offset))
+    elif end < len(b):
+        issues.append(Issue("kafka.trailing_bytes", WARNING,
+                            f"{len(b) - end} bytes after the end of the body", stream_offset=end))
+    else:  # the fast reader failed where the interpreter did not: a generator bug
+        issues.append(Issue("kafka.decoder_mismatch", WARNING,
+                            "fast decoder failed; body decoded by the interpreter", stream_offset=offset))
+    return body
+
+
+def _body(buf, offset, api_key, api_version, issues, which):
+    t = tables(api_key)
+    if t is None:
+        issues.append(Issue("kafka.unknown_api", WARNING, f"unknown api key {api_key}", stream_offset=0))
+        return None
+    entry = t[which].get(api_version)
+    if entry is None:
+        info = APIS[api_key]
+        issues.append(Issue("kafka.unknown_version", WARNING,
+                            f"{info[0]} v{api_version} is not defined (known: v{info[1]}-{info[2]})",
+                            stream_offset=0))
+        return None
+    return decode_struct(_bytes(buf), offset, entry, issues)
+
+
+def decode_request_body(buf, offset, api_key, api_version, issues):
+    """The request body at buf[offset:] (None for an unknown api key or version); appends Issues."""
+    return _body(buf, offset, api_key, api_version, issues, 0)
+
+
+def decode_response_body(buf, offset, api_key, api_version, issues):
+    """The response body at buf[offset:] (None for an unknown api key or version); appends Issues."""
+    return _body(buf, offset, api_key, api_version, issues, 1)
+
+
+def decode_request(buf) -> Message:
+    """A request message (bytes after the size prefix) -> Message; never raises."""
+    b = _bytes(buf)
+    issues = []
+    try:
+        api_key, api_version, correlation_id, client_id, tags, offset = parse_request_header(b)
+    except Exception as e:  # header too short or inconsistent
+        head = [None, None, None]
+        if len(b) >= 8:
+            head = [int.from_bytes(b[0:2], "big", signed=True), int.from_bytes(b[2:4], "big", signed=True),
+                    int.from_bytes(b[4:8], "big", signed=True)]
+        issues.append(Issue("kafka.bad_header", ERROR, f"request header: {e}", stream_offset=0))
+        return Message(*head, issues=issues)
+    body = decode_request_body(b, offset, api_key, api_version, issues)
+    return Message(api_key, api_version, correlation_id, client_id, tags, body, issues, offset)
+
+
+def decode_response(buf, api_key, api_version) -> Message:
+    """A response message to a request of (api_key, api_version) -> Message; never raises."""
+    b = _bytes(buf)
+    issues = []
+    try:
+        correlation_id, tags, offset = parse_response_header(b, api_key, api_version)
+    except Exception as e:
+        corr = int.from_bytes(b[0:4], "big", signed=True) if len(b) >= 4 else None
+        issues.append(Issue("kafka.bad_header", ERROR, f"response header: {e}", stream_offset=0))
+        return Message(api_key, api_version, corr, issues=issues)
+    body = decode_response_body(b, offset, api_key, api_version, issues)
+    return Message(api_key, api_version, correlation_id, None, tags, body, issues, offset)
