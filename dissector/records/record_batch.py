@@ -28,15 +28,17 @@ class _BadRecord(Exception):
 
 
 def _varint(buf, pos, limit=10):
-    """Slow path of a zigzag varint starting at buf[pos]: (value, next position)."""
+    """Any zigzag varint starting at buf[pos] (the loop's slow path): (value, next position)."""
     value = shift = 0
-    for i in range(pos, pos + limit):
-        b = buf[i]  # IndexError past the end is handled by the caller
+    stop = pos + limit
+    while pos < stop:
+        b = buf[pos]  # IndexError past the end is handled by the caller
+        pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
-            return (value >> 1) ^ -(value & 1), i + 1
+            return (value >> 1) ^ -(value & 1), pos
         shift += 7
-    raise _BadRecord("records.bad_varint", f"varint longer than {limit} bytes at {pos}")
+    raise _BadRecord("records.bad_varint", f"varint longer than {limit} bytes at {pos - limit}")
 
 
 def decode(data, pos, size, want_records, budget, issues):
@@ -128,7 +130,8 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     """Parse up to `count` records from `buf` (bytes).
 
     Returns (records, position reached, None) or (records so far, position of the bad record,
-    (code, detail)). Zigzag varints are decoded inline for the one-byte case (most fields).
+    (code, detail)). Zigzag varints of one and two bytes (nearly all of them) are decoded inline;
+    longer ones go through _varint.
     """
     out = []
     append = out.append
@@ -141,33 +144,49 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 break
             start = pos
             b = buf[pos]
-            pos += 1
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                length, pos = _varint(buf, pos - 1, 5)
+                length, pos = _varint(buf, pos, 5)
             end = pos + length
             if length < 6 or end > n:
                 raise _BadRecord("records.bad_length", f"record length {length} with {n - pos} bytes left")
             attributes = buf[pos]
             b = buf[pos + 1]
-            pos += 2
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
+            elif buf[pos + 2] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 2] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 3
             else:
-                ts_delta, pos = _varint(buf, pos - 1)
+                ts_delta, pos = _varint(buf, pos + 1)
             b = buf[pos]
-            pos += 1
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                off_delta, pos = _varint(buf, pos - 1, 5)
+                off_delta, pos = _varint(buf, pos, 5)
             b = buf[pos]
-            pos += 1
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                klen, pos = _varint(buf, pos - 1, 5)
+                klen, pos = _varint(buf, pos, 5)
             if klen < 0:
                 if klen != -1:
                     raise _BadRecord("records.bad_length", f"key length {klen}")
@@ -178,11 +197,15 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 key = buf[pos:pos + klen]
                 pos += klen
             b = buf[pos]
-            pos += 1
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                b = (b & 0x7F) | (buf[pos + 1] << 7)
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
-                vlen, pos = _varint(buf, pos - 1, 5)
+                vlen, pos = _varint(buf, pos, 5)
             if vlen < 0:
                 if vlen != -1:
                     raise _BadRecord("records.bad_length", f"value length {vlen}")
@@ -194,11 +217,40 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 pos += vlen
             b = buf[pos]
             pos += 1
-            if b == 0:
-                headers = []
-            else:
-                headers = _headers(buf, pos - 1, end)
-                pos = end
+            headers = []
+            if b:
+                if b >= 0x80:
+                    b, pos = _varint(buf, pos - 1, 5)
+                else:
+                    b = (b >> 1) ^ -(b & 1)
+                if b < 0 or b > end - pos:
+                    raise _BadRecord("records.bad_length", f"header count {b}")
+                for _ in range(b):
+                    b = buf[pos]
+                    if b < 0x80:
+                        hklen = (b >> 1) ^ -(b & 1)
+                        pos += 1
+                    else:
+                        hklen, pos = _varint(buf, pos, 5)
+                    if hklen < 0 or pos + hklen > end:
+                        raise _BadRecord("records.bad_length", f"header key length {hklen}")
+                    hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
+                    pos += hklen
+                    b = buf[pos]
+                    if b < 0x80:
+                        hvlen = (b >> 1) ^ -(b & 1)
+                        pos += 1
+                    else:
+                        hvlen, pos = _varint(buf, pos, 5)
+                    if hvlen < 0:
+                        if hvlen != -1:
+                            raise _BadRecord("records.bad_length", f"header value length {hvlen}")
+                        headers.append((hkey, None))
+                    else:
+                        if pos + hvlen > end:
+                            raise _BadRecord("records.bad_length", f"header value length {hvlen}")
+                        headers.append((hkey, buf[pos:pos + hvlen]))
+                        pos += hvlen
             if pos != end:
                 raise _BadRecord("records.bad_length", f"record length {length} does not match its fields")
             append(Record(base_offset + off_delta,
@@ -209,28 +261,3 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     except IndexError:
         return out, start, ("records.bad_length", "record runs past the end of the batch")
     return out, pos, None
-
-
-def _headers(buf, pos, end):
-    """Record headers starting at the count varint at buf[pos]; they must end exactly at `end`."""
-    count, pos = _varint(buf, pos, 5)
-    if count < 0 or count > end - pos:
-        raise _BadRecord("records.bad_length", f"header count {count}")
-    headers = []
-    for _ in range(count):
-        klen, pos = _varint(buf, pos, 5)
-        if klen < 0 or pos + klen > end:
-            raise _BadRecord("records.bad_length", f"header key length {klen}")
-        hkey = buf[pos:pos + klen].decode("utf-8", "replace")
-        pos += klen
-        vlen, pos = _varint(buf, pos, 5)
-        if vlen < -1 or pos + vlen > end:
-            raise _BadRecord("records.bad_length", f"header value length {vlen}")
-        if vlen == -1:
-            headers.append((hkey, None))
-        else:
-            headers.append((hkey, buf[pos:pos + vlen]))
-            pos += vlen
-    if pos != end:
-        raise _BadRecord("records.bad_length", "record headers do not end where the record does")
-    return headers
