@@ -1,0 +1,334 @@
+"""Size-prefixed Kafka PDUs out of one direction's reassembled byte stream.
+
+A `Framer` is fed contiguous stream bytes in order (`feed`), told about holes (`gap`) and about
+the end (`finish`). Every Kafka PDU is an int32 big-endian size followed by that many bytes.
+
+Fast path: a segment that holds whole frames has them sliced straight out of it; only a frame
+that spans segments is collected as a list of pieces and joined once, when complete.
+
+After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
+the next offset where the size is within bounds and the session finds a plausible header there
+(`sink.plausible`), and reports the bytes it skipped as one `kafka.resync` issue. A hole inside a
+frame whose size is known needs no scan: the next frame starts where that one ends.
+
+Bytes are never invented: a frame cut by a hole or by the end of the stream is handed on with the
+bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.truncated_frame` issue,
+so that its header can still be paired with its response.
+"""
+from __future__ import annotations
+
+import re
+import struct
+
+from .model import NOTE, WARNING, Frame, Issue
+
+MAX_FRAME = 100 << 20
+
+_size_at = struct.Struct(">i").unpack_from
+
+# Smallest frame a resync accepts (requests: api key, version, correlation id; responses: a
+# correlation id) and bytes needed at a candidate for sink.plausible (requests: up to the client
+# id length; responses: the correlation id).
+_MIN_SIZE = (8, 4)
+_WINDOW = (14, 8)
+
+_IDLE, _PREFIX, _BODY, _SKIP, _SYNC, _DONE = range(6)
+
+_NAMES = ("request", "response")
+
+
+class Framer:
+    """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
+
+    __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "_state",
+                 "_hdr", "_pieces", "_have", "_need", "_start", "_first_pkt", "_first_ts",
+                 "_last_pkt", "_last_ts", "_skip", "_tail", "_tail_off", "_tail_pkt",
+                 "_tail_ts", "_skipped", "_skip_from", "_sync_severity", "_candidates")
+
+    def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME):
+        self.connection = connection
+        self.direction = direction
+        self.sink = sink
+        self.max_frame = max_frame
+        self.offset = 0          # stream offset of the next byte to arrive
+        self._state = _IDLE
+        self._hdr = b""          # partial size prefix (_PREFIX)
+        self._pieces = None      # frame bytes after the prefix, as received (_BODY)
+        self._have = 0
+        self._need = 0
+        self._start = 0          # offset, first packet and time of the frame in progress
+        self._first_pkt = 0
+        self._first_ts = 0
+        self._last_pkt = 0
+        self._last_ts = 0
+        self._skip = 0           # bytes left of a frame lost in a hole (_SKIP)
+        self._tail = b""         # unscanned bytes kept between segments while resynchronising
+        self._tail_off = 0
+        self._tail_pkt = 0
+        self._tail_ts = 0
+        self._skipped = 0
+        self._skip_from = 0
+        self._sync_severity = NOTE
+        # A candidate frame start: the size's top byte is small enough for max_frame.
+        top = min(max_frame >> 24, 0x7F)
+        self._candidates = re.compile(b"(?=[\\x00-%s])" % re.escape(bytes([top])))
+
+    # -- input -----------------------------------------------------------------------------------
+
+    def feed(self, data, packet_no, ts):
+        """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns)."""
+        n = len(data)
+        if n == 0 or self._state == _DONE:
+            return
+        base = self.offset
+        self.offset = base + n
+        self._take(data, 0, n, base, packet_no, ts)
+
+    def midstream(self):
+        """The stream was joined after its start: find the first frame boundary by scanning."""
+        if self._state == _IDLE and self._hdr == b"":
+            self._lose_sync(NOTE, self.offset)
+
+    def gap(self, nbytes, packet_no):
+        """`nbytes` of the stream at the current offset are missing and will not come."""
+        if self._state == _DONE or nbytes <= 0:
+            return
+        at = self.offset
+        self.offset = at + nbytes
+        state = self._state
+        if state == _BODY:
+            remaining = self._need - self._have
+            self._cut(f"cut by a hole after {self._have} of its {self._need} bytes")
+            if nbytes < remaining:
+                self._skip = remaining - nbytes
+                self._state = _SKIP
+            elif nbytes == remaining:
+                self._state = _IDLE
+            else:
+                self._lose_sync(WARNING, self.offset)
+        elif state == _SKIP:
+            self._skip -= nbytes
+            if self._skip == 0:
+                self._state = _IDLE
+            elif self._skip < 0:
+                self._skip = 0
+                self._lose_sync(WARNING, self.offset)
+        elif state == _SYNC:
+            self._skipped += len(self._tail)
+            self._tail = b""
+            self._sync_severity = WARNING
+        else:  # _IDLE or _PREFIX: where the next frame starts is unknown
+            lost = len(self._hdr)
+            self._hdr = b""
+            self._lose_sync(WARNING, self._start if lost else self.offset)
+            self._skipped = lost  # a partial size prefix counts as skipped
+
+    def finish(self, packet_no):
+        """End of the stream: report what is left over."""
+        state = self._state
+        if state == _BODY:
+            self._cut(f"cut by the end of the stream after {self._have} of its {self._need} bytes")
+        elif state == _PREFIX:
+            self._issue("kafka.truncated_frame", WARNING,
+                        f"{len(self._hdr)}-byte partial size prefix at the end of the "
+                        f"{_NAMES[self.direction]} stream", self._first_pkt, self._start)
+        elif state == _SYNC:
+            skipped = self._skipped + len(self._tail)
+            if skipped:
+                self._issue("kafka.resync", self._sync_severity,
+                            f"skipped {skipped} bytes of the {_NAMES[self.direction]} stream: "
+                            f"no plausible frame before its end", packet_no, self._skip_from)
+        self._state = _DONE
+        self._pieces = None
+        self._tail = b""
+
+    # -- the state machine -----------------------------------------------------------------------
+
+    def _take(self, data, pos, n, base, pkt, ts):
+        """Consume data[pos:n] (stream offset of data[0] is `base`)."""
+        while pos < n:
+            state = self._state
+            if state == _IDLE:
+                # The hot loop: whole frames sliced out of this segment.
+                emit = self.sink.frame
+                conn = self.connection
+                d = self.direction
+                maxf = self.max_frame
+                while n - pos >= 4:
+                    (size,) = _size_at(data, pos)
+                    if size < 0 or size > maxf:
+                        self._bad_size(size, base + pos, pkt)
+                        pos += 1
+                        break
+                    end = pos + 4 + size
+                    if end > n:
+                        self._start = base + pos
+                        self._first_pkt = self._last_pkt = pkt
+                        self._first_ts = self._last_ts = ts
+                        self._need = size
+                        self._pieces = [data[pos + 4:]]
+                        self._have = n - pos - 4
+                        self._state = _BODY
+                        return
+                    emit(Frame(conn, d, base + pos, size + 4, data[pos + 4:end], pkt, pkt, ts, ts))
+                    pos = end
+                else:
+                    if pos < n:
+                        self._hdr = bytes(data[pos:n])
+                        self._start = base + pos
+                        self._first_pkt = pkt
+                        self._first_ts = ts
+                        self._state = _PREFIX
+                    return
+            elif state == _BODY:
+                want = self._need - self._have
+                if n - pos < want:
+                    self._pieces.append(data[pos:] if pos else data)
+                    self._have += n - pos
+                    self._last_pkt = pkt
+                    self._last_ts = ts
+                    return
+                pieces = self._pieces
+                pieces.append(data[pos:pos + want])
+                self._pieces = None
+                self._state = _IDLE
+                pos += want
+                self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
+                                      b"".join(pieces), self._first_pkt, pkt, self._first_ts, ts))
+            elif state == _PREFIX:
+                hdr = self._hdr
+                k = 4 - len(hdr)
+                if n - pos < k:
+                    self._hdr = hdr + bytes(data[pos:n])
+                    return
+                hdr += bytes(data[pos:pos + k])
+                pos += k
+                self._hdr = b""
+                (size,) = _size_at(hdr, 0)
+                if size < 0 or size > self.max_frame:
+                    self._bad_size(size, self._start, self._first_pkt)
+                    # rescan from the byte after the bad prefix
+                    self._tail = hdr[1:]
+                    self._tail_off = self._start + 1
+                    self._tail_pkt = self._first_pkt
+                    self._tail_ts = self._first_ts
+                elif size == 0:
+                    self._state = _IDLE
+                    self.sink.frame(Frame(self.connection, self.direction, self._start, 4, b"",
+                                          self._first_pkt, pkt, self._first_ts, ts))
+                else:
+                    self._need = size
+                    self._pieces = []
+                    self._have = 0
+                    self._last_pkt = pkt
+                    self._last_ts = ts
+                    self._state = _BODY
+            elif state == _SKIP:
+                if n - pos < self._skip:
+                    self._skip -= n - pos
+                    return
+                pos += self._skip
+                self._skip = 0
+                self._state = _IDLE
+            elif state == _SYNC:
+                pos = self._scan(data, pos, n, base, pkt, ts)
+            else:  # _DONE
+                return
+
+    def _scan(self, data, pos, n, base, pkt, ts):
+        """Look for the next plausible frame start; returns where to continue in data."""
+        tail = self._tail
+        if tail:
+            buf = tail + bytes(data[pos:n])
+            bbase = self._tail_off
+        else:
+            buf = data[pos:n] if pos else data
+            bbase = base + pos
+        found = self._find(buf)
+        if found < 0:
+            keep = min(len(buf), _WINDOW[self.direction] - 1)
+            cut = len(buf) - keep
+            self._skipped += cut
+            if cut >= len(tail):  # the kept bytes all come from this packet
+                self._tail_pkt = pkt
+                self._tail_ts = ts
+            self._tail = bytes(buf[cut:])
+            self._tail_off = bbase + cut
+            return n
+        self._skipped += found
+        self._resynced(bbase + found, pkt)
+        if found < len(tail):
+            # The frame starts in bytes kept from an earlier packet: frame those first.
+            self._take(tail, found, len(tail), bbase, self._tail_pkt, self._tail_ts)
+            return pos
+        return pos + found - len(tail)
+
+    def _find(self, buf):
+        """Offset in buf of the first plausible frame start, or -1."""
+        d = self.direction
+        limit = len(buf) - _WINDOW[d]
+        if limit < 0:
+            return -1
+        lo = _MIN_SIZE[d]
+        maxf = self.max_frame
+        plausible = self.sink.plausible
+        end = len(buf)
+        for m in self._candidates.finditer(buf, 0, limit + 1):
+            p = m.start()
+            (size,) = _size_at(buf, p)
+            if size < lo or size > maxf or not plausible(d, buf, p):
+                continue
+            # When the next frame's size is in view it must be a possible size too.
+            q = p + 4 + size
+            if q + 4 <= end:
+                (nxt,) = _size_at(buf, q)
+                if nxt < 0 or nxt > maxf:
+                    continue
+            return p
+        return -1
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _lose_sync(self, severity, at):
+        self._state = _SYNC
+        self._tail = b""
+        self._skipped = 0
+        self._skip_from = at
+        self._sync_severity = severity
+
+    def _resynced(self, at, pkt):
+        self._state = _IDLE
+        self._tail = b""
+        if self._skipped:
+            self._issue("kafka.resync", self._sync_severity,
+                        f"skipped {self._skipped} bytes of the {_NAMES[self.direction]} stream "
+                        f"to the next plausible frame at offset {at}", pkt, self._skip_from)
+        self._skipped = 0
+
+    def _bad_size(self, size, at, pkt):
+        if size < 0:
+            self._issue("kafka.bad_frame_size", WARNING,
+                        f"negative frame size {size} in the {_NAMES[self.direction]} stream",
+                        pkt, at)
+        else:
+            self._issue("kafka.frame_too_large", WARNING,
+                        f"frame size {size} over the {self.max_frame}-byte limit in the "
+                        f"{_NAMES[self.direction]} stream", pkt, at)
+        self._lose_sync(WARNING, at + 1)
+
+    def _cut(self, why):
+        """The frame in progress will not complete: hand on what was seen of it."""
+        pieces = self._pieces
+        self._pieces = None
+        self._state = _IDLE
+        self._issue("kafka.truncated_frame", WARNING,
+                    f"{_NAMES[self.direction]} frame of {self._need + 4} bytes {why}",
+                    self._first_pkt, self._start)
+        if self._have:
+            self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
+                                  b"".join(pieces), self._first_pkt, self._last_pkt,
+                                  self._first_ts, self._last_ts))
+
+    def _issue(self, code, severity, detail, pkt, offset):
+        self.sink.issue(Issue(code, severity, detail, self.connection.connection_id, pkt, offset))
+

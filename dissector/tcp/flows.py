@@ -1,0 +1,264 @@
+"""TCP segments -> Kafka connections: flow identity, which side is the broker, lifetime.
+
+A flow is a 5-tuple; it becomes a `Connection` (ids 1, 2, 3... in the order flows are recognised
+as Kafka) once `classify` says which side is the broker. Until then its packets are kept (bounded)
+and replayed. Each direction of a connection is a `Reassembler` feeding a `Framer`, which hand
+frames and issues to the connection's sink (the session).
+
+A connection ends when both sides have sent a FIN, on a RST, when it idles out (`expire`) or at
+the end of the capture (`flush`); its tuple then lingers as a closed flow so stray late packets are
+ignored, until a SYN with a new ISN on the same tuple starts a new connection.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+from ..capture.layers import format_addr
+from ..framing import MAX_FRAME, Framer
+from ..model import REQUEST, RESPONSE, Connection, Frame, Issue
+from .reassembly import ACK, FIN, MASK, RST, SYN, WRAP, Reassembler
+
+PENDING_BYTES = 64 << 10      # payload kept per unrecognised flow (oldest dropped first)
+PENDING_PACKETS = 1024
+LINGER_NS = 120 * 10**9       # how long a closed tuple swallows late packets (about 2 MSL)
+FAR = 1 << 24                 # a SYN this far from the expected sequence is a new connection
+
+_PENDING, _LIVE, _CLOSED = 0, 1, 2
+
+
+class ConnectionSink(Protocol):
+    """Where one connection's frames and issues go (implemented by the session)."""
+
+    def frame(self, frame: Frame) -> None: ...
+
+    def issue(self, issue: Issue) -> None: ...
+
+    def plausible(self, direction: int, data, pos: int) -> bool:
+        """Does a frame plausibly start at data[pos] (its 4-byte size prefix)?"""
+
+    def close(self) -> None: ...
+
+
+class _Flow:
+    __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
+                 "pending_bytes", "syn", "fins", "conn", "sink", "rs", "closed_ts")
+
+    def __init__(self, key, pkt, ts):
+        self.key = key            # (src, dst, sport, dport) of the flow's first packet: side 0
+        self.state = _PENDING
+        self.first_pkt = self.last_pkt = pkt
+        self.first_ts = self.last_ts = ts
+        self.pending = deque()    # (side, pkt, ts, seq, ack, flags, payload) until classified
+        self.pending_bytes = 0
+        self.syn = [None, None]   # ISN of each side's SYN
+        self.fins = 0             # bit per side that sent a FIN
+        self.conn = None
+        self.sink = None
+        self.rs = None            # Reassembler per side
+        self.closed_ts = 0
+
+
+class FlowTable:
+    def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME):
+        """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
+        the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
+        the first payload-carrying packets of a flow until it returns non-None; packets of a flow
+        whose side is unknown are buffered (bounded) and replayed once it is known; a flow that
+        never classifies is dropped at close/end.
+        open_connection(conn: Connection) -> ConnectionSink is called once per new connection."""
+        self._classify = classify
+        self._open_connection = open_connection
+        self.max_buffered = max_buffered
+        self.max_frame = max_frame
+        self._table = {}          # (src, dst, sport, dport) -> (flow, side)
+        self._live = {}           # connection id -> flow, in id order
+        self._closed = deque()    # closed flows, oldest first, until their tuple is forgotten
+        self._ids = 0
+
+    # -- input -----------------------------------------------------------------------------------
+
+    def add(self, packet_no, ts_ns, src_addr, dst_addr, sport, dport, seq, ack, flags, payload):
+        key = (src_addr, dst_addr, sport, dport)
+        entry = self._table.get(key)
+        if entry is None:
+            if flags & RST:
+                return
+            flow = self._new(key, packet_no, ts_ns)
+            side = 0
+        else:
+            flow, side = entry
+        if flags & SYN:
+            if entry is not None and self._reused(flow, side, seq, flags):
+                self._retire(flow, packet_no)
+                flow = self._new(key, packet_no, ts_ns)
+                side = 0
+            if flow.syn[side] is None:
+                flow.syn[side] = seq
+        flow.last_pkt = packet_no
+        flow.last_ts = ts_ns
+        state = flow.state
+        if state == _LIVE:
+            flow.conn.last_ts = ts_ns
+            self._segment(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
+        elif state == _PENDING:
+            self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
+        closed = self._closed
+        if closed and closed[0].closed_ts + LINGER_NS < ts_ns:
+            self._forget_closed(ts_ns - LINGER_NS)
+
+    def flush(self):
+        """End of capture: flush every connection (declare remaining holes as gaps, emit what can
+        be framed) and call sink.close() on each."""
+        for flow in list(self._live.values()):
+            self._close(flow, flow.last_pkt)
+        self._table.clear()
+        self._closed.clear()
+
+    def expire(self, now_ns, idle_ns):
+        """Close connections idle longer than idle_ns (live capture)."""
+        seen = set()
+        for key, (flow, _side) in list(self._table.items()):
+            if flow.last_ts + idle_ns >= now_ns:
+                continue
+            if id(flow) not in seen:
+                seen.add(id(flow))
+                if flow.state == _LIVE:
+                    self._close(flow, flow.last_pkt)
+                elif flow.state == _PENDING:
+                    self._drop(flow)
+            del self._table[key]
+
+    # -- per flow --------------------------------------------------------------------------------
+
+    def _segment(self, flow, side, pkt, ts, seq, ack, flags, payload):
+        rs = flow.rs
+        if flags & ACK:
+            rs[1 - side].acked(ack, pkt)
+        if flags & RST:
+            self._close(flow, pkt)
+            return
+        rs[side].segment(pkt, ts, seq, flags, payload)
+        if flags & FIN:
+            flow.fins |= 1 << side
+            if flow.fins == 3:
+                self._close(flow, pkt)
+
+    def _pending(self, flow, side, pkt, ts, seq, ack, flags, payload):
+        if payload:
+            if type(payload) is not bytes:
+                payload = bytes(payload)  # do not pin the capture's buffers
+            flow.pending.append((side, pkt, ts, seq, ack, flags, payload))
+            flow.pending_bytes += len(payload)
+            src, dst, sport, dport = flow.key
+            if side:
+                src, dst, sport, dport = dst, src, dport, sport
+            who = self._classify(src, sport, dst, dport, payload)
+            if who is not None:
+                self._open(flow, side if who == 0 else 1 - side)
+                return
+        else:
+            flow.pending.append((side, pkt, ts, seq, ack, flags, payload))
+        if flags & FIN:
+            flow.fins |= 1 << side
+        if flags & RST or flow.fins == 3:
+            self._drop(flow)
+            return
+        pending = flow.pending
+        while flow.pending_bytes > PENDING_BYTES or len(pending) > PENDING_PACKETS:
+            flow.pending_bytes -= len(pending.popleft()[6])
+
+    def _open(self, flow, client_side):
+        src, dst, sport, dport = flow.key
+        if client_side:
+            src, dst, sport, dport = dst, src, dport, sport
+        self._ids += 1
+        conn = Connection(self._ids, format_addr(src), sport, format_addr(dst), dport,
+                          first_ts=flow.first_ts, first_packet=flow.first_pkt)
+        sink = self._open_connection(conn)
+        rs = []
+        for side in (0, 1):
+            d = REQUEST if side == client_side else RESPONSE
+            framer = Framer(conn, d, sink, max_frame=self.max_frame)
+            rs.append(Reassembler(framer, sink, conn.connection_id, d, self.max_buffered))
+        flow.conn = conn
+        flow.sink = sink
+        flow.rs = rs
+        flow.state = _LIVE
+        flow.fins = 0
+        self._live[conn.connection_id] = flow
+        pending = flow.pending
+        flow.pending = None
+        for side, pkt, ts, seq, ack, flags, payload in pending:
+            if flow.state != _LIVE:
+                break
+            conn.last_ts = ts
+            self._segment(flow, side, pkt, ts, seq, ack, flags, payload)
+
+    def _close(self, flow, pkt):
+        for r in flow.rs:
+            r.finish(pkt)
+        flow.state = _CLOSED
+        flow.rs = None
+        del self._live[flow.conn.connection_id]
+        self._bury(flow)
+        flow.sink.close()
+
+    def _drop(self, flow):
+        flow.state = _CLOSED
+        flow.pending = None
+        self._bury(flow)
+
+    def _retire(self, flow, pkt):
+        if flow.state == _LIVE:
+            self._close(flow, pkt)
+        elif flow.state == _PENDING:
+            self._drop(flow)
+
+    def _bury(self, flow):
+        flow.closed_ts = flow.last_ts
+        self._closed.append(flow)
+
+    def _forget_closed(self, before):
+        closed = self._closed
+        table = self._table
+        while closed and closed[0].closed_ts < before:
+            flow = closed.popleft()
+            src, dst, sport, dport = flow.key
+            for key in (flow.key, (dst, src, dport, sport)):
+                entry = table.get(key)
+                if entry is not None and entry[0] is flow:
+                    del table[key]
+
+    def _new(self, key, pkt, ts):
+        flow = _Flow(key, pkt, ts)
+        src, dst, sport, dport = key
+        self._table[key] = (flow, 0)
+        self._table[(dst, src, dport, sport)] = (flow, 1)
+        return flow
+
+    def _reused(self, flow, side, seq, flags):
+        """Does this SYN on a known tuple start a new connection?"""
+        isn = flow.syn[side]
+        if isn is not None:
+            return isn != seq  # a retransmitted SYN repeats its ISN
+        if flow.state == _CLOSED or flow.fins:
+            return True
+        if flags & ACK:
+            return False  # the answer to a SYN seen on this flow
+        expected = self._expected(flow, side)
+        if expected is None:
+            return True
+        d = (seq + 1 - expected) & MASK
+        return FAR < d < WRAP - FAR
+
+    @staticmethod
+    def _expected(flow, side):
+        """The sequence number this side would send next, if it has sent anything."""
+        if flow.state == _LIVE:
+            r = flow.rs[side]
+            return None if r.base is None else (r.base + r.next) & MASK
+        for s, _pkt, _ts, seq, _ack, _flags, payload in reversed(flow.pending):
+            if s == side:
+                return (seq + len(payload)) & MASK
+        return None

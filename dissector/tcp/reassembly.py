@@ -1,0 +1,237 @@
+"""One direction of a TCP connection: sequence numbers -> an ordered byte stream with explicit holes.
+
+Stream offsets are 64-bit ints counted from the first data byte (after the SYN, or the first byte
+seen when the capture joined mid-stream); 32-bit sequence numbers are unwrapped relative to the
+next expected offset, so wrap-around and streams over 4 GiB need no special case.
+
+In-order data goes straight to the framer. Out-of-order data is held (bounded by `max_buffered`)
+until the hole before it fills. The first copy of a byte wins; a later copy that differs is a
+`tcp.overlap_conflict`. A hole that will not be filled becomes a `tcp.gap` issue and a `gap()` on
+the framer, never zero bytes: when the held data passes the cap, when the receiver acknowledges
+bytes the capture never saw (`acked`: the capture dropped them, no retransmission will come), and
+when the connection ends.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from ..model import WARNING, Issue
+
+MASK = 0xFFFFFFFF
+HALF = 1 << 31
+WRAP = 1 << 32
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+
+# An ack further ahead of the data seen than this is not evidence of loss (bogus or stale).
+ACK_HORIZON = 1 << 30
+
+_NAMES = ("request", "response")
+
+
+def _start(segment):
+    return segment[0]
+
+
+class Reassembler:
+    """Sequence space -> stream for one direction; feeds a `Framer`."""
+
+    __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered",
+                 "base", "next", "held", "held_bytes", "fin", "syn_seq", "done",
+                 "last_off", "last_data")
+
+    def __init__(self, framer, sink, connection_id, direction, max_buffered):
+        self.framer = framer
+        self.sink = sink
+        self.connection_id = connection_id
+        self.direction = direction
+        self.max_buffered = max_buffered
+        self.base = None       # sequence number of stream offset 0; None until the first segment
+        self.next = 0          # stream offset of the next byte owed to the framer
+        self.held = []         # out-of-order data: sorted, disjoint [start, end, bytes, packet, ts]
+        self.held_bytes = 0
+        self.fin = None        # stream offset where the FIN sits
+        self.syn_seq = None
+        self.done = False
+        self.last_off = 0      # the last segment delivered, to check retransmissions against
+        self.last_data = b""
+
+    # -- input -----------------------------------------------------------------------------------
+
+    def segment(self, pkt, ts, seq, flags, payload):
+        """A segment sent in this direction (RST is handled by the flow)."""
+        if self.done:
+            return
+        if flags & SYN:
+            if self.base is None:
+                self.base = (seq + 1) & MASK
+                self.syn_seq = seq
+            seq += 1  # the SYN takes one sequence number before the data
+        elif self.base is None:
+            if not payload:
+                return  # a bare ACK cannot anchor the stream: it may be a keep-alive probe
+            self.base = seq
+            self.framer.midstream()
+        nxt = self.next
+        d = (seq - self.base - nxt) & MASK
+        n = len(payload)
+        if d == 0 and not self.held:
+            if n:  # the common case: in order, nothing held
+                self.framer.feed(payload, pkt, ts)
+                self.last_off = nxt
+                self.last_data = payload
+                self.next = nxt + n
+            if flags & FIN:
+                self._fin(self.next, pkt)
+            elif self.fin is not None and self.next >= self.fin:
+                self._end(pkt)  # the FIN came ahead of this data
+            return
+        if d >= HALF:
+            d -= WRAP
+        off = nxt + d
+        if n:
+            end = off + n
+            if end <= nxt:
+                if not (n == 1 and off == nxt - 1):  # a keep-alive probe's byte is junk
+                    self._compare_delivered(off, payload, pkt)
+            else:
+                if off < nxt:
+                    self._compare_delivered(off, payload, pkt)
+                    payload = payload[nxt - off:]
+                    off = nxt
+                if off == nxt and not self.held:
+                    self.framer.feed(payload, pkt, ts)
+                    self.last_off = off
+                    self.last_data = payload
+                    self.next = end
+                else:
+                    self._hold(off, payload, pkt, ts)
+                    self._drain()
+                    while self.held_bytes > self.max_buffered:
+                        self._release(self.held[0][0], self.held[0][3])
+        if flags & FIN:
+            self._fin(off + n, pkt)
+        elif self.fin is not None and self.next >= self.fin:
+            self._end(pkt)
+
+    def acked(self, ack, pkt):
+        """The other side acknowledged everything before sequence number `ack`."""
+        if self.done or self.base is None:
+            return
+        d = (ack - self.base - self.next) & MASK
+        if d == 0 or d >= ACK_HORIZON:
+            return
+        upto = self.next + d
+        if self.fin is not None and upto > self.fin:
+            upto = self.fin  # the FIN's own sequence number
+        if upto > self.next:
+            self._release(upto, pkt)
+            if self.fin is not None and self.next >= self.fin:
+                self._end(pkt)
+
+    def finish(self, pkt):
+        """The connection is over: whatever is still missing is a gap; flush the framer."""
+        if self.done:
+            return
+        while self.held:
+            self._release(self.held[0][0], self.held[0][3])
+        if self.fin is not None and self.next < self.fin:
+            self._gap(self.fin - self.next, pkt)
+        self._end(pkt)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _fin(self, at, pkt):
+        if self.fin is None:
+            self.fin = at
+        if self.next >= self.fin:
+            self._end(pkt)
+
+    def _end(self, pkt):
+        self.done = True
+        self.held = []
+        self.held_bytes = 0
+        self.last_data = b""
+        self.framer.finish(pkt)
+
+    def _hold(self, off, data, pkt, ts):
+        """Keep out-of-order data; bytes already held win over the new copy."""
+        if type(data) is not bytes:
+            data = bytes(data)  # do not pin the capture's buffers
+        end = off + len(data)
+        held = self.held
+        i = bisect_left(held, off, key=_start)
+        if i and held[i - 1][1] > off:
+            i -= 1
+        pos = off
+        fresh = []
+        while i < len(held) and held[i][0] < end:
+            s, e, old = held[i][0], held[i][1], held[i][2]
+            if s > pos:
+                fresh.append((pos, s))
+            a = s if s > off else off
+            b = e if e < end else end
+            if a < b and data[a - off:b - off] != old[a - s:b - s]:
+                self._conflict(a, b - a, pkt)
+            if e > pos:
+                pos = e
+            i += 1
+        if pos < end:
+            fresh.append((pos, end))
+        for a, b in fresh:
+            piece = data if (a == off and b == end) else data[a - off:b - off]
+            held.insert(bisect_left(held, a, key=_start), [a, b, piece, pkt, ts])
+            self.held_bytes += b - a
+
+    def _drain(self):
+        """Deliver held data that now continues the stream."""
+        held = self.held
+        while held and held[0][0] <= self.next:
+            s, e, data, pkt, ts = held.pop(0)
+            self.held_bytes -= e - s
+            if e <= self.next:
+                continue
+            if s < self.next:
+                data = data[self.next - s:]
+                s = self.next
+            self.framer.feed(data, pkt, ts)
+            self.last_off = s
+            self.last_data = data
+            self.next = e
+
+    def _release(self, upto, pkt):
+        """Nothing before offset `upto` will arrive any more: declare the holes, deliver the rest."""
+        held = self.held
+        while self.next < upto:
+            if held and held[0][0] <= self.next:
+                self._drain()
+                continue
+            if held and held[0][0] < upto:
+                self._gap(held[0][0] - self.next, held[0][3])
+            else:
+                self._gap(upto - self.next, pkt)
+        self._drain()
+
+    def _gap(self, nbytes, pkt):
+        self.sink.issue(Issue("tcp.gap", WARNING,
+                              f"{nbytes} bytes missing from the {_NAMES[self.direction]} stream "
+                              f"at offset {self.next}", self.connection_id, pkt, self.next))
+        self.framer.gap(nbytes, pkt)
+        self.next += nbytes
+
+    def _compare_delivered(self, off, data, pkt):
+        """A retransmission of delivered bytes: check it against the last segment delivered."""
+        last = self.last_data
+        s = self.last_off
+        a = s if s > off else off
+        e = s + len(last)
+        b = off + len(data)
+        if b > e:
+            b = e
+        if a < b and data[a - off:b - off] != last[a - s:b - s]:
+            self._conflict(a, b - a, pkt)
+
+    def _conflict(self, at, nbytes, pkt):
+        self.sink.issue(Issue("tcp.overlap_conflict", WARNING,
+                              f"{nbytes} bytes of the {_NAMES[self.direction]} stream at offset "
+                              f"{at} differ from the copy seen first (first copy kept)",
+                              self.connection_id, pkt, at))
