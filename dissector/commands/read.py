@@ -5,6 +5,8 @@ import sys
 
 from ..output import FORMATS, make_writer
 from ..session import LEVELS
+from ..filters import compile_filter_option
+from ..tables import EXCHANGE_COLUMN_NAMES, exchange_row
 from .common import add_capture_options, open_dissection, report_errors
 
 
@@ -20,17 +22,22 @@ def add_parser(sub) -> None:
                         "topic and partition columns), records (every record decoded)")
     p.add_argument("--bodies", action="store_true",
                    help="with --format jsonl: add the decoded request and response objects")
+    p.add_argument("--filter", metavar="EXPR",
+                   help='keep exchanges matching EXPR over the columns, e.g. '
+                        '\'api_name == "Fetch" and latency_ms > 100\'')
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     level = args.level
+    keep = compile_filter_option(args.filter, EXCHANGE_COLUMN_NAMES)
     run, progress = open_dissection(args, level)
     out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
     try:
         writer = make_writer(args.format, out, bodies=args.bodies)
         for ex in run:
-            writer.write(ex)
+            if keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))):
+                writer.write(ex)
         writer.close()
     finally:
         progress.done()

@@ -1,0 +1,43 @@
+"""Values of EXCHANGE_EXTRA_COLUMNS: request settings and group membership from decoded bodies."""
+from __future__ import annotations
+
+JOIN_GROUP = 11
+_NONE = (None,) * 8
+
+
+def exchange_extras(ex) -> tuple:
+    """(acks, transactional_id, max_wait_ms, min_bytes, isolation_level, group_id, member_id,
+    generation_id) of an exchange; None where the body lacks the field or was not decoded."""
+    req = ex.request_msg.body if ex.request_msg is not None else None
+    if req is None:
+        return _NONE
+    g = getattr
+    member_id = g(req, "member_id", None)
+    generation = g(req, "generation_id", None)
+    if generation is None:
+        generation = g(req, "member_epoch", None)
+    if member_id is None:
+        members = g(req, "members", None)   # LeaveGroup v3+: the members leaving
+        if members:
+            member_id = g(members[0], "member_id", None)
+    if ex.api_key == JOIN_GROUP and ex.response_msg is not None and ex.response_msg.body is not None:
+        resp = ex.response_msg.body   # the member id and generation the coordinator assigned
+        member_id = g(resp, "member_id", None) or member_id
+        generation = g(resp, "generation_id", generation)
+    group_id = g(req, "group_id", None)
+    if group_id is None:
+        groups = g(req, "groups", None)
+        if groups:
+            group_id = g(groups[0], "group_id", None)
+    return (_int(g(req, "acks", None)), _str(g(req, "transactional_id", None)),
+            _int(g(req, "max_wait_ms", None)), _int(g(req, "min_bytes", None)),
+            _int(g(req, "isolation_level", None)), _str(group_id), _str(member_id),
+            _int(generation))
+
+
+def _str(v):
+    return v if isinstance(v, str) else None
+
+
+def _int(v):
+    return v if isinstance(v, int) else None

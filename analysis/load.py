@@ -1,0 +1,162 @@
+"""Captures -> pandas tables (exchanges, partitions, records, issues, connections), and Parquet.
+
+Exchanges are streamed from the dissector straight into typed column builders; no Exchange object
+is kept once its values are appended.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row, issue_row
+
+from .columns import ColumnBuilder, to_pandas
+from .extras import exchange_extras
+from .partitions import partition_rows
+from .records import record_columns, record_rows
+from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
+                     exchange_columns, issue_columns)
+
+TABLES = ("exchanges", "partitions", "records", "issues", "connections")
+EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
+
+
+class Tables:
+    """The analysis tables as Arrow-backed pandas DataFrames (and the Arrow tables they came from).
+
+    `errors` lists one-line messages about unreadable or damaged captures.
+    """
+
+    def __init__(self, arrow: dict, errors=()):
+        self.arrow = arrow
+        self.errors = list(errors)
+        for name in TABLES:
+            setattr(self, name, to_pandas(arrow[name]))
+
+    def write_parquet(self, directory) -> list[Path]:
+        """One Parquet file per table in `directory` (created if needed)."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for name in TABLES:
+            path = out / f"{name}.parquet"
+            pq.write_table(self.arrow[name], path)
+            paths.append(path)
+        return paths
+
+    def __repr__(self):
+        sizes = ", ".join(f"{n}={len(getattr(self, n))}" for n in TABLES)
+        return f"Tables({sizes})"
+
+
+class _Collector:
+    """Column builders for one load, fed exchange by exchange."""
+
+    def __init__(self, records: bool, keep=None):
+        self.exchanges = ColumnBuilder(exchange_columns())
+        self.partitions = ColumnBuilder(PARTITION_COLUMNS)
+        self.records = ColumnBuilder(record_columns())
+        self.issues = ColumnBuilder(issue_columns())
+        self.conn_stats = {}   # connection_id -> [exchanges, request bytes, response bytes, ids]
+        self.want_records = records
+        self.keep = keep
+
+    def add(self, ex) -> None:
+        row = exchange_row(ex) + exchange_extras(ex)
+        if self.keep is not None and not self.keep(dict(zip(EXCHANGE_NAMES, row))):
+            return
+        self.exchanges.append(row)
+        for prow in partition_rows(ex):
+            self.partitions.append(prow)
+        if self.want_records:
+            for rrow in record_rows(ex):
+                self.records.append(rrow)
+        for issue in ex.issues:
+            self.issues.append(issue_row(issue))
+        stats = self.conn_stats.get(ex.connection.connection_id)
+        if stats is None:
+            stats = self.conn_stats[ex.connection.connection_id] = [0, 0, 0, []]
+        stats[0] += 1
+        stats[1] += ex.request.length if ex.request is not None else 0
+        stats[2] += ex.response.length if ex.response is not None else 0
+        if ex.client_id is not None and ex.client_id not in stats[3]:
+            stats[3].append(ex.client_id)
+
+    def finish(self, run, capture: str, offset=0) -> None:
+        for issue in run.issues:
+            self.issues.append(issue_row(issue))
+        conns = ColumnBuilder(CONNECTION_COLUMNS)
+        for c in run.connections:
+            s = self.conn_stats.get(c.connection_id, (0, 0, 0, []))
+            conns.append((c.connection_id, capture, c.client_ip, c.client_port, c.broker_ip,
+                          c.broker_port, c.first_ts, c.last_ts, c.first_packet, s[0], s[1], s[2],
+                          s[3]))
+        self.connections = conns
+
+    def arrow(self) -> dict:
+        return {"exchanges": self.exchanges.table(), "partitions": self.partitions.table(),
+                "records": self.records.table(), "issues": self.issues.table(),
+                "connections": self.connections.table()}
+
+
+def _ports(port):
+    from dissector.pipeline import DEFAULT_PORTS
+    if port is None:
+        return DEFAULT_PORTS, False
+    if port == "auto":
+        return DEFAULT_PORTS, True
+    if isinstance(port, int):
+        return (port,), False
+    ports = tuple(p for p in port if p != "auto")
+    return ports, "auto" in port
+
+
+def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None):
+    """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
+    exchanges. Returns (collector, dissection)."""
+    from dissector.pipeline import dissect   # imported here: the core's heavy part
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    ports, auto = _ports(port)
+    kwargs = {} if max_frame is None else {"max_frame": max_frame}
+    run = dissect(paths, ports, auto=auto, level=level, progress=progress, **kwargs)
+    col = _Collector(level == "records", keep)
+    for ex in run:
+        col.add(ex)
+    col.finish(run, ", ".join(os.path.basename(p) for p in paths))
+    return col, run
+
+
+def load(paths, port=None, records=False, filter=None, level=None, progress=None) -> Tables:
+    """Dissect one or more captures (read in order as one capture, like the CLI) into Tables.
+
+    port: a port number, a list of them, or "auto" (default 9092). records=True decodes every
+    record into the `records` table (slower). filter: an expression over exchange columns
+    (dissector.filters), e.g. 'api_name == "Fetch" and latency_ms > 100'. level: "headers"
+    for a fast load without bodies (no partitions, errors or topics), default "bodies" (or
+    "records" when records=True).
+    """
+    if level is None:
+        level = "records" if records else "bodies"
+    keep = None
+    if filter:
+        from dissector.filters import compile_filter
+        keep = compile_filter(filter)
+    col, run = collect(paths, port, level=level, keep=keep, progress=progress)
+    return Tables(col.arrow(), run.errors)
+
+
+def load_parquet(directory) -> Tables:
+    """Read back the tables written by Tables.write_parquet / `kafka-dissect export`."""
+    d = Path(directory)
+    arrow = {}
+    for name in TABLES:
+        path = d / f"{name}.parquet"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: missing (not written by kafka-dissect export?)")
+        arrow[name] = pq.read_table(path)
+    return Tables(arrow)
+

@@ -1,0 +1,126 @@
+"""Column schemas of the analysis tables, extending dissector.tables (DESIGN.md convention 7).
+
+`exchanges` is EXCHANGE_COLUMNS plus EXCHANGE_EXTRA_COLUMNS (request settings the analyses need:
+Fetch max wait, Produce acks, group membership). Types are the Arrow type names used by
+dissector.tables; CATEGORICAL names become dictionary-encoded (pandas shows them as categories).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from dissector.tables import EXCHANGE_COLUMNS, ISSUE_COLUMNS
+
+EXCHANGE_EXTRA_COLUMNS = (
+    ("acks", "int16"),
+    ("transactional_id", "string"),
+    ("max_wait_ms", "int32"),
+    ("min_bytes", "int32"),
+    ("isolation_level", "int8"),
+    ("group_id", "string"),
+    ("member_id", "string"),
+    ("generation_id", "int32"),
+)
+
+PARTITION_COLUMNS = (
+    ("exchange", "int64"),
+    ("connection_id", "int64"),
+    ("api_key", "int16"),
+    ("api_name", "string"),
+    ("api_version", "int16"),
+    ("client_id", "string"),
+    ("group_id", "string"),
+    ("request_ts", "timestamp"),
+    ("response_ts", "timestamp"),
+    ("latency_ms", "float64"),
+    ("topic", "string"),
+    ("topic_id", "string"),
+    ("partition", "int32"),
+    ("error_code", "int16"),
+    ("error_name", "string"),
+    ("fetch_offset", "int64"),
+    ("high_watermark", "int64"),
+    ("last_stable_offset", "int64"),
+    ("log_start_offset", "int64"),
+    ("committed_offset", "int64"),
+    ("base_offset", "int64"),
+    ("timestamp_query", "int64"),     # ListOffsets: the timestamp asked for (-1 latest, -2 earliest)
+    ("listed_offset", "int64"),       # ListOffsets: the offset answered
+    ("bytes", "int64"),               # size of the record set carried (request or response)
+    ("record_count", "int64"),
+    ("batch_count", "int32"),
+    ("uncompressed_bytes", "int64"),  # record bytes after decompression (compressed batches only)
+    ("compression", "string"),
+    ("producer_id", "int64"),
+    ("producer_epoch", "int16"),
+    ("base_sequence", "int32"),
+    ("is_transactional", "bool"),
+)
+
+CONNECTION_COLUMNS = (
+    ("connection_id", "int64"),
+    ("capture", "string"),
+    ("client_ip", "string"),
+    ("client_port", "int32"),
+    ("broker_ip", "string"),
+    ("broker_port", "int32"),
+    ("first_ts", "timestamp"),
+    ("last_ts", "timestamp"),
+    ("first_packet", "int64"),
+    ("exchange_count", "int64"),
+    ("request_bytes", "int64"),
+    ("response_bytes", "int64"),
+    ("client_ids", "list<string>"),
+)
+
+# The records contract (DESIGN.md); used when dissector.records.rows does not provide its own.
+RECORD_COLUMNS = (
+    ("connection_id", "int64"),
+    ("correlation_id", "int32"),
+    ("api_key", "int16"),
+    ("direction", "int8"),
+    ("topic", "string"),
+    ("partition", "int32"),
+    ("magic", "int8"),
+    ("compression", "string"),
+    ("offset", "int64"),
+    ("timestamp", "timestamp"),
+    ("timestamp_type", "int8"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("headers", "list<struct<key: string, value: binary>>"),
+    ("producer_id", "int64"),
+    ("producer_epoch", "int16"),
+    ("base_sequence", "int32"),
+    ("is_transactional", "bool"),
+    ("is_control", "bool"),
+    ("batch_crc_ok", "bool"),
+)
+
+CATEGORICAL = frozenset({
+    "api_name", "status", "error_name", "client_id", "topic", "compression", "group_id",
+    "transactional_id", "code", "severity", "capture", "client_ip", "broker_ip",
+})
+
+_SIMPLE = {
+    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+    "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
+    "timestamp": pa.timestamp("ns", tz="UTC"), "list<string>": pa.list_(pa.string()),
+    "list<struct<key: string, value: binary>>": pa.list_(pa.struct(
+        [("key", pa.string()), ("value", pa.binary())])),
+}
+
+
+def arrow_type(kind: str) -> pa.DataType:
+    """The Arrow type of a schema type name (dissector.tables' names, plus a few here)."""
+    try:
+        return _SIMPLE[kind]
+    except KeyError:
+        raise ValueError(f"unknown column type {kind!r}") from None
+
+
+def exchange_columns():
+    return EXCHANGE_COLUMNS + EXCHANGE_EXTRA_COLUMNS
+
+
+def issue_columns():
+    return ISSUE_COLUMNS

@@ -1,0 +1,122 @@
+"""Small constructed captures for the analysis tests: Kafka messages at chosen times.
+
+Packets are built with scapy (an independent encoder of Ethernet/IPv4/TCP); message bodies with
+kio (Aiven's generated Kafka types) or raw bytes for header-level tests. Every timestamp is chosen
+by the test, so latencies and rates can be computed by hand.
+"""
+from __future__ import annotations
+
+import io
+import struct
+
+from dissector.capture.writer import PcapWriter
+
+LINKTYPE_ETHERNET = 1
+T0 = 1_700_000_000_000_000_000   # 2023-11-14T22:13:20Z in ns: tests add offsets in ms to it
+
+
+def ms(x: float) -> int:
+    """T0 + x milliseconds, in ns."""
+    return T0 + int(round(x * 1_000_000))
+
+
+def request_bytes(api_key, api_version, correlation_id, body=b"", client_id="client",
+                  flexible=False) -> bytes:
+    """A size-prefixed request: header v1 (v2 when flexible: an empty tagged section) + body."""
+    cid = client_id.encode()
+    head = struct.pack(">hhih", api_key, api_version, correlation_id, len(cid)) + cid
+    if flexible:
+        head += b"\x00"
+    msg = head + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def response_bytes(correlation_id, body=b"", flexible=False) -> bytes:
+    msg = struct.pack(">i", correlation_id) + (b"\x00" if flexible else b"") + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def kio_request(obj, correlation_id, client_id="client") -> bytes:
+    """A size-prefixed request encoded by kio from a kio request object."""
+    from kio.serial import entity_writer
+    from kio.static.primitive import i16, i32
+    header_type = obj.__header_schema__
+    fields = header_type.__dataclass_fields__
+    kwargs = dict(request_api_key=i16(obj.__api_key__), request_api_version=i16(obj.__version__),
+                  correlation_id=i32(correlation_id))
+    if "client_id" in fields:
+        kwargs["client_id"] = client_id
+    buf = io.BytesIO()
+    entity_writer(header_type)(buf, header_type(**kwargs))
+    entity_writer(type(obj))(buf, obj)
+    data = buf.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+def kio_response(obj, correlation_id) -> bytes:
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32
+    header_type = obj.__header_schema__
+    buf = io.BytesIO()
+    entity_writer(header_type)(buf, header_type(correlation_id=i32(correlation_id)))
+    entity_writer(type(obj))(buf, obj)
+    data = buf.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+class Capture:
+    """Packets of several TCP connections, written in timestamp order to a pcap file."""
+
+    def __init__(self):
+        self.packets = []   # (ts_ns, order, bytes)
+
+    def connection(self, client_ip="10.0.0.1", client_port=40000, broker_ip="10.0.0.2",
+                   broker_port=9092, ts=T0):
+        return Connection(self, client_ip, client_port, broker_ip, broker_port, ts)
+
+    def add(self, ts, pkt_bytes):
+        self.packets.append((ts, len(self.packets), pkt_bytes))
+
+    def write(self, path):
+        with PcapWriter(str(path), LINKTYPE_ETHERNET) as w:
+            for ts, _, data in sorted(self.packets):
+                w.write(ts, data)
+        return path
+
+
+class Connection:
+    """One TCP connection (handshake at `ts`); send() adds data segments at chosen times."""
+
+    def __init__(self, cap, cip, cport, bip, bport, ts):
+        self.cap = cap
+        self.ends = {0: (cip, cport, bip, bport), 1: (bip, bport, cip, cport)}
+        self.seq = {0: 1000, 1: 5000}
+        self._pkt(ts, 0, "S", b"")
+        self.seq[0] += 1
+        self._pkt(ts + 1000, 1, "SA", b"")
+        self.seq[1] += 1
+        self._pkt(ts + 2000, 0, "A", b"")
+
+    def _pkt(self, ts, side, flags, payload):
+        from scapy.layers.inet import IP, TCP
+        from scapy.layers.l2 import Ether
+        src, sport, dst, dport = self.ends[side]
+        p = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=src, dst=dst)
+             / TCP(sport=sport, dport=dport, flags=flags, seq=self.seq[side],
+                   ack=self.seq[1 - side] if "A" in flags else 0) / payload)
+        self.cap.add(ts, bytes(p))
+
+    def send(self, side, times, data):
+        """Send `data` from side 0 (client) or 1 (broker) in len(times) segments, one per time."""
+        n = len(times)
+        step = -(-len(data) // n)
+        for i, ts in enumerate(times):
+            chunk = data[i * step:(i + 1) * step]
+            self._pkt(ts, side, "PA", chunk)
+            self.seq[side] += len(chunk)
+
+    def request(self, times, data):
+        self.send(0, times if isinstance(times, (list, tuple)) else [times], data)
+
+    def response(self, times, data):
+        self.send(1, times if isinstance(times, (list, tuple)) else [times], data)
