@@ -7,6 +7,7 @@ Only in-flight state is kept: exchanges are handed out as soon as they complete.
 from __future__ import annotations
 
 import struct
+import weakref
 from collections import deque
 
 from .capture.files import CaptureError, read_packets
@@ -50,6 +51,7 @@ class Dissector:
         self.bytes = 0
         self._exchanges = 0
         self._decoder = None
+        self._sessions = weakref.WeakSet()   # for expire_requests; closed ones vanish with their flow
         if level != "headers":
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"))
@@ -69,8 +71,10 @@ class Dissector:
 
     def _open(self, connection):
         self.connections.append(connection)
-        return Session(connection, self._emit, self.add_issue, level=self.level,
-                       decoder=self._decoder)
+        session = Session(connection, self._emit, self.add_issue, level=self.level,
+                          decoder=self._decoder)
+        self._sessions.add(session)
+        return session
 
     def _emit(self, exchange):
         self._exchanges += 1
@@ -104,6 +108,12 @@ class Dissector:
     def expire(self, now_ns, idle_ns) -> None:
         """Close connections idle for longer than idle_ns (long live captures)."""
         self._flows.expire(now_ns, idle_ns)
+
+    def expire_requests(self, now_ns, timeout_ns) -> None:
+        """Requests in flight for longer than timeout_ns become `unanswered` (live capture)."""
+        before = now_ns - timeout_ns
+        for session in list(self._sessions):
+            session.expire_requests(before)
 
     def finish(self) -> None:
         """End of input: flush every connection (open holes become gaps, in-flight requests

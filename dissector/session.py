@@ -105,6 +105,14 @@ class Session:
         else:
             self._response(frame)
 
+    def expire_requests(self, before_ns) -> None:
+        """Requests sent before before_ns and still unanswered become `unanswered` (live capture:
+        a request the broker never answers must not stay in memory). Only the head of the queue
+        is checked: the requests behind it are newer."""
+        inflight = self._inflight
+        while inflight and inflight[0].frame.last_ts < before_ns:
+            self._unpaired(inflight.popleft())
+
     def close(self) -> None:
         while self._raw_tokens:
             self._raw_exchange(self._raw_tokens.popleft(), None)
