@@ -23,6 +23,12 @@ MIN_LENGTH = HEADER_SIZE - 12  # smallest sane batchLength
 _CONTROL_KEY = struct.Struct(">hh")
 
 
+# Zigzag varints of one byte b (index b) and of two bytes b, c (index b + (c << 7): b >= 0x80).
+_ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(128))
+_ZIGZAG2 = tuple(0 if i < 128 else ((u := (i & 0x7F) | ((i - 128) >> 7 << 7)) >> 1) ^ -(u & 1)
+                 for i in range(128 + (128 << 7)))
+
+
 class _BadRecord(Exception):
     """A record that cannot be parsed: (issue code, detail)."""
 
@@ -135,84 +141,77 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     """
     out = []
     append = out.append
+    zz = _ZIGZAG
+    zz2 = _ZIGZAG2
+    varint = _varint
+    record = Record
     n = len(buf)
     pos = 0
     start = 0
     try:
         for _ in range(count):
-            if pos >= n:
-                break
             start = pos
-            b = buf[pos]
+            b = buf[pos]  # IndexError at start == n: fewer records than declared
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = zz[b]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 1] << 7)
-                length = (b >> 1) ^ -(b & 1)
+            elif (c := buf[pos + 1]) < 0x80:
+                length = zz2[b + (c << 7)]
                 pos += 2
             else:
-                length, pos = _varint(buf, pos, 5)
+                length, pos = varint(buf, pos, 5)
             end = pos + length
             if length < 6 or end > n:
                 raise _BadRecord("records.bad_length", f"record length {length} with {n - pos} bytes left")
             attributes = buf[pos]
             b = buf[pos + 1]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
+                ts_delta = zz[b]
                 pos += 2
-            elif buf[pos + 2] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 2] << 7)
-                ts_delta = (b >> 1) ^ -(b & 1)
+            elif (c := buf[pos + 2]) < 0x80:
+                ts_delta = zz2[b + (c << 7)]
                 pos += 3
             else:
-                ts_delta, pos = _varint(buf, pos + 1)
+                ts_delta, pos = varint(buf, pos + 1)
             b = buf[pos]
             if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
+                off_delta = zz[b]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 1] << 7)
-                off_delta = (b >> 1) ^ -(b & 1)
+            elif (c := buf[pos + 1]) < 0x80:
+                off_delta = zz2[b + (c << 7)]
                 pos += 2
             else:
-                off_delta, pos = _varint(buf, pos, 5)
+                off_delta, pos = varint(buf, pos, 5)
             b = buf[pos]
             if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
+                klen = zz[b]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 1] << 7)
-                klen = (b >> 1) ^ -(b & 1)
+            elif (c := buf[pos + 1]) < 0x80:
+                klen = zz2[b + (c << 7)]
                 pos += 2
             else:
-                klen, pos = _varint(buf, pos, 5)
+                klen, pos = varint(buf, pos, 5)
             if klen < 0:
                 if klen != -1:
                     raise _BadRecord("records.bad_length", f"key length {klen}")
                 key = None
-            else:
-                if pos + klen > end:
-                    raise _BadRecord("records.bad_length", f"key length {klen} overruns the record")
+            else:  # an overrun shows as pos != end below (slices never read past the buffer)
                 key = buf[pos:pos + klen]
                 pos += klen
             b = buf[pos]
             if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
+                vlen = zz[b]
                 pos += 1
-            elif buf[pos + 1] < 0x80:
-                b = (b & 0x7F) | (buf[pos + 1] << 7)
-                vlen = (b >> 1) ^ -(b & 1)
+            elif (c := buf[pos + 1]) < 0x80:
+                vlen = zz2[b + (c << 7)]
                 pos += 2
             else:
-                vlen, pos = _varint(buf, pos, 5)
+                vlen, pos = varint(buf, pos, 5)
             if vlen < 0:
                 if vlen != -1:
                     raise _BadRecord("records.bad_length", f"value length {vlen}")
                 value = None
             else:
-                if pos + vlen > end:
-                    raise _BadRecord("records.bad_length", f"value length {vlen} overruns the record")
                 value = buf[pos:pos + vlen]
                 pos += vlen
             b = buf[pos]
@@ -220,28 +219,28 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
             headers = []
             if b:
                 if b >= 0x80:
-                    b, pos = _varint(buf, pos - 1, 5)
+                    b, pos = varint(buf, pos - 1, 5)
                 else:
-                    b = (b >> 1) ^ -(b & 1)
+                    b = zz[b]
                 if b < 0 or b > end - pos:
                     raise _BadRecord("records.bad_length", f"header count {b}")
                 for _ in range(b):
                     b = buf[pos]
                     if b < 0x80:
-                        hklen = (b >> 1) ^ -(b & 1)
+                        hklen = zz[b]
                         pos += 1
                     else:
-                        hklen, pos = _varint(buf, pos, 5)
+                        hklen, pos = varint(buf, pos, 5)
                     if hklen < 0 or pos + hklen > end:
                         raise _BadRecord("records.bad_length", f"header key length {hklen}")
                     hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
                     pos += hklen
                     b = buf[pos]
                     if b < 0x80:
-                        hvlen = (b >> 1) ^ -(b & 1)
+                        hvlen = zz[b]
                         pos += 1
                     else:
-                        hvlen, pos = _varint(buf, pos, 5)
+                        hvlen, pos = varint(buf, pos, 5)
                     if hvlen < 0:
                         if hvlen != -1:
                             raise _BadRecord("records.bad_length", f"header value length {hvlen}")
@@ -253,11 +252,15 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                         pos += hvlen
             if pos != end:
                 raise _BadRecord("records.bad_length", f"record length {length} does not match its fields")
-            append(Record(base_offset + off_delta,
-                          first_ts + ts_delta if ts_fixed is None else ts_fixed,
-                          key, value, headers, attributes))
+            append(record(base_offset + off_delta, first_ts + ts_delta, key, value, headers, attributes))
     except _BadRecord as e:
         return out, start, e.args
     except IndexError:
+        if start == n:
+            return out, n, None
         return out, start, ("records.bad_length", "record runs past the end of the batch")
+    finally:
+        if ts_fixed is not None:  # LogAppendTime: every record carries the batch's time
+            for r in out:
+                r.timestamp = ts_fixed
     return out, pos, None
