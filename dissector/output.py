@@ -65,9 +65,9 @@ class JsonlWriter:
     def write(self, ex) -> None:
         rec = exchange_record(ex)
         if self.bodies:
-            from .protocol.jsonify import message_json
-            rec["request"] = message_json(ex.request_msg)
-            rec["response"] = message_json(ex.response_msg)
+            from .protocol.jsonify import to_json
+            rec["request"] = to_json(ex.request_msg)
+            rec["response"] = to_json(ex.response_msg)
         self.out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def close(self) -> None:

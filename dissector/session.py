@@ -129,7 +129,7 @@ class Session:
                 return
             self._raw_sasl = False
         try:
-            api_key, api_version, corr, client_id, _tags, body_offset = parse_request_header(data)
+            api_key, api_version, corr, client_id, tags, body_offset = parse_request_header(data)
         except ValueError as exc:
             ex = Exchange(self.connection, frame, None, None, None, None, None, MALFORMED)
             ex.issues.append(self._rebase(Issue("kafka.bad_request_header", ERROR, str(exc),
@@ -140,7 +140,8 @@ class Session:
         if api_key == PRODUCE:
             pending.acks = produce_acks(data, body_offset, api_version)
         if self._decoder is not None:
-            pending.msg = self._decoder.request(data)
+            pending.msg = self._decoder.request(data, api_key, api_version, corr, client_id, tags,
+                                                body_offset)
             pending.issues = [self._rebase(i, frame) for i in pending.msg.issues]
         self._inflight.append(pending)
 

@@ -1,0 +1,127 @@
+"""Body decoding for the session: generated decoders, record sets, topic ids, exchange summary.
+
+One walk over each decoded body does everything the exchange table needs: it replaces raw
+`records` fields by decoded record sets (batch headers only, or every record at the "records"
+level), learns topic-id -> name mappings from responses that carry both (Metadata, CreateTopics,
+...), names topics that travel by id (Fetch v13+, Produce v13+), and collects error codes, topic
+names, partition entries and record counts.
+"""
+from __future__ import annotations
+
+from uuid import UUID
+
+from .model import Issue
+from .protocol.decode import decode_request_body, decode_response
+from .protocol.message import Message
+from .protocol.primitives import Body
+from .records import decode_record_set
+
+UUID0 = UUID(int=0)
+PRODUCE = 0
+
+
+class Summary:
+    """What one body walk collected."""
+    __slots__ = ("error_codes", "topics", "partitions", "records")
+
+    def __init__(self):
+        self.error_codes = []
+        self.topics = []
+        self.partitions = 0
+        self.records = 0
+
+
+class BodyDecoder:
+    """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
+
+    def __init__(self, records=False, max_uncompressed=64 << 20):
+        self.full_records = records
+        self.max_uncompressed = max_uncompressed
+        self.topic_names = {}   # UUID -> topic name, learned from responses
+
+    def request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
+                body_offset) -> Message:
+        """The request whose header the session already parsed."""
+        issues = []
+        body = decode_request_body(data, body_offset, api_key, api_version, issues)
+        msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
+                      body_offset)
+        if body is not None:
+            msg.summary = self._summary(data, body, issues, learn=False)
+        return msg
+
+    def response(self, data, api_key, api_version) -> Message:
+        msg = decode_response(data, api_key, api_version)
+        if msg.body is not None:
+            msg.summary = self._summary(data, msg.body, msg.issues, learn=True)
+        return msg
+
+    def summarize(self, ex) -> None:
+        """Fill the exchange's error, throttle, topic, partition and record columns."""
+        req = ex.request_msg.summary if ex.request_msg is not None else None
+        resp = ex.response_msg.summary if ex.response_msg is not None else None
+        first = req or resp
+        if first is not None:
+            ex.topics = first.topics
+            ex.partition_count = first.partitions
+            ex.record_count = (req.records if req else 0) + (resp.records if resp else 0)
+        if resp is not None:
+            body = ex.response_msg.body
+            top = getattr(body, "error_code", None)
+            codes = resp.error_codes
+            ex.error_code = top if top else (codes[0] if codes else 0)
+            ex.error_count = len(codes)
+            ex.throttle_time_ms = getattr(body, "throttle_time_ms", None)
+
+    # -- the walk -------------------------------------------------------------------------------
+
+    def _summary(self, data, body, issues, learn) -> Summary:
+        s = Summary()
+        bad_sets = []
+        self._walk(body, s, bad_sets, learn, False, False)
+        for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
+            base = max(bytes(data).find(bytes(raw)), 0)
+            for i in rs.issues:
+                issues.append(Issue(i.code, i.severity, i.detail,
+                                    stream_offset=base + (i.stream_offset or 0)))
+        return s
+
+    def _walk(self, obj, s, bad_sets, learn, in_topic, in_partition):
+        slots = type(obj).__slots__
+        name_attr = "topic" if "topic" in slots else ("name" if "name" in slots else None)
+        if name_attr is not None:
+            name = getattr(obj, name_attr, None)
+            topic_id = getattr(obj, "topic_id", None)
+            if topic_id is not None and topic_id != UUID0:
+                if name and learn:
+                    self.topic_names[topic_id] = name
+                elif not name and topic_id in self.topic_names:
+                    name = self.topic_names[topic_id]
+                    setattr(obj, name_attr, name)
+            if in_topic and isinstance(name, str) and name not in s.topics:
+                s.topics.append(name)
+        if in_partition:
+            s.partitions += 1
+        for attr in slots:
+            value = getattr(obj, attr, None)
+            if value is None or attr == "unknown_tags":
+                continue
+            if attr == "error_code":
+                if value:
+                    s.error_codes.append(value)
+            elif attr == "records":
+                if isinstance(value, (bytes, bytearray, memoryview)):
+                    rs = decode_record_set(value, records=self.full_records,
+                                           max_uncompressed=self.max_uncompressed)
+                    setattr(obj, attr, rs)
+                    s.records += rs.record_count
+                    if rs.issues:
+                        bad_sets.append((value, rs))
+            elif value.__class__ is list:
+                if value and isinstance(value[0], Body):
+                    topic_list = "topic" in attr
+                    partition_list = not topic_list and "partition" in attr
+                    for item in value:
+                        self._walk(item, s, bad_sets, learn, topic_list, partition_list)
+            elif isinstance(value, Body):
+                self._walk(value, s, bad_sets, learn, False, False)

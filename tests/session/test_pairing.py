@@ -1,0 +1,122 @@
+"""Pairing by correlation id, statuses and the raw SASL phase, on frames built by hand."""
+import struct
+
+import pytest
+
+from dissector.model import (MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
+                             RESPONSE, UNANSWERED, Connection, Frame)
+from dissector.session import Session, produce_acks
+
+
+def req(api_key, version, corr, client_id=b"cli", body=b""):
+    return struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id + body
+
+
+def resp(corr, body=b""):
+    return struct.pack(">i", corr) + body
+
+
+class Harness:
+    def __init__(self):
+        self.conn = Connection(1, "10.0.0.1", 50000, "10.0.0.2", 9092)
+        self.exchanges = []
+        self.issues = []
+        self.session = Session(self.conn, self.exchanges.append, self.issues.append)
+        self.offset = {REQUEST: 0, RESPONSE: 0}
+        self.packet = 0
+        self.ts = 1_000_000_000_000
+
+    def send(self, direction, data, dt_ns=1_000_000):
+        self.packet += 1
+        self.ts += dt_ns
+        f = Frame(self.conn, direction, self.offset[direction], len(data) + 4, data,
+                  self.packet, self.packet, self.ts, self.ts + 10)
+        self.offset[direction] += len(data) + 4
+        self.session.frame(f)
+        return f
+
+
+def produce_v3(acks, corr):
+    body = struct.pack(">h", -1) + struct.pack(">hi", acks, 1000) + struct.pack(">i", 0)
+    return req(0, 3, corr, body=body)
+
+
+def test_in_order_pairing_and_latency():
+    h = Harness()
+    q = h.send(REQUEST, req(3, 1, 7))
+    r = h.send(RESPONSE, resp(7), dt_ns=5_000_000)
+    (ex,) = h.exchanges
+    assert (ex.api_key, ex.api_version, ex.correlation_id, ex.client_id, ex.status) == (3, 1, 7, "cli", OK)
+    assert ex.latency_ms == (r.first_ts - q.last_ts) / 1e6
+    assert ex.total_ms == (r.last_ts - q.first_ts) / 1e6
+    assert ex.latency_ms == pytest.approx(4.99999)
+
+
+def test_reused_correlation_ids_pair_in_order():
+    h = Harness()
+    a = h.send(REQUEST, req(3, 1, 1))
+    b = h.send(REQUEST, req(3, 1, 1))
+    ra = h.send(RESPONSE, resp(1))
+    rb = h.send(RESPONSE, resp(1))
+    assert [(e.request, e.response) for e in h.exchanges] == [(a, ra), (b, rb)]
+
+
+def test_acks0_passed_over_is_no_response_expected_but_paired_when_answered():
+    h = Harness()
+    h.send(REQUEST, produce_v3(0, 1))
+    h.send(REQUEST, produce_v3(0, 2))
+    h.send(RESPONSE, resp(2))                 # a broker that answers acks=0 anyway
+    h.send(REQUEST, produce_v3(1, 3))
+    h.session.close()
+    assert [(e.correlation_id, e.status) for e in h.exchanges] == [
+        (1, NO_RESPONSE_EXPECTED), (2, OK), (3, UNANSWERED)]
+
+
+def test_orphan_response_and_unanswered():
+    h = Harness()
+    h.send(RESPONSE, resp(99))
+    h.send(REQUEST, req(3, 1, 5))
+    h.send(REQUEST, req(3, 1, 6))
+    h.send(RESPONSE, resp(6))
+    assert [(e.correlation_id, e.status) for e in h.exchanges] == [
+        (99, ORPHAN_RESPONSE), (5, UNANSWERED), (6, OK)]
+
+
+def test_garbage_request_header_is_malformed_with_issue():
+    h = Harness()
+    h.send(REQUEST, b"\x00\x03\x00")
+    (ex,) = h.exchanges
+    assert ex.status == MALFORMED
+    assert ex.issues[0].code == "kafka.bad_request_header"
+    assert ex.issues[0].connection_id == 1 and ex.issues[0].frame == 1
+
+
+@pytest.mark.parametrize("version,prefix", [
+    (0, b""), (2, b""), (3, struct.pack(">h", -1)), (3, struct.pack(">h", 3) + b"txn"),
+    (9, b"\x00"), (9, b"\x04txn")])
+def test_produce_acks_at_every_layout(version, prefix):
+    data = req(0, version, 1) + prefix + struct.pack(">h", -1)
+    body_offset = len(req(0, version, 1))
+    assert produce_acks(data, body_offset, version) == -1
+
+
+def test_raw_sasl_tokens_after_handshake_v0():
+    h = Harness()
+    h.send(REQUEST, req(17, 0, 1, body=struct.pack(">h", 5) + b"PLAIN"))
+    h.send(RESPONSE, resp(1, struct.pack(">hi", 0, 1) + struct.pack(">h", 5) + b"PLAIN"))
+    h.send(REQUEST, b"\x00user\x00secret")     # raw token: no Kafka header
+    h.send(RESPONSE, b"")                       # raw empty reply
+    h.send(REQUEST, req(3, 1, 2))
+    h.send(RESPONSE, resp(2))
+    assert [(e.api_key, e.raw_sasl, e.status) for e in h.exchanges] == [
+        (17, False, OK), (None, True, OK), (3, False, OK)]
+
+
+def test_plausible_response_needs_correlation_id_in_flight():
+    h = Harness()
+    h.send(REQUEST, req(3, 1, 42))
+    assert h.session.plausible(RESPONSE, struct.pack(">ii", 8, 42), 0)
+    assert not h.session.plausible(RESPONSE, struct.pack(">ii", 8, 41), 0)
+    good = struct.pack(">i", 13) + req(3, 1, 1)
+    assert h.session.plausible(REQUEST, good, 0)
+    assert not h.session.plausible(REQUEST, struct.pack(">ihhi", 12, 999, 0, 1), 0)
