@@ -1,0 +1,158 @@
+"""The live capture loop: packets from a source into the same Dissector the file path uses.
+
+Every packet taken off the socket is numbered, written to the pcapng file (when asked) and fed to
+the dissector in that order, so reading the file back gives the same exchanges. Completed
+exchanges are written out every FLUSH_S seconds. Once a second, connections idle for too long
+are closed and requests waiting too long for an answer become `unanswered`, so memory stays flat
+on runs of hours. Stopping, for whatever reason, flushes the in-flight state, prints the summary
+and closes the file.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from .rolling import RollingStats
+from .view import clock, format_rows
+
+POLL_S = 0.1          # longest wait for packets before looking at the clock and the stop flag
+FLUSH_S = 0.1         # exchanges are written at most this late
+HOUSEKEEPING_S = 1.0  # expiry and bookkeeping period
+
+
+class LiveCapture:
+    """Drive `dissector` from `source` until `stop` says so.
+
+    source: .read(timeout) -> [(ts_ns, data, wire_len)], .linktype, .update_kernel_stats(),
+    .kernel_packets, .kernel_drops, .close(). writer: a dissector.output writer on `out`.
+    display: a view.TerminalView or view.PeriodicStats, or None. pcap: a PcapngWriter (written
+    to pcap_path) or None.
+    """
+
+    def __init__(self, source, dissector, writer, out, err, stop, *, display=None, pcap=None,
+                 pcap_path=None, stats=None, idle_timeout=600.0, request_timeout=60.0, label=""):
+        self.source = source
+        self.dissector = dissector
+        self.writer = writer
+        self.out = out
+        self.err = err
+        self.stop = stop
+        self.display = display
+        self.pcap = pcap
+        self.pcap_path = pcap_path
+        self.stats = stats or RollingStats()
+        self.idle_ns = int(idle_timeout * 1e9)
+        self.request_timeout_ns = int(request_timeout * 1e9)
+        self.label = label
+        self.packets = 0
+        self.issue_codes = Counter()
+        self.output_closed = False
+
+    def run(self) -> None:
+        d = self.dissector
+        feed = d.feed
+        linktype = self.source.linktype
+        pcap = self.pcap
+        stop = self.stop
+        next_flush = next_housekeeping = 0.0
+        stop.install()
+        try:
+            while not stop.should_stop():
+                for ts, data, wire_len in self.source.read(stop.remaining(POLL_S)):
+                    self.packets += 1
+                    if pcap is not None:
+                        pcap.write(ts, data, wire_len)
+                    feed(self.packets, ts, linktype, data)
+                    if stop.count_reached(self.packets):
+                        break
+                now = time.monotonic()
+                if d.output and now >= next_flush:
+                    self._write_exchanges()
+                    next_flush = now + FLUSH_S
+                if now >= next_housekeeping:
+                    self._housekeeping()
+                    next_housekeeping = now + HOUSEKEEPING_S
+                if self.display is not None and self.display.due():
+                    self.source.update_kernel_stats()
+                    self.display.show(self._view_lines())
+        finally:
+            stop.restore()
+            self._finish()
+
+    def _housekeeping(self) -> None:
+        d = self.dissector
+        now_ns = time.time_ns()
+        d.expire(now_ns, self.idle_ns)
+        d.expire_requests(now_ns, self.request_timeout_ns)
+        self._write_exchanges()
+        d.connections.clear()     # the file path keeps them for tables; a live run must not grow
+        for issue in d.issues:
+            self.issue_codes[issue.code] += 1
+        d.issues.clear()
+
+    def _write_exchanges(self) -> None:
+        out = self.dissector.output
+        if not out:
+            return
+        if self.display is not None:
+            self.display.before_output()
+        write = self.writer.write
+        add = self.stats.add
+        codes = self.issue_codes
+        while out:
+            ex = out.popleft()
+            add(ex)
+            for issue in ex.issues:
+                codes[issue.code] += 1
+            if not self.output_closed:
+                try:
+                    write(ex)
+                except BrokenPipeError:   # the reader went away (`| head`): stop cleanly
+                    self._output_gone()
+        if not self.output_closed:
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self._output_gone()
+        if self.display is not None:
+            self.display.after_output()
+
+    def _output_gone(self) -> None:
+        self.output_closed = True
+        self.stop.reason = self.stop.reason or "output closed"
+
+    def _finish(self) -> None:
+        self.dissector.finish()
+        self._housekeeping()
+        self.source.update_kernel_stats()
+        if self.pcap is not None:
+            self.pcap.close()
+        if self.display is not None:
+            self.display.close()
+        self.err.write("".join(line + "\n" for line in self.summary_lines()))
+        self.err.flush()
+
+    def _view_lines(self) -> list[str]:
+        s = self.source
+        head = (f"live on {self.label}  {clock(self.stop.elapsed())}  packets {self.packets}  "
+                f"kernel drops {s.kernel_drops}  exchanges {self.stats.exchanges}  "
+                f"(last {self.stats.window_ns / 1e9:g} s:)")
+        return [head] + format_rows(self.stats.window_rows(time.time_ns()))
+
+    def summary_lines(self) -> list[str]:
+        s = self.source
+        elapsed = self.stop.elapsed()
+        statuses = ", ".join(f"{k} {v}" for k, v in self.stats.statuses.most_common())
+        lines = [f"kafka-dissect live: stopped ({self.stop.reason or 'error'}) after "
+                 f"{elapsed:.1f} s on {self.label}",
+                 f"packets: {self.packets} captured; kernel: {s.kernel_packets} passed the "
+                 f"filter, {s.kernel_drops} dropped",
+                 f"exchanges: {self.stats.exchanges}" + (f" ({statuses})" if statuses else "")]
+        if self.issue_codes:
+            lines.append(f"issues: {sum(self.issue_codes.values())} ("
+                         + ", ".join(f"{k} {v}" for k, v in self.issue_codes.most_common()) + ")")
+        if self.pcap_path:
+            lines.append(f"written: {self.packets} packets to {self.pcap_path}")
+        if self.stats.totals:
+            lines += format_rows(self.stats.total_rows(elapsed))
+        return lines
