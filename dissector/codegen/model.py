@@ -108,7 +108,7 @@ def default_value(raw, kind, nullable, where):
         return b""
     if kind == "array":
         return []
-    return None  # an absent struct
+    return "STRUCT"  # a struct with every field at its default, as Kafka's generated code does
 
 
 class Builder:
@@ -161,7 +161,9 @@ class Builder:
                     raise SpecError(f"{where}: unknown type {t!r}")
                 sub = common["fields"]
         ever_nullable = not rf["nullable"].empty or rf["default"] == "null"
-        attrs.setdefault(snake(rf["name"]), default_value(rf["default"], kind, ever_nullable, where))
+        # The value of a field absent from a version (a struct absent from a version is None).
+        absent = None if kind == "struct" else default_value(rf["default"], kind, ever_nullable, where)
+        attrs.setdefault(snake(rf["name"]), absent)
         if v not in rf["versions"]:
             return None
         if v in rf["tagged"] and not flexible:

@@ -9,6 +9,7 @@ from struct import Struct, unpack_from
 from uuid import UUID, SafeUUID
 
 UUID0 = UUID(int=0)
+DEFAULT_STRUCT = "<default struct>"  # schema-table marker: the default is a default-filled struct
 new = object.__new__
 _set = object.__setattr__
 _UNKNOWN = SafeUUID.unknown
@@ -70,4 +71,4 @@ class Body:
         return f"{type(self).__name__}({inner})"
 
 
-__all__ = ["Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
+__all__ = ["DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from struct import Struct
 
-from .primitives import Malformed, UUID0, new, uuid_at
+from .primitives import DEFAULT_STRUCT, Malformed, new, uuid_at
 
 _FIXED = {k: Struct(">" + c) for k, c in (("int8", "b"), ("int16", "h"), ("int32", "i"),
                                           ("int64", "q"), ("uint16", "H"), ("uint32", "I"),
@@ -46,7 +46,9 @@ class Node:
         return f"Node({self.name!r}, off={self.offset}, len={self.length}, value={self.value!r})"
 
 
-def _fresh(value):
+def _fresh(value, child=None):
+    if value is DEFAULT_STRUCT:
+        return new_body(child)
     return [] if isinstance(value, list) else value
 
 
@@ -54,10 +56,8 @@ def new_body(schema):
     """An object of the schema's class with every attribute at its default."""
     cls, _, fields, tagged, absent = schema
     o = new(cls)
-    for f in fields:
-        setattr(o, f[0], _fresh(f[6]))
-    for f in tagged:
-        setattr(o, f[0], _fresh(f[6]))
+    for f in fields + tagged:
+        setattr(o, f[0], _fresh(f[6], f[7]))
     for attr, default in absent:
         setattr(o, attr, _fresh(default))
     o.unknown_tags = None
