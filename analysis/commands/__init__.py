@@ -1,0 +1,1 @@
+"""The analysis layer's `kafka-dissect` subcommands (registered as entry points)."""

@@ -1,0 +1,38 @@
+"""Options and loading shared by the stats, report and export commands."""
+from __future__ import annotations
+
+import os
+
+from dissector.commands.common import Progress, add_capture_options, parse_ports
+from dissector.filters import compile_filter_option
+from dissector.session import LEVELS
+
+from ..load import EXCHANGE_NAMES, Tables, collect
+
+
+def add_analysis_options(p) -> None:
+    add_capture_options(p)
+    p.add_argument("--filter", metavar="EXPR",
+                   help='keep exchanges matching EXPR over the exchange columns, e.g. '
+                        '\'api_name == "Fetch" and latency_ms > 100\'')
+    p.add_argument("--level", choices=LEVELS, default="bodies",
+                   help="how deep to decode: headers (fastest: no errors, topics or partitions), "
+                        "bodies (default), records (also fills the records table)")
+
+
+def load_from_args(args) -> Tables:
+    """Dissect the captures named in args into Tables, with a progress bar on a terminal."""
+    from dissector.cli import UsageError
+    keep = compile_filter_option(args.filter, EXCHANGE_NAMES)
+    ports, auto = parse_ports(args.port)
+    for path in args.captures:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file")
+    port = list(ports) + (["auto"] if auto else [])
+    progress = Progress(args.captures)
+    try:
+        col, run = collect(args.captures, port, level=args.level, keep=keep, progress=progress,
+                           max_frame=args.max_frame)
+    finally:
+        progress.done()
+    return Tables(col.arrow(), run.errors)

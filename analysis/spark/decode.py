@@ -1,0 +1,132 @@
+"""Decode: the runs of one connection (all files) -> its rows of every table, with the core unchanged.
+
+The segments are put back in global packet order and fed to a `Dissector` one by one
+(`feed_segment`), exactly as the single-machine path feeds them; the exchanges go through the
+analysis layer's own table builders. Two things need the whole capture and are settled later by
+the job with provisional keys that sort the same way:
+- connection ids (1, 2, 3... in the order connections open): a connection's provisional id is the
+  global packet number that opened it (one packet opens at most one connection);
+- the `exchange` index (the order exchanges complete in): (packet number that completed it, rank
+  among that packet's exchanges); exchanges flushed at the end of the capture sort after every
+  packet, by connection, as the single-machine flush does.
+The group without a connection holds the packets that are not usable TCP and the capture errors:
+they become the same Issues the single-machine path reports.
+
+Pure Python and pyarrow: no pyspark here.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from dissector.capture.layers import FIN, SYN
+from dissector.model import ERROR, Issue
+from dissector.pipeline import Dissector
+
+from ..load import _Collector
+from .extract import CHUNK, RAW, SUMMARY, segments
+from .schemas import TABLES, union_schema, to_union
+
+AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
+OPENED_AT_END = 1 << 60
+
+
+class Options:
+    """What the whole job decodes with (shipped to every task)."""
+
+    def __init__(self, ports, auto, level, max_frame, capture):
+        self.ports = tuple(ports)
+        self.auto = auto
+        self.level = level
+        self.max_frame = max_frame
+        self.capture = capture   # the `capture` column: the files' names in reading order
+
+
+def _segments_in_order(table: pa.Table):
+    """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment."""
+    cols = table.select(["packet", "src", "dst", "sport", "dport", "seq", "payload", "meta",
+                         "offset"]).to_pydict()
+    out = []
+    for src, dst, sport, dport, seq, payload, meta, offset in zip(
+            cols["src"], cols["dst"], cols["sport"], cols["dport"], cols["seq"],
+            cols["payload"], cols["meta"], cols["offset"]):
+        view = memoryview(payload)
+        pos = 0
+        for packet, ts, n, ack, flags in segments(meta):
+            out.append((packet + offset, ts, src, dst, sport, dport, seq, ack, flags,
+                        view[pos:pos + n]))
+            pos += n
+            seq = (seq + n + (1 if flags & (SYN | FIN) else 0)) & 0xFFFFFFFF
+    out.sort(key=lambda s: s[0])   # runs are sorted already: timsort merges them
+    return out
+
+
+def decode_group(table: pa.Table, opts: Options) -> pa.Table:
+    """The union rows (schemas.union_schema) of one connection key's runs, or of the keyless
+    group (raw packets and capture errors)."""
+    d = Dissector(opts.ports, auto=opts.auto, level=opts.level, max_frame=opts.max_frame)
+    col = _Collector(records=(opts.level == "records"))
+    opened = {}                 # local connection id -> provisional id
+    emit_packet, emit_seq = [], []
+    part_packet, part_seq = [], []
+    kinds = set(table.column("kind").to_pylist())
+
+    def drain(packet):
+        seq = 0
+        while d.output:
+            ex = d.output.popleft()
+            before = len(col.partitions)
+            col.add(ex)
+            key = packet if packet is not None else AFTER_LAST_PACKET + opened[
+                ex.connection.connection_id]
+            emit_packet.append(key)
+            emit_seq.append(seq)
+            added = len(col.partitions) - before
+            part_packet.extend([key] * added)
+            part_seq.extend([seq] * added)
+            seq += 1
+
+    if CHUNK in kinds:
+        for s in _segments_in_order(table):
+            d.feed_segment(*s)
+            if len(d.connections) > len(opened):
+                for c in d.connections[len(opened):]:
+                    opened[c.connection_id] = s[0]
+            if d.output:
+                drain(s[0])
+    else:
+        _raw_packets_and_errors(table, d)
+    d.finish()
+    for c in d.connections[len(opened):]:   # a connection only known at the end
+        opened[c.connection_id] = OPENED_AT_END
+    drain(None)
+    col.finish(d, opts.capture)
+    tables = col.arrow()
+    parts = []
+    for name in TABLES:
+        t = _provisional_connection_ids(tables[name], opened)
+        if name == "exchanges":
+            parts.append(to_union(name, t, emit_packet, emit_seq))
+        elif name == "partitions":
+            parts.append(to_union(name, t, part_packet, part_seq))
+        else:
+            parts.append(to_union(name, t))
+    return pa.concat_tables(parts) if parts else union_schema().empty_table()
+
+
+def _raw_packets_and_errors(table: pa.Table, d: Dissector) -> None:
+    rows = table.select(["kind", "packet", "offset", "payload", "linktype", "ts", "count",
+                         "error"]).to_pylist()
+    for r in sorted(rows, key=lambda r: (r["offset"] + (r["packet"] or r["count"] or 0))):
+        if r["kind"] == RAW:
+            d.feed(r["packet"] + r["offset"], r["ts"], r["linktype"], r["payload"])
+        elif r["kind"] == SUMMARY and r["error"] is not None:
+            # what dissector.pipeline.Dissection does when a file stops with a CaptureError
+            d.add_issue(Issue("capture.error", ERROR, r["error"], frame=r["offset"] + r["count"]))
+
+
+def _provisional_connection_ids(t: pa.Table, opened: dict) -> pa.Table:
+    if not opened or "connection_id" not in t.column_names:
+        return t
+    i = t.column_names.index("connection_id")
+    ids = [opened.get(v, v) if v is not None else None for v in t.column(i).to_pylist()]
+    return t.set_column(i, "connection_id", pa.array(ids, pa.int64()))

@@ -1,0 +1,52 @@
+"""The SparkSession: local mode by default, any cluster by master URL or spark-submit."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+DEFAULT_MASTER = "local[*]"
+
+
+def spark_session(master=None, conf=None):
+    """A SparkSession for the job.
+
+    master None: the master spark-submit gave, else local[*]. In local mode the workers run
+    this interpreter; on a cluster the dissector's code is shipped to the executors (they need
+    Python 3.11+ with pyarrow and pandas, the packages of the `spark` extra).
+    """
+    from pyspark.sql import SparkSession
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ   # driver started by spark-submit
+    if master is None and not submitted:
+        master = DEFAULT_MASTER
+    local = master is not None and master.startswith("local")
+    if local:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("kafka-dissect")
+    if master is not None:
+        builder = builder.master(master)
+    settings = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.legacy.parquet.nanosAsLong": "true",   # our timestamps are nanoseconds
+    }
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if not local:
+        spark.sparkContext.addPyFile(str(_code_zip()))
+    return spark
+
+
+def _code_zip() -> Path:
+    """The dissector and analysis packages as a zip for the executors' Python path."""
+    root = Path(__file__).resolve().parents[2]
+    path = Path(tempfile.mkdtemp(prefix="kafka-dissect-")) / "kafka_dissector.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for package in ("dissector", "analysis"):
+            for f in sorted((root / package).rglob("*.py")):
+                z.write(f, f.relative_to(root))
+    return path

@@ -1,0 +1,72 @@
+"""The answers a report shows, computed once from Tables: (section title, DataFrame) pairs in
+reading order. The terminal (stats) and HTML (report) renderings both walk this list."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import consumers, errors, latency, producers
+
+
+SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
+              "api_version", "client_id", "latency_ms", "error_name"]
+
+
+def overview(t) -> pd.DataFrame:
+    ex = t.exchanges
+    status = ex["status"].astype("string").value_counts()
+    span = producers.span_seconds(t)
+    rows = [
+        ("exchanges", len(ex)),
+        ("connections", len(t.connections)),
+        ("client ids", ex["client_id"].nunique()),
+        ("span (s)", round(span, 3) if span else 0),
+        ("answered", int(ex["latency_ms"].notna().sum())),
+    ] + [(f"status {k}", int(v)) for k, v in status.items()] + [
+        ("exchanges with an error", int((ex["error_code"].fillna(0) != 0).sum())),
+        ("partition rows", len(t.partitions)),
+        ("records decoded", len(t.records)),
+        ("issues", len(t.issues)),
+    ]
+    return pd.DataFrame([(k, str(v)) for k, v in rows], columns=["what", "value"])
+
+
+def issues_by_code(t) -> pd.DataFrame:
+    i = t.issues
+    if i.empty:
+        return pd.DataFrame(columns=["code", "severity", "count"])
+    return i.groupby(["code", "severity"], observed=True).size().rename("count") \
+        .reset_index().sort_values("count", ascending=False)
+
+
+def sections(t, top: int = 10):
+    """(title, frame) pairs; empty frames are left for the renderer to skip."""
+    ex = t.exchanges
+    return [
+        ("Overview", overview(t)),
+        ("Latency by api (ms)", latency.percentiles(ex, "api")),
+        ("Latency by api version (ms)", latency.percentiles(ex, "version")),
+        ("Latency by client id (ms)", latency.percentiles(ex, "client_id")),
+        ("Latency by client (ms)", latency.percentiles(ex, "client")),
+        ("Latency by broker (ms)", latency.percentiles(ex, "broker")),
+        ("Latency by topic (ms)", latency.percentiles(ex, "topic").head(top)),
+        (f"Slowest {top} exchanges (packet numbers for drill-down)",
+         latency.slowest(ex, top)[SLOW_SHOWN]),
+        ("Fetch long polls (waited out max_wait_ms, no records; not counted as slow)",
+         latency.long_polls(ex)),
+        ("Errors by name", errors.by_error(t)),
+        ("Errors by api", errors.by_api(t)),
+        ("Errors by client id", errors.by_client(t)),
+        ("Errors by topic-partition", errors.by_partition(t).head(top)),
+        ("Unanswered requests", errors.unanswered(t).head(top)),
+        ("Throttling", errors.throttling(t)),
+        ("Consumer groups", consumers.groups(t)),
+        ("Group timeline", consumers.timeline(t).head(4 * top)),
+        ("Committed offsets (latest)", consumers.committed_offsets(t)),
+        ("Consumer lag (high watermark - fetch offset)", consumers.lag_summary(t)),
+        ("Producer throughput", producers.throughput(t)),
+        ("Batch sizes", producers.batch_sizes(t)),
+        ("Compression", producers.compression(t)),
+        ("Acks", producers.acks_mix(t)),
+        ("Idempotent and transactional producers", producers.producer_ids(t)),
+        ("Issues", issues_by_code(t)),
+    ]
