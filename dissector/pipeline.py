@@ -6,14 +6,13 @@ Only in-flight state is kept: exchanges are handed out as soon as they complete.
 """
 from __future__ import annotations
 
-import struct
 import weakref
 from collections import deque
 
 from .capture.files import CaptureError, read_packets
 from .capture.layers import tcp_segment
-from .model import ERROR, REQUEST, RESPONSE, WARNING, Issue
-from .protocol.headers import plausible_request
+from .detect import BrokerSide
+from .model import ERROR, WARNING, Issue
 from .session import LEVELS, Session
 from .tcp.flows import FlowTable
 
@@ -21,16 +20,6 @@ DEFAULT_PORTS = (9092,)
 MAX_FRAME = 100 << 20
 MAX_BUFFERED = 4 << 20
 MAX_KEPT_ISSUES = 100_000   # capture-level issues kept in memory; the rest are only counted
-
-_INT32 = struct.Struct(">i")
-
-
-def looks_like_request_start(payload) -> bool:
-    """Does this TCP payload start with a plausible Kafka request (for `--port auto`)?"""
-    if len(payload) < 12:
-        return False
-    (size,) = _INT32.unpack_from(payload, 0)
-    return plausible_request(payload, 4, size)
 
 
 class Dissector:
@@ -55,19 +44,10 @@ class Dissector:
         if level != "headers":
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"))
-        self._flows = FlowTable(self._classify, self._open, max_buffered=max_buffered,
-                                max_frame=max_frame)
+        self._flows = FlowTable(BrokerSide(self.ports, auto), self._open,
+                                max_buffered=max_buffered, max_frame=max_frame)
 
     # -- wiring ---------------------------------------------------------------------------------
-
-    def _classify(self, src, sport, dst, dport, payload):
-        if dport in self.ports:
-            return REQUEST
-        if sport in self.ports:
-            return RESPONSE
-        if self.auto and looks_like_request_start(payload):
-            return REQUEST
-        return None
 
     def _open(self, connection):
         self.connections.append(connection)

@@ -1,0 +1,74 @@
+"""Which side of a TCP flow is the Kafka broker.
+
+With configured ports the answer is the port. With `--port auto` it comes from the traffic: the
+first bytes of each direction are gathered (a request may arrive in several small segments) until
+one side starts with a plausible request header. A response can look like a request too (its
+correlation id reads as an api key and version), so when both sides have spoken the client is the
+side whose request's correlation id the other side's first message echoes.
+"""
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+
+from .model import REQUEST, RESPONSE
+from .protocol.headers import plausible_request
+
+HEAD_BYTES = 64          # bytes gathered per direction before giving up on it
+MAX_FLOWS = 1 << 16      # undecided flows remembered at once (oldest forgotten first)
+
+_INT32 = struct.Struct(">i")
+
+
+def request_start(head: bytes):
+    """The correlation id of the request `head` starts with, or None if it does not."""
+    if len(head) < 14:
+        return None
+    (size,) = _INT32.unpack_from(head, 0)
+    if not plausible_request(head, 4, size):
+        return None
+    return _INT32.unpack_from(head, 8)[0]
+
+
+class BrokerSide:
+    """classify(src, sport, dst, dport, payload) for dissector.tcp.flows.FlowTable."""
+
+    def __init__(self, ports, auto=False):
+        self.ports = frozenset(ports)
+        self.auto = auto
+        self._heads = OrderedDict()   # (src, sport, dst, dport) -> first bytes of that direction
+
+    def __call__(self, src, sport, dst, dport, payload):
+        if dport in self.ports:
+            return REQUEST
+        if sport in self.ports:
+            return RESPONSE
+        if not self.auto:
+            return None
+        key = (src, sport, dst, dport)
+        head = self._heads.pop(key, b"")
+        if len(head) < HEAD_BYTES:
+            head += bytes(payload[:HEAD_BYTES - len(head)])
+        self._heads[key] = head
+        if len(self._heads) > MAX_FLOWS:
+            self._heads.popitem(last=False)
+        other = self._heads.get((dst, dport, src, sport), b"")
+        mine = request_start(head)
+        theirs = request_start(other)
+        if len(other) >= 8 and mine is not None:
+            if _INT32.unpack_from(other, 4)[0] == mine:   # they answer my request
+                return self._decided(key, REQUEST)
+            if theirs is None:
+                return self._decided(key, REQUEST)
+        if len(other) >= 8 and theirs is not None and len(head) >= 8:
+            if _INT32.unpack_from(head, 4)[0] == theirs or mine is None:
+                return self._decided(key, RESPONSE)
+        if mine is not None and not other and len(head) >= HEAD_BYTES:
+            return self._decided(key, REQUEST)   # a long request and no answer yet
+        return None
+
+    def _decided(self, key, side):
+        src, sport, dst, dport = key
+        self._heads.pop(key, None)
+        self._heads.pop((dst, dport, src, sport), None)
+        return side
