@@ -15,6 +15,7 @@ import base64
 import contextlib
 import logging
 import os
+import random
 import re
 import signal
 import socket
@@ -154,8 +155,10 @@ class Broker:
 class Capture:
     """tcpdump on loopback for one TCP port, written to `path`.
 
-    On exit tcpdump gets SIGINT, so the file ends on a whole record; `.dropped` holds the kernel's
-    drop count tcpdump reports (a busy loopback capture without a large buffer drops packets).
+    Immediate mode: without it libpcap hands packets over in ring-buffer blocks, and the packets
+    of the last block are lost when tcpdump is stopped (with no drop reported). On exit tcpdump
+    gets SIGINT, so the file ends on a whole record; `.captured`, `.received` and `.dropped` are
+    the counts tcpdump reports (a busy loopback capture without a large buffer drops packets).
     """
 
     def __init__(self, path, port, iface="lo", start_timeout=10.0, settle=0.3):
@@ -167,6 +170,7 @@ class Capture:
         self.proc = None
         self.stderr = ""
         self.captured = None
+        self.received = None
         self.dropped = None
         self._lines = []
         self._reader = None
@@ -177,7 +181,8 @@ class Capture:
         # be allowed to write into the target folder).
         user = ["-Z", "root"] if os.geteuid() == 0 else []
         self.proc = subprocess.Popen(
-            ["tcpdump", "-i", self.iface, "-U", "-s", "0", "-B", "65536", "-n", *user,
+            ["tcpdump", "-i", self.iface, "-U", "--immediate-mode", "-s", "0", "-B", "65536",
+             "-n", *user,
              "-w", str(self.path), f"tcp port {self.port}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         listening = threading.Event()
@@ -204,6 +209,8 @@ class Capture:
         self.stderr = "".join(self._lines)
         m = re.search(r"(\d+) packets? captured", self.stderr)
         self.captured = int(m.group(1)) if m else None
+        m = re.search(r"(\d+) packets? received by filter", self.stderr)
+        self.received = int(m.group(1)) if m else None
         m = re.search(r"(\d+) packets? dropped by kernel", self.stderr)
         self.dropped = int(m.group(1)) if m else None
         return False
@@ -216,8 +223,7 @@ class Capture:
 _API_KEYS = None
 
 
-def api_key_for(name):
-    """Api key for a request name as clients log it ("Metadata", "ApiVersion", "ListOffsets")."""
+def _api_keys():
     global _API_KEYS
     if _API_KEYS is None:
         keys = {}
@@ -230,9 +236,21 @@ def api_key_for(name):
         if not keys:
             raise RuntimeError(f"no Kafka specs under {SPECS}")
         _API_KEYS = keys
-    key = _API_KEYS.get(name)
+    return _API_KEYS
+
+
+def api_name_for(key):
+    """Kafka's name of an api key ("Produce", "ApiVersions")."""
+    names = [n for n, k in _api_keys().items() if k == key]
+    return min(names, key=len) if names else f"api{key}"
+
+
+def api_key_for(name):
+    """Api key for a request name as clients log it ("Metadata", "ApiVersion", "ListOffsets")."""
+    keys = _api_keys()
+    key = keys.get(name)
     if key is None:
-        key = _API_KEYS.get(name + "s")  # librdkafka says "ApiVersion"
+        key = keys.get(name + "s")  # librdkafka says "ApiVersion"
     if key is None:
         raise KeyError(f"unknown api name {name!r}")
     return key
@@ -245,10 +263,11 @@ def api_key_for(name):
 class ClientRun:
     """What one client instance did, as the client reports it."""
 
-    def __init__(self, library, version, client_id):
+    def __init__(self, library, version, client_id, config=None):
         self.library = library
         self.version = version
         self.client_id = client_id
+        self.config = {k: v for k, v in (config or {}).items() if k not in ("debug", "logger")}
         self.produced = []     # Records with the broker-assigned offset (None if delivery failed)
         self.failed = []       # Records whose delivery failed, as (Record, error text)
         self.consumed = []     # Records received by a consumer
@@ -267,6 +286,7 @@ class ClientRun:
             "library": self.library,
             "version": self.version,
             "client_id": self.client_id,
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in self.config.items()},
             "produced": [record_to_json(r) for r in self.produced],
             "failed": [dict(record_to_json(r), error=e) for r, e in self.failed],
             "consumed": [record_to_json(r) for r in self.consumed],
@@ -297,7 +317,7 @@ def _headers(h):
     return tuple((k, None if v is None else bytes(v)) for k, v in (h or ()))
 
 
-def make_records(topic, n, seed=0, value_size=40, partition=None, null_header_values=True):
+def make_records(topic, n, seed=0, value_size=100, partition=None, null_header_values=True):
     """n varied records: keys, values and headers, with null keys, null values and null header
     values mixed in. Deterministic for a seed. `partition` None lets the client choose.
     kafka-python refuses null header values: pass null_header_values=False for it."""
@@ -305,7 +325,9 @@ def make_records(topic, n, seed=0, value_size=40, partition=None, null_header_va
     for i in range(n):
         j = seed * 1000 + i
         key = None if i % 5 == 3 else f"key-{j}".encode()
-        value = None if i % 7 == 5 else (f"value-{j}-".encode() * value_size)[:value_size + i]
+        # hex of random bytes: compresses about 2:1, like typical payloads (not to nothing)
+        text = f"value-{j}-" + random.Random(j).randbytes(value_size).hex()
+        value = None if i % 7 == 5 else text[:value_size + i].encode()
         if i % 3 == 0:
             headers = ()
         elif i % 3 == 1:
@@ -377,7 +399,9 @@ def _rdkafka_config(bootstrap, client_id, config):
 
 def librdkafka_version():
     import confluent_kafka
-    return f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}"
+    version = confluent_kafka.version()
+    version = version[0] if isinstance(version, tuple) else version
+    return f"confluent-kafka {version}, librdkafka {confluent_kafka.libversion()[0]}"
 
 
 def librdkafka_produce(bootstrap, records, client_id="rdkafka-producer", config=None,
@@ -388,12 +412,14 @@ def librdkafka_produce(bootstrap, records, client_id="rdkafka-producer", config=
     its own transaction, committed or aborted (config must carry transactional.id).
     """
     import confluent_kafka
-    run = ClientRun("librdkafka", librdkafka_version(), client_id)
+    run = ClientRun("librdkafka", librdkafka_version(), client_id, config)
     deadline = time.monotonic() + timeout
 
     def report(err, msg, rec):
-        if err is None:
-            run.produced.append(rec._replace(partition=msg.partition(), offset=msg.offset()))
+        if err is None:  # acks=0 gives no offset (None or a negative one)
+            offset = msg.offset()
+            offset = offset if offset is not None and offset >= 0 else None
+            run.produced.append(rec._replace(partition=msg.partition(), offset=offset))
         else:
             run.failed.append((rec, str(err)))
 
@@ -434,33 +460,41 @@ def librdkafka_produce(bootstrap, records, client_id="rdkafka-producer", config=
 
 
 def librdkafka_consume(bootstrap, topics, count, group="rdkafka-group", client_id="rdkafka-consumer",
-                       config=None, timeout=20.0):
+                       config=None, timeout=20.0, idle=None):
     """Consume `count` records from `topics` (from the earliest offset) in a consumer group.
+
+    `idle`: also stop once records have arrived and none came for this many seconds (for when the
+    count is not known, e.g. whether aborted transactions are delivered).
 
     Before closing, the consumer pauses its partitions and waits out the in-flight Fetch, so the
     capture holds no request the client left unanswered.
     """
     import confluent_kafka
-    run = ClientRun("librdkafka", librdkafka_version(), client_id)
     conf = {"group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100}
     conf.update(config or {})
+    run = ClientRun("librdkafka", librdkafka_version(), client_id, conf)
     deadline = time.monotonic() + timeout
     with _rdkafka_session(run):
         c = confluent_kafka.Consumer(_rdkafka_config(bootstrap, client_id, conf))
         try:
             c.subscribe(list(topics))
+            last = None
             while len(run.consumed) < count and time.monotonic() < deadline:
                 msg = c.poll(0.2)
                 if msg is None:
+                    if idle is not None and last is not None and time.monotonic() - last > idle:
+                        break
                     continue
+                last = time.monotonic()
                 if msg.error():
                     run.notes.append(f"consumer error: {msg.error()}")
                     continue
                 run.consumed.append(Record(msg.topic(), msg.partition(), msg.key(), msg.value(),
                                            _headers(msg.headers()), msg.offset()))
             if len(run.consumed) < count:
-                run.notes.append(f"consumed {len(run.consumed)} of {count} before the deadline")
+                run.notes.append(f"consumed {len(run.consumed)} of {count} before the "
+                                 f"{'deadline' if idle is None else 'deadline or idle stop'}")
             c.pause(c.assignment())
             end = time.monotonic() + 0.5
             while time.monotonic() < end:
@@ -474,7 +508,8 @@ def create_topics(bootstrap, topics, partitions=1, client_id="rdkafka-admin", ti
     """Create topics with librdkafka's admin client; returns a ClientRun of its requests."""
     import confluent_kafka
     from confluent_kafka.admin import AdminClient, NewTopic
-    run = ClientRun("librdkafka", librdkafka_version(), client_id)
+    run = ClientRun("librdkafka", librdkafka_version(), client_id,
+                    {"create_topics": list(topics), "partitions": partitions})
     with _rdkafka_session(run):
         admin = AdminClient(_rdkafka_config(bootstrap, client_id, None))
         futures = admin.create_topics([NewTopic(t, partitions, 1) for t in topics],
@@ -566,8 +601,8 @@ def kafka_python_produce(bootstrap, records, client_id="kafka-python-producer", 
     """Produce with kafka-python (`config`: KafkaProducer keyword arguments, e.g. api_version=(0, 9),
     compression_type="gzip"). Failed deliveries are recorded, not raised."""
     import kafka
-    run = ClientRun("kafka-python", kafka_python_version(), client_id)
     config.setdefault("request_timeout_ms", 5000)
+    run = ClientRun("kafka-python", kafka_python_version(), client_id, config)
     deadline = time.monotonic() + timeout
     with _kafka_python_session(run):
         p = kafka.KafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, **config)
@@ -592,28 +627,31 @@ def kafka_python_produce(bootstrap, records, client_id="kafka-python-producer", 
 def kafka_python_consume(bootstrap, topics, count, group="kafka-python-group",
                          client_id="kafka-python-consumer", timeout=20.0, **config):
     import kafka
-    run = ClientRun("kafka-python", kafka_python_version(), client_id)
     config.setdefault("session_timeout_ms", 6000)
     config.setdefault("heartbeat_interval_ms", 1000)
     config.setdefault("fetch_max_wait_ms", 100)
     config.setdefault("auto_offset_reset", "earliest")
+    run = ClientRun("kafka-python", kafka_python_version(), client_id, dict(config, group_id=group))
     deadline = time.monotonic() + timeout
     with _kafka_python_session(run):
         c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, client_id=client_id, group_id=group,
                                 **config)
         try:
             c.subscribe(list(topics))
-            while len(run.consumed) < count and time.monotonic() < deadline:
-                for tp, msgs in c.poll(timeout_ms=200).items():
-                    for m in msgs:
-                        run.consumed.append(Record(m.topic, m.partition, m.key, m.value,
-                                                   _headers(m.headers), m.offset))
-            if len(run.consumed) < count:
-                run.notes.append(f"consumed {len(run.consumed)} of {count} before the deadline")
-            c.pause(*c.assignment())
-            end = time.monotonic() + 0.5
-            while time.monotonic() < end:
-                c.poll(timeout_ms=100)
+            try:
+                while len(run.consumed) < count and time.monotonic() < deadline:
+                    for tp, msgs in c.poll(timeout_ms=200).items():
+                        for m in msgs:
+                            run.consumed.append(Record(m.topic, m.partition, m.key, m.value,
+                                                       _headers(m.headers), m.offset))
+                if len(run.consumed) < count:
+                    run.notes.append(f"consumed {len(run.consumed)} of {count} before the deadline")
+                c.pause(*c.assignment())
+                end = time.monotonic() + 0.5
+                while time.monotonic() < end:
+                    c.poll(timeout_ms=100)
+            except Exception as exc:  # e.g. a response the client cannot parse: part of the record
+                run.notes.append(f"consumer stopped: {type(exc).__name__}: {exc}")
         finally:
             c.close()
     return run
@@ -647,7 +685,7 @@ def aiokafka_version():
 
 def aiokafka_produce(bootstrap, records, client_id="aiokafka-producer", timeout=20.0, **config):
     import aiokafka
-    run = ClientRun("aiokafka", aiokafka_version(), client_id)
+    run = ClientRun("aiokafka", aiokafka_version(), client_id, config)
 
     async def main():
         p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, **config)
@@ -672,11 +710,11 @@ def aiokafka_produce(bootstrap, records, client_id="aiokafka-producer", timeout=
 def aiokafka_consume(bootstrap, topics, count, group="aiokafka-group", client_id="aiokafka-consumer",
                      timeout=20.0, **config):
     import aiokafka
-    run = ClientRun("aiokafka", aiokafka_version(), client_id)
     config.setdefault("session_timeout_ms", 6000)
     config.setdefault("heartbeat_interval_ms", 1000)
     config.setdefault("fetch_max_wait_ms", 100)
     config.setdefault("auto_offset_reset", "earliest")
+    run = ClientRun("aiokafka", aiokafka_version(), client_id, dict(config, group_id=group))
 
     async def main():
         c = aiokafka.AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, client_id=client_id,

