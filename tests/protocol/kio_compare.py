@@ -29,26 +29,30 @@ def plain(value):
     return value
 
 
-def differences(kio_obj, ours, path="body"):
-    """A list of human-readable differences (empty when equal)."""
+def differences(kio_obj, ours, path="body", renamed=None):
+    """A list of human-readable differences (empty when equal); `renamed` maps kio field names
+    to ours where the specs renamed a field after kio's version."""
+    renamed = renamed or {}
     out = []
     if dataclasses.is_dataclass(kio_obj):
         if ours is None:
             return [f"{path}: kio has a struct, ours is None"]
         for f in dataclasses.fields(kio_obj):
-            attr = f.name
+            attr = renamed.get(f.name, f.name)
+            if not hasattr(ours, attr) and attr.endswith("_") and hasattr(ours, attr[:-1]):
+                attr = attr[:-1]  # kio appends "_" to names that shadow Python builtins (id_)
             if not hasattr(ours, attr) and hasattr(ours, attr + "_ms"):
                 attr += "_ms"  # kio names time fields without their unit suffix
             if not hasattr(ours, attr):
                 out.append(f"{path}.{f.name}: missing from ours")
                 continue
-            out += differences(getattr(kio_obj, f.name), getattr(ours, attr), f"{path}.{attr}")
+            out += differences(getattr(kio_obj, f.name), getattr(ours, attr), f"{path}.{attr}", renamed)
         return out
     if isinstance(kio_obj, tuple):
         if not isinstance(ours, list) or len(ours) != len(kio_obj):
             return [f"{path}: kio {len(kio_obj)} items, ours {ours!r:.80}"]
         for i, (a, b) in enumerate(zip(kio_obj, ours)):
-            out += differences(a, b, f"{path}[{i}]")
+            out += differences(a, b, f"{path}[{i}]", renamed)
         return out
     a, b = plain(kio_obj), ours
     if kio_obj is None and isinstance(ours, int) and ours == -1:
