@@ -16,7 +16,9 @@ def exchange_extras(ex) -> tuple:
     generation = g(req, "generation_id", None)
     if generation is None:
         generation = g(req, "member_epoch", None)
-    if member_id is None:
+    if generation is None:
+        generation = g(req, "generation_id_or_member_epoch", None)
+    if not member_id:
         members = g(req, "members", None)   # LeaveGroup v3+: the members leaving
         if members:
             member_id = g(members[0], "member_id", None)
