@@ -49,12 +49,15 @@ class Result:
 
 
 def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=False,
-        max_frame=MAX_FRAME, spark=None) -> Result:
+        level=None, max_frame=MAX_FRAME, spark=None, conf=None) -> Result:
     """Dissect capture files (paths, directories, globs or URIs) into `out` on Spark.
 
     Writes `<out>/<table>.parquet/` for exchanges, partitions, records, issues and connections in
     the pandas path's schema; `analysis.spark.load_output(out)` reads them back as Tables.
-    records=True decodes every record into the records table.
+    master: a Spark master URL (default: spark-submit's, else local[*]); spark: an existing
+    session instead; conf: extra Spark settings. ports/auto: where the brokers listen, as in
+    `dissect()`. level: "headers", "bodies" (default) or "records" (records=True), as in
+    `analysis.load`. The files are read as one capture, in the order of their first packet.
     """
     from pyspark.sql import functions as F
 
@@ -63,7 +66,9 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     if isinstance(inputs, str) or hasattr(inputs, "__fspath__"):
         inputs = [inputs]
     start = time.monotonic()
-    spark = spark or spark_session(master)
+    if level is None:
+        level = "records" if records else "bodies"
+    spark = spark or spark_session(master, conf)
     files = [uri for uri, _size in list_files(spark, inputs)]
 
     # 1. extract: one task per file
@@ -91,7 +96,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     offsets_df = spark.createDataFrame(offsets, "file string, offset long")
 
     # 3. shuffle by connection, decode
-    opts = Options(ports, auto, "records" if records else "bodies", max_frame,
+    opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order))
     work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
             .join(F.broadcast(offsets_df), "file"))

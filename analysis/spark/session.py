@@ -2,12 +2,24 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 DEFAULT_MASTER = "local[*]"
+
+
+class NoJava(RuntimeError):
+    """Spark's driver needs a Java runtime and none is installed."""
+
+
+def _check_java() -> None:
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    raise NoJava("Spark needs a Java runtime (Java 17 or newer): install one, e.g. "
+                 "`apt-get install default-jre-headless`, or set JAVA_HOME")
 
 
 def spark_session(master=None, conf=None):
@@ -18,6 +30,7 @@ def spark_session(master=None, conf=None):
     Python 3.11+ with pyarrow and pandas, the packages of the `spark` extra).
     """
     from pyspark.sql import SparkSession
+    _check_java()
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ   # driver started by spark-submit
     if master is None and not submitted:
         master = DEFAULT_MASTER

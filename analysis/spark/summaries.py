@@ -1,0 +1,126 @@
+"""The latency and error summaries of analysis.latency / analysis.errors, in Spark SQL, computed from
+the Parquet tables a run wrote (so they scale with the cluster, not the driver).
+
+Same definitions as the pandas functions: latency is `latency_ms`; Fetch long polls (answered no
+sooner than max_wait_ms less the same tolerance, no records) are left out unless asked for;
+percentiles are exact and interpolate linearly between order statistics (Spark's `percentile`,
+numpy's default); null group keys are kept as groups where pandas keeps them (dropna=False).
+Each function returns a Spark DataFrame with the pandas function's columns.
+"""
+from __future__ import annotations
+
+from ..latency import DIMENSIONS, FETCH, QUANTILES, long_poll_mask
+from .write import output_fs
+
+TOLERANCE_MS, TOLERANCE_FRAC = long_poll_mask.__defaults__
+
+_KEYS = {   # DIMENSIONS' column names as SQL expressions over the exchanges
+    "api_name": "api_name",
+    "api_version": "api_version",
+    "client_id": "client_id",
+    "client": "client_ip AS client",
+    "broker": "concat(broker_ip, ':', CAST(broker_port AS STRING)) AS broker",
+}
+
+
+def register(spark, out) -> None:
+    """Temporary views kd_exchanges and kd_partitions over a run's Parquet output, and
+    kd_answered: exchanges with a latency, with `long_poll`."""
+    filesystem, base = output_fs(str(out))
+    prefix = str(out) if "://" in str(out) else base
+    for name in ("exchanges", "partitions"):
+        spark.read.parquet(f"{prefix}/{name}.parquet").createOrReplaceTempView(f"kd_{name}")
+    spark.sql(f"""
+        CREATE OR REPLACE TEMP VIEW kd_answered AS
+        SELECT *,
+               coalesce(api_key = {FETCH} AND max_wait_ms > 0
+                        AND latency_ms >= max_wait_ms - greatest(max_wait_ms * {TOLERANCE_FRAC},
+                                                                 {TOLERANCE_MS})
+                        AND coalesce(record_count, 0) = 0, false) AS long_poll
+        FROM kd_exchanges WHERE latency_ms IS NOT NULL""")
+
+
+def _stats(value="latency_ms"):
+    qs = ", ".join(f"percentile({value}, {q}) AS `{name}`" for name, q in QUANTILES)
+    return f"count({value}) AS count, avg({value}) AS mean, {qs}, max({value}) AS max"
+
+
+def percentiles(spark, by="api", include_long_polls=False):
+    """count, mean, p50, p90, p99, p99.9, max of latency_ms per value of `by` (DIMENSIONS)."""
+    if by not in DIMENSIONS:
+        raise ValueError(f"by must be one of {', '.join(DIMENSIONS)}")
+    polls = "" if include_long_polls else "AND NOT long_poll"
+    if by == "topic":
+        source = (f"(SELECT latency_ms, topic FROM kd_answered "
+                  f"LATERAL VIEW explode(topics) t AS topic WHERE topic IS NOT NULL {polls})")
+        keys = ["topic"]
+        select = "topic"
+    else:
+        keys = DIMENSIONS[by]
+        source = f"(SELECT *, {', '.join(_KEYS[k] for k in keys)} FROM kd_answered " \
+                 f"WHERE true {polls})" if by in ("client", "broker") else \
+                 f"(SELECT * FROM kd_answered WHERE true {polls})"
+        select = ", ".join(keys)
+    return spark.sql(f"SELECT {select}, {_stats()} FROM {source} GROUP BY {select} "
+                     f"ORDER BY p99 DESC")
+
+
+def time_series(spark, include_long_polls=False):
+    """Per second and api: requests, p50, p99, max latency, errors (analysis.latency.time_series
+    with its default 1 s)."""
+    polls = "" if include_long_polls else "AND NOT long_poll"
+    return spark.sql(f"""
+        SELECT timestamp_seconds(floor(request_ts / 1000000000)) AS second, api_name,
+               count(latency_ms) AS requests, percentile(latency_ms, 0.5) AS p50,
+               percentile(latency_ms, 0.99) AS p99, max(latency_ms) AS max,
+               sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) AS errors
+        FROM kd_answered
+        WHERE request_ts IS NOT NULL AND api_name IS NOT NULL {polls}
+        GROUP BY 1, 2 ORDER BY 1, 2""")
+
+
+def _rates(spark, key):
+    return spark.sql(f"""
+        SELECT {key}, count(*) AS requests,
+               sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) AS errors,
+               sum(CASE WHEN status = 'unanswered' THEN 1 ELSE 0 END) AS unanswered,
+               sum(CASE WHEN coalesce(throttle_time_ms, 0) > 0 THEN 1 ELSE 0 END) AS throttled,
+               sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) / count(*)
+                   AS error_rate
+        FROM kd_exchanges GROUP BY {key} ORDER BY errors DESC, requests DESC""")
+
+
+def errors_by_api(spark):
+    """Per api: requests, errors, unanswered, throttled, error_rate (analysis.errors.by_api)."""
+    return _rates(spark, "api_name")
+
+
+def errors_by_client(spark):
+    """Per client id (analysis.errors.by_client)."""
+    return _rates(spark, "client_id")
+
+
+def errors_by_error(spark):
+    """Per error code: failing exchanges and partition rows (analysis.errors.by_error, without
+    the retriable flag, which the driver adds from dissector.protocol.names)."""
+    return spark.sql("""
+        SELECT coalesce(e.error_code, p.error_code) AS error_code,
+               coalesce(e.n, 0) AS exchanges, coalesce(p.n, 0) AS partitions
+        FROM (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_exchanges
+              WHERE coalesce(error_code, 0) != 0 GROUP BY 1) e
+        FULL OUTER JOIN
+             (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_partitions
+              WHERE coalesce(error_code, 0) != 0 GROUP BY 1) p
+        ON e.error_code = p.error_code
+        ORDER BY exchanges DESC, partitions DESC""")
+
+
+def errors_by_partition(spark):
+    """Per (topic, partition): rows, errors, error_rate (analysis.errors.by_partition without
+    top_error)."""
+    return spark.sql("""
+        SELECT topic, partition, count(*) AS rows,
+               sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) AS errors,
+               sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) / count(*)
+                   AS error_rate
+        FROM kd_partitions GROUP BY topic, partition ORDER BY errors DESC, rows DESC""")
