@@ -8,8 +8,12 @@ that spans segments is collected as a list of pieces and joined once, when compl
 
 After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
 the next offset where the size is within bounds and the session finds a plausible header there
-(`sink.plausible`), and reports the bytes it skipped as one `kafka.resync` issue. A hole inside a
-frame whose size is known needs no scan: the next frame starts where that one ends.
+(`sink.plausible`), and reports the bytes it skipped as one `kafka.resync` issue. A candidate is
+confirmed by the frame that follows it (a possible size and a plausible header where that one
+ends) before anything is emitted; a wrong guess would otherwise swallow real frames. It is taken
+unconfirmed when the stream ends or breaks, when the other side speaks (`settle`: a client waits
+for the answer before sending more), or when it is too long to wait for. A hole inside a frame
+whose size is known needs no scan: the next frame starts where that one ends.
 
 Bytes are never invented: a frame cut by a hole or by the end of the stream is handed on with the
 bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.truncated_frame` issue,
@@ -19,10 +23,12 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import deque
 
 from .model import NOTE, WARNING, Frame, Issue
 
 MAX_FRAME = 100 << 20
+CONFIRM_LIMIT = 1 << 20   # a resync candidate up to this size waits for the frame after it
 
 _size_at = struct.Struct(">i").unpack_from
 
@@ -33,6 +39,7 @@ _MIN_SIZE = (8, 4)
 _WINDOW = (14, 8)
 
 _IDLE, _PREFIX, _BODY, _SKIP, _SYNC, _DONE = range(6)
+_SCAN, _SETTLE, _FINAL = range(3)   # how far a resync scan may go without confirmation
 
 _NAMES = ("request", "response")
 
@@ -40,10 +47,10 @@ _NAMES = ("request", "response")
 class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
-    __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "_state",
+    __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "waiting", "_state",
                  "_hdr", "_pieces", "_have", "_need", "_start", "_first_pkt", "_first_ts",
-                 "_last_pkt", "_last_ts", "_skip", "_tail", "_tail_off", "_tail_pkt",
-                 "_tail_ts", "_skipped", "_skip_from", "_sync_severity", "_candidates")
+                 "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
+                 "_skip_from", "_sync_severity", "_replay", "_candidates")
 
     def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME):
         self.connection = connection
@@ -51,6 +58,7 @@ class Framer:
         self.sink = sink
         self.max_frame = max_frame
         self.offset = 0          # stream offset of the next byte to arrive
+        self.waiting = False     # a resync candidate awaits confirmation (see settle)
         self._state = _IDLE
         self._hdr = b""          # partial size prefix (_PREFIX)
         self._pieces = None      # frame bytes after the prefix, as received (_BODY)
@@ -62,13 +70,13 @@ class Framer:
         self._last_pkt = 0
         self._last_ts = 0
         self._skip = 0           # bytes left of a frame lost in a hole (_SKIP)
-        self._tail = b""         # unscanned bytes kept between segments while resynchronising
-        self._tail_off = 0
-        self._tail_pkt = 0
-        self._tail_ts = 0
+        self._sbuf = []          # (bytes, offset, packet, ts) not yet ruled out while in _SYNC
+        self._slen = 0
+        self._sneed = 0          # scan again once _slen reaches this
         self._skipped = 0
         self._skip_from = 0
         self._sync_severity = NOTE
+        self._replay = deque()   # (data, pos, offset of data[0], packet, ts) to frame after a resync
         # A candidate frame start: the size's top byte is small enough for max_frame.
         top = min(max_frame >> 24, 0x7F)
         self._candidates = re.compile(b"(?=[\\x00-%s])" % re.escape(bytes([top])))
@@ -83,18 +91,28 @@ class Framer:
         base = self.offset
         self.offset = base + n
         self._take(data, 0, n, base, packet_no, ts)
+        if self._replay:
+            self._run_replay()
 
     def midstream(self):
         """The stream was joined after its start: find the first frame boundary by scanning."""
-        if self._state == _IDLE and self._hdr == b"":
-            self._lose_sync(NOTE, self.offset)
+        if self._state == _IDLE and self.offset == 0:
+            self._lose_sync(NOTE, 0)
+
+    def settle(self):
+        """The other side sent data: take a complete resync candidate without confirmation."""
+        if self.waiting:
+            self._search(_SETTLE)
+            self._run_replay()
 
     def gap(self, nbytes, packet_no):
         """`nbytes` of the stream at the current offset are missing and will not come."""
         if self._state == _DONE or nbytes <= 0:
             return
-        at = self.offset
-        self.offset = at + nbytes
+        if self._state == _SYNC and self._sbuf:
+            self._search(_FINAL)  # nothing can confirm a candidate across the hole
+            self._run_replay()
+        self.offset += nbytes
         state = self._state
         if state == _BODY:
             remaining = self._need - self._have
@@ -114,8 +132,10 @@ class Framer:
                 self._skip = 0
                 self._lose_sync(WARNING, self.offset)
         elif state == _SYNC:
-            self._skipped += len(self._tail)
-            self._tail = b""
+            self._skipped += self._slen
+            self._sbuf = []
+            self._slen = self._sneed = 0
+            self.waiting = False
             self._sync_severity = WARNING
         else:  # _IDLE or _PREFIX: where the next frame starts is unknown
             lost = len(self._hdr)
@@ -125,6 +145,9 @@ class Framer:
 
     def finish(self, packet_no):
         """End of the stream: report what is left over."""
+        if self._state == _SYNC and self._sbuf:
+            self._search(_FINAL)
+            self._run_replay()
         state = self._state
         if state == _BODY:
             self._cut(f"cut by the end of the stream after {self._have} of its {self._need} bytes")
@@ -133,14 +156,15 @@ class Framer:
                         f"{len(self._hdr)}-byte partial size prefix at the end of the "
                         f"{_NAMES[self.direction]} stream", self._first_pkt, self._start)
         elif state == _SYNC:
-            skipped = self._skipped + len(self._tail)
+            skipped = self._skipped + self._slen
             if skipped:
                 self._issue("kafka.resync", self._sync_severity,
                             f"skipped {skipped} bytes of the {_NAMES[self.direction]} stream: "
                             f"no plausible frame before its end", packet_no, self._skip_from)
         self._state = _DONE
+        self.waiting = False
         self._pieces = None
-        self._tail = b""
+        self._sbuf = []
 
     # -- the state machine -----------------------------------------------------------------------
 
@@ -166,7 +190,7 @@ class Framer:
                         self._first_pkt = self._last_pkt = pkt
                         self._first_ts = self._last_ts = ts
                         self._need = size
-                        self._pieces = [data[pos + 4:]]
+                        self._pieces = [data[pos + 4:n]]
                         self._have = n - pos - 4
                         self._state = _BODY
                         return
@@ -183,7 +207,7 @@ class Framer:
             elif state == _BODY:
                 want = self._need - self._have
                 if n - pos < want:
-                    self._pieces.append(data[pos:] if pos else data)
+                    self._pieces.append(data[pos:n] if pos or n != len(data) else data)
                     self._have += n - pos
                     self._last_pkt = pkt
                     self._last_ts = ts
@@ -208,10 +232,8 @@ class Framer:
                 if size < 0 or size > self.max_frame:
                     self._bad_size(size, self._start, self._first_pkt)
                     # rescan from the byte after the bad prefix
-                    self._tail = hdr[1:]
-                    self._tail_off = self._start + 1
-                    self._tail_pkt = self._first_pkt
-                    self._tail_ts = self._first_ts
+                    self._sbuf.append((hdr[1:], self._start + 1, self._first_pkt, self._first_ts))
+                    self._slen = 3
                 elif size == 0:
                     self._state = _IDLE
                     self.sink.frame(Frame(self.connection, self.direction, self._start, 4, b"",
@@ -231,79 +253,117 @@ class Framer:
                 self._skip = 0
                 self._state = _IDLE
             elif state == _SYNC:
-                pos = self._scan(data, pos, n, base, pkt, ts)
+                piece = data[pos:n] if pos or n != len(data) else data
+                if type(piece) is not bytes:
+                    piece = bytes(piece)
+                self._sbuf.append((piece, base + pos, pkt, ts))
+                self._slen += n - pos
+                if self._slen >= self._sneed:
+                    self._search(_SCAN)
+                return
             else:  # _DONE
                 return
 
-    def _scan(self, data, pos, n, base, pkt, ts):
-        """Look for the next plausible frame start; returns where to continue in data."""
-        tail = self._tail
-        if tail:
-            buf = tail + bytes(data[pos:n])
-            bbase = self._tail_off
-        else:
-            buf = data[pos:n] if pos else data
-            bbase = base + pos
-        found = self._find(buf)
-        if found < 0:
-            keep = min(len(buf), _WINDOW[self.direction] - 1)
-            cut = len(buf) - keep
-            self._skipped += cut
-            if cut >= len(tail):  # the kept bytes all come from this packet
-                self._tail_pkt = pkt
-                self._tail_ts = ts
-            self._tail = bytes(buf[cut:])
-            self._tail_off = bbase + cut
-            return n
-        self._skipped += found
-        self._resynced(bbase + found, pkt)
-        if found < len(tail):
-            # The frame starts in bytes kept from an earlier packet: frame those first.
-            self._take(tail, found, len(tail), bbase, self._tail_pkt, self._tail_ts)
-            return pos
-        return pos + found - len(tail)
+    def _run_replay(self):
+        """Frame the bytes a resync handed back (a later resync may push more to the front)."""
+        replay = self._replay
+        while replay:
+            data, pos, base, pkt, ts = replay.popleft()
+            self._take(data, pos, len(data), base, pkt, ts)
 
-    def _find(self, buf):
-        """Offset in buf of the first plausible frame start, or -1."""
+    # -- resynchronisation -----------------------------------------------------------------------
+
+    def _search(self, mode):
+        """Scan the bytes kept in _SYNC for a frame start; resume, wait, or drop what is ruled out."""
+        pieces = self._sbuf
+        buf = pieces[0][0] if len(pieces) == 1 else b"".join([p[0] for p in pieces])
+        found, wait = self._find(buf, mode)
+        if found >= 0:
+            self._skipped += found
+            rest = self._cut_front(pieces, found)
+            self._resynced(rest[0][1], rest[0][2])
+            self._replay.extendleft(reversed([(d, 0, off, pkt, ts) for d, off, pkt, ts in rest]))
+            return
+        # keep the candidate being waited for, else the bytes that may still start one
+        drop = wait if wait >= 0 else max(len(buf) - _WINDOW[self.direction] + 1, 0)
+        self._skipped += drop
+        self._sbuf = self._cut_front(pieces, drop) if drop < len(buf) else []
+        self._slen = len(buf) - drop
+        self._sneed = self._sneed - drop if wait >= 0 else 0
+        self.waiting = wait >= 0
+
+    def _find(self, buf, mode):
+        """(offset of the frame start to resume at, -1), or (-1, offset of the candidate to wait
+        for, with _sneed set to the length that will confirm or refute it), or (-1, -1)."""
         d = self.direction
-        limit = len(buf) - _WINDOW[d]
-        if limit < 0:
-            return -1
+        w = _WINDOW[d]
+        end = len(buf)
         lo = _MIN_SIZE[d]
         maxf = self.max_frame
         plausible = self.sink.plausible
-        end = len(buf)
-        for m in self._candidates.finditer(buf, 0, limit + 1):
+        wait = complete = -1
+        wait_size = wait_need = 0
+        for m in self._candidates.finditer(buf, 0, max(end - w + 1, 0)):
             p = m.start()
             (size,) = _size_at(buf, p)
             if size < lo or size > maxf or not plausible(d, buf, p):
                 continue
-            # When the next frame's size is in view it must be a possible size too.
             q = p + 4 + size
             if q + 4 <= end:
                 (nxt,) = _size_at(buf, q)
-                if nxt < 0 or nxt > maxf:
+                if nxt < lo or nxt > maxf:
                     continue
-            return p
-        return -1
+                if q + w <= end:
+                    if plausible(d, buf, q):
+                        return p, -1
+                    continue
+            if q <= end and complete < 0:
+                complete = p
+            if wait < 0:
+                wait, wait_size, wait_need = p, size, q + w
+        if mode == _SCAN:
+            if wait_size > CONFIRM_LIMIT:
+                return wait, -1  # too long to hold back the stream for
+        elif complete >= 0:
+            return complete, -1
+        elif mode == _FINAL:
+            return -1, -1
+        self._sneed = wait_need
+        return -1, wait
 
-    # -- helpers -------------------------------------------------------------------------------
+    @staticmethod
+    def _cut_front(pieces, k):
+        """The pieces without their first k bytes."""
+        for i, (data, off, pkt, ts) in enumerate(pieces):
+            n = len(data)
+            if k < n:
+                rest = pieces[i:]
+                if k:
+                    rest[0] = (data[k:], off + k, pkt, ts)
+                return rest
+            k -= n
+        return []
 
     def _lose_sync(self, severity, at):
         self._state = _SYNC
-        self._tail = b""
+        self._sbuf = []
+        self._slen = self._sneed = 0
         self._skipped = 0
         self._skip_from = at
         self._sync_severity = severity
 
     def _resynced(self, at, pkt):
         self._state = _IDLE
-        self._tail = b""
+        self.waiting = False
+        self._sbuf = []
+        self._slen = self._sneed = 0
         if self._skipped:
             self._issue("kafka.resync", self._sync_severity,
                         f"skipped {self._skipped} bytes of the {_NAMES[self.direction]} stream "
                         f"to the next plausible frame at offset {at}", pkt, self._skip_from)
         self._skipped = 0
+
+    # -- helpers -------------------------------------------------------------------------------
 
     def _bad_size(self, size, at, pkt):
         if size < 0:
@@ -331,4 +391,3 @@ class Framer:
 
     def _issue(self, code, severity, detail, pkt, offset):
         self.sink.issue(Issue(code, severity, detail, self.connection.connection_id, pkt, offset))
-

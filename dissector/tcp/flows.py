@@ -135,6 +135,8 @@ class FlowTable:
         rs = flow.rs
         if flags & ACK:
             rs[1 - side].acked(ack, pkt)
+        if payload and rs[1 - side].framer.waiting:
+            rs[1 - side].framer.settle()  # the peer answers: its last frame is complete
         if flags & RST:
             self._close(flow, pkt)
             return

@@ -171,7 +171,7 @@ class Reassembler:
             a = s if s > off else off
             b = e if e < end else end
             if a < b and data[a - off:b - off] != old[a - s:b - s]:
-                self._conflict(a, b - a, pkt)
+                self._conflict(a, data[a - off:b - off], old[a - s:b - s], pkt)
             if e > pos:
                 pos = e
             i += 1
@@ -228,10 +228,12 @@ class Reassembler:
         if b > e:
             b = e
         if a < b and data[a - off:b - off] != last[a - s:b - s]:
-            self._conflict(a, b - a, pkt)
+            self._conflict(a, data[a - off:b - off], last[a - s:b - s], pkt)
 
-    def _conflict(self, at, nbytes, pkt):
+    def _conflict(self, at, new, old, pkt):
+        differ = [i for i, (x, y) in enumerate(zip(new, old)) if x != y]
+        at += differ[0]
         self.sink.issue(Issue("tcp.overlap_conflict", WARNING,
-                              f"{nbytes} bytes of the {_NAMES[self.direction]} stream at offset "
-                              f"{at} differ from the copy seen first (first copy kept)",
+                              f"{len(differ)} bytes of the {_NAMES[self.direction]} stream from "
+                              f"offset {at} differ from the copy seen first (first copy kept)",
                               self.connection_id, pkt, at))
