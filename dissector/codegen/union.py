@@ -1,6 +1,8 @@
 """The union of all spec folders: which folder's definition each (spec, version) comes from.
 
-Folders are ordered oldest to newest; where several define the same version, the newest wins.
+Folders are ordered oldest to newest; where several define the same version, the newest wins,
+except that the 2024-10 trunk snapshot only supplies versions no other folder has: versions that
+Kafka 4.0 removed come from the 3.9 release, not from the pre-4.0 trunk.
 `latest/` holds only the files changed since `trunk-2024-10/`, so its full set is trunk-2024-10
 minus the files renamed upstream, overlaid with latest/. Versions that no release folder defines
 (trunk-only) are marked unreleased.
@@ -70,7 +72,8 @@ class Union:
                     continue
                 v = spec["valid"].lo
                 while v in spec["valid"]:
-                    owners[v] = folder
+                    if folder != LATEST_BASE or v not in owners:
+                        owners[v] = folder
                     v += 1
             self.owner[ident] = owners
 
