@@ -44,6 +44,7 @@ def spark_session(master=None, conf=None):
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.legacy.parquet.nanosAsLong": "true",   # our timestamps are nanoseconds
+        "spark.sql.session.timeZone": "UTC",
     }
     settings.update(conf or {})
     for key, value in settings.items():

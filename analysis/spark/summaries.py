@@ -9,15 +9,15 @@ Each function returns a Spark DataFrame with the pandas function's columns.
 """
 from __future__ import annotations
 
+from dissector.protocol.generated.errors import ERRORS
+from dissector.protocol.names import error_name, is_retriable
+
 from ..latency import DIMENSIONS, FETCH, QUANTILES, long_poll_mask
 from .write import output_fs
 
 TOLERANCE_MS, TOLERANCE_FRAC = long_poll_mask.__defaults__
 
-_KEYS = {   # DIMENSIONS' column names as SQL expressions over the exchanges
-    "api_name": "api_name",
-    "api_version": "api_version",
-    "client_id": "client_id",
+_KEYS = {   # the DIMENSIONS columns that are not exchange columns, as SQL expressions
     "client": "client_ip AS client",
     "broker": "concat(broker_ip, ':', CAST(broker_port AS STRING)) AS broker",
 }
@@ -53,13 +53,11 @@ def percentiles(spark, by="api", include_long_polls=False):
     if by == "topic":
         source = (f"(SELECT latency_ms, topic FROM kd_answered "
                   f"LATERAL VIEW explode(topics) t AS topic WHERE topic IS NOT NULL {polls})")
-        keys = ["topic"]
         select = "topic"
     else:
         keys = DIMENSIONS[by]
-        source = f"(SELECT *, {', '.join(_KEYS[k] for k in keys)} FROM kd_answered " \
-                 f"WHERE true {polls})" if by in ("client", "broker") else \
-                 f"(SELECT * FROM kd_answered WHERE true {polls})"
+        extra = "".join(f", {_KEYS[k]}" for k in keys if k in ("client", "broker"))
+        source = f"(SELECT *{extra} FROM kd_answered WHERE true {polls})"
         select = ", ".join(keys)
     return spark.sql(f"SELECT {select}, {_stats()} FROM {source} GROUP BY {select} "
                      f"ORDER BY p99 DESC")
@@ -101,17 +99,24 @@ def errors_by_client(spark):
 
 
 def errors_by_error(spark):
-    """Per error code: failing exchanges and partition rows (analysis.errors.by_error, without
-    the retriable flag, which the driver adds from dissector.protocol.names)."""
+    """Per error code: its name, failing exchanges and partition rows, retriable or not
+    (analysis.errors.by_error)."""
+    codes = spark.createDataFrame([(c, error_name(c), is_retriable(c)) for c in sorted(ERRORS)],
+                                  "code int, error_name string, retriable boolean")
+    codes.createOrReplaceTempView("kd_error_codes")
     return spark.sql("""
         SELECT coalesce(e.error_code, p.error_code) AS error_code,
-               coalesce(e.n, 0) AS exchanges, coalesce(p.n, 0) AS partitions
+               coalesce(c.error_name, concat('Unknown(', coalesce(e.error_code, p.error_code),
+                                             ')')) AS error_name,
+               coalesce(e.n, 0) AS exchanges, coalesce(p.n, 0) AS partitions,
+               coalesce(c.retriable, false) AS retriable
         FROM (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_exchanges
               WHERE coalesce(error_code, 0) != 0 GROUP BY 1) e
         FULL OUTER JOIN
              (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_partitions
               WHERE coalesce(error_code, 0) != 0 GROUP BY 1) p
         ON e.error_code = p.error_code
+        LEFT JOIN kd_error_codes c ON c.code = coalesce(e.error_code, p.error_code)
         ORDER BY exchanges DESC, partitions DESC""")
 
 
