@@ -19,15 +19,19 @@ PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_
                             SHARE_FETCH, SHARE_ACKNOWLEDGE})
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+# bytes of a batch around its (compressed) payload: RecordBatch v2 header; MessageSet v0/v1
+# wrapper (offset, size, crc, magic, attributes, [timestamp], null key, value length)
+BATCH_OVERHEAD = {0: 26, 1: 34, 2: 61}
 
 _COL = {name: i for i, (name, _) in enumerate(PARTITION_COLUMNS)}
 _WIDTH = len(PARTITION_COLUMNS)
 (_TOPIC, _TOPIC_ID, _PARTITION, _ERR, _ERR_NAME, _FETCH_OFF, _HW, _LSO, _LOG_START, _COMMITTED,
- _BASE_OFF, _TS_QUERY, _LISTED, _BYTES, _RECORDS, _BATCHES, _UNCOMP, _CODEC, _PID, _PEPOCH,
+ _BASE_OFF, _TS_QUERY, _LISTED, _BYTES, _RECORDS, _BATCHES, _COMP, _UNCOMP, _CODEC, _PID, _PEPOCH,
  _BASE_SEQ, _TXN) = (_COL[n] for n in (
     "topic", "topic_id", "partition", "error_code", "error_name", "fetch_offset", "high_watermark",
     "last_stable_offset", "log_start_offset", "committed_offset", "base_offset", "timestamp_query",
-    "listed_offset", "bytes", "record_count", "batch_count", "uncompressed_bytes", "compression",
+    "listed_offset", "bytes", "record_count", "batch_count", "compressed_bytes",
+    "uncompressed_bytes", "compression",
     "producer_id", "producer_epoch", "base_sequence", "is_transactional"))
 
 
@@ -87,7 +91,7 @@ def _add_records(row, records) -> None:
     row[_BATCHES] = len(batches)
     count = 0
     counted = True
-    uncompressed = 0
+    uncompressed = compressed = 0
     compressed_seen = False
     for b in batches:
         if b.record_count is None:
@@ -96,6 +100,7 @@ def _add_records(row, records) -> None:
             count += b.record_count
         if b.codec and b.uncompressed_size is not None:
             uncompressed += b.uncompressed_size
+            compressed += b.size - BATCH_OVERHEAD.get(b.magic, 0)
             compressed_seen = True
     rc = getattr(records, "record_count", None)
     row[_RECORDS] = rc if rc is not None else (count if counted else None)
@@ -107,6 +112,7 @@ def _add_records(row, records) -> None:
         row[_BASE_SEQ] = first.base_sequence
         row[_TXN] = bool(first.is_transactional) if first.magic == 2 else None
         if compressed_seen:
+            row[_COMP] = compressed
             row[_UNCOMP] = uncompressed
 
 

@@ -68,20 +68,21 @@ def batch_sizes(t) -> pd.DataFrame:
 
 
 def compression(t) -> pd.DataFrame:
-    """Per codec: record sets, wire bytes, uncompressed bytes (when the records were decoded)
-    and the compression ratio (uncompressed / wire)."""
+    """Per codec: record sets, wire bytes, and where the records were decompressed (records
+    level) the compressed and uncompressed payload bytes and their ratio (batch headers left
+    out, so the ratio is the codec's own)."""
     df = _produce(t)
     df = df[df["compression"].notna()]
-    cols = ["compression", "record_sets", "bytes", "uncompressed_bytes", "ratio"]
+    cols = ["compression", "record_sets", "bytes", "compressed_bytes", "uncompressed_bytes",
+            "ratio"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     g = df.groupby("compression", observed=True)
-    out = g.agg(record_sets=("bytes", "size"), bytes=("bytes", "sum"),
-                uncompressed_bytes=("uncompressed_bytes", "sum"))
-    none = out.index.astype(str) == "none"
-    out.loc[none, "uncompressed_bytes"] = out.loc[none, "bytes"]
-    out["ratio"] = out["uncompressed_bytes"] / out["bytes"]
-    out.loc[(out["uncompressed_bytes"] == 0).to_numpy(), "ratio"] = float("nan")
+    out = g.agg(record_sets=("bytes", "size"), bytes=("bytes", "sum"))
+    # unknown (not decompressed: bodies level) stays missing rather than 0
+    out["compressed_bytes"] = g["compressed_bytes"].sum(min_count=1)
+    out["uncompressed_bytes"] = g["uncompressed_bytes"].sum(min_count=1)
+    out["ratio"] = out["uncompressed_bytes"] / out["compressed_bytes"]
     return out.reset_index()[cols]
 
 

@@ -48,7 +48,8 @@ PARTITION_COLUMNS = (
     ("bytes", "int64"),               # size of the record set carried (request or response)
     ("record_count", "int64"),
     ("batch_count", "int32"),
-    ("uncompressed_bytes", "int64"),  # record bytes after decompression (compressed batches only)
+    ("compressed_bytes", "int64"),    # compressed payload of the compressed batches (no headers)
+    ("uncompressed_bytes", "int64"),  # the same payload after decompression (records level)
     ("compression", "string"),
     ("producer_id", "int64"),
     ("producer_epoch", "int16"),

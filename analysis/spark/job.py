@@ -81,6 +81,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     extract_spark = _spark_schema(EXTRACT_SCHEMA)
     file_df = spark.sparkContext.parallelize([(f,) for f in files], len(files)).toDF("file string")
     extracted = file_df.mapInArrow(extract, extract_spark).localCheckpoint(eager=True)
+    print('T extract', time.monotonic()-start)
 
     # 2. global packet numbers
     summaries = (extracted.filter(F.col("kind") == SUMMARY)
@@ -103,6 +104,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     decoded = (work.groupBy("key").applyInArrow(lambda t: decode_group(t, opts),
                                                 _spark_schema(union_schema()))
                .localCheckpoint(eager=True))
+    print('T decode', time.monotonic()-start)
 
     # 4. global ids, then the tables
     conn_ids = global_rank(decoded.filter(F.col("table") == "connections")
@@ -110,6 +112,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
                            ["_prov"], "_connection_id")
     exchange_ids = global_rank(decoded.filter(F.col("table") == "exchanges"),
                                [EMIT_PACKET, EMIT_SEQ], "_exchange")
+    print('T ranks', time.monotonic()-start)
     rows = {}
     for name in TABLES:
         names = target_schema(name).names
@@ -123,6 +126,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
                   .withColumn("exchange", F.col("_exchange")))
         df = df.select(*names).orderBy(*(F.col(k).asc_nulls_first() for k in SORT_KEYS[name]))
         rows[name] = write_table(df, name, out)
+        print('T', name, time.monotonic()-start)
     extracted.unpersist()
     decoded.unpersist()
     return Result(str(out), file_order, errors, rows, time.monotonic() - start)
