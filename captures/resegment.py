@@ -108,18 +108,17 @@ def _ip_offset(linktype, data):
 def _fold(total):
     """Ones'-complement checksum from a sum of big-endian integers of even-length pieces.
 
-    2**16 == 1 (mod 0xFFFF), so a big-endian integer is congruent to the sum of its 16-bit words;
-    a non-zero multiple of 0xFFFF is ones'-complement "negative zero" (0xFFFF)."""
-    s = total % 0xFFFF
-    if s == 0 and total:
-        s = 0xFFFF
-    return ~s & 0xFFFF
+    2**16 == 1 (mod 0xFFFF), so a big-endian integer is congruent to the sum of its 16-bit words.
+    The data summed here is never all zero (IP version, TCP protocol number), so a multiple of
+    0xFFFF is ones'-complement "negative zero", 0xFFFF, and the checksum is 0."""
+    return ~(total % 0xFFFF or 0xFFFF) & 0xFFFF
 
 
 def _be(b):
-    """Big-endian value of a piece, padded to an even length (a trailing zero byte)."""
+    """Big-endian value of a piece, padded to an even length (a trailing zero byte), reduced
+    mod 0xFFFF (this keeps the sums small: one bignum division per piece, no bignum additions)."""
     v = int.from_bytes(b, "big")
-    return v << 8 if len(b) & 1 else v
+    return (v << 8 if len(b) & 1 else v) % 0xFFFF
 
 
 # -- rewriting --------------------------------------------------------------------------------
