@@ -28,7 +28,8 @@ class _Order:
         self.hdr = struct.Struct(o + "II").unpack_from
         self.u32 = struct.Struct(o + "I").unpack_from
         self.u16 = struct.Struct(o + "H").unpack_from
-        self.epb = struct.Struct(o + "IIIII").unpack_from  # interface, ts high, ts low, caplen, len
+        # block type, length, then the EPB's interface, ts high, ts low, caplen, len
+        self.epb = struct.Struct(o + "IIIIIII").unpack_from
         self.pb = struct.Struct(o + "HHIIII").unpack_from  # interface, drops, ts high, ts low, caplen, len
         self.idb = struct.Struct(o + "HHI").unpack_from    # link type, reserved, snaplen
         self.opt = struct.Struct(o + "HH").unpack_from
@@ -79,97 +80,103 @@ def _interface(o, buf, pos, stop, name, at):
     return linktype, (mul if div == 1 and not offset else 0), mul, div, offset, snaplen
 
 
+def _bad(chunks, pos, what):
+    return CaptureError(f"{chunks.name}: {what} at byte {chunks.base + pos}")
+
+
 def _blocks(chunks):
-    name = chunks.name
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 0
     n = 0
     ts_ns = 0  # last timestamp: Simple Packet Blocks have none
     o = ORDERS[bytes(buf[8:12])]
-    hdr, u32, epb = o.hdr, o.u32, o.epb
+    u32, epb = o.u32, o.epb
     ifaces = []
     while True:
-        while pos + 12 <= end:
-            btype, blen = hdr(buf, pos)
+        # Fast path: complete, well-formed Enhanced Packet Blocks, one unpack for both headers.
+        while pos + 28 <= end:
+            btype, blen, iid, hi, lo, caplen, _orig = epb(buf, pos)
             stop = pos + blen
-            if btype == EPB and 32 <= blen and stop <= end and not blen & 3:  # the common case first
-                iid, hi, lo, caplen, _orig = epb(buf, pos + 8)
-                if caplen > blen - 32 or caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
-                if u32(buf, stop - 4)[0] != blen:
-                    raise CaptureError(f"{name}: block length mismatch at byte {chunks.base + pos}")
-                try:
-                    linktype, scale, mul, div, offset, _ = ifaces[iid]
-                except IndexError:
-                    raise CaptureError(f"{name}: packet on undeclared interface {iid} "
-                                       f"at byte {chunks.base + pos}") from None
-                if scale == 1:
-                    ts_ns = (hi << 32) | lo
-                elif scale:
-                    ts_ns = ((hi << 32) | lo) * scale
-                else:
-                    ts_ns = ((hi << 32) | lo) * mul // div + offset
-                n += 1
-                yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
-                pos = stop
-                continue
+            if btype != EPB or stop > end or blen < 32 or blen & 3:
+                break
+            if caplen > blen - 32 or caplen > MAX_RECORD:
+                raise _bad(chunks, pos, f"bad packet length {caplen}")
+            if u32(buf, stop - 4)[0] != blen:
+                raise _bad(chunks, pos, "block length mismatch")
+            try:
+                linktype, scale, mul, div, offset, _ = ifaces[iid]
+            except IndexError:
+                raise _bad(chunks, pos, f"packet on undeclared interface {iid}") from None
+            if scale == 1:
+                ts_ns = (hi << 32) | lo
+            elif scale:
+                ts_ns = ((hi << 32) | lo) * scale
+            else:
+                ts_ns = ((hi << 32) | lo) * mul // div + offset
+            n += 1
+            yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
+            pos = stop
+        # Any other block (or a damaged or incomplete one), then back to the fast path.
+        if pos + 12 <= end:
+            btype, blen = o.hdr(buf, pos)
             if btype == SHB:
                 o = ORDERS.get(bytes(buf[pos + 8:pos + 12]))
                 if o is None:
-                    raise CaptureError(f"{name}: bad pcapng byte-order magic at byte {chunks.base + pos}")
-                hdr, u32, epb = o.hdr, o.u32, o.epb
-                btype, blen = hdr(buf, pos)
-                stop = pos + blen
+                    raise _bad(chunks, pos, "bad pcapng byte-order magic")
+                u32, epb = o.u32, o.epb
+                btype, blen = o.hdr(buf, pos)
             if blen < 12 or blen & 3:
-                raise CaptureError(f"{name}: bad block length {blen} at byte {chunks.base + pos}")
-            if stop > end:
-                if btype in PARSED:
-                    if blen > MAX_BLOCK:
-                        raise CaptureError(f"{name}: block length {blen} too large at byte {chunks.base + pos}")
-                    break
+                raise _bad(chunks, pos, f"bad block length {blen}")
+            stop = pos + blen
+            if stop <= end:
+                if u32(buf, stop - 4)[0] != blen:
+                    raise _bad(chunks, pos, "block length mismatch")
+                if btype == SPB:
+                    if not ifaces:
+                        raise _bad(chunks, pos, "packet on undeclared interface 0")
+                    linktype, _, _, _, _, snaplen = ifaces[0]
+                    caplen = min(u32(buf, pos + 8)[0], blen - 16)
+                    if snaplen:
+                        caplen = min(caplen, snaplen)
+                    if caplen > MAX_RECORD:
+                        raise _bad(chunks, pos, f"bad packet length {caplen}")
+                    n += 1
+                    yield n, ts_ns, linktype, mv[pos + 12:pos + 12 + caplen].tobytes()
+                elif btype == IDB:
+                    if blen < 20:
+                        raise _bad(chunks, pos, "bad interface block")
+                    ifaces.append(_interface(o, buf, pos, stop, chunks.name, chunks.base + pos))
+                elif btype == SHB:
+                    if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
+                        raise _bad(chunks, pos, "unsupported pcapng section")
+                    ifaces = []
+                elif btype == EPB:  # the fast path took every good one
+                    raise _bad(chunks, pos, "bad packet block")
+                elif btype == PB:
+                    if blen < 32:
+                        raise _bad(chunks, pos, "bad packet block")
+                    iid, _drops, hi, lo, caplen, _orig = o.pb(buf, pos + 8)
+                    if caplen > blen - 32 or caplen > MAX_RECORD:
+                        raise _bad(chunks, pos, f"bad packet length {caplen}")
+                    try:
+                        linktype, _, mul, div, offset, _ = ifaces[iid]
+                    except IndexError:
+                        raise _bad(chunks, pos, f"packet on undeclared interface {iid}") from None
+                    ts_ns = ((hi << 32) | lo) * mul // div + offset
+                    n += 1
+                    yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
+                pos = stop
+                continue
+            if btype not in PARSED:
                 chunks.skip(stop, chunks.base + pos)
                 buf, mv, end = chunks.buf, chunks.mv, chunks.end
                 pos = 0
                 continue
-            if u32(buf, stop - 4)[0] != blen:
-                raise CaptureError(f"{name}: block length mismatch at byte {chunks.base + pos}")
-            if btype == EPB:  # only a short one gets here
-                raise CaptureError(f"{name}: bad packet block at byte {chunks.base + pos}")
-            if btype == SPB:
-                if not ifaces:
-                    raise CaptureError(f"{name}: packet on undeclared interface 0 at byte {chunks.base + pos}")
-                linktype, _, _, _, _, snaplen = ifaces[0]
-                caplen = min(u32(buf, pos + 8)[0], blen - 16)
-                if snaplen:
-                    caplen = min(caplen, snaplen)
-                if caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
-                n += 1
-                yield n, ts_ns, linktype, mv[pos + 12:pos + 12 + caplen].tobytes()
-            elif btype == IDB:
-                if blen < 20:
-                    raise CaptureError(f"{name}: bad interface block at byte {chunks.base + pos}")
-                ifaces.append(_interface(o, buf, pos, stop, name, chunks.base + pos))
-            elif btype == SHB:
-                if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
-                    raise CaptureError(f"{name}: unsupported pcapng section at byte {chunks.base + pos}")
-                ifaces = []
-            elif btype == PB:
-                iid, _drops, hi, lo, caplen, _orig = o.pb(buf, pos + 8)
-                if caplen > blen - 32 or caplen > MAX_RECORD:
-                    raise CaptureError(f"{name}: bad packet length {caplen} at byte {chunks.base + pos}")
-                try:
-                    linktype, _, mul, div, offset, _ = ifaces[iid]
-                except IndexError:
-                    raise CaptureError(f"{name}: packet on undeclared interface {iid} "
-                                       f"at byte {chunks.base + pos}") from None
-                ts_ns = ((hi << 32) | lo) * mul // div + offset
-                n += 1
-                yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
-            pos = stop
+            if blen > MAX_BLOCK:
+                raise _bad(chunks, pos, f"block length {blen} too large")
         if not chunks.refill(pos):
             if pos < end:
-                raise CaptureError(f"{name}: truncated block at byte {chunks.base}")
+                raise _bad(chunks, 0, "truncated block")
             return
         buf, mv, end = chunks.buf, chunks.mv, chunks.end
         pos = 0

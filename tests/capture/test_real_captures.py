@@ -24,8 +24,9 @@ def _tshark_rows(path):
         if not sport:
             rows.append((int(sec) * 10**9 + int(frac.ljust(9, "0")[:9]), None))
             continue
+        flags = int(flags, 16) & 0xFF  # tshark adds the NS/reserved bits; we keep the classic 8
         rows.append((int(sec) * 10**9 + int(frac.ljust(9, "0")[:9]),
-                     (src4 or src6, dst4 or dst6, int(sport), int(dport), int(seq), int(ack), int(flags, 16) & 0xFF,  # we keep the 8 classic flag bits
+                     (src4 or src6, dst4 or dst6, int(sport), int(dport), int(seq), int(ack), flags,
                       bytes.fromhex(payload.replace(":", "")))))
     return rows
 
