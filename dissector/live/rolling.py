@@ -106,7 +106,8 @@ class RollingStats:
             t.latency.add(latency)
         self._recent.append((frame.last_ts, api, latency, error, unanswered))
 
-    def window_rows(self, now_ns: int) -> list[Row]:
+    def window_rows(self, now_ns: int, elapsed_s: float | None = None) -> list[Row]:
+        """Rows for the last window; rates over the time run so far when that is shorter."""
         recent = self._recent
         cutoff = now_ns - self.window_ns
         while recent and recent[0][0] < cutoff:
@@ -122,6 +123,8 @@ class RollingStats:
             acc[2] += error
             acc[3] += unanswered
         window_s = self.window_ns / 1e9
+        if elapsed_s is not None:
+            window_s = max(min(window_s, elapsed_s), 1.0)
         rows = []
         for api, (n, lat, errors, unanswered) in per_api.items():
             lat.sort()

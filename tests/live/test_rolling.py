@@ -57,6 +57,8 @@ def test_window_rows_count_rate_latency_errors_and_unanswered():
     assert (produce.p50, produce.p90, produce.max) == (2.0, 3.0, 3.0)
     assert produce.errors == 1 and produce.unanswered == 0
     assert fetch.requests == 1 and fetch.unanswered == 1 and fetch.p50 is None
+    # two seconds into a run, the rate is over those two seconds, not the whole window
+    assert {r.api: r for r in s.window_rows(now, elapsed_s=2)}["Produce"].rate == 1.5
     # the whole run still counts the old one
     totals = {r.api: r for r in s.total_rows(elapsed_s=40)}
     assert totals["Produce"].requests == 4 and totals["Produce"].rate == 0.1
