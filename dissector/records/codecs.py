@@ -162,24 +162,35 @@ def _lz4_fix_header_checksum(frame):
     return frame[:hc_pos] + bytes((good,)) + frame[hc_pos + 1:]
 
 
+_ZSTD_BLOCK = 128 << 10  # largest output of one zstd block, made from as little as 4 input bytes
+
+
 def _zstd(data, limit):
     try:
         import zstandard
     except ImportError:
         raise CodecUnavailable("zstd codec needs the zstandard package") from None
+    # A decompressobj reports an incomplete frame (eof), which readers over the whole input do
+    # not, but returns all the output its input makes: so input goes in slices sized to what is
+    # left of the cap, so that one call overshoots it by at most 32 blocks (4 MiB).
     out = []
     size = 0
+    rest = memoryview(bytes(data))
     try:
-        # A stream reader never trusts the frame's content size: output grows only as it is read.
-        with zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True) as r:
-            while True:
-                chunk = r.read(min(limit + 1 - size, 1 << 20))
-                if not chunk:
-                    break
+        while rest:
+            d = zstandard.ZstdDecompressor().decompressobj()
+            pos = 0
+            while pos < len(rest) and not d.eof:
+                step = 128 + 4 * ((limit - size) // _ZSTD_BLOCK)
+                chunk = d.decompress(rest[pos:pos + step])
+                pos += step
                 size += len(chunk)
                 if size > limit:
                     raise _over(limit)
                 out.append(chunk)
+            if not d.eof:
+                raise CodecError("zstd: truncated frame")
+            rest = memoryview(d.unused_data + rest[pos:])  # concatenated frames: one stream
     except zstandard.ZstdError as e:
         raise CodecError(f"zstd: {e}") from None
     return b"".join(out)

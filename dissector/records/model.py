@@ -15,12 +15,6 @@ class Record:
         self.headers = headers
         self.attributes = attributes
 
-    def __eq__(self, other):
-        return isinstance(other, Record) and all(
-            getattr(self, a) == getattr(other, a) for a in Record.__slots__)
-
-    __hash__ = None
-
     def __repr__(self):
         return (f"Record(offset={self.offset}, ts={self.timestamp}, key={self.key!r:.40}, "
                 f"value={self.value!r:.40}, headers={len(self.headers)})")

@@ -38,6 +38,8 @@ def decode_record_set(data, *, records=True, max_uncompressed=64 << 20):
 
 
 def _decode(data, records, max_uncompressed):
+    if data is None:  # a null records field
+        data = b""
     mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
     n = len(mv)
     batches = []

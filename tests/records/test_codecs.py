@@ -185,3 +185,29 @@ def test_corrupt_compressed_payload_is_an_issue(codec):
     rs, codes = decoded(bad + good)
     assert all(c.startswith("records.") and c != "records.decode_error" for c in codes)
     assert got(rs)[-len(ITEMS):] == expected(good)
+
+
+def _compress(codec, data):
+    if codec == 1:
+        return gzip.compress(data)
+    if codec == 2:
+        return require_module("snappy").compress(data)
+    if codec == 3:
+        return require_module("lz4.frame").compress(data)
+    return require_module("zstandard").ZstdCompressor(write_content_size=False).compress(data)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_truncated_compressed_payload_is_bad_compression(codec):
+    whole = _compress(codec, records_body())
+    for cut in (len(whole) // 3, len(whole) - 1):
+        rs, codes = decoded(with_body(plain_batch(), whole[:cut], codec=codec))
+        assert codes == ["records.bad_compression"], cut
+        assert rs.batches[0].records is None
+
+
+def test_zstd_concatenated_frames():
+    body = records_body()
+    data = _compress(4, body[:5000]) + _compress(4, body[5000:])
+    rs, codes = decoded(with_body(plain_batch(), data, codec=4))
+    assert codes == [] and got(rs) == expected(plain_batch())

@@ -140,3 +140,9 @@ def test_random_corruption_never_raises(data):
 def test_random_bytes_never_raise(blob):
     rs = decode_record_set(blob, max_uncompressed=1 << 16)
     assert "records.decode_error" not in codes(rs)
+
+
+def test_null_and_empty_record_sets():
+    for data in (None, b"", bytearray(), memoryview(b"")):
+        rs = decode_record_set(data)
+        assert (rs.batches, rs.issues, rs.truncated, rs.size, rs.record_count) == ([], [], False, 0, 0)
