@@ -58,20 +58,21 @@ def _topic_key(topic):
 
 
 class _Rows:
-    """The rows of one exchange, keyed by (topic name or id, partition) in first-seen order."""
+    """The rows of one exchange, keyed by (topic id or name, partition) in first-seen order."""
 
     def __init__(self):
         self.rows = {}
 
     def get(self, topic, partition):
         name, tid = _topic_key(topic)
-        key = (name or tid, partition)
+        key = (tid or name, partition)   # by id when there is one: one side may lack the name
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = [None] * _WIDTH
-            row[_TOPIC] = name or tid
             row[_TOPIC_ID] = tid
             row[_PARTITION] = partition
+        if name or row[_TOPIC] is None:
+            row[_TOPIC] = name or tid
         return row
 
 
