@@ -77,7 +77,8 @@ def decode(data, pos, size, want_records, budget, issues):
         batch.crc_ok = crc32c(data[pos + 21:end]) == crc
         if not batch.crc_ok:
             issues.append(Issue("records.crc_mismatch", ERROR,
-                                f"RecordBatch CRC32C {crc:#010x} does not match its contents", stream_offset=pos))
+                                f"RecordBatch CRC32C {crc:#010x} does not match its contents",
+                                stream_offset=pos))
     if count < 0:
         issues.append(Issue("records.count_mismatch", ERROR, f"negative record count {count}",
                             stream_offset=pos + 57))
@@ -113,6 +114,8 @@ def decode(data, pos, size, want_records, budget, issues):
         code, detail = problem
         at = pos + HEADER_SIZE if rec_pos is None else rec_pos + bad_at
         issues.append(Issue(code, ERROR, detail, stream_offset=at))
+    elif count < 0:
+        pass  # reported above
     elif len(records) != count:
         issues.append(Issue("records.count_mismatch", ERROR,
                             f"batch declares {count} records but holds {len(records)}",

@@ -146,3 +146,10 @@ def test_null_and_empty_record_sets():
     for data in (None, b"", bytearray(), memoryview(b"")):
         rs = decode_record_set(data)
         assert (rs.batches, rs.issues, rs.truncated, rs.size, rs.record_count) == ([], [], False, 0, 0)
+
+
+def test_negative_record_count_is_one_issue():
+    good = build(2, 0, ITEMS)
+    rs = decode_record_set(with_body(good, good[61:], count=-3))
+    assert codes(rs) == ["records.count_mismatch"]
+    assert rs.issues[0].stream_offset == 57
