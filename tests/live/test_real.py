@@ -57,29 +57,38 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
                                librdkafka_produce, make_records)
 
     live_file, dump_file = tmp_path / "live.pcapng", tmp_path / "tcpdump.pcap"
-    err_file = tmp_path / "live.err"
+    err_file, auto_err_file = tmp_path / "live.err", tmp_path / "auto.err"
     topics = ("live-a", "live-b")
     records = make_records("live-a", 120, seed=1) + make_records("live-b", 80, seed=2)
     with Broker() as broker, Capture(dump_file, broker.port) as dump:
-        with open(err_file, "w") as err:
+        with open(err_file, "w") as err, open(auto_err_file, "w") as auto_err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port",
                  str(broker.port), "--format", "jsonl", "--write", str(live_file),
                  "--stats-every", "1"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
+            # the other way in: a tcpdump-syntax kernel filter and Kafka found by --port auto
+            auto = subprocess.Popen(
+                [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port", "auto",
+                 "--bpf", f"tcp port {broker.port}", "--format", "jsonl", "--stats-every", "0"],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=auto_err, text=True)
         try:
             assert _wait_for(err_file, "listening on lo", 30), err_file.read_text()
+            assert _wait_for(auto_err_file, "listening on lo", 30), auto_err_file.read_text()
             runs = [create_topics(broker.bootstrap, topics, partitions=2)]
             runs.append(librdkafka_produce(broker.bootstrap, records,
                                            config={"linger.ms": 20, "compression.type": "lz4"}))
             runs.append(librdkafka_consume(broker.bootstrap, topics, len(records)))
             time.sleep(1.0)            # the last FIN/ACKs reach the socket
             proc.send_signal(signal.SIGINT)
+            auto.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=60)
+            auto_out, _ = auto.communicate(timeout=60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+            for p in (proc, auto):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(10)
     stderr = err_file.read_text()
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr
@@ -112,6 +121,12 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
                 assert live_row[c] == dump_row[c]
             else:
                 assert abs(_ns(live_row[c]) - _ns(dump_row[c])) <= TS_TOLERANCE_NS
+
+    # the --bpf/--port auto run saw the same exchanges
+    assert auto.returncode == 0 and "stopped (terminated)" in auto_err_file.read_text()
+    auto_rows = [json.loads(line) for line in auto_out.splitlines()]
+    assert [[r[c] for c in KEY_COLUMNS] for r in auto_rows] == \
+           [[r[c] for c in KEY_COLUMNS] for r in live_rows]
 
     # 3. what the clients did: every request they logged, once, answered
     sent = Counter((r.client_id, r.api_key, r.api_version, r.correlation_id)
