@@ -86,6 +86,14 @@ class Framer:
     def feed(self, data, packet_no, ts):
         """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns)."""
         n = len(data)
+        if self._state == _BODY and n < self._need - self._have:
+            # the middle of a frame that spans segments
+            self.offset += n
+            self._pieces.append(data)
+            self._have += n
+            self._last_pkt = packet_no
+            self._last_ts = ts
+            return
         if n == 0 or self._state == _DONE:
             return
         base = self.offset

@@ -79,30 +79,30 @@ class FlowTable:
     # -- input -----------------------------------------------------------------------------------
 
     def add(self, packet_no, ts_ns, src_addr, dst_addr, sport, dport, seq, ack, flags, payload):
-        key = (src_addr, dst_addr, sport, dport)
-        entry = self._table.get(key)
-        if entry is None:
-            if flags & RST:
+        entry = self._table.get((src_addr, dst_addr, sport, dport))
+        if entry is None or flags & SYN:
+            entry = self._flow_for(entry, packet_no, ts_ns, src_addr, dst_addr, sport, dport,
+                                   seq, flags)
+            if entry is None:
                 return
-            flow = self._new(key, packet_no, ts_ns)
-            side = 0
-        else:
-            flow, side = entry
-        if flags & SYN:
-            if entry is not None and self._reused(flow, side, seq, flags):
-                self._retire(flow, packet_no)
-                flow = self._new(key, packet_no, ts_ns)
-                side = 0
-            if flow.syn[side] is None:
-                flow.syn[side] = seq
+        flow, side = entry
         flow.last_pkt = packet_no
-        flow.last_ts = ts_ns
-        state = flow.state
-        if state == _LIVE:
+        if flow.state == _LIVE:
             flow.conn.last_ts = ts_ns
-            self._segment(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
-        elif state == _PENDING:
-            self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
+            rs = flow.rs
+            peer = rs[1 - side]
+            if flags & ACK:
+                peer.acked(ack, packet_no)
+            if payload and peer.framer.waiting:
+                peer.framer.settle()  # the peer answers: its last frame is complete
+            if flags & (RST | FIN):
+                self._ending(flow, side, packet_no, ts_ns, seq, flags, payload)
+            else:
+                rs[side].segment(packet_no, ts_ns, seq, flags, payload)
+        else:
+            flow.last_ts = ts_ns
+            if flow.state == _PENDING:
+                self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
         closed = self._closed
         if closed and closed[0].closed_ts + LINGER_NS < ts_ns:
             self._forget_closed(ts_ns - LINGER_NS)
@@ -119,7 +119,8 @@ class FlowTable:
         """Close connections idle longer than idle_ns (live capture)."""
         seen = set()
         for key, (flow, _side) in list(self._table.items()):
-            if flow.last_ts + idle_ns >= now_ns:
+            last = flow.conn.last_ts if flow.state == _LIVE else flow.last_ts
+            if last + idle_ns >= now_ns:
                 continue
             if id(flow) not in seen:
                 seen.add(id(flow))
@@ -131,26 +132,36 @@ class FlowTable:
 
     # -- per flow --------------------------------------------------------------------------------
 
-    def _segment(self, flow, side, pkt, ts, seq, ack, flags, payload):
-        rs = flow.rs
-        if flags & ACK:
-            rs[1 - side].acked(ack, pkt)
-        if payload and rs[1 - side].framer.waiting:
-            rs[1 - side].framer.settle()  # the peer answers: its last frame is complete
+    def _flow_for(self, entry, pkt, ts, src, dst, sport, dport, seq, flags):
+        """(flow, side) for a packet of a new tuple or a SYN, or None to ignore the packet."""
+        key = (src, dst, sport, dport)
+        if entry is None:
+            if flags & RST:
+                return None
+            entry = (self._new(key, pkt, ts), 0)
+        elif self._reused(entry[0], entry[1], seq, flags):
+            self._retire(entry[0], pkt)
+            entry = (self._new(key, pkt, ts), 0)
+        flow, side = entry
+        if flags & SYN and flow.syn[side] is None:
+            flow.syn[side] = seq
+        return entry
+
+    def _ending(self, flow, side, pkt, ts, seq, flags, payload):
+        """A live segment with RST or FIN."""
         if flags & RST:
             self._close(flow, pkt)
             return
-        rs[side].segment(pkt, ts, seq, flags, payload)
-        if flags & FIN:
-            flow.fins |= 1 << side
-            if flow.fins == 3:
-                self._close(flow, pkt)
+        flow.rs[side].segment(pkt, ts, seq, flags, payload)
+        flow.fins |= 1 << side
+        if flow.fins == 3:
+            self._close(flow, pkt)
 
     def _pending(self, flow, side, pkt, ts, seq, ack, flags, payload):
         if payload:
             if type(payload) is not bytes:
                 payload = bytes(payload)  # do not pin the capture's buffers
-            flow.pending.append((side, pkt, ts, seq, ack, flags, payload))
+            flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
             flow.pending_bytes += len(payload)
             src, dst, sport, dport = flow.key
             if side:
@@ -160,7 +171,7 @@ class FlowTable:
                 self._open(flow, side if who == 0 else 1 - side)
                 return
         else:
-            flow.pending.append((side, pkt, ts, seq, ack, flags, payload))
+            flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
         if flags & FIN:
             flow.fins |= 1 << side
         if flags & RST or flow.fins == 3:
@@ -191,11 +202,12 @@ class FlowTable:
         self._live[conn.connection_id] = flow
         pending = flow.pending
         flow.pending = None
-        for side, pkt, ts, seq, ack, flags, payload in pending:
+        src, dst, sport, dport = flow.key
+        ends = ((src, dst, sport, dport), (dst, src, dport, sport))
+        for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
                 break
-            conn.last_ts = ts
-            self._segment(flow, side, pkt, ts, seq, ack, flags, payload)
+            self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
 
     def _close(self, flow, pkt):
         for r in flow.rs:
@@ -218,7 +230,7 @@ class FlowTable:
             self._drop(flow)
 
     def _bury(self, flow):
-        flow.closed_ts = flow.last_ts
+        flow.closed_ts = flow.conn.last_ts if flow.conn is not None else flow.last_ts
         self._closed.append(flow)
 
     def _forget_closed(self, before):
@@ -260,7 +272,7 @@ class FlowTable:
         if flow.state == _LIVE:
             r = flow.rs[side]
             return None if r.base is None else (r.base + r.next) & MASK
-        for s, _pkt, _ts, seq, _ack, _flags, payload in reversed(flow.pending):
+        for _pkt, _ts, s, seq, _ack, _flags, payload in reversed(flow.pending):
             if s == side:
                 return (seq + len(payload)) & MASK
         return None

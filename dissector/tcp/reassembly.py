@@ -37,7 +37,7 @@ class Reassembler:
 
     __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered",
                  "base", "next", "held", "held_bytes", "fin", "syn_seq", "done",
-                 "last_off", "last_data")
+                 "last_data")
 
     def __init__(self, framer, sink, connection_id, direction, max_buffered):
         self.framer = framer
@@ -52,8 +52,8 @@ class Reassembler:
         self.fin = None        # stream offset where the FIN sits
         self.syn_seq = None
         self.done = False
-        self.last_off = 0      # the last segment delivered, to check retransmissions against
-        self.last_data = b""
+        self.last_data = b""   # the last segment delivered (it ends at `next`), to check
+                               # retransmissions against
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -77,7 +77,6 @@ class Reassembler:
         if d == 0 and not self.held:
             if n:  # the common case: in order, nothing held
                 self.framer.feed(payload, pkt, ts)
-                self.last_off = nxt
                 self.last_data = payload
                 self.next = nxt + n
             if flags & FIN:
@@ -100,7 +99,6 @@ class Reassembler:
                     off = nxt
                 if off == nxt and not self.held:
                     self.framer.feed(payload, pkt, ts)
-                    self.last_off = off
                     self.last_data = payload
                     self.next = end
                 else:
@@ -194,7 +192,6 @@ class Reassembler:
                 data = data[self.next - s:]
                 s = self.next
             self.framer.feed(data, pkt, ts)
-            self.last_off = s
             self.last_data = data
             self.next = e
 
@@ -217,11 +214,12 @@ class Reassembler:
                               f"at offset {self.next}", self.connection_id, pkt, self.next))
         self.framer.gap(nbytes, pkt)
         self.next += nbytes
+        self.last_data = b""
 
     def _compare_delivered(self, off, data, pkt):
         """A retransmission of delivered bytes: check it against the last segment delivered."""
         last = self.last_data
-        s = self.last_off
+        s = self.next - len(last)
         a = s if s > off else off
         e = s + len(last)
         b = off + len(data)
