@@ -4,7 +4,9 @@
     (src_addr, dst_addr, sport, dport, seq, ack, flags, payload)
 for a TCP segment, a short issue code (str) for an IP/TCP packet that cannot be used, or None for
 anything else. The payload is bounded by the IP length (real captures carry Ethernet padding after
-it) and by the captured bytes (snaplen).
+it) and by the captured bytes (snaplen). Issue codes: "ip.fragment" (reassembly of IP fragments
+is not done: Kafka's TCP traffic does not fragment in practice), "ip.truncated" / "tcp.truncated"
+(headers cut by the snapshot length), "ip.bad_header" / "tcp.bad_header" (impossible lengths).
 """
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ def _link(linktype, data):
 
 
 def tcp_segment(linktype, data):
+    """The TCP segment in one captured packet, an issue code, or None (see the module doc)."""
     if linktype == LT_ETHERNET and data[12:14] == b"\x08\x00":  # untagged IPv4: skip _link
         off, version = 14, 4
     else:
@@ -114,6 +117,7 @@ def tcp_segment(linktype, data):
             return "ip.truncated"
         # Total length 0 is what TCP segmentation offload leaves: the captured bytes are the packet.
         end = off + total if total else caplen
+        cut = not total or end > caplen
         if ihl != 20:
             doff = None
     else:
@@ -124,6 +128,7 @@ def tcp_segment(linktype, data):
         plen, nxt, src, dst = _ipv6(data, off)
         t = off + 40
         end = t + plen if plen else caplen  # 0: jumbogram or offload
+        cut = not plen or end > caplen
         while nxt != PROTO_TCP:
             if nxt in IPV6_EXT or nxt == IPV6_AH:
                 if caplen < t + 8:
@@ -140,15 +145,16 @@ def tcp_segment(linktype, data):
         doff = None
     if end > caplen:
         end = caplen  # cut by the snapshot length
+    # A TCP header past the IP length is a bad header; past the captured bytes, a short capture.
     if t + 20 > end:
-        return "tcp.truncated"
+        return "tcp.truncated" if cut else "tcp.bad_header"
     if doff is None:
         sport, dport, seq, ack, doff, flags = _tcp(data, t)
     doff = (doff >> 4) * 4
     if doff < 20:
         return "tcp.bad_header"
     if t + doff > end:
-        return "tcp.truncated"
+        return "tcp.truncated" if cut else "tcp.bad_header"
     return src, dst, sport, dport, seq, ack, flags, data[t + doff:end]
 
 

@@ -48,6 +48,10 @@ def pcapng_packets(chunks):
     return _blocks(chunks)
 
 
+def _bad(chunks, pos, what):
+    return CaptureError(f"{chunks.name}: {what} at byte {chunks.base + pos}")
+
+
 def _tsresol(r):
     """(multiplier, divisor) turning ticks of resolution byte `r` into nanoseconds."""
     if r & 0x80:
@@ -57,7 +61,7 @@ def _tsresol(r):
     return 1, 10 ** (r - 9)
 
 
-def _interface(o, buf, pos, stop, name, at):
+def _interface(o, buf, pos, stop, chunks):
     """(linktype, scale, ts multiplier, ts divisor, ts offset ns, snaplen) from an IDB.
 
     scale is the multiplier when it alone turns ticks into ns (no divisor, no offset), else 0:
@@ -71,17 +75,13 @@ def _interface(o, buf, pos, stop, name, at):
             break
         v = p + 4
         if v + olen > end:
-            raise CaptureError(f"{name}: interface option overruns its block at byte {at}")
+            raise _bad(chunks, pos, "interface option overruns its block")
         if code == OPT_TSRESOL and olen >= 1:
             mul, div = _tsresol(buf[v])
         elif code == OPT_TSOFFSET and olen >= 8:
             offset = o.i64(buf, v)[0] * 1_000_000_000
         p = v + ((olen + 3) & ~3)
     return linktype, (mul if div == 1 and not offset else 0), mul, div, offset, snaplen
-
-
-def _bad(chunks, pos, what):
-    return CaptureError(f"{chunks.name}: {what} at byte {chunks.base + pos}")
 
 
 def _blocks(chunks):
@@ -145,7 +145,7 @@ def _blocks(chunks):
                 elif btype == IDB:
                     if blen < 20:
                         raise _bad(chunks, pos, "bad interface block")
-                    ifaces.append(_interface(o, buf, pos, stop, chunks.name, chunks.base + pos))
+                    ifaces.append(_interface(o, buf, pos, stop, chunks))
                 elif btype == SHB:
                     if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
                         raise _bad(chunks, pos, "unsupported pcapng section")

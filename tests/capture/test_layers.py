@@ -196,13 +196,23 @@ def test_unusable_ip_and_tcp():
     assert tcp_segment(101, bytes(bad_doff)) == "tcp.bad_header"
     big_doff = bytearray(bytes(IP() / TCP()))
     big_doff[32] = 0xF0  # 60-byte TCP header in a 40-byte IP packet
+    assert tcp_segment(101, bytes(big_doff)) == "tcp.bad_header"
+    assert tcp_segment(101, bytes(big_doff) + b"\0" * 20) == "tcp.bad_header"  # even with padding after
+    short_ip = bytearray(v4)
+    short_ip[2:4] = (30).to_bytes(2, "big")  # IP length 30 leaves 10 bytes for TCP's 20
+    assert tcp_segment(101, bytes(short_ip)) == "tcp.bad_header"
+    v6_short = bytearray(v6)
+    v6_short[4:6] = (10).to_bytes(2, "big")
+    assert tcp_segment(101, bytes(v6_short)) == "tcp.bad_header"
+    big_doff[2:4] = b"\0\0"  # offload (length 0): the capture, not the header, is short
     assert tcp_segment(101, bytes(big_doff)) == "tcp.truncated"
 
 
 def test_empty_and_tiny_inputs():
     for lt in (0, 1, 12, 14, 101, 108, 113, 228, 229, 276):
         for n in range(0, 24):
-            assert tcp_segment(lt, b"\0" * n) in (None, "ip.truncated", "ip.bad_header", "tcp.truncated")
+            assert tcp_segment(lt, b"\0" * n) in (None, "ip.truncated", "ip.bad_header", "tcp.truncated",
+                                                   "tcp.bad_header")
 
 
 def test_format_addr():

@@ -238,3 +238,22 @@ def test_unsupported_major_version(tmp_path):
     path.write_bytes(bytes(shb) + build.idb("<", 1) + build.epb("<", 0, 1, ETH[0]))
     got, msg = _collect(path)
     assert got == [] and msg == f"{path}: unsupported pcapng section at byte 0"
+
+
+def test_short_packet_blocks(tmp_path):
+    good = build.shb("<") + build.idb("<", 1) + build.epb("<", 0, 1, ETH[0])
+    for btype in (6, 2):  # EPB, PB: 16 body bytes cannot hold their fixed fields
+        path = tmp_path / f"short{btype}.pcapng"
+        path.write_bytes(good + build.block("<", btype, b"\0" * 16))
+        got, msg = _collect(path)
+        assert [g[3] for g in got] == [ETH[0]]
+        assert msg == f"{path}: bad packet block at byte {len(good)}"
+
+
+def test_interface_option_overrun(tmp_path):
+    shb = build.shb("<")
+    idb = build.block("<", 1, struct.pack("<HHI", 1, 0, 0) + struct.pack("<HH", 9, 200) + b"\x09\0\0\0")
+    path = tmp_path / "opt.pcapng"
+    path.write_bytes(shb + idb + build.epb("<", 0, 1, ETH[0]))
+    got, msg = _collect(path)
+    assert got == [] and msg == f"{path}: interface option overruns its block at byte {len(shb)}"
