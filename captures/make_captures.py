@@ -200,8 +200,10 @@ def _to_json(value, indent=0):
     return json.dumps(value)
 
 
-def make(name, out):
-    func, port = SCENARIOS[name]
+def make(name, out, port=None):
+    """Make one scenario's files in folder `out` (`port`: instead of the scenario's own)."""
+    func, default_port = SCENARIOS[name]
+    port = port or default_port
     pcap = out / f"{name}.pcap"
     mss = out / f"{name}.mss1448.pcap"
     started = datetime.datetime.now(datetime.timezone.utc)
