@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
+from ..model import ERROR, WARNING, Issue
 from .checksums import xxh32
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
@@ -39,6 +40,23 @@ def decompress(codec, data, limit):
     if codec == ZSTD:
         return _zstd(data, limit)
     raise CodecError(f"unknown compression codec {codec}")
+
+
+def decompress_payload(codec, data, budget, issues, at):
+    """decompress() for a batch payload within what is left of the set's `budget` (a one-item
+    list, reduced by the output); failures become Issues at stream offset `at` and return None."""
+    try:
+        out = decompress(codec, data, budget[0])
+    except CodecUnavailable as e:
+        issues.append(Issue("records.codec_unavailable", WARNING, str(e), stream_offset=at))
+    except DecompressionLimit as e:
+        issues.append(Issue("records.decompression_limit", WARNING, str(e), stream_offset=at))
+    except CodecError as e:
+        issues.append(Issue("records.bad_compression", ERROR, str(e), stream_offset=at))
+    else:
+        budget[0] -= len(out)
+        return out
+    return None
 
 
 def _over(limit):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from ..model import ERROR, WARNING, Issue
+from ..model import ERROR, Issue
 from . import codecs
 from .model import Batch, Record
 
@@ -90,18 +90,9 @@ def decode(data, pos, size, want_records, budget, issues):
         issues.append(Issue("records.bad_compression", ERROR, "compressed wrapper with a null value",
                             stream_offset=pos))
         return batch
-    try:
-        inner = codecs.decompress(codec, value, budget[0])
-    except codecs.CodecUnavailable as e:
-        issues.append(Issue("records.codec_unavailable", WARNING, str(e), stream_offset=pos + 17))
+    inner = codecs.decompress_payload(codec, value, budget, issues, pos)
+    if inner is None:
         return batch
-    except codecs.DecompressionLimit as e:
-        issues.append(Issue("records.decompression_limit", WARNING, str(e), stream_offset=pos))
-        return batch
-    except codecs.CodecError as e:
-        issues.append(Issue("records.bad_compression", ERROR, str(e), stream_offset=pos))
-        return batch
-    budget[0] -= len(inner)
     batch.uncompressed_size = len(inner)
     records, all_ok, problem = _inner_set(inner, magic)
     if problem:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from ..model import ERROR, WARNING, Issue
+from ..model import ERROR, Issue
 from . import codecs
 from .checksums import ACCELERATED, crc32c
 from .model import Batch, Record
@@ -87,20 +87,9 @@ def decode(data, pos, size, want_records, budget, issues):
 
     body = data[pos + HEADER_SIZE:end]
     if codec:
-        try:
-            body = codecs.decompress(codec, body, budget[0])
-        except codecs.CodecUnavailable as e:
-            issues.append(Issue("records.codec_unavailable", WARNING, str(e), stream_offset=pos + 21))
+        body = codecs.decompress_payload(codec, body, budget, issues, pos + HEADER_SIZE)
+        if body is None:
             return batch
-        except codecs.DecompressionLimit as e:
-            issues.append(Issue("records.decompression_limit", WARNING, str(e),
-                                stream_offset=pos + HEADER_SIZE))
-            return batch
-        except codecs.CodecError as e:
-            issues.append(Issue("records.bad_compression", ERROR, str(e),
-                                stream_offset=pos + HEADER_SIZE))
-            return batch
-        budget[0] -= len(body)
         batch.uncompressed_size = len(body)
         rec_pos = None  # issue offsets inside decompressed data point at the batch payload
     else:

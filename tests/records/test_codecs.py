@@ -161,7 +161,7 @@ def test_missing_codec_library_is_an_issue(monkeypatch, codec, module):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     rs, codes = decoded(plain + compressed + plain)
     assert codes == ["records.codec_unavailable"]
-    assert rs.issues[0].stream_offset == len(plain) + 21
+    assert rs.issues[0].stream_offset == len(plain) + 61  # the compressed payload
     assert [b.records is None for b in rs.batches] == [False, True, False]
     assert rs.batches[1].record_count == len(ITEMS)
 
