@@ -36,3 +36,16 @@ def test_xxh32_matches_the_xxhash_package():
     for n in range(40):
         data = os.urandom(n)
         assert checksums.xxh32(data) == xxhash.xxh32_intdigest(data), n
+
+
+def test_decoding_with_the_pure_python_crc32c(monkeypatch):
+    from dissector.records import decode_record_set, record_batch
+    from tests.records.builders import build
+    buf = build(2, 0, [(1_700_000_000_000, b"k", b"v" * 1000, [])])
+    monkeypatch.setattr(record_batch, "crc32c", checksums.crc32c_python)
+    monkeypatch.setattr(record_batch, "ACCELERATED", False)
+    assert decode_record_set(buf).batches[0].crc_ok is True
+    assert decode_record_set(buf, records=False).batches[0].crc_ok is None  # skipped when slow
+    bad = bytearray(buf)
+    bad[-1] ^= 1
+    assert [i.code for i in decode_record_set(bytes(bad)).issues] == ["records.crc_mismatch"]
