@@ -117,4 +117,7 @@ def run(args) -> int:
         sniffer.close()
     if capture.output_closed:   # nothing more may reach the closed pipe, not even at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if capture.error:
+        print(f"kafka-dissect: error: {capture.error}", file=sys.stderr)
+        return 2
     return 0

@@ -47,37 +47,47 @@ class LiveCapture:
         self.packets = 0
         self.issue_codes = Counter()
         self.output_closed = False
+        self.error = None
 
     def run(self) -> None:
+        """Capture until a stop condition; `error` says why when the capture itself failed."""
+        self.stop.install()
+        try:
+            try:
+                self._loop()
+            except OSError as exc:   # the interface went away, the disk filled up, ...
+                self.error = f"capture failed: {exc.strerror or exc}"
+                self.stop.reason = self.stop.reason or "error"
+            finally:
+                self._finish()
+        finally:
+            self.stop.restore()
+
+    def _loop(self) -> None:
         d = self.dissector
         feed = d.feed
         linktype = self.source.linktype
         pcap = self.pcap
         stop = self.stop
         next_flush = next_housekeeping = 0.0
-        stop.install()
-        try:
-            while not stop.should_stop():
-                for ts, data, wire_len in self.source.read(stop.remaining(POLL_S)):
-                    self.packets += 1
-                    if pcap is not None:
-                        pcap.write(ts, data, wire_len)
-                    feed(self.packets, ts, linktype, data)
-                    if stop.count_reached(self.packets):
-                        break
-                now = time.monotonic()
-                if d.output and now >= next_flush:
-                    self._write_exchanges()
-                    next_flush = now + FLUSH_S
-                if now >= next_housekeeping:
-                    self._housekeeping()
-                    next_housekeeping = now + HOUSEKEEPING_S
-                if self.display is not None and self.display.due():
-                    self.source.update_kernel_stats()
-                    self.display.show(self._view_lines())
-        finally:
-            stop.restore()
-            self._finish()
+        while not stop.should_stop():
+            for ts, data, wire_len in self.source.read(stop.remaining(POLL_S)):
+                self.packets += 1
+                if pcap is not None:
+                    pcap.write(ts, data, wire_len)
+                feed(self.packets, ts, linktype, data)
+                if stop.count_reached(self.packets):
+                    break
+            now = time.monotonic()
+            if d.output and now >= next_flush:
+                self._write_exchanges()
+                next_flush = now + FLUSH_S
+            if now >= next_housekeeping:
+                self._housekeeping()
+                next_housekeeping = now + HOUSEKEEPING_S
+            if self.display is not None and self.display.due():
+                self.source.update_kernel_stats()
+                self.display.show(self._view_lines())
 
     def _housekeeping(self) -> None:
         d = self.dissector
@@ -85,7 +95,12 @@ class LiveCapture:
         d.expire(now_ns, self.idle_ns)
         d.expire_requests(now_ns, self.request_timeout_ns)
         self._write_exchanges()
-        d.connections.clear()     # the file path keeps them for tables; a live run must not grow
+        self._collect()
+
+    def _collect(self) -> None:
+        """Count and drop what the dissector accumulates for the file path's tables."""
+        d = self.dissector
+        d.connections.clear()
         for issue in d.issues:
             self.issue_codes[issue.code] += 1
         d.issues.clear()
@@ -123,10 +138,14 @@ class LiveCapture:
 
     def _finish(self) -> None:
         self.dissector.finish()
-        self._housekeeping()
+        self._write_exchanges()
+        self._collect()
         self.source.update_kernel_stats()
         if self.pcap is not None:
-            self.pcap.close()
+            try:
+                self.pcap.close()
+            except OSError as exc:
+                self.error = self.error or f"{self.pcap_path}: {exc.strerror or exc}"
         if self.display is not None:
             self.display.close()
         self.err.write("".join(line + "\n" for line in self.summary_lines()))

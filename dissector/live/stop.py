@@ -1,8 +1,8 @@
 """When live capture stops: Ctrl-C, SIGTERM, --duration or --count.
 
 Signals only set a flag that the capture loop polls (it wakes at least every POLL_S seconds), so
-the stop always goes through the normal flush, summary and file close. A second signal while
-stopping aborts at once (KeyboardInterrupt), for when the user really means it.
+the stop always goes through the normal flush, summary and file close. A signal once the capture
+is already stopping aborts at once (KeyboardInterrupt), for when the user really means it.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class StopConditions:
         self._saved = {}
 
     def _on_signal(self, signum, _frame):
-        if self.reason is not None and self.reason in _REASONS.values():
+        if self.reason is not None:
             raise KeyboardInterrupt
         self.reason = _REASONS[signum]
 

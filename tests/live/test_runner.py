@@ -245,3 +245,24 @@ def test_memory_stays_flat_with_idle_connections_and_unanswered_requests():
     growing, _ = held(expire=False)
     assert growing[-1] - growing[0] > 3 * 800 * 2000       # each round pins its requests
     assert flat[-1] - flat[0] < (growing[-1] - growing[0]) / 10
+
+
+def test_interface_failure_ends_with_summary_and_error(tmp_path):
+    import errno
+
+    class Failing(FakeSource):
+        def read(self, timeout):
+            if not self.queue:
+                raise OSError(errno.ENETDOWN, os.strerror(errno.ENETDOWN))
+            return super().read(timeout)
+
+    pk = Packets()
+    now = time.time_ns()
+    path = tmp_path / "down.pcapng"
+    cap, out, err = _capture(Failing([(now, p) for p in pk.handshake(40004)]),
+                             StopConditions(duration=30), pcap=PcapngWriter(str(path), 1),
+                             pcap_path=str(path))
+    cap.run()
+    assert cap.error == "capture failed: Network is down"
+    assert "stopped (error)" in err.getvalue()
+    assert len(list(read_packets(str(path)))) == 3
