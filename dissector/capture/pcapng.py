@@ -132,6 +132,8 @@ def _blocks(chunks):
                 if u32(buf, stop - 4)[0] != blen:
                     raise _bad(chunks, pos, "block length mismatch")
                 if btype == SPB:
+                    if blen < 16:
+                        raise _bad(chunks, pos, "bad packet block")
                     if not ifaces:
                         raise _bad(chunks, pos, "packet on undeclared interface 0")
                     linktype, _, _, _, _, snaplen = ifaces[0]

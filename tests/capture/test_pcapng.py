@@ -242,9 +242,10 @@ def test_unsupported_major_version(tmp_path):
 
 def test_short_packet_blocks(tmp_path):
     good = build.shb("<") + build.idb("<", 1) + build.epb("<", 0, 1, ETH[0])
-    for btype in (6, 2):  # EPB, PB: 16 body bytes cannot hold their fixed fields
+    # EPB, PB: 16 body bytes cannot hold their fixed fields; SPB: no room for its length.
+    for btype, body in ((6, b"\0" * 16), (2, b"\0" * 16), (3, b"")):
         path = tmp_path / f"short{btype}.pcapng"
-        path.write_bytes(good + build.block("<", btype, b"\0" * 16))
+        path.write_bytes(good + build.block("<", btype, body))
         got, msg = _collect(path)
         assert [g[3] for g in got] == [ETH[0]]
         assert msg == f"{path}: bad packet block at byte {len(good)}"
