@@ -17,7 +17,7 @@ from .protocol.primitives import Body
 from .records import decode_record_set
 
 UUID0 = UUID(int=0)
-PRODUCE = 0
+RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
 
 
 class Summary:
@@ -64,7 +64,8 @@ class BodyDecoder:
         if first is not None:
             ex.topics = first.topics
             ex.partition_count = first.partitions
-            ex.record_count = (req.records if req else 0) + (resp.records if resp else 0)
+            if ex.api_key in RECORD_APIS:
+                ex.record_count = (req.records if req else 0) + (resp.records if resp else 0)
         if resp is not None:
             body = ex.response_msg.body
             top = getattr(body, "error_code", None)
