@@ -55,26 +55,11 @@ def tansu_path():
     return str(path)
 
 
-def tansu_version():
-    out = subprocess.run([tansu_path(), "--version"], capture_output=True, text=True, timeout=10)
-    return out.stdout.strip()
-
-
 def free_port():
     """A loopback TCP port that was free a moment ago."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_port(port, deadline):
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.02)
-    return False
 
 
 def _stop(proc, sig, timeout):
@@ -112,7 +97,8 @@ class Broker:
         binary = tansu_path()
         self.version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                                       timeout=10).stdout.strip()
-        for _attempt in range(3):  # another process may grab a port between probe and bind
+        log = ""
+        for _attempt in range(3):  # another process may grab a free port between probe and bind
             port = self.port or free_port()
             url = f"tcp://127.0.0.1:{port}"
             self._log = tempfile.TemporaryFile()
@@ -120,31 +106,44 @@ class Broker:
                 [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
                  "--storage-engine", "memory://tansu/"],
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                if _wait_port(port, min(deadline, time.monotonic() + 0.5)):
-                    self.port = port
-                    return self
-            self._shutdown()
+            if self._ready():
+                self.port = port
+                return self
+            log = self.log_text()
+            self._close()
             if self.port:
                 break
-        raise RuntimeError(f"tansu did not start listening: {self.log_text()[-2000:]}")
+        raise RuntimeError(f"tansu did not start on port {self.port or 'any'}: {log[-2000:]}")
+
+    def _ready(self):
+        """tansu prints "ready in" once it listens; a taken port makes it print AddrInUse and hang
+        (so never probe by connecting: that could reach another broker on a fixed port)."""
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            text = self.log_text()
+            if "ready in" in text:
+                return True
+            if "AddrInUse" in text:
+                return False
+            time.sleep(0.02)
+        return False
 
     def log_text(self):
+        """The broker's output so far (pread: the broker shares the file offset, leave it be)."""
         if self._log is None:
             return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")
+        fd = self._log.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
 
-    def _shutdown(self):
+    def _close(self):
         if self.proc is not None:
             _stop(self.proc, signal.SIGTERM, 5)
-
-    def __exit__(self, *exc):
-        self._shutdown()
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def __exit__(self, *exc):
+        self._close()
         return False
 
 
@@ -157,8 +156,8 @@ class Capture:
 
     Immediate mode: without it libpcap hands packets over in ring-buffer blocks, and the packets
     of the last block are lost when tcpdump is stopped (with no drop reported). On exit tcpdump
-    gets SIGINT, so the file ends on a whole record; `.captured`, `.received` and `.dropped` are
-    the counts tcpdump reports (a busy loopback capture without a large buffer drops packets).
+    gets SIGINT, so the file ends on a whole record; `.captured` and `.dropped` are the counts
+    tcpdump reports (a busy loopback capture without a large buffer drops packets).
     """
 
     def __init__(self, path, port, iface="lo", start_timeout=10.0, settle=0.3):
@@ -170,7 +169,6 @@ class Capture:
         self.proc = None
         self.stderr = ""
         self.captured = None
-        self.received = None
         self.dropped = None
         self._lines = []
         self._reader = None
@@ -209,8 +207,6 @@ class Capture:
         self.stderr = "".join(self._lines)
         m = re.search(r"(\d+) packets? captured", self.stderr)
         self.captured = int(m.group(1)) if m else None
-        m = re.search(r"(\d+) packets? received by filter", self.stderr)
-        self.received = int(m.group(1)) if m else None
         m = re.search(r"(\d+) packets? dropped by kernel", self.stderr)
         self.dropped = int(m.group(1)) if m else None
         return False
