@@ -120,7 +120,7 @@ def _snappy(data, limit):
 def _snappy_block(snappy, block, limit):
     # The raw format starts with the uncompressed length as an unsigned varint: check it first.
     claimed = shift = 0
-    for i, b in enumerate(block[:5]):
+    for b in block[:5]:
         claimed |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:

@@ -34,7 +34,8 @@ def _message(buf, pos, end):
     if magic not in (0, 1):
         raise _Bad("records.bad_magic", f"inner message magic {magic}")
     if end - pos < 12 + MIN_LENGTH[magic]:
-        raise _Bad("records.bad_length", f"message size {end - pos - 12} too small for magic {magic}")
+        raise _Bad("records.bad_length",
+                   f"message size {end - pos - 12} too small for magic {magic}")
     crc_ok = zlib.crc32(buf[pos + 16:end]) == crc
     p = pos + 18
     timestamp = None
@@ -75,7 +76,8 @@ def decode(data, pos, size, want_records, budget, issues):
     batch.crc_ok = crc_ok
     batch.max_timestamp = timestamp
     if not crc_ok:
-        issues.append(Issue("records.crc_mismatch", ERROR, "message CRC32 does not match", stream_offset=pos))
+        issues.append(Issue("records.crc_mismatch", ERROR, "message CRC32 does not match",
+                            stream_offset=pos))
     if not codec:
         batch.base_offset = offset
         batch.last_offset_delta = 0
@@ -87,8 +89,8 @@ def decode(data, pos, size, want_records, budget, issues):
     if not want_records:
         return batch
     if value is None:
-        issues.append(Issue("records.bad_compression", ERROR, "compressed wrapper with a null value",
-                            stream_offset=pos))
+        issues.append(Issue("records.bad_compression", ERROR,
+                            "compressed wrapper with a null value", stream_offset=pos))
         return batch
     inner = codecs.decompress_payload(codec, value, budget, issues, pos)
     if inner is None:
@@ -96,7 +98,8 @@ def decode(data, pos, size, want_records, budget, issues):
     batch.uncompressed_size = len(inner)
     records, all_ok, problem = _inner_set(inner, magic)
     if problem:
-        issues.append(Issue(problem[0], ERROR, "inner message set: " + problem[1], stream_offset=pos))
+        issues.append(Issue(problem[0], ERROR, "inner message set: " + problem[1],
+                            stream_offset=pos))
     if not all_ok:
         batch.crc_ok = False
         issues.append(Issue("records.crc_mismatch", ERROR, "inner message CRC32 does not match",
@@ -130,12 +133,15 @@ def _inner_set(buf, wrapper_magic):
             (size,) = LENGTH.unpack_from(buf, pos + 8)
             end = pos + 12 + size
             if size < MIN_LENGTH[0] or end > n:
-                raise _Bad("records.bad_length", f"message size {size} with {n - pos - 12} bytes left")
+                raise _Bad("records.bad_length",
+                           f"message size {size} with {n - pos - 12} bytes left")
             offset, crc_ok, magic, attributes, timestamp, key, value = _message(buf, pos, end)
             if attributes & 0x07:
-                raise _Bad("records.nested_compression", "compressed message inside a compressed message")
+                raise _Bad("records.nested_compression",
+                           "compressed message inside a compressed message")
             if magic != wrapper_magic:
-                raise _Bad("records.bad_magic", f"inner magic {magic} in a magic {wrapper_magic} wrapper")
+                raise _Bad("records.bad_magic",
+                           f"inner magic {magic} in a magic {wrapper_magic} wrapper")
             all_ok = all_ok and crc_ok
             records.append(Record(offset, timestamp, key, value, [], attributes))
             pos = end

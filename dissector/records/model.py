@@ -3,8 +3,8 @@ from __future__ import annotations
 
 
 class Record:
-    """One record. offset/timestamp are absolute (timestamp None in magic 0); key/value bytes or None;
-    headers a list of (str, bytes | None); attributes the record's own attribute byte."""
+    """One record. offset/timestamp are absolute (timestamp None in magic 0); key/value bytes
+    or None; headers a list of (str, bytes | None); attributes the record's own attribute byte."""
     __slots__ = ("offset", "timestamp", "key", "value", "headers", "attributes")
 
     def __init__(self, offset, timestamp, key, value, headers, attributes):

@@ -119,7 +119,8 @@ def decode(data, pos, size, want_records, budget, issues):
             version, ctype = _CONTROL_KEY.unpack_from(key)
             batch.control = (ctype, version)
         else:
-            issues.append(Issue("records.bad_control", ERROR, "control record key shorter than 4 bytes",
+            issues.append(Issue("records.bad_control", ERROR,
+                                "control record key shorter than 4 bytes",
                                 stream_offset=pos + HEADER_SIZE))
     return batch
 
@@ -154,7 +155,8 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 length, pos = varint(buf, pos, 5)
             end = pos + length
             if length < 6 or end > n:
-                raise _BadRecord("records.bad_length", f"record length {length} with {n - pos} bytes left")
+                raise _BadRecord("records.bad_length",
+                                 f"record length {length} with {n - pos} bytes left")
             attributes = buf[pos]
             b = buf[pos + 1]
             if b < 0x80:
@@ -243,8 +245,10 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                         headers.append((hkey, buf[pos:pos + hvlen]))
                         pos += hvlen
             if pos != end:
-                raise _BadRecord("records.bad_length", f"record length {length} does not match its fields")
-            append(record(base_offset + off_delta, first_ts + ts_delta, key, value, headers, attributes))
+                raise _BadRecord("records.bad_length",
+                                 f"record length {length} does not match its fields")
+            append(record(base_offset + off_delta, first_ts + ts_delta, key, value, headers,
+                          attributes))
     except _BadRecord as e:
         return out, start, e.args
     except IndexError:

@@ -56,7 +56,8 @@ def _decode(data, records, max_uncompressed):
         minimum = _MIN_LENGTH.get(magic, 5)
         if length < minimum:
             issues.append(Issue("records.bad_length", ERROR,
-                                f"batch length {length} below the minimum {minimum} for magic {magic}",
+                                f"batch length {length} below the minimum {minimum} "
+                                f"for magic {magic}",
                                 stream_offset=pos + 8))
             break
         size = length + 12
@@ -65,7 +66,8 @@ def _decode(data, records, max_uncompressed):
             break
         decoder = _DECODERS.get(magic)
         if decoder is None:
-            issues.append(Issue("records.bad_magic", ERROR, f"unknown magic {magic}", stream_offset=pos + 16))
+            issues.append(Issue("records.bad_magic", ERROR, f"unknown magic {magic}",
+                                stream_offset=pos + 16))
         else:
             try:
                 batches.append(decoder(mv, pos, size, records, budget, issues))

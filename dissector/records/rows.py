@@ -77,10 +77,12 @@ def _partitions(ex, topic_names):
     """(direction, topic, partition, records field) for every partition carrying records."""
     if ex.api_key == PRODUCE:
         body = ex.request_msg.body if ex.request_msg is not None else None
-        direction, topics_attr, parts_attr, index_attr = REQUEST, "topic_data", "partition_data", "index"
+        direction, topics_attr, parts_attr, index_attr = (REQUEST, "topic_data", "partition_data",
+                                                          "index")
     elif ex.api_key in (FETCH, SHARE_FETCH):
         body = ex.response_msg.body if ex.response_msg is not None else None
-        direction, topics_attr, parts_attr, index_attr = RESPONSE, "responses", "partitions", "partition_index"
+        direction, topics_attr, parts_attr, index_attr = (RESPONSE, "responses", "partitions",
+                                                          "partition_index")
     else:
         return
     if body is None:
@@ -89,7 +91,9 @@ def _partitions(ex, topic_names):
         name = getattr(t, "name", None) or getattr(t, "topic", None)
         if not name:
             topic_id = getattr(t, "topic_id", None)
-            name = (topic_names or {}).get(topic_id) or (None if topic_id is None else str(topic_id))
+            name = (topic_names or {}).get(topic_id)
+            if name is None and topic_id is not None:
+                name = str(topic_id)
         for p in getattr(t, parts_attr, None) or ():
             records = getattr(p, "records", None)
             if records is not None:

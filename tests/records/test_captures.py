@@ -53,14 +53,16 @@ def test_records_table_matches_what_clients_did(name, resegmented):
     assert all(produced[k] >= n for k, n in sent.items())
     fetched = {row_record(r) + (r[COL["offset"]],) for r in rows
                if r[COL["direction"]] == RESPONSE and not r[COL["is_control"]]}
-    consumed = {truth_record(r) + (r["offset"],) for c in truth["clients"] for r in c.get("consumed", [])}
+    consumed = {truth_record(r) + (r["offset"],)
+                for c in truth["clients"] for r in c.get("consumed", [])}
     assert consumed <= fetched
 
 
 def test_every_codec_is_seen_as_the_producer_configured_it():
     truth, rows, _ = load("codecs", False)
     want = {f"codec-{c}": c for c in ("none", "gzip", "snappy", "lz4", "zstd")}
-    seen = {(r[COL["topic"]], r[COL["compression"]]) for r in rows if r[COL["direction"]] == REQUEST}
+    seen = {(r[COL["topic"]], r[COL["compression"]])
+            for r in rows if r[COL["direction"]] == REQUEST}
     # librdkafka sends a batch uncompressed when compressing it does not make it smaller
     assert set(want.items()) <= seen <= set(want.items()) | {(t, "none") for t in want}
     assert max(len(r[COL["value"]] or b"") for r in rows) > 100_000
@@ -68,7 +70,8 @@ def test_every_codec_is_seen_as_the_producer_configured_it():
 
 def test_legacy_message_sets_are_magic_0_and_1():
     truth, rows, _ = load("legacy_messageset", False)
-    magics = Counter((r[COL["magic"]], r[COL["compression"]]) for r in rows if r[COL["direction"]] == REQUEST)
+    magics = Counter((r[COL["magic"]], r[COL["compression"]])
+                     for r in rows if r[COL["direction"]] == REQUEST)
     assert {m for m, _ in magics} >= {0, 1, 2}
     assert {c for m, c in magics if m < 2} >= {"none", "gzip", "snappy", "lz4"}
     assert all(r[COL["timestamp"]] is None for r in rows if r[COL["magic"]] == 0)

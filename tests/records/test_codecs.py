@@ -63,7 +63,8 @@ def test_lz4_with_the_old_kafka_header_checksum(store_size):
     xxhash = require_module("xxhash")
     frame = bytearray(lz4.compress(records_body(), store_size=store_size))
     hc = _lz4_hc_pos(frame)
-    assert frame[hc] == (xxhash.xxh32_intdigest(bytes(frame[4:hc])) >> 8) & 0xFF  # spec: descriptor only
+    # the frame format: the checksum covers the descriptor only
+    assert frame[hc] == (xxhash.xxh32_intdigest(bytes(frame[4:hc])) >> 8) & 0xFF
     wrong = (xxhash.xxh32_intdigest(bytes(frame[0:hc])) >> 8) & 0xFF  # KAFKA-1493: magic included
     assert wrong != frame[hc]
     frame[hc] = wrong

@@ -2,13 +2,13 @@
 import struct
 
 import pytest
-from hypothesis import given, settings, HealthCheck, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
 from dissector.records import decode_record_set
-from tests.records.builders import (build, control_batch, expected, fix_crc32, got,
-                                    require_codec)
+from tests.records.builders import build, control_batch, expected, fix_crc32, got, require_codec
 
 FORMATS = [(m, c) for m in (0, 1, 2) for c in (0, 1, 2, 3, 4) if not (c == 4 and m < 2)]
 LARGE = bytes(range(256)) * 600  # 153,600 bytes: larger than one xerial snappy block or lz4 block
@@ -23,7 +23,8 @@ def sample_items(magic):
         (1_700_000_000_010, None, None, []),
         (1_700_000_000_011, b"", b"", hdrs([("utf8-\u00e9\u4e2d", b"\x00\xff")])),
         (1_700_000_000_020, b"big", LARGE, []),
-        (1_699_999_999_000, b"k" * 300, b"v" * 200, hdrs([("h%d" % i, bytes([i])) for i in range(20)])),
+        (1_699_999_999_000, b"k" * 300, b"v" * 200,
+         hdrs([("h%d" % i, bytes([i])) for i in range(20)])),
     ]
 
 
@@ -54,7 +55,7 @@ def test_batch_header_fields_match_kafka_python(magic, codec):
     ours = decode_record_set(buf).batches
     theirs = list(MemoryRecords(buf))
     assert len(ours) == len(theirs)
-    for b, t in zip(ours, theirs):
+    for b, t in zip(ours, theirs, strict=True):
         assert b.size == t.size_in_bytes
         assert b.codec == t.compression_type
         assert b.timestamp_type == t.timestamp_type
@@ -126,9 +127,8 @@ def test_mixed_magic_and_several_batches_in_one_set():
     rs = decode_record_set(buf)
     assert rs.issues == []
     assert [b.magic for b in rs.batches] == [0, 0, 1, 2, 2, 2]
-    assert [b.offset_in_set for b in rs.batches][2:] == [len(parts[0]), len(parts[0]) + len(parts[1]),
-                                                         sum(map(len, parts[:3])),
-                                                         sum(map(len, parts[:4]))]
+    starts = [sum(map(len, parts[:i])) for i in range(1, 5)]
+    assert [b.offset_in_set for b in rs.batches][2:] == starts
     assert got(rs) == expected(buf)
     assert rs.record_count == 2 + 3 + 4 + 1 + 3
 
@@ -156,7 +156,8 @@ item = st.tuples(st.integers(0, 2**41), values, values, st.lists(header, max_siz
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # kafka-python writes v2 offsets as int32 deltas from base offset 0
-@given(st.sampled_from(FORMATS), st.lists(item, min_size=1, max_size=30), st.integers(0, 2**31 - 100))
+@given(st.sampled_from(FORMATS), st.lists(item, min_size=1, max_size=30),
+       st.integers(0, 2**31 - 100))
 def test_hypothesis_records_roundtrip(fmt, items, offset):
     magic, codec = fmt
     require_codec(magic, codec)

@@ -36,12 +36,14 @@ def produce_request(version, topics, corr=11):
 
 
 def fetch_response_v4(topics, corr=12):
-    """Fetch v4 response: header v0, throttle, [topic, [partition, error, hw, lso, aborted, records]]."""
+    """Fetch v4 response: header v0, throttle,
+    [topic, [partition, error, high watermark, last stable offset, aborted txns, records]]."""
     body = struct.pack(">ii", corr, 0) + struct.pack(">i", len(topics))
     for name, parts in topics:
         body += string(name) + struct.pack(">i", len(parts))
         for index, records in parts:
-            body += struct.pack(">ihqqi", index, 0, 100, 100, 0) + struct.pack(">i", len(records)) + records
+            body += struct.pack(">ihqqi", index, 0, 100, 100, 0)
+            body += struct.pack(">i", len(records)) + records
     return body
 
 
@@ -57,7 +59,7 @@ def check_rows(rows, buf, api_key, direction, topic, partition, magic):
     exp = expected(buf)
     assert [(r[COL["offset"]], r[COL["key"]], r[COL["value"]]) for r in rows] == \
         [(o, k, v) for o, _, k, v, _ in exp]
-    for r, (_, ts, _, _, headers) in zip(rows, exp):
+    for r, (_, ts, _, _, headers) in zip(rows, exp, strict=True):
         assert r[COL["connection_id"]] == 7
         assert (r[COL["api_key"]], r[COL["direction"]], r[COL["topic"]], r[COL["partition"]]) == \
             (api_key, direction, topic, partition)
@@ -77,8 +79,9 @@ def test_produce_v3_record_batches():
     assert len(rows) == 8
     check_rows(rows[:6], a, 0, REQUEST, "orders", 0, 2)
     check_rows(rows[6:], b, 0, REQUEST, "orders", 3, 2)
-    assert {(r[COL["producer_id"]], r[COL["producer_epoch"]], r[COL["base_sequence"]]) for r in rows[:6]} \
-        == {(42, 1, 0)}
+    producer = {(r[COL["producer_id"]], r[COL["producer_epoch"]], r[COL["base_sequence"]])
+                for r in rows[:6]}
+    assert producer == {(42, 1, 0)}
     assert {r[COL["compression"]] for r in rows} == {"gzip", "none"}
     assert all(r[COL["correlation_id"]] == 11 for r in rows)
 
