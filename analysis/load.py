@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from dissector.records.rows import RECORD_COLUMNS, record_rows
 from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row, issue_row
 
 from .columns import ColumnBuilder, to_pandas
 from .extras import exchange_extras
 from .partitions import partition_rows
-from .records import record_columns, record_rows
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
                      exchange_columns, issue_columns)
 
@@ -57,7 +57,7 @@ class _Collector:
     def __init__(self, records: bool, keep=None):
         self.exchanges = ColumnBuilder(exchange_columns())
         self.partitions = ColumnBuilder(PARTITION_COLUMNS)
-        self.records = ColumnBuilder(record_columns())
+        self.records = ColumnBuilder(RECORD_COLUMNS)
         self.issues = ColumnBuilder(issue_columns())
         self.conn_stats = {}   # connection_id -> [exchanges, request bytes, response bytes, ids]
         self.want_records = records

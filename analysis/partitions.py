@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 from dissector.protocol.names import error_name
+from dissector.records.codecs import CODEC_NAMES
 from dissector.tables import exchange_api_name
 
 from .schema import PARTITION_COLUMNS
@@ -18,7 +19,6 @@ SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
 PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH,
                             SHARE_FETCH, SHARE_ACKNOWLEDGE})
 
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # bytes of a batch around its (compressed) payload: RecordBatch v2 header; MessageSet v0/v1
 # wrapper (offset, size, crc, magic, attributes, [timestamp], null key, value length)
 BATCH_OVERHEAD = {0: 26, 1: 34, 2: 61}
@@ -41,10 +41,6 @@ def topic_id_str(value) -> str | None:
     if isinstance(value, (bytes, bytearray, memoryview)) and len(value) == 16:
         return str(uuid.UUID(bytes=bytes(value)))
     return str(value)
-
-
-def codec_name(codec) -> str:
-    return CODECS[codec] if isinstance(codec, int) and 0 <= codec < len(CODECS) else str(codec)
 
 
 def _topic_key(topic):
@@ -107,7 +103,7 @@ def _add_records(row, records) -> None:
     row[_RECORDS] = rc if rc is not None else (count if counted else None)
     if batches:
         first = batches[0]
-        row[_CODEC] = codec_name(first.codec)
+        row[_CODEC] = CODEC_NAMES.get(first.codec, str(first.codec))
         row[_PID] = first.producer_id
         row[_PEPOCH] = first.producer_epoch
         row[_BASE_SEQ] = first.base_sequence

@@ -73,30 +73,6 @@ CONNECTION_COLUMNS = (
     ("client_ids", "list<string>"),
 )
 
-# The records contract (DESIGN.md); used when dissector.records.rows does not provide its own.
-RECORD_COLUMNS = (
-    ("connection_id", "int64"),
-    ("correlation_id", "int32"),
-    ("api_key", "int16"),
-    ("direction", "int8"),
-    ("topic", "string"),
-    ("partition", "int32"),
-    ("magic", "int8"),
-    ("compression", "string"),
-    ("offset", "int64"),
-    ("timestamp", "timestamp"),
-    ("timestamp_type", "int8"),
-    ("key", "binary"),
-    ("value", "binary"),
-    ("headers", "list<struct<key: string, value: binary>>"),
-    ("producer_id", "int64"),
-    ("producer_epoch", "int16"),
-    ("base_sequence", "int32"),
-    ("is_transactional", "bool"),
-    ("is_control", "bool"),
-    ("batch_crc_ok", "bool"),
-)
-
 CATEGORICAL = frozenset({
     "api_name", "status", "error_name", "client_id", "topic", "compression", "group_id",
     "transactional_id", "code", "severity", "capture", "client_ip", "broker_ip",

@@ -24,7 +24,7 @@ from dissector.pipeline import Dissector
 
 from ..load import _Collector
 from .extract import CHUNK, RAW, SUMMARY, segments
-from .schemas import TABLES, union_schema, to_union
+from .schemas import EXCHANGE_TABLES, TABLES, to_union
 
 AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
 OPENED_AT_END = 1 << 60
@@ -66,23 +66,24 @@ def decode_group(table: pa.Table, opts: Options) -> pa.Table:
     d = Dissector(opts.ports, auto=opts.auto, level=opts.level, max_frame=opts.max_frame)
     col = _Collector(records=(opts.level == "records"))
     opened = {}                 # local connection id -> provisional id
-    emit_packet, emit_seq = [], []
-    part_packet, part_seq = [], []
+    # per table fed by exchanges: the emission key of each row's exchange and its row in it
+    keyed = {name: ([], [], []) for name in EXCHANGE_TABLES}
     kinds = set(table.column("kind").to_pylist())
 
     def drain(packet):
         seq = 0
         while d.output:
             ex = d.output.popleft()
-            before = len(col.partitions)
+            before = [len(getattr(col, name)) for name in EXCHANGE_TABLES]
             col.add(ex)
             key = packet if packet is not None else AFTER_LAST_PACKET + opened[
                 ex.connection.connection_id]
-            emit_packet.append(key)
-            emit_seq.append(seq)
-            added = len(col.partitions) - before
-            part_packet.extend([key] * added)
-            part_seq.extend([seq] * added)
+            for name, n in zip(EXCHANGE_TABLES, before):
+                packets, seqs, rows = keyed[name]
+                added = len(getattr(col, name)) - n
+                packets.extend([key] * added)
+                seqs.extend([seq] * added)
+                rows.extend(range(added))
             seq += 1
 
     if CHUNK in kinds:
@@ -99,18 +100,13 @@ def decode_group(table: pa.Table, opts: Options) -> pa.Table:
     for c in d.connections[len(opened):]:   # a connection only known at the end
         opened[c.connection_id] = OPENED_AT_END
     drain(None)
-    col.finish(d, opts.capture)
+    col.finish(d, opts.capture)   # adds the issues not tied to an exchange: no emission key
     tables = col.arrow()
     parts = []
     for name in TABLES:
         t = _provisional_connection_ids(tables[name], opened)
-        if name == "exchanges":
-            parts.append(to_union(name, t, emit_packet, emit_seq))
-        elif name == "partitions":
-            parts.append(to_union(name, t, part_packet, part_seq))
-        else:
-            parts.append(to_union(name, t))
-    return pa.concat_tables(parts) if parts else union_schema().empty_table()
+        parts.append(to_union(name, t, *keyed.get(name, ())))
+    return pa.concat_tables(parts)
 
 
 def _raw_packets_and_errors(table: pa.Table, d: Dissector) -> None:

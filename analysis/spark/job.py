@@ -5,7 +5,7 @@
    packet numbers run on across them, as `kafka-dissect export FILES...` numbers them when given
    the files in that order;
 3. shuffle by connection and decode each connection with the dissector core (decode.py);
-4. give connections and exchanges their global ids (ranks.py) and write every table (write.py).
+4. give connections and exchanges their global ids and write every table (write.py).
 """
 from __future__ import annotations
 
@@ -17,17 +17,8 @@ from .decode import Options, decode_group
 from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
 from .inputs import basename, list_files, local_copy
-from .schemas import EMIT_PACKET, EMIT_SEQ, TABLES, column, target_schema, union_schema
-from .write import read_table, write_table
-
-SORT_KEYS = {
-    "exchanges": ("exchange",),
-    "partitions": ("exchange", "topic", "partition"),
-    "records": ("connection_id", "correlation_id", "direction", "topic", "partition", "offset"),
-    "issues": ("connection_id", "frame", "stream_offset", "code", "detail"),
-    "connections": ("connection_id",),
-}
-
+from .schemas import EMIT_KEYS, EMIT_PACKET, TABLES, column, target_schema, union_schema
+from .write import BUCKET, read_table, write_tables
 
 class Result:
     """What a run wrote: `out`, `files` (in reading order), `errors` (one line per damaged or
@@ -61,7 +52,6 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     """
     from pyspark.sql import functions as F
 
-    from .ranks import global_rank
     from .session import spark_session
     if isinstance(inputs, str) or hasattr(inputs, "__fspath__"):
         inputs = [inputs]
@@ -81,7 +71,6 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     extract_spark = _spark_schema(EXTRACT_SCHEMA)
     file_df = spark.sparkContext.parallelize([(f,) for f in files], len(files)).toDF("file string")
     extracted = file_df.mapInArrow(extract, extract_spark).localCheckpoint(eager=True)
-    print('T extract', time.monotonic()-start)
 
     # 2. global packet numbers
     summaries = (extracted.filter(F.col("kind") == SUMMARY)
@@ -104,29 +93,28 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     decoded = (work.groupBy("key").applyInArrow(lambda t: decode_group(t, opts),
                                                 _spark_schema(union_schema()))
                .localCheckpoint(eager=True))
-    print('T decode', time.monotonic()-start)
 
-    # 4. global ids, then the tables
-    conn_ids = global_rank(decoded.filter(F.col("table") == "connections")
-                           .select(F.col(column("connections", "connection_id")).alias("_prov")),
-                           ["_prov"], "_connection_id")
-    exchange_ids = global_rank(decoded.filter(F.col("table") == "exchanges"),
-                               [EMIT_PACKET, EMIT_SEQ], "_exchange")
-    print('T ranks', time.monotonic()-start)
-    rows = {}
-    for name in TABLES:
-        names = target_schema(name).names
-        df = decoded.filter(F.col("table") == name).select(
-            *(F.col(column(name, c)).alias(c) for c in names), EMIT_PACKET, EMIT_SEQ)
-        if "connection_id" in names:
-            df = (df.join(conn_ids, df.connection_id == conn_ids._prov, "left")
-                  .withColumn("connection_id", F.col("_connection_id")))
-        if name in ("exchanges", "partitions"):
-            df = (df.join(exchange_ids, [EMIT_PACKET, EMIT_SEQ], "left")
-                  .withColumn("exchange", F.col("_exchange")))
-        df = df.select(*names).orderBy(*(F.col(k).asc_nulls_first() for k in SORT_KEYS[name]))
-        rows[name] = write_table(df, name, out)
-        print('T', name, time.monotonic()-start)
+    # 4. global ids (connections: few, numbered on the driver; exchanges: counted per bucket of
+    # emission packets, numbered by the writing tasks), then the tables
+    buckets = max(1, spark.sparkContext.defaultParallelism * 2)
+    emitted = F.col(EMIT_PACKET)
+    unkeyed = F.pmod(F.xxhash64(*(column(t, c) for t in ("issues", "connections")
+                                  for c in target_schema(t).names)), F.lit(buckets))
+    decoded = decoded.withColumn(BUCKET, F.when(emitted.isNull(), unkeyed).otherwise(
+        F.least(F.lit(buckets - 1),
+                F.floor(emitted.cast("double") * buckets / (total + 1)).cast("int"))))
+    provisional = sorted(r[0] for r in decoded.filter(F.col("table") == "connections")
+                         .select(column("connections", "connection_id")).collect())
+    connection_ids = {p: i for i, p in enumerate(provisional, 1)}
+    counts = dict(decoded.filter(F.col("table") == "exchanges").groupBy(BUCKET).count()
+                  .collect())
+    starts, n = {}, 0
+    for b in sorted(counts):
+        starts[b] = n
+        n += counts[b]
+    ordered_rows = (decoded.repartition(buckets, BUCKET)
+                    .sortWithinPartitions(BUCKET, *(F.col(k).asc_nulls_first() for k in EMIT_KEYS)))
+    rows = write_tables(ordered_rows, str(out), starts, connection_ids)
     extracted.unpersist()
     decoded.unpersist()
     return Result(str(out), file_order, errors, rows, time.monotonic() - start)

@@ -1,4 +1,4 @@
-"""The Spark job's schemas, all derived from the analysis tables' own (analysis.schema).
+"""The Spark job's schemas, all derived from the analysis layer's own table builders.
 
 The decode stage returns the rows of every table from one grouped call, so its output is the
 union of the tables' columns, each named `<table>__<column>`, plus a `table` discriminator and
@@ -8,29 +8,36 @@ nanoseconds (Spark's timestamps stop at microseconds) and categorical columns as
 """
 from __future__ import annotations
 
+import functools
+from types import SimpleNamespace
+
 import pyarrow as pa
 
-from ..columns import empty_table
-from ..schema import CONNECTION_COLUMNS, PARTITION_COLUMNS, exchange_columns, issue_columns
-from ..records import record_columns
+from ..load import TABLES, _Collector
 
-TABLES = ("exchanges", "partitions", "records", "issues", "connections")
+# The tables whose rows come from one exchange each (issues: only those attached to one).
+EXCHANGE_TABLES = ("exchanges", "partitions", "records", "issues")
 
-# Provisional keys set by the decode stage: the exchange's emission key (global packet number
-# that completed it, then its rank among that packet's exchanges) on exchanges and partitions.
+# Provisional keys set by the decode stage on the rows of EXCHANGE_TABLES: the exchange's
+# emission key (global packet number that completed it, then its rank among that packet's
+# exchanges) and the row's position among its exchange's rows of that table.
 EMIT_PACKET = "emit_packet"
 EMIT_SEQ = "emit_seq"
+EMIT_ROW = "emit_row"
+EMIT_KEYS = (EMIT_PACKET, EMIT_SEQ, EMIT_ROW)
 
 
-def table_columns(name: str):
-    return {"exchanges": exchange_columns, "partitions": lambda: PARTITION_COLUMNS,
-            "records": record_columns, "issues": issue_columns,
-            "connections": lambda: CONNECTION_COLUMNS}[name]()
+@functools.cache
+def _empty_tables() -> dict:
+    col = _Collector(records=True)
+    col.finish(SimpleNamespace(issues=(), connections=()), "")
+    return col.arrow()
 
 
 def target_schema(name: str) -> pa.Schema:
-    """The Arrow schema of table `name` as the pandas path builds and writes it."""
-    return empty_table(table_columns(name)).schema
+    """The Arrow schema of table `name` as the pandas path (analysis.load) builds and writes it:
+    taken from its own column builders."""
+    return _empty_tables()[name].schema
 
 
 def spark_type(t: pa.DataType) -> pa.DataType:
@@ -46,28 +53,30 @@ def column(table: str, name: str) -> str:
     return f"{table}__{name}"
 
 
+@functools.cache
 def union_schema() -> pa.Schema:
-    fields = [pa.field("table", pa.string()), pa.field(EMIT_PACKET, pa.int64()),
-              pa.field(EMIT_SEQ, pa.int64())]
+    fields = [pa.field("table", pa.string())] + [pa.field(k, pa.int64()) for k in EMIT_KEYS]
     for table in TABLES:
         for f in target_schema(table):
             fields.append(pa.field(column(table, f.name), spark_type(f.type)))
     return pa.schema(fields)
 
 
-def to_union(name: str, table: pa.Table, emit_packet=None, emit_seq=None) -> pa.Table:
-    """Rows of table `name` (target schema) as union rows; other tables' columns are null."""
+def to_union(name: str, table: pa.Table, *emit_keys) -> pa.Table:
+    """Rows of table `name` (target schema) as union rows; other tables' columns are null.
+    emit_keys: the EMIT_KEYS columns' values (a list each; the issues not tied to an exchange
+    have None), or nothing."""
     n = table.num_rows
     schema = union_schema()
     mine = {column(name, f): table.column(f) for f in table.column_names}
+    if emit_keys:
+        if name == "issues":   # the issues of exchanges come first (analysis.load._Collector)
+            emit_keys = [k + [None] * (n - len(k)) for k in emit_keys]
+        mine.update((k, pa.array(v, pa.int64())) for k, v in zip(EMIT_KEYS, emit_keys))
     arrays = []
     for f in schema:
         if f.name == "table":
             arrays.append(pa.array([name] * n, pa.string()))
-        elif f.name == EMIT_PACKET and emit_packet is not None:
-            arrays.append(pa.array(emit_packet, pa.int64()))
-        elif f.name == EMIT_SEQ and emit_seq is not None:
-            arrays.append(pa.array(emit_seq, pa.int64()))
         elif f.name in mine:
             arrays.append(_to_spark(mine[f.name], f.type))
         else:
