@@ -155,7 +155,7 @@ class LiveCapture:
         s = self.source
         head = (f"live on {self.label}  {clock(self.stop.elapsed())}  packets {self.packets}  "
                 f"kernel drops {s.kernel_drops}  exchanges {self.stats.exchanges}  "
-                f"(last {self.stats.window_ns / 1e9:g} s:)")
+                f"| per api, last {self.stats.window_ns / 1e9:g} s:")
         return [head] + format_rows(self.stats.window_rows(time.time_ns(), self.stop.elapsed()))
 
     def summary_lines(self) -> list[str]:
