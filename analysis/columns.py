@@ -37,10 +37,6 @@ class ColumnBuilder:
         return pa.Table.from_arrays(arrays, names=list(self.names))
 
 
-def empty_table(columns) -> pa.Table:
-    return ColumnBuilder(columns).table()
-
-
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """Arrow-backed pandas frame (pd.ArrowDtype for every column)."""
     return table.to_pandas(types_mapper=pd.ArrowDtype)

@@ -54,6 +54,7 @@ def sections(t, top: int = 10):
         ("Fetch long polls (waited out max_wait_ms, no records; not counted as slow)",
          latency.long_polls(ex)),
         ("Errors by name", errors.by_error(t)),
+        ("Retriable and fatal errors", errors.retriable_split(t)),
         ("Errors by api", errors.by_api(t)),
         ("Errors by client id", errors.by_client(t)),
         ("Errors by topic-partition", errors.by_partition(t).head(top)),

@@ -119,6 +119,8 @@ def test_errors(tables):
     assert bool(by_error.loc["NOT_LEADER_OR_FOLLOWER", "retriable"]) is True
     assert by_error.loc["REBALANCE_IN_PROGRESS", "exchanges"] == 1
     assert bool(by_error.loc["REBALANCE_IN_PROGRESS", "retriable"]) is False
+    split = errors.retriable_split(tables).set_index("retriable")
+    assert split.loc[True, "exchanges"] == 1 and split.loc[False, "exchanges"] == 1
     by_api = errors.by_api(tables).set_index("api_name")
     assert by_api.loc["Produce", "requests"] == 3 and by_api.loc["Produce", "errors"] == 1
     assert by_api.loc["Produce", "error_rate"] == pytest.approx(1 / 3)
