@@ -12,7 +12,7 @@ FIXED = {  # spec type -> struct format character
     "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I",
     "float64": "d", "bool": "?",
 }
-FIXED_SIZE = {"b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8, "?": 1}
+FIXED_SIZE = {"b": 1, "B": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8, "?": 1}
 SCALARS = set(FIXED) | {"uuid", "string", "bytes"}
 
 

@@ -41,15 +41,25 @@ def uvarint(b, p):
     raise Malformed("kafka.bad_varint", p, "unsigned varint longer than 5 bytes")
 
 
+_uuids = {bytes(16): UUID0}  # topic ids repeat in every message: build each UUID once
+
+
 def uuid_at(b, p):
-    """The UUID in b[p:p+16] (the caller checks the bounds)."""
-    i = int.from_bytes(b[p:p + 16], "big")
-    if not i:
-        return UUID0
-    u = new(UUID)
-    _set(u, "int", i)
-    _set(u, "is_safe", _UNKNOWN)
+    """The UUID in b[p:p+16] (a short slice is caught by the caller's final bounds check)."""
+    raw = b[p:p + 16]
+    u = _uuids.get(raw)
+    if u is None:
+        u = new(UUID)
+        _set(u, "int", int.from_bytes(raw, "big"))
+        _set(u, "is_safe", _UNKNOWN)
+        if len(_uuids) > 65536:
+            _uuids.clear()
+        _uuids[bytes(raw)] = u
     return u
+
+
+# Unpackers of short fixed-size arrays, indexed by element count (longer ones use unpack_from).
+ARRAYS = {c: tuple(Struct(f">{n}{c}").unpack_from for n in range(16)) for c in "bhiqHId?"}
 
 
 class Body:
@@ -71,4 +81,4 @@ class Body:
         return f"{type(self).__name__}({inner})"
 
 
-__all__ = ["DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
+__all__ = ["ARRAYS", "DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]

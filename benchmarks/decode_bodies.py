@@ -1,0 +1,134 @@
+"""Body decoding speed: our generated decoders vs kio's readers (compiled core) on the same bytes.
+
+Collects every request and response body of the real captures in captures/ (or the captures
+given on the command line), keeps those kio can read too, decodes them all REPEAT times with
+each decoder and prints side-by-side medians in messages/s and the ratio (target: ours >= 0.8x
+kio). With --tshark, also times tshark's Kafka dissector over the same captures.
+
+    .venv/bin/python benchmarks/decode_bodies.py [CAPTURE...] [--repeat 7] [--tshark]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from dissector.pipeline import dissect  # noqa: E402
+from dissector.protocol.decode import tables  # noqa: E402
+from dissector.protocol.headers import parse_request_header, parse_response_header  # noqa: E402
+
+
+def collect(paths):
+    """[(api_key, api_version, direction, message bytes, body offset)] from the captures."""
+    out = []
+    for path in paths:
+        for ex in dissect(path):
+            k, v = ex.api_key, ex.api_version
+            if k is None or tables(k) is None or v not in tables(k)[0]:
+                continue
+            if ex.request is not None:
+                data = bytes(ex.request.data)
+                out.append((k, v, 0, data, parse_request_header(data)[5]))
+            if ex.response is not None:
+                data = bytes(ex.response.data)
+                out.append((k, v, 1, data, parse_response_header(data, k, v)[2]))
+    return out
+
+
+def kio_readers(messages):
+    from kio.index import load_request_schema, load_response_schema
+    from kio.serial import entity_reader
+    readers, kept = {}, []
+    for k, v, d, data, off in messages:
+        key = (k, v, d)
+        if key not in readers:
+            try:
+                readers[key] = entity_reader((load_request_schema, load_response_schema)[d](k, v))
+            except Exception:
+                readers[key] = None
+        r = readers[key]
+        if r is None:
+            continue
+        try:
+            r(data, off)
+        except Exception:
+            continue  # a message kio cannot read (e.g. a broker quirk): not comparable
+        kept.append((r, data, off))
+    return kept
+
+
+def ours(messages):
+    out = []
+    for k, v, d, data, off in messages:
+        reader, _ = tables(k)[d][v]
+        out.append((reader, data, off))
+    return out
+
+
+def run(jobs):
+    t = time.perf_counter()
+    for reader, data, off in jobs:
+        reader(data, off)
+    return time.perf_counter() - t
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("captures", nargs="*", type=Path)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--copies", type=int, default=20, help="passes over the messages per timing")
+    ap.add_argument("--tshark", action="store_true")
+    args = ap.parse_args(argv)
+    paths = args.captures or sorted(p for p in (ROOT / "captures").glob("*.pcap") if "mss" not in p.name)
+    messages = collect(paths)
+    kio_jobs = kio_readers(messages)
+    comparable = {id(data) for _, data, _ in kio_jobs}
+    our_jobs = [j for j in ours(messages) if id(j[1]) in comparable]
+    # The fast readers are what decode_request_body runs first; check they accept every message.
+    for reader, data, off in our_jobs:
+        _, end = reader(data, off)
+        assert end <= len(data)
+    n = len(our_jobs)
+    total_bytes = sum(len(d) for _, d, _ in our_jobs)
+    print(f"{len(messages)} messages from {len(paths)} captures; {n} that kio also reads "
+          f"({total_bytes} bytes), {args.copies} passes per run, {args.repeat} runs")
+    gc.disable()
+    times = {"ours": [], "kio": []}
+    for _ in range(args.repeat):  # interleaved, so both see the same machine load
+        times["ours"].append(sum(run(our_jobs) for _ in range(args.copies)))
+        times["kio"].append(sum(run(kio_jobs) for _ in range(args.copies)))
+    gc.enable()
+    rate = {name: n * args.copies / statistics.median(ts) for name, ts in times.items()}
+    print(f"{'decoder':<10}{'median s':>12}{'messages/s':>14}")
+    for name, ts in times.items():
+        print(f"{name:<10}{statistics.median(ts):>12.4f}{rate[name]:>14,.0f}")
+    print(f"ratio ours/kio: {rate['ours'] / rate['kio']:.2f}x (target >= 0.8x)")
+    if args.tshark:
+        tshark = shutil.which("tshark")
+        if not tshark:
+            print("tshark: not installed")
+            return 0
+        t = time.perf_counter()
+        count = 0
+        for p in paths:
+            r = subprocess.run([tshark, "-r", str(p), "-n", "-d", "tcp.port==1-65535,kafka", "-Y", "kafka",
+                                "-T", "fields", "-e", "kafka.correlation_id"],
+                               capture_output=True, text=True, timeout=600)
+            count += sum(1 for line in r.stdout.splitlines() if line.strip())
+        elapsed = time.perf_counter() - t
+        print(f"tshark: {count} Kafka PDUs in {elapsed:.2f} s = {count / elapsed:,.0f} messages/s "
+              f"(whole capture dissection, process start included); ours/tshark: "
+              f"{rate['ours'] / (count / elapsed):.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
