@@ -136,6 +136,7 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     append = out.append
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
+    names = {}
     varint = _varint
     record = Record
     n = len(buf)
@@ -189,7 +190,7 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 if klen != -1:
                     raise _BadRecord("records.bad_length", f"key length {klen}")
                 key = None
-            else:  # an overrun shows as pos != end below (slices never read past the buffer)
+            else:  # slices never read past the buffer; an overrun shows as pos != end below
                 key = buf[pos:pos + klen]
                 pos += klen
             b = buf[pos]
@@ -225,10 +226,13 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                         pos += 1
                     else:
                         hklen, pos = varint(buf, pos, 5)
-                    if hklen < 0 or pos + hklen > end:
+                    if hklen < 0:
                         raise _BadRecord("records.bad_length", f"header key length {hklen}")
-                    hkey = buf[pos:pos + hklen].decode("utf-8", "replace")
+                    hkey = buf[pos:pos + hklen]
                     pos += hklen
+                    name = names.get(hkey)  # header keys repeat: decode each once per batch
+                    if name is None:
+                        name = names[hkey] = hkey.decode("utf-8", "replace")
                     b = buf[pos]
                     if b < 0x80:
                         hvlen = zz[b]
@@ -238,13 +242,11 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                     if hvlen < 0:
                         if hvlen != -1:
                             raise _BadRecord("records.bad_length", f"header value length {hvlen}")
-                        headers.append((hkey, None))
+                        headers.append((name, None))
                     else:
-                        if pos + hvlen > end:
-                            raise _BadRecord("records.bad_length", f"header value length {hvlen}")
-                        headers.append((hkey, buf[pos:pos + hvlen]))
+                        headers.append((name, buf[pos:pos + hvlen]))
                         pos += hvlen
-            if pos != end:
+            if pos != end:  # also catches key, value and header lengths that overran the record
                 raise _BadRecord("records.bad_length",
                                  f"record length {length} does not match its fields")
             append(record(base_offset + off_delta, first_ts + ts_delta, key, value, headers,
