@@ -97,7 +97,14 @@ def port_filter(ports=(), *, raw_ip=False, drop_outgoing=False):
 
 
 def compile_expression(expr, iface, linktype):
-    """A tcpdump filter expression compiled by libpcap (through scapy), else by `tcpdump -ddd`."""
+    """A tcpdump filter expression compiled by libpcap (through scapy), else by `tcpdump -ddd`,
+    accepting whole packets (scapy compiles for a 65535-byte snaplen, which would cut loopback's
+    64 KiB segments)."""
+    return [(code, jt, jf, SNAPLEN if code == _RET_K and k else k)
+            for code, jt, jf, k in _compile(expr, iface, linktype)]
+
+
+def _compile(expr, iface, linktype):
     try:
         from scapy.arch.common import compile_filter, free_filter
         bp = compile_filter(expr, linktype=linktype)

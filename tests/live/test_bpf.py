@@ -1,12 +1,13 @@
 """The kernel filter built for --port, checked against libpcap's own compilation of the same
 filter on real loopback traffic (the kernel runs both programs side by side)."""
 import socket
+import sys
 import time
 
 import pytest
 
 from dissector.live import bpf
-from tests.support import require_root
+from tests.support import require_root, require_tool
 
 ETH_P_ALL = 0x0003
 
@@ -156,3 +157,16 @@ def test_many_ports_fall_back_to_all_tcp():
     # the longest port program still passes the kernel's checks (jumps inside, 8-bit offsets)
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as s:
         bpf.attach(s, bpf.port_filter(range(1000, 1000 + bpf.MAX_PORTS), drop_outgoing=True))
+
+
+def test_without_libpcap_ports_still_filter_and_bpf_uses_tcpdump(monkeypatch):
+    require_root()
+    require_tool("tcpdump")
+    from dissector.live.sniffer import Sniffer
+    with_libpcap = bpf.compile_expression("tcp port 9092", "lo", 1)
+    monkeypatch.setitem(sys.modules, "scapy.libs.winpcapy", None)   # libpcap cannot be loaded
+    assert bpf.compile_expression("tcp port 9092", "lo", 1) == with_libpcap   # via tcpdump -ddd
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(bpf.FilterError, match="needs libpcap or tcpdump"):
+        bpf.compile_expression("tcp port 9092", "lo", 1)
+    Sniffer("lo", ports=(9092,)).close()    # the --port filter is built here: nothing needed
