@@ -24,7 +24,7 @@ class LiveCapture:
     """Drive `dissector` from `source` until `stop` says so.
 
     source: .read(timeout) -> [(ts_ns, data, wire_len)], .linktype, .update_kernel_stats(),
-    .kernel_packets, .kernel_drops, .close(). writer: a dissector.output writer on `out`.
+    .kernel_packets, .kernel_drops (closing it is the caller's). writer: an output writer on `out`.
     display: a view.TerminalView or view.PeriodicStats, or None. pcap: a PcapngWriter (written
     to pcap_path) or None.
     """
