@@ -265,3 +265,53 @@ def decode(b, p, schema, tree=False):
     if root is not None:
         root.length = end - p
     return o, end, root, None
+
+
+# -- tree mode for whole messages ----------------------------------------------------------------
+
+def _message_tree(b, title, header_schema, body_entry):
+    """Root node over the header and body of one message; a fault or trailing bytes show as a
+    `malformed` / `trailing_bytes` node (value: the Issue code) where they start."""
+    root = Node(title, 0, len(b))
+    _, end, node, fault = decode(b, 0, header_schema, tree=True)
+    node.name = "header"
+    root.children.append(node)
+    if fault is None and body_entry is not None:
+        _, end, node, fault = decode(b, end, body_entry[1], tree=True)
+        node.name = "body"
+        root.children.append(node)
+    if fault is not None:
+        off = fault.offset if fault.offset is not None else 0
+        root.children.append(Node("malformed", off, len(b) - off, fault.code))
+    elif end is not None and end < len(b):
+        root.children.append(Node("trailing_bytes", end, len(b) - end, "kafka.trailing_bytes"))
+    return root
+
+
+def request_tree(buf) -> Node:
+    """Tree mode for a request (bytes after the size prefix): header and body fields with their
+    offsets and lengths. The body is omitted for an unknown api key or version."""
+    from .decode import tables
+    from .generated import request_header
+    from .headers import request_header_version
+    b = bytes(buf)
+    api_key = api_version = -1
+    if len(b) >= 4:
+        api_key = int.from_bytes(b[0:2], "big", signed=True)
+        api_version = int.from_bytes(b[2:4], "big", signed=True)
+    t = tables(api_key)
+    entry = t[0].get(api_version) if t else None
+    header = request_header.VERSIONS[request_header_version(api_key, api_version)][1]
+    return _message_tree(b, "request", header, entry)
+
+
+def response_tree(buf, api_key, api_version) -> Node:
+    """Tree mode for a response to a request of (api_key, api_version)."""
+    from .decode import tables
+    from .generated import response_header
+    from .headers import response_header_version
+    b = bytes(buf)
+    t = tables(api_key)
+    entry = t[1].get(api_version) if t else None
+    header = response_header.VERSIONS[response_header_version(api_key, api_version)][1]
+    return _message_tree(b, "response", header, entry)
