@@ -69,7 +69,8 @@ def kafka_python(bootstrap):
                                    T.make_records("clicks", 20, seed=3, null_header_values=False),
                                    client_id="clicks-producer", compression_type="gzip")]
     runs.append(T.kafka_python_produce(bootstrap,
-                                       T.make_records("views", 10, seed=4, null_header_values=False),
+                                       T.make_records("views", 10, seed=4, value_size=300,
+                                                        null_header_values=False),
                                        client_id="views-producer"))
     runs.append(T.kafka_python_consume(bootstrap, ["clicks", "views"], 30, group="analytics",
                                        client_id="analytics-consumer"))
@@ -78,7 +79,7 @@ def kafka_python(bootstrap):
 
 def aiokafka(bootstrap):
     """aiokafka on a non-standard broker port: an lz4 producer and a consumer group member."""
-    runs = [T.aiokafka_produce(bootstrap, T.make_records("sensors", 15, seed=5,
+    runs = [T.aiokafka_produce(bootstrap, T.make_records("sensors", 15, seed=5, value_size=400,
                                                          null_header_values=False),
                                client_id="sensors-producer", compression_type="lz4")]
     runs.append(T.aiokafka_consume(bootstrap, ["sensors"], 15, group="dashboard",
@@ -96,7 +97,7 @@ def codecs(bootstrap):
     total = 0
     for i, codec in enumerate(CODECS):
         topic = f"codec-{codec}"
-        records = T.make_records(topic, 12, seed=10 + i, value_size=60, partition=0)
+        records = T.make_records(topic, 12, seed=10 + i, value_size=200, partition=0)
         if codec == "none":
             records.append(T.Record(topic, 0, b"big", _big_random(120_000, 1),
                                     (("kind", b"random"),), None))
@@ -115,8 +116,8 @@ def transactions(bootstrap):
     """An idempotent producer; a transactional producer with one committed and one aborted
     transaction; a read_committed consumer (tansu delivers aborted records to it too)."""
     runs = [T.create_topics(bootstrap, ["txn-idempotent", "txn"], partitions=1)]
-    runs.append(T.librdkafka_produce(bootstrap, T.make_records("txn-idempotent", 10, seed=20),
-                                     client_id="idempotent-producer",
+    idempotent = T.make_records("txn-idempotent", 10, seed=20, value_size=400)
+    runs.append(T.librdkafka_produce(bootstrap, idempotent, client_id="idempotent-producer",
                                      config={"enable.idempotence": True, "linger.ms": 5}))
     committed = T.make_records("txn", 6, seed=21, partition=0)
     aborted = T.make_records("txn", 4, seed=22, partition=0)
@@ -144,7 +145,8 @@ def legacy_messageset(bootstrap):
                                      client_id="modern-producer"))
     for i, (version, codec) in enumerate(LEGACY_MODES):
         name = "v".join(["", ".".join(map(str, version))]) + (f"-{codec}" if codec else "")
-        records = T.make_records("legacy", 3, seed=31 + i, partition=0, null_header_values=False)
+        records = T.make_records("legacy", 3, seed=31 + i, value_size=700, partition=0,
+                                 null_header_values=False)
         records = [r._replace(headers=()) for r in records]  # message sets have no headers
         runs.append(T.kafka_python_produce(bootstrap, records, client_id=f"legacy-producer-{name}",
                                            api_version=version, compression_type=codec, retries=0,
@@ -193,7 +195,8 @@ def _to_json(value, indent=0):
         items = (f"{pad}{json.dumps(k)}: {_to_json(v, indent + 1)}" for k, v in value.items())
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-        nested = any(isinstance(v, dict) or isinstance(v, list) and any(isinstance(e, dict) for e in v)
+        nested = any(isinstance(v, dict)
+                     or isinstance(v, list) and any(isinstance(e, dict) for e in v)
                      for x in value for v in x.values())
         items = (pad + (_to_json(x, indent + 1) if nested else json.dumps(x)) for x in value)
         return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"

@@ -92,9 +92,11 @@ def _ip_offset(linktype, data):
             off += 4
         return off if etype in (ETH_IPV4, ETH_IPV6) else -1
     if linktype == LT_SLL:
-        return 16 if len(data) >= 16 and _u16.unpack_from(data, 14)[0] in (ETH_IPV4, ETH_IPV6) else -1
+        ok = len(data) >= 16 and _u16.unpack_from(data, 14)[0] in (ETH_IPV4, ETH_IPV6)
+        return 16 if ok else -1
     if linktype == LT_SLL2:
-        return 20 if len(data) >= 20 and _u16.unpack_from(data, 0)[0] in (ETH_IPV4, ETH_IPV6) else -1
+        ok = len(data) >= 20 and _u16.unpack_from(data, 0)[0] in (ETH_IPV4, ETH_IPV6)
+        return 20 if ok else -1
     if linktype in (LT_NULL, LT_LOOP):
         return 4
     if linktype == LT_RAW:

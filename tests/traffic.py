@@ -455,8 +455,8 @@ def librdkafka_produce(bootstrap, records, client_id="rdkafka-producer", config=
     return run
 
 
-def librdkafka_consume(bootstrap, topics, count, group="rdkafka-group", client_id="rdkafka-consumer",
-                       config=None, timeout=20.0, idle=None):
+def librdkafka_consume(bootstrap, topics, count, group="rdkafka-group",
+                       client_id="rdkafka-consumer", config=None, timeout=20.0, idle=None):
     """Consume `count` records from `topics` (from the earliest offset) in a consumer group.
 
     `idle`: also stop once records have arrived and none came for this many seconds (for when the
@@ -594,8 +594,8 @@ def kafka_python_version():
 
 def kafka_python_produce(bootstrap, records, client_id="kafka-python-producer", timeout=20.0,
                          **config):
-    """Produce with kafka-python (`config`: KafkaProducer keyword arguments, e.g. api_version=(0, 9),
-    compression_type="gzip"). Failed deliveries are recorded, not raised."""
+    """Produce with kafka-python (`config`: KafkaProducer keyword arguments, e.g.
+    api_version=(0, 9), compression_type="gzip"). Failed deliveries are recorded, not raised."""
     import kafka
     config.setdefault("request_timeout_ms", 5000)
     run = ClientRun("kafka-python", kafka_python_version(), client_id, config)
@@ -687,10 +687,13 @@ def aiokafka_produce(bootstrap, records, client_id="aiokafka-producer", timeout=
         p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, **config)
         await p.start()
         try:
-            for rec in records:
+            # queue everything first, then wait: the client batches like a real application
+            futures = [(rec, await p.send(rec.topic, key=rec.key, value=rec.value,
+                                          headers=list(rec.headers) or None,
+                                          partition=rec.partition))
+                       for rec in records]
+            for rec, fut in futures:
                 try:
-                    fut = await p.send(rec.topic, key=rec.key, value=rec.value,
-                                       headers=list(rec.headers) or None, partition=rec.partition)
                     meta = await fut
                     run.produced.append(rec._replace(partition=meta.partition, offset=meta.offset))
                 except Exception as exc:  # the client's verdict is part of the record
@@ -703,8 +706,8 @@ def aiokafka_produce(bootstrap, records, client_id="aiokafka-producer", timeout=
     return run
 
 
-def aiokafka_consume(bootstrap, topics, count, group="aiokafka-group", client_id="aiokafka-consumer",
-                     timeout=20.0, **config):
+def aiokafka_consume(bootstrap, topics, count, group="aiokafka-group",
+                     client_id="aiokafka-consumer", timeout=20.0, **config):
     import aiokafka
     config.setdefault("session_timeout_ms", 6000)
     config.setdefault("heartbeat_interval_ms", 1000)

@@ -35,15 +35,16 @@ def unexplained_statuses(exchanges, requests):
     last_of_conn = {}
     for e in exchanges:
         if e.request is not None:
-            cid = e.connection.connection_id
-            if cid not in last_of_conn or e.request.stream_offset > last_of_conn[cid].request.stream_offset:
-                last_of_conn[cid] = e
+            last = last_of_conn.get(e.connection.connection_id)
+            if last is None or e.request.stream_offset > last.request.stream_offset:
+                last_of_conn[e.connection.connection_id] = e
     bad = []
     for e in exchanges:
         if e.status == OK:
             continue
         key = request_key(e.client_id, e.api_key, e.api_version, e.correlation_id)
-        if e.status == UNANSWERED and unseen[key] and last_of_conn.get(e.connection.connection_id) is e:
+        last = last_of_conn.get(e.connection.connection_id)
+        if e.status == UNANSWERED and unseen[key] and last is e:
             unseen[key] -= 1
             continue
         bad.append(e)

@@ -41,8 +41,9 @@ def traffic(tmp_path_factory):
             runs.append(T.librdkafka_consume(broker.bootstrap, ["it-rdk", "it-kp"], 31,
                                              group="it-rdk-group", client_id="it-rdk-consumer",
                                              timeout=12))
-            runs.append(T.kafka_python_consume(broker.bootstrap, ["it-rdk"], 21, group="it-kp-group",
-                                               client_id="it-kp-consumer", timeout=12))
+            runs.append(T.kafka_python_consume(broker.bootstrap, ["it-rdk"], 21,
+                                               group="it-kp-group", client_id="it-kp-consumer",
+                                               timeout=12))
     assert cap.dropped == 0, cap.stderr
     return pcap, broker.port, runs
 
