@@ -141,6 +141,9 @@ def _snappy_block(snappy, block, limit):
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
+_LZ4_STEP = 1 << 20  # output per call: python-lz4 allocates max_length up front
+
+
 def _lz4(data, limit):
     try:
         import lz4.frame
@@ -148,15 +151,22 @@ def _lz4(data, limit):
         raise CodecUnavailable("lz4 codec needs the lz4 package") from None
     data = _lz4_fix_header_checksum(bytes(data))
     d = lz4.frame.LZ4FrameDecompressor()
+    out = []
+    size = 0
     try:
-        out = d.decompress(data, max_length=limit + 1)
+        chunk = d.decompress(data, max_length=min(limit + 1, _LZ4_STEP))
+        while True:
+            size += len(chunk)
+            if size > limit:
+                raise _over(limit)
+            out.append(chunk)
+            if d.eof:
+                return b"".join(out)
+            if d.needs_input or not chunk:
+                raise CodecError("lz4: truncated frame")
+            chunk = d.decompress(b"", max_length=min(limit + 1 - size, _LZ4_STEP))
     except RuntimeError as e:
         raise CodecError(f"lz4: {e}") from None
-    if len(out) > limit:
-        raise _over(limit)
-    if not d.eof:
-        raise CodecError("lz4: truncated frame")
-    return out
 
 
 def _lz4_fix_header_checksum(frame):
