@@ -30,11 +30,28 @@ class ColumnBuilder:
     def table(self) -> pa.Table:
         arrays = []
         for (name, kind), values in zip(self.columns, self._lists):
-            arr = pa.array(values, type=arrow_type(kind))
+            arr = _array(values, arrow_type(kind))
             if name in CATEGORICAL:
                 arr = arr.dictionary_encode()
             arrays.append(arr)
         return pa.Table.from_arrays(arrays, names=list(self.names))
+
+
+def _array(values, typ) -> pa.Array:
+    """The column as one Arrow array; a value of the wrong type (from a damaged body) becomes
+    null instead of failing the whole table."""
+    try:
+        return pa.array(values, type=typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return pa.array([_scalar(v, typ) for v in values], type=typ)
+
+
+def _scalar(value, typ):
+    try:
+        pa.scalar(value, type=typ)
+        return value
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return None
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:

@@ -19,19 +19,25 @@ def _is_error(series):
 
 
 def by_error(t) -> pd.DataFrame:
-    """Per error code: exchanges failing with it, partition rows carrying it, retriable or not."""
+    """Per error code: exchanges failing with it (`exchanges`, and `top_level` for those where
+    it is the response's own top-level code rather than a nested one), partition rows carrying
+    it, their shares of all exchanges and partition rows, and retriable or not."""
     ex = t.exchanges
     parts = t.partitions
     e = ex.loc[_is_error(ex["error_code"]), "error_code"].astype("int64").value_counts()
+    top = ex.loc[_is_error(ex["top_error_code"]), "top_error_code"].astype("int64").value_counts()
     p = parts.loc[_is_error(parts["error_code"]), "error_code"].astype("int64").value_counts()
-    codes = sorted(set(e.index) | set(p.index))
+    codes = sorted(set(e.index) | set(p.index) | set(top.index))
     out = pd.DataFrame({
         "error_code": codes,
         "error_name": [error_name(c) for c in codes],
         "exchanges": [int(e.get(c, 0)) for c in codes],
+        "top_level": [int(top.get(c, 0)) for c in codes],
         "partitions": [int(p.get(c, 0)) for c in codes],
         "retriable": [is_retriable(c) for c in codes],
     })
+    out.insert(4, "exchange_rate", out["exchanges"] / max(len(ex), 1))
+    out.insert(6, "partition_rate", out["partitions"] / max(len(parts), 1))
     return out.sort_values(["exchanges", "partitions"], ascending=False).reset_index(drop=True)
 
 

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 JOIN_GROUP = 11
-_NONE = (None,) * 8
+_NONE = (None,) * 9
 
 
 def exchange_extras(ex) -> tuple:
     """(acks, transactional_id, max_wait_ms, min_bytes, isolation_level, group_id, member_id,
-    generation_id) of an exchange; None where the body lacks the field or was not decoded."""
+    generation_id, top_error_code) of an exchange; None where the body lacks the field or was
+    not decoded."""
+    g = getattr
+    resp = ex.response_msg.body if ex.response_msg is not None else None
+    top_error = _int(g(resp, "error_code", None)) if resp is not None else None
     req = ex.request_msg.body if ex.request_msg is not None else None
     if req is None:
-        return _NONE
-    g = getattr
+        return _NONE[:-1] + (top_error,)
     member_id = g(req, "member_id", None)
     generation = g(req, "generation_id", None)
     if generation is None:
@@ -22,8 +25,8 @@ def exchange_extras(ex) -> tuple:
         members = g(req, "members", None)   # LeaveGroup v3+: the members leaving
         if members:
             member_id = g(members[0], "member_id", None)
-    if ex.api_key == JOIN_GROUP and ex.response_msg is not None and ex.response_msg.body is not None:
-        resp = ex.response_msg.body   # the member id and generation the coordinator assigned
+    if ex.api_key == JOIN_GROUP and resp is not None:
+        # the member id and generation the coordinator assigned
         member_id = g(resp, "member_id", None) or member_id
         generation = g(resp, "generation_id", generation)
     group_id = g(req, "group_id", None)
@@ -34,7 +37,7 @@ def exchange_extras(ex) -> tuple:
     return (_int(g(req, "acks", None)), _str(g(req, "transactional_id", None)),
             _int(g(req, "max_wait_ms", None)), _int(g(req, "min_bytes", None)),
             _int(g(req, "isolation_level", None)), _str(group_id), _str(member_id),
-            _int(generation))
+            _int(generation), top_error)
 
 
 def _str(v):

@@ -19,6 +19,7 @@ EXCHANGE_EXTRA_COLUMNS = (
     ("group_id", "string"),
     ("member_id", "string"),
     ("generation_id", "int32"),
+    ("top_error_code", "int16"),   # the response's own top-level error code, if it has one
 )
 
 PARTITION_COLUMNS = (

@@ -64,7 +64,7 @@ def _default_columns():
     names = set(EXCHANGE_COLUMN_NAMES)
     # request settings the analysis tables add (analysis.schema.EXCHANGE_EXTRA_COLUMNS)
     names.update(("acks", "transactional_id", "max_wait_ms", "min_bytes", "isolation_level",
-                  "group_id", "member_id", "generation_id"))
+                  "group_id", "member_id", "generation_id", "top_error_code"))
     return names
 
 

@@ -96,3 +96,22 @@ def test_other_apis_have_no_partition_rows():
     ex = exchange(connection(run), 1, 3, 12, 0, 5, req=NS(topics=None), resp=NS(topics=[]))
     t = tables(run, [ex])
     assert len(t.partitions) == 0 and len(t.exchanges) == 1
+
+
+def test_values_of_the_wrong_type_become_null():
+    """A damaged body can hold anything: the table is still built, the bad value is null."""
+    run = Run()
+    c = connection(run)
+    good = exchange(c, 1, 2, 7, 0, 2,
+                    req=NS(topics=[NS(name="t", partitions=[NS(partition_index=0, timestamp=-1)])]),
+                    resp=NS(topics=[NS(name="t", partitions=[
+                        NS(partition_index=0, error_code=0, offset=42)])]))
+    bad = exchange(c, 2, 2, 7, 3, 4,
+                   req=NS(topics=[NS(name="t", partitions=[NS(partition_index=1,
+                                                              timestamp=b"junk")])]),
+                   resp=NS(topics=[NS(name="t", partitions=[
+                       NS(partition_index=1, error_code=0, offset=2 ** 70)])]))
+    p = tables(run, [good, bad]).partitions
+    assert p["listed_offset"].tolist()[0] == 42
+    assert p["listed_offset"].isna().tolist() == [False, True]
+    assert p["timestamp_query"].isna().tolist() == [False, True]

@@ -116,6 +116,10 @@ def test_errors(tables):
     by_error = errors.by_error(tables).set_index("error_name")
     assert by_error.loc["NOT_LEADER_OR_FOLLOWER", "exchanges"] == 1
     assert by_error.loc["NOT_LEADER_OR_FOLLOWER", "partitions"] == 1
+    assert by_error.loc["NOT_LEADER_OR_FOLLOWER", "top_level"] == 0       # nested in a partition
+    assert by_error.loc["NOT_LEADER_OR_FOLLOWER", "exchange_rate"] == pytest.approx(1 / 12)
+    assert by_error.loc["NOT_LEADER_OR_FOLLOWER", "partition_rate"] == pytest.approx(1 / 8)
+    assert by_error.loc["REBALANCE_IN_PROGRESS", "top_level"] == 1
     assert bool(by_error.loc["NOT_LEADER_OR_FOLLOWER", "retriable"]) is True
     assert by_error.loc["REBALANCE_IN_PROGRESS", "exchanges"] == 1
     assert bool(by_error.loc["REBALANCE_IN_PROGRESS", "retriable"]) is False
