@@ -212,3 +212,14 @@ def test_zstd_concatenated_frames():
     data = _compress(4, body[:5000]) + _compress(4, body[5000:])
     rs, codes = decoded(with_body(plain_batch(), data, codec=4))
     assert codes == [] and got(rs) == expected(plain_batch())
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_multi_megabyte_payload_round_trips_under_the_cap(codec):
+    import random
+    rnd = random.Random(codec)
+    data = rnd.randbytes(3 << 20) + bytes(2 << 20) + rnd.randbytes(100)
+    packed = _compress(codec, data)
+    assert codecs.decompress(codec, packed, len(data)) == data
+    with pytest.raises(codecs.DecompressionLimit):
+        codecs.decompress(codec, packed, len(data) - 1)
