@@ -155,3 +155,22 @@ def test_negative_record_count_is_one_issue():
     rs = decode_record_set(with_body(good, good[61:], count=-3))
     assert codes(rs) == ["records.count_mismatch"]
     assert rs.issues[0].stream_offset == 57
+
+
+def every_codec_set():
+    from tests.records.builders import require_codec
+    parts = []
+    for magic, codec in [(0, 2), (0, 3), (1, 1), (1, 3), (2, 2), (2, 3), (2, 4)]:
+        require_codec(magic, codec)
+        parts.append(build(magic, codec, LEGACY if magic < 2 else ITEMS))
+    return b"".join(parts)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_corruption_of_compressed_batches_never_raises(data):
+    buf = bytearray(every_codec_set())
+    for _ in range(data.draw(st.integers(1, 6))):
+        buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    rs = decode_record_set(bytes(buf), max_uncompressed=1 << 20)
+    assert "records.decode_error" not in codes(rs)
