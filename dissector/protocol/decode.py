@@ -83,6 +83,22 @@ def decode_response_body(buf, offset, api_key, api_version, issues):
     return _body(buf, offset, api_key, api_version, issues, 1)
 
 
+def decode_data(name, buf, offset, version, issues):
+    """A data structure with its own spec (e.g. "consumer_protocol_subscription",
+    "default_principal_data") at buf[offset:], laid out as `version`; None if the version is
+    not defined (with a `kafka.unknown_version` Issue). The caller reads any version prefix."""
+    try:
+        versions = importlib.import_module(f"{__package__}.generated.{name}").VERSIONS
+    except (ImportError, AttributeError):
+        raise ValueError(f"no generated data structure {name!r}") from None
+    entry = versions.get(version)
+    if entry is None:
+        issues.append(Issue("kafka.unknown_version", WARNING, f"{name} v{version} is not defined",
+                            stream_offset=offset))
+        return None
+    return decode_struct(_bytes(buf), offset, entry, issues)
+
+
 def decode_request(buf) -> Message:
     """A request message (bytes after the size prefix) -> Message; never raises."""
     b = _bytes(buf)

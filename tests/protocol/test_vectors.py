@@ -135,3 +135,30 @@ def test_bad_length_claims_are_issues_with_offsets():
     assert [i.code for i in m.issues] == ["kafka.unknown_api"] and m.body is None
     m = decode_request(h("0012 0003 00000001 0000 00 8080808080"))  # 6-byte varint
     assert [(i.code, i.stream_offset) for i in m.issues] == [("kafka.bad_varint", 11)]
+
+
+def test_tagged_field_must_fill_its_declared_size():
+    # ApiVersions v3 response whose tag 1 (finalized_features_epoch, an int64) claims 9 bytes
+    m = decode_response(h("""
+        00000007 0000 01 00000000   # corr, error 0, no api keys, throttle 0
+        01 01 09 000000000000002a ff
+    """), 18, 3)
+    assert [(i.code, i.stream_offset) for i in m.issues] == [("kafka.bad_tagged_field", 12)]
+    # the value read inside the declared size is kept; the fault is the unused byte
+    assert m.body.throttle_time_ms == 0 and m.body.finalized_features_epoch == 42
+
+
+def test_embedded_consumer_protocol_subscription():
+    from dissector.protocol.decode import decode_data
+    raw = h("""
+        0001                 # version 1 (read by the caller)
+        00000002 0001 61 0001 62   # topics ["a", "b"]
+        ffffffff             # user_data null
+        00000001 0001 61 00000001 00000003   # owned_partitions: a -> [3]
+    """)
+    issues = []
+    sub = decode_data("consumer_protocol_subscription", raw, 2, 1, issues)
+    assert issues == []
+    assert sub.topics == ["a", "b"] and sub.user_data is None
+    assert [(t.topic, t.partitions) for t in sub.owned_partitions] == [("a", [3])]
+    assert sub.generation_id == -1  # absent before v2: spec default
