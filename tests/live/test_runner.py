@@ -9,7 +9,6 @@ import time
 import tracemalloc
 from collections import deque
 
-import pytest
 
 from dissector.capture.files import read_packets
 from dissector.capture.writer import PcapngWriter
