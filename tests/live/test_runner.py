@@ -9,7 +9,6 @@ import time
 import tracemalloc
 from collections import deque
 
-
 from dissector.capture.files import read_packets
 from dissector.capture.writer import PcapngWriter
 from dissector.live.rolling import RollingStats
