@@ -9,11 +9,13 @@ that spans segments is collected as a list of pieces and joined once, when compl
 After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
 the next offset where the size is within bounds and the session finds a plausible header there
 (`sink.plausible`), and reports the bytes it skipped as one `kafka.resync` issue. A candidate is
-confirmed by the frame that follows it (a possible size and a plausible header where that one
-ends) before anything is emitted; a wrong guess would otherwise swallow real frames. It is taken
+confirmed by the frames that follow it (possible sizes chained from it, and a plausible header at
+one of them) before anything is emitted: a wrong guess would swallow real frames. It is taken
 unconfirmed when the stream ends or breaks, when the other side speaks (`settle`: a client waits
-for the answer before sending more), or when it is too long to wait for. A hole inside a frame
-whose size is known needs no scan: the next frame starts where that one ends.
+for the answer before it sends more), or after CONFIRM_LIMIT bytes with nothing better. The first
+frames after a resync are checked again as the session then sees them (a response's correlation
+id must still be in flight); one that fails shows the guess was wrong and the scan resumes. A hole
+inside a frame whose size is known needs no scan: the next frame starts where that one ends.
 
 Bytes are never invented: a frame cut by a hole or by the end of the stream is handed on with the
 bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.truncated_frame` issue,
@@ -28,7 +30,9 @@ from collections import deque
 from .model import NOTE, WARNING, Frame, Issue
 
 MAX_FRAME = 100 << 20
-CONFIRM_LIMIT = 1 << 20   # a resync candidate up to this size waits for the frame after it
+CONFIRM_LIMIT = 1 << 20   # bytes a resync candidate may hold back the stream while unconfirmed
+PROBATION = 4             # frames checked with sink.plausible after a resync (the first is its own)
+CHAIN = 16                # frames followed past a resync candidate to confirm it
 
 _size_at = struct.Struct(">i").unpack_from
 
@@ -50,7 +54,7 @@ class Framer:
     __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "waiting", "_state",
                  "_hdr", "_pieces", "_have", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
-                 "_skip_from", "_sync_severity", "_replay", "_candidates")
+                 "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates")
 
     def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME):
         self.connection = connection
@@ -77,6 +81,7 @@ class Framer:
         self._skip_from = 0
         self._sync_severity = NOTE
         self._replay = deque()   # (data, pos, offset of data[0], packet, ts) to frame after a resync
+        self._probation = 0      # frames after a resync still to be checked with sink.plausible
         # A candidate frame start: the size's top byte is small enough for max_frame.
         top = min(max_frame >> 24, 0x7F)
         self._candidates = re.compile(b"(?=[\\x00-%s])" % re.escape(bytes([top])))
@@ -186,12 +191,23 @@ class Framer:
                 conn = self.connection
                 d = self.direction
                 maxf = self.max_frame
+                probation = self._probation
                 while n - pos >= 4:
                     (size,) = _size_at(data, pos)
                     if size < 0 or size > maxf:
                         self._bad_size(size, base + pos, pkt)
                         pos += 1
                         break
+                    if probation and n - pos >= _WINDOW[d]:
+                        # just after a resync every frame must look right, as the session
+                        # now sees the stream: a wrong guess shows up here
+                        probation -= 1
+                        self._probation = probation
+                        if not self.sink.plausible(d, data, pos):
+                            self._lose_sync(WARNING, base + pos)
+                            self._skipped = 1
+                            pos += 1
+                            break
                     end = pos + 4 + size
                     if end > n:
                         self._start = base + pos
@@ -310,28 +326,36 @@ class Framer:
         maxf = self.max_frame
         plausible = self.sink.plausible
         wait = complete = -1
-        wait_size = wait_need = 0
+        wait_need = 0
         for m in self._candidates.finditer(buf, 0, max(end - w + 1, 0)):
             p = m.start()
             (size,) = _size_at(buf, p)
             if size < lo or size > maxf or not plausible(d, buf, p):
                 continue
+            # Follow the chain of sizes: every one in view must be possible, and a plausible
+            # header at one of the following frames confirms the candidate.
             q = p + 4 + size
-            if q + 4 <= end:
+            for _ in range(CHAIN):
+                if q + 4 > end:
+                    break
                 (nxt,) = _size_at(buf, q)
                 if nxt < lo or nxt > maxf:
-                    continue
-                if q + w <= end:
-                    if plausible(d, buf, q):
-                        return p, -1
-                    continue
-            if q <= end and complete < 0:
+                    break
+                if q + w <= end and plausible(d, buf, q):
+                    return p, -1
+                q += 4 + nxt
+            else:
+                return p, -1  # a long run of possible sizes: as good as a header
+            if q + 4 <= end:
+                continue  # refuted by an impossible size
+            if complete < 0 and p + 4 + size <= end:
                 complete = p
             if wait < 0:
-                wait, wait_size, wait_need = p, size, q + w
+                wait, wait_need = p, q + w
         if mode == _SCAN:
-            if wait_size > CONFIRM_LIMIT:
-                return wait, -1  # too long to hold back the stream for
+            if wait >= 0 and end - wait >= CONFIRM_LIMIT:
+                return wait, -1  # held back long enough: nothing better showed up
+            wait_need = min(wait_need, wait + CONFIRM_LIMIT)
         elif complete >= 0:
             return complete, -1
         elif mode == _FINAL:
@@ -362,6 +386,7 @@ class Framer:
 
     def _resynced(self, at, pkt):
         self._state = _IDLE
+        self._probation = PROBATION
         self.waiting = False
         self._sbuf = []
         self._slen = self._sneed = 0

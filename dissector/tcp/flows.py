@@ -194,6 +194,7 @@ class FlowTable:
             d = REQUEST if side == client_side else RESPONSE
             framer = Framer(conn, d, sink, max_frame=self.max_frame)
             rs.append(Reassembler(framer, sink, conn.connection_id, d, self.max_buffered))
+        rs[0].peer, rs[1].peer = rs[1], rs[0]
         flow.conn = conn
         flow.sink = sink
         flow.rs = rs

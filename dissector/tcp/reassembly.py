@@ -36,8 +36,8 @@ class Reassembler:
     """Sequence space -> stream for one direction; feeds a `Framer`."""
 
     __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered",
-                 "base", "next", "held", "held_bytes", "fin", "syn_seq", "done",
-                 "last_data")
+                 "base", "next", "held", "held_bytes", "fin", "syn_seq", "anchor", "done",
+                 "last_data", "peer")
 
     def __init__(self, framer, sink, connection_id, direction, max_buffered):
         self.framer = framer
@@ -51,6 +51,9 @@ class Reassembler:
         self.held_bytes = 0
         self.fin = None        # stream offset where the FIN sits
         self.syn_seq = None
+        self.anchor = None     # where the stream starts, learnt from the handshake when the SYN
+                               # of this direction was not captured
+        self.peer = None       # the other direction
         self.done = False
         self.last_data = b""   # the last segment delivered (it ends at `next`), to check
                                # retransmissions against
@@ -70,7 +73,8 @@ class Reassembler:
             if not payload:
                 return  # a bare ACK cannot anchor the stream: it may be a keep-alive probe
             self.base = seq
-            self.framer.midstream()
+            if seq != self.anchor:
+                self.framer.midstream()
         nxt = self.next
         d = (seq - self.base - nxt) & MASK
         n = len(payload)
@@ -113,7 +117,14 @@ class Reassembler:
 
     def acked(self, ack, pkt):
         """The other side acknowledged everything before sequence number `ack`."""
-        if self.done or self.base is None:
+        if self.base is None:
+            peer = self.peer
+            if self.anchor is None and peer.syn_seq is not None and peer.next == 0:
+                # the opener acks our SYN before either side sends data (a Kafka broker speaks
+                # only when spoken to): the stream starts here even if our SYN was not captured
+                self.anchor = ack
+            return
+        if self.done:
             return
         d = (ack - self.base - self.next) & MASK
         if d == 0 or d >= ACK_HORIZON:
