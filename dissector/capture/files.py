@@ -48,7 +48,7 @@ def read_packets(path):
         chunks = Chunks(f, name)
         while chunks.end < 32 and chunks.refill(0):  # gzip may hand out short pieces
             pass
-        magic = bytes(chunks.buf[:4])
+        magic = bytes(chunks.mv[:min(4, chunks.end)])
         if magic in PCAP_MAGICS:
             gen = pcap_packets(chunks)
         elif magic == SHB_MAGIC:
