@@ -8,8 +8,10 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")   # no display: figures are rendered to bytes only
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from . import consumers, errors, latency, producers  # noqa: E402
 
@@ -18,6 +20,22 @@ MAX_SERIES = 8   # lines per plot; the busiest ones are kept
 
 def _top(series, n=MAX_SERIES):
     return list(series.value_counts().index[:n])
+
+
+def _times(series):
+    """UTC timestamps as naive datetime64 for matplotlib."""
+    return series.dt.tz_localize(None).astype("datetime64[ns]")
+
+
+def _time_axis(ax, times) -> None:
+    """Concise clock labels (UTC), and a few seconds of range around a single instant so that
+    one point does not get an axis of years."""
+    lo, hi = times.min(), times.max()
+    if pd.notna(lo) and (hi - lo) < pd.Timedelta(milliseconds=1):
+        ax.set_xlim(lo - pd.Timedelta(seconds=2), hi + pd.Timedelta(seconds=2))
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def latency_distribution(t):
@@ -49,10 +67,12 @@ def latency_over_time(t):
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
     for api in _top(ts["api_name"].astype(str)):
         s = ts[ts["api_name"].astype(str) == api]
-        x = s["second"].dt.tz_localize(None).astype("datetime64[ns]")
+        x = _times(s["second"])
         top.plot(x, s["p99"].astype("float64"), marker=".", label=api)
         bottom.plot(x, s["requests"].astype("float64"), marker=".", label=api)
-    top.set_ylabel("p99 latency (ms)")
+    _time_axis(bottom, _times(ts["second"]))
+    top.set_yscale("log")   # one slow api must not flatten the others
+    top.set_ylabel("p99 latency (ms, log)")
     top.set_title("Latency and requests per second (UTC)")
     bottom.set_ylabel("requests / s")
     top.legend(fontsize=8)
@@ -91,8 +111,9 @@ def consumer_lag(t):
     fig, ax = plt.subplots(figsize=(9, 4))
     for name in _top(lag["series"]):
         s = lag[lag["series"] == name]
-        ax.plot(s["response_ts"].dt.tz_localize(None).astype("datetime64[ns]"),
-                s["lag"].astype("float64"), marker=".", drawstyle="steps-post", label=name)
+        ax.plot(_times(s["response_ts"]), s["lag"].astype("float64"), marker=".",
+                drawstyle="steps-post", label=name)
+    _time_axis(ax, _times(lag["response_ts"]))
     ax.set_ylabel("lag (records)")
     ax.set_title("Consumer lag per partition (UTC)")
     ax.legend(fontsize=8)
@@ -109,8 +130,8 @@ def produce_rate(t):
     fig, ax = plt.subplots(figsize=(9, 3.5))
     for topic in _top(rs["topic"].astype(str)):
         s = rs[rs["topic"].astype(str) == topic]
-        ax.plot(s["second"].dt.tz_localize(None).astype("datetime64[ns]"),
-                s["records"].astype("float64"), marker=".", label=topic)
+        ax.plot(_times(s["second"]), s["records"].astype("float64"), marker="o", label=topic)
+    _time_axis(ax, _times(rs["second"]))
     ax.set_ylabel("records / s")
     ax.set_title("Records produced per second (UTC)")
     ax.legend(fontsize=8)
