@@ -1,6 +1,6 @@
 """Classic pcap (libpcap) files: microsecond and nanosecond magic, both byte orders.
 
-The record loop unpacks each 16-byte record header at an offset in a large chunk and slices
+The record loop unpacks each 16-byte record header at an offset in a large chunk and copies
 the packet out: no per-packet objects beyond the yielded tuple and the data.
 """
 from __future__ import annotations
