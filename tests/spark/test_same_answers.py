@@ -1,0 +1,63 @@
+"""The Spark job gives the single-machine tables row for row, on the project's real captures split
+into rotated files (connections spanning files, pcap and pcapng, a directory, a glob and single
+files as inputs), and on damaged input."""
+from __future__ import annotations
+
+from analysis import load
+from dissector.capture.files import read_packets
+from analysis.spark import load_output, run
+from tests.support import require_path
+
+from .compare import assert_tables_equal
+from .inputs import CAPTURES, PORTS, damaged_files, reading_order, rotated_tree
+
+
+def _local(uri: str) -> str:
+    return uri[len("file:"):] if uri.startswith("file:") else uri
+
+
+def test_rotated_captures_give_the_same_tables(spark, tmp_path):
+    require_path(CAPTURES / "codecs.pcap")
+    tree = rotated_tree(tmp_path / "in")
+    inputs = [tmp_path / "in" / "a", str(tmp_path / "in" / "b" / "*.pcapng"),
+              *tree["files"]]
+    result = run(inputs, tmp_path / "out", ports=PORTS, records=True, spark=spark)
+    files = [p for group in tree.values() for p in group]
+    order = reading_order(files)
+    assert [_local(f) for f in result.files] == [str(p) for p in order]
+    assert result.errors == []
+
+    expected = load(order, port=list(PORTS), records=True)
+    actual = load_output(tmp_path / "out")
+    assert_tables_equal(expected, actual)
+    # the comparison is not vacuous: every table has rows, connections span files
+    ex = actual.exchanges
+    assert len(ex) > 100 and len(actual.records) > 100 and len(actual.partitions) > 50
+    assert list(actual.connections["connection_id"].sort_values()) == \
+        list(range(1, len(actual.connections) + 1))
+    assert (ex["status"] == "ok").mean() > 0.9
+    counts = [sum(1 for _ in read_packets(p)) for p in order]
+    bounds = [sum(counts[:i + 1]) for i in range(len(order))]   # last packet number of each
+    spanning = ((ex["request_packet"].to_numpy()[:, None] <= bounds)
+                != (ex["response_packet"].fillna(0).to_numpy()[:, None] <= bounds)).any(axis=1)
+    assert spanning.sum() >= 1   # some exchanges start in one file and end in the next
+    assert result.rows["exchanges"] == len(ex)
+
+
+def test_damaged_input_gives_the_same_tables_and_errors(spark, tmp_path):
+    require_path(CAPTURES / "kafka_python.pcap")
+    from .rotate import rotate
+    folder = tmp_path / "in"
+    rotate(CAPTURES / "kafka_python.pcap", folder, 2)
+    damaged_files(folder)
+    result = run([folder], tmp_path / "out", spark=spark)
+    order = [_local(f) for f in result.files]
+    assert order == [str(p) for p in reading_order(folder.iterdir())]
+    assert order[-1].endswith("notes.txt")   # no packet: read last
+
+    expected = load(order)
+    actual = load_output(tmp_path / "out")
+    assert_tables_equal(expected, actual)
+    assert result.errors == expected.errors and len(result.errors) == 2
+    codes = set(actual.issues["code"].astype(str))
+    assert {"capture.error", "ip.fragment"} <= codes
