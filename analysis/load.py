@@ -84,7 +84,7 @@ class _Collector:
         if ex.client_id is not None and ex.client_id not in stats[3]:
             stats[3].append(ex.client_id)
 
-    def finish(self, run, capture: str, offset=0) -> None:
+    def finish(self, run, capture: str) -> None:
         for issue in run.issues:
             self.issues.append(issue_row(issue))
         conns = ColumnBuilder(CONNECTION_COLUMNS)
@@ -102,15 +102,18 @@ class _Collector:
 
 
 def _ports(port):
+    """(ports, auto) from a port number, a string ("9092", "auto"), or a list of them."""
     from dissector.pipeline import DEFAULT_PORTS
     if port is None:
         return DEFAULT_PORTS, False
-    if port == "auto":
-        return DEFAULT_PORTS, True
-    if isinstance(port, int):
-        return (port,), False
-    ports = tuple(p for p in port if p != "auto")
-    return ports, "auto" in port
+    given = [port] if isinstance(port, (int, str)) else list(port)
+    auto = "auto" in given
+    try:
+        ports = tuple(int(p) for p in given if p != "auto")
+    except (TypeError, ValueError):
+        raise ValueError(f"port must be a port number, a list of them or 'auto', not {port!r}") \
+            from None
+    return (ports or DEFAULT_PORTS) if not auto else ports, auto
 
 
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None):

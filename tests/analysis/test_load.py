@@ -102,3 +102,12 @@ def test_parquet_round_trip(capture, tmp_path):
 def test_load_parquet_missing_table(tmp_path):
     with pytest.raises(FileNotFoundError):
         analysis.load_parquet(tmp_path)
+
+
+def test_port_forms(capture):
+    assert len(analysis.load(capture, port="9092", level="headers").exchanges) == 4
+    assert len(analysis.load(capture, port=[9092], level="headers").exchanges) == 4
+    assert len(analysis.load(capture, port=9093, level="headers").exchanges) == 0
+    assert len(analysis.load(capture, port="auto", level="headers").exchanges) == 4
+    with pytest.raises(ValueError, match="port"):
+        analysis.load(capture, port="kafka")
