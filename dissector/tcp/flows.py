@@ -92,7 +92,7 @@ class FlowTable:
             rs = flow.rs
             peer = rs[1 - side]
             if flags & ACK:
-                peer.acked(ack, packet_no)
+                peer.acked(ack, flags, packet_no)
             if payload and peer.framer.waiting:
                 peer.framer.settle()  # the peer answers: its last frame is complete
             if flags & (RST | FIN):

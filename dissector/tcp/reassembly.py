@@ -115,11 +115,13 @@ class Reassembler:
         elif self.fin is not None and self.next >= self.fin:
             self._end(pkt)
 
-    def acked(self, ack, pkt):
-        """The other side acknowledged everything before sequence number `ack`."""
+    def acked(self, ack, flags, pkt):
+        """The other side acknowledged everything before sequence number `ack` (in a segment
+        with these flags)."""
         if self.base is None:
             peer = self.peer
-            if self.anchor is None and peer.syn_seq is not None and peer.next == 0:
+            if (self.anchor is None and (flags & SYN or peer.syn_seq is not None)
+                    and peer.next == 0):
                 # the opener acks our SYN before either side sends data (a Kafka broker speaks
                 # only when spoken to): the stream starts here even if our SYN was not captured
                 self.anchor = ack

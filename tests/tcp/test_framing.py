@@ -251,3 +251,46 @@ def test_resynced_frames_keep_their_packets():
     assert (first.first_packet, first.last_packet) == (20, 21)
     assert (second.first_packet, second.last_packet) == (22, 22)
     assert first.stream_offset == 5
+
+
+def test_candidate_confirmed_further_down_the_chain():
+    # After a hole: responses 3, 4, 5. The request of 4 was lost, so 4 looks wrong, but the
+    # sizes chain on to 5, whose id is in flight: 3 is the real boundary and is kept.
+    f, sink = framer(RESPONSE)
+    sink.inflight = {3, 5}
+    f.feed(response(1), 1, 1)
+    f.gap(20, 2)
+    f.feed(response(3, b"c" * 30) + response(4, b"d" * 10) + response(5, b"e"), 3, 3)
+    assert sink.datas(RESPONSE)[1:2] == [response(3, b"c" * 30)[4:]]
+    f.finish(3)
+    assert response(5, b"e")[4:] in sink.datas(RESPONSE)
+
+
+def test_probation_catches_a_wrong_guess():
+    """A frame accepted on weak evidence whose successor makes no sense to the session."""
+    f, sink = framer(RESPONSE)
+    sink.inflight = {7, 8}
+    f.midstream()
+    # 12 junk bytes that read as a response to 7 whose successor says 0x00000009 (size 9,
+    # "correlation id" 0x00000000): not in flight once 7 is answered
+    junk = b"\x00\x00\x00\x04\x00\x00\x00\x07\x00\x00\x00\x09\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+    f.feed(junk, 1, 1)
+    f.settle()                        # the client speaks: take the complete candidate
+    sink.inflight.discard(7)          # as the session does once 7 is paired
+    f.feed(response(8, b"x"), 2, 2)
+    f.finish(2)
+    assert sink.datas(RESPONSE) == [b"\x00\x00\x00\x07", response(8, b"x")[4:]]
+    (issue,) = sink.issues            # the first guess skipped nothing: only the second counts
+    assert (issue.code, issue.severity, issue.stream_offset) == ("kafka.resync", WARNING, 8)
+
+
+def test_unconfirmed_candidate_is_taken_after_the_confirmation_limit():
+    from dissector.framing import CONFIRM_LIMIT
+    f, sink = framer()
+    f.midstream()
+    big = request(1, b"\x00" * (3 * CONFIRM_LIMIT))
+    feed_all(f, [b"\xff\xff"] + chop(big, 64 * 1024))
+    assert not f.waiting and f._slen == 0     # resumed after about CONFIRM_LIMIT bytes
+    assert sink.codes() == ["kafka.resync"]
+    f.feed(request(2), 999, 999)
+    assert sink.datas(REQUEST) == [big[4:], request(2)[4:]]

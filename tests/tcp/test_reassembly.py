@@ -307,3 +307,23 @@ def test_rst_ends_the_connection(h):
     assert len(h.sink.frames) == 2 and h.sink.closed == 1
     h.table.flush()
     assert h.sink.closed == 1
+
+
+def test_lost_syn_ack_the_handshake_ack_anchors_the_broker_stream(h):
+    w = Wire(h.table)
+    w.send(w.segment(0, flags=0x02, ack=0))                  # SYN
+    w.segment(1, flags=0x02 | ACK)                           # SYN-ACK: not captured
+    w.send(w.segment(0, flags=ACK))
+    w.send(w.segment(0, REQS[0]))
+    w.send(w.segment(1, RESPS[0] + RESPS[1][:6]))
+    assert h.sink.datas(RESPONSE) == [RESPS[0][4:]]          # no resync needed, no wait
+    assert h.sink.issues == [] and h.sink.frames[-1].stream_offset == 0
+
+
+def test_lost_syn_the_syn_ack_anchors_the_client_stream(h):
+    w = Wire(h.table)
+    w.segment(0, flags=0x02, ack=0)                          # SYN: not captured
+    w.send(w.segment(1, flags=0x02 | ACK))
+    w.send(w.segment(0, REQS[0][:10]))
+    w.send(w.segment(0, REQS[0][10:]))
+    assert h.sink.datas(REQUEST) == [REQS[0][4:]] and h.sink.issues == []
