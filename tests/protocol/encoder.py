@@ -71,10 +71,12 @@ def encode(schema, obj):
     return b"".join(out)
 
 
-def random_value(f, rnd: random.Random, depth):
+def random_value(f, rnd: random.Random, depth, tame=False):
     attr, kind, elem, nullable, compact, _, _, child = f
     if nullable and rnd.random() < 0.2:
         return None
+    if tame and kind in RANGES:  # small non-negative values (valid error codes, times)
+        return rnd.randrange(0, 31)
     if kind in RANGES:
         bits = RANGES[kind]
         return rnd.choice([0, -1, 1, rnd.randrange(-(1 << bits - 1), 1 << bits - 1)])
@@ -93,25 +95,26 @@ def random_value(f, rnd: random.Random, depth):
     if kind in ("bytes", "records"):
         return bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 20)))
     if kind == "struct":
-        return random_body(child, rnd, depth + 1)
+        return random_body(child, rnd, depth + 1, tame)
     if kind == "array":
         n = rnd.randrange(0, 4 if depth < 3 else 2)
         ef = ("value", elem, None, False, compact, None, None, child)
-        return [random_value(ef, rnd, depth + 1) for _ in range(n)]
+        return [random_value(ef, rnd, depth + 1, tame) for _ in range(n)]
     raise AssertionError(kind)
 
 
-def random_body(schema, rnd: random.Random, depth=0):
+def random_body(schema, rnd: random.Random, depth=0, tame=False):
     """A random object of the schema's class; absent fields at their defaults; sometimes
-    tagged fields set and unknown tags added."""
+    tagged fields set and unknown tags added. `tame`: small non-negative integers and no
+    unknown tags (for readers with typed fields, like kio's)."""
     o = new_body(schema)
     _, flexible, fields, tagged, _ = schema
     for f in fields:
-        setattr(o, f[0], random_value(f, rnd, depth))
+        setattr(o, f[0], random_value(f, rnd, depth, tame))
     for f in tagged:
         if rnd.random() < 0.5:
-            setattr(o, f[0], random_value(f, rnd, depth))
-    if flexible and rnd.random() < 0.2:
+            setattr(o, f[0], random_value(f, rnd, depth, tame))
+    if flexible and not tame and rnd.random() < 0.2:
         known = {f[5] for f in tagged}
         tag = rnd.choice([t for t in (7, 42, 1000, 70000) if t not in known])
         o.unknown_tags = {tag: bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 6)))}
