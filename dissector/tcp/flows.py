@@ -49,7 +49,7 @@ class _Flow:
         self.state = _PENDING
         self.first_pkt = self.last_pkt = pkt
         self.first_ts = self.last_ts = ts
-        self.pending = deque()    # (side, pkt, ts, seq, ack, flags, payload) until classified
+        self.pending = deque()    # (pkt, ts, side, seq, ack, flags, payload) until classified
         self.pending_bytes = 0
         self.syn = [None, None]   # ISN of each side's SYN
         self.fins = 0             # bit per side that sent a FIN

@@ -79,3 +79,46 @@ def test_losses_never_invent_bytes(seg, lost):
     if received.find(1, first_hole) >= 0:  # data beyond the hole shows it is one
         assert "tcp.gap" in sink.codes()
     assert sink.closed == 1
+
+
+@st.composite
+def junk_stream(draw):
+    """Kafka frames mixed with arbitrary bytes, cut anywhere, with holes."""
+    parts = draw(st.lists(st.one_of(st.binary(max_size=300),
+                                    st.sampled_from(FRAMES[:20]),
+                                    st.builds(lambda n: n.to_bytes(4, "big", signed=True),
+                                              st.integers(-(1 << 31), (1 << 31) - 1))),
+                          max_size=40))
+    data = b"".join(parts)
+    cuts = sorted(draw(st.sets(st.integers(0, max(len(data), 1)), max_size=30)))
+    bounds = [0] + cuts + [len(data)]
+    pieces = [(s, e) for s, e in zip(bounds, bounds[1:]) if e > s]
+    lost = draw(st.sets(st.integers(0, 40), max_size=4))
+    return data, pieces, lost
+
+
+@SETTINGS
+@given(junk_stream(), st.booleans())
+def test_garbage_never_raises_and_never_invents(case, midstream):
+    from dissector.framing import Framer
+    from dissector.model import Connection
+
+    from tests.tcp.fakes import RecordingSink
+
+    data, pieces, lost = case
+    sink = RecordingSink()
+    f = Framer(Connection(1, "a", 1, "b", 2), REQUEST, sink, max_frame=1 << 16)
+    if midstream:
+        f.midstream()
+    for i, (s, e) in enumerate(pieces):
+        if i in lost:
+            f.gap(e - s, i)
+        else:
+            f.feed(data[s:e], i, i)
+        if i % 5 == 4:
+            f.settle()
+    f.finish(len(pieces))
+    for fr in sink.frames:
+        assert bytes(fr.data) == data[fr.stream_offset + 4:fr.stream_offset + 4 + len(fr.data)]
+        assert fr.length == int.from_bytes(data[fr.stream_offset:fr.stream_offset + 4], "big") + 4
+    assert all(i.connection_id == 1 and i.stream_offset is not None for i in sink.issues)
