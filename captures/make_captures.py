@@ -137,9 +137,11 @@ LEGACY_MODES = (((0, 9), None), ((0, 9), "gzip"), ((0, 9), "lz4"),
 def legacy_messageset(bootstrap):
     """kafka-python in its old modes: MessageSet v0 (api_version 0.9) and v1 (0.10.1), plain and
     compressed (a wrapper message holding an inner message set), lz4 in both its old (wrong header
-    checksum) and its proper frame form. tansu refuses them with error 59. Records written by
-    librdkafka are then fetched by old-mode consumers (Fetch v1/v3 carrying RecordBatch v2); the
-    0.9-mode consumer stops at tansu's malformed ListOffsets v0 response."""
+    checksum) and its proper frame form; librdkafka told the broker is 0.9.0 (no ApiVersions):
+    MessageSet v0 plain and with each codec (its lz4 also with the old header checksum). tansu
+    refuses them all with error 59. Records written by librdkafka are then fetched by old-mode
+    consumers (Fetch v1/v3 carrying RecordBatch v2); the 0.9-mode consumer stops at tansu's
+    malformed ListOffsets v0 response."""
     runs = [T.create_topics(bootstrap, ["legacy"], partitions=1)]
     runs.append(T.librdkafka_produce(bootstrap, T.make_records("legacy", 6, seed=30, partition=0),
                                      client_id="modern-producer"))
@@ -151,6 +153,13 @@ def legacy_messageset(bootstrap):
         runs.append(T.kafka_python_produce(bootstrap, records, client_id=f"legacy-producer-{name}",
                                            api_version=version, compression_type=codec, retries=0,
                                            timeout=10))
+    for i, codec in enumerate(("none", "gzip", "snappy", "lz4")):
+        records = T.make_records("legacy", 3, seed=41 + i, value_size=700, partition=0)
+        records = [r._replace(headers=()) for r in records]
+        runs.append(T.librdkafka_produce(
+            bootstrap, records, client_id=f"legacy-rdkafka-v0.9.0-{codec}", timeout=8,
+            config={"api.version.request": False, "broker.version.fallback": "0.9.0",
+                    "compression.type": codec, "message.send.max.retries": 0}))
     runs.append(T.kafka_python_consume(bootstrap, ["legacy"], 6, group="legacy-readers-0101",
                                        client_id="legacy-consumer-v0.10.1", api_version=(0, 10, 1),
                                        timeout=12))
