@@ -63,10 +63,12 @@ class FlowTable:
     def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
-        the first payload-carrying packets of a flow until it returns non-None; packets of a flow
-        whose side is unknown are buffered (bounded) and replayed once it is known; a flow that
-        never classifies is dropped at close/end.
-        open_connection(conn: Connection) -> ConnectionSink is called once per new connection."""
+        the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
+        until it returns non-None; packets of a flow whose side is unknown are buffered (bounded)
+        and replayed once it is known; a flow that never classifies is dropped at close/end.
+        open_connection(conn: Connection) -> ConnectionSink is called once per new connection;
+        connection ids are 1, 2, 3... in the order connections are recognised (the order of their
+        first packets when the ports decide)."""
         self._classify = classify
         self._open_connection = open_connection
         self.max_buffered = max_buffered
@@ -158,11 +160,12 @@ class FlowTable:
             self._close(flow, pkt)
 
     def _pending(self, flow, side, pkt, ts, seq, ack, flags, payload):
-        if payload:
-            if type(payload) is not bytes:
-                payload = bytes(payload)  # do not pin the capture's buffers
-            flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
-            flow.pending_bytes += len(payload)
+        if type(payload) is not bytes:
+            payload = bytes(payload)  # do not pin the capture's buffers
+        flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
+        flow.pending_bytes += len(payload)
+        if payload or flags & SYN:
+            # a SYN lets a port rule decide at once, so ids follow the order connections open
             src, dst, sport, dport = flow.key
             if side:
                 src, dst, sport, dport = dst, src, dport, sport
@@ -170,8 +173,6 @@ class FlowTable:
             if who is not None:
                 self._open(flow, side if who == 0 else 1 - side)
                 return
-        else:
-            flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
         if flags & FIN:
             flow.fins |= 1 << side
         if flags & RST or flow.fins == 3:
