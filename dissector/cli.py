@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 
 from . import __version__
 
-CORE_COMMANDS = ("read", "apis", "tree", "records", "live")
+CORE_COMMANDS = ("read", "apis", "tree", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
 
 

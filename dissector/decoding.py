@@ -22,13 +22,29 @@ RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record 
 
 class Summary:
     """What one body walk collected."""
-    __slots__ = ("error_codes", "topics", "partitions", "records")
+    __slots__ = ("error_codes", "topics", "partitions", "records", "records_bytes",
+                 "uncompressed_bytes")
 
     def __init__(self):
         self.error_codes = []
         self.topics = []
         self.partitions = 0
         self.records = 0
+        self.records_bytes = 0
+        self.uncompressed_bytes = 0   # None once a compressed batch was not decompressed
+
+    def add_record_set(self, rs) -> None:
+        self.records += rs.record_count
+        self.records_bytes += rs.size
+        for b in rs.batches:
+            if self.uncompressed_bytes is None:
+                break
+            if b.codec == 0:
+                self.uncompressed_bytes += b.size
+            elif b.uncompressed_size is not None:
+                self.uncompressed_bytes += b.uncompressed_size
+            else:
+                self.uncompressed_bytes = None
 
 
 class BodyDecoder:
@@ -65,7 +81,11 @@ class BodyDecoder:
             ex.topics = first.topics
             ex.partition_count = first.partitions
             if ex.api_key in RECORD_APIS:
-                ex.record_count = (req.records if req else 0) + (resp.records if resp else 0)
+                parts = [x for x in (req, resp) if x is not None]
+                ex.record_count = sum(x.records for x in parts)
+                ex.records_bytes = sum(x.records_bytes for x in parts)
+                unc = [x.uncompressed_bytes for x in parts]
+                ex.records_uncompressed_bytes = None if None in unc else sum(unc)
         if resp is not None:
             body = ex.response_msg.body
             top = getattr(body, "error_code", None)
@@ -115,7 +135,7 @@ class BodyDecoder:
                     rs = decode_record_set(value, records=self.full_records,
                                            max_uncompressed=self.max_uncompressed)
                     setattr(obj, attr, rs)
-                    s.records += rs.record_count
+                    s.add_record_set(rs)
                     if rs.issues:
                         bad_sets.append((value, rs))
             elif value.__class__ is list:

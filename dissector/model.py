@@ -100,7 +100,8 @@ class Exchange:
     __slots__ = ("connection", "request", "response", "api_key", "api_version", "correlation_id",
                  "client_id", "status", "request_msg", "response_msg", "issues",
                  "error_code", "error_count", "throttle_time_ms", "topics", "partition_count",
-                 "record_count", "index", "raw_sasl")
+                 "record_count", "records_bytes", "records_uncompressed_bytes", "index",
+                 "raw_sasl")
 
     def __init__(self, connection, request, response, api_key, api_version, correlation_id,
                  client_id, status, request_msg=None, response_msg=None, issues=None):
@@ -121,6 +122,8 @@ class Exchange:
         self.topics = None
         self.partition_count = None
         self.record_count = None
+        self.records_bytes = None               # record sets carried, as on the wire
+        self.records_uncompressed_bytes = None  # the same decompressed (records level)
         self.index = None  # 1-based position in the output, set by the pipeline
         self.raw_sasl = False  # a raw SASL token pair (after SaslHandshake v0): no api key
 

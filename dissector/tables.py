@@ -38,8 +38,10 @@ EXCHANGE_COLUMNS = (
     ("record_count", "int64"),
     ("status", "string"),
     ("issue_count", "int32"),
-    # beyond the contract: where to look in the capture
+    # beyond the contract: where to look in the capture, and record-set sizes
     ("exchange", "int64"),
+    ("records_bytes", "int64"),
+    ("records_uncompressed_bytes", "int64"),
     ("request_packet", "int64"),
     ("response_packet", "int64"),
 )
@@ -78,7 +80,8 @@ def exchange_row(ex) -> tuple:
         req.length if req else None, resp.length if resp else None,
         code, None if code is None else error_name(code), ex.error_count, ex.throttle_time_ms,
         ex.topics, ex.partition_count, ex.record_count, ex.status, len(ex.issues),
-        ex.index, req.first_packet if req else None, resp.first_packet if resp else None,
+        ex.index, ex.records_bytes, ex.records_uncompressed_bytes,
+        req.first_packet if req else None, resp.first_packet if resp else None,
     )
 
 
