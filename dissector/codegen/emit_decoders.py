@@ -79,7 +79,7 @@ class Module:
         body.extend(makers[i] for i in sorted(makers))
         schema = [self._schema(i, layout) for i, layout in enumerate(self.layouts)]
         out = [HEADER, "from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, "
-               "new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS\n\n"]
+               "new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids\n\n"]
         for fmt, name in sorted(self.structs.items(), key=lambda kv: int(kv[1][2:])):
             out.append(f"{name} = Struct({fmt!r}).unpack_from\n")
         for c in sorted(self.arrays):
@@ -134,7 +134,7 @@ class Module:
                 run.append((target, FIXED[f.kind]))
             elif f.kind == "uuid":
                 flush()
-                lines += [f"{pad}{target} = _uuid(b, p)", f"{pad}p += 16"]
+                lines += [f"{pad}{target} = _uuids.get(b[p:p + 16]) or _uuid(b, p)", f"{pad}p += 16"]
             elif f.kind == "struct" and not f.nullable:
                 flush()
                 child = f"o{depth + 1}"
@@ -145,7 +145,12 @@ class Module:
         for a, d in self._absent(layout):
             lines.append(f"{pad}{ov}.{a} = {literal(d)}")
         for f in layout.tagged:
-            lines.append(f"{pad}{ov}.{f.attr} = {self._default_expr(f)}")
+            if f.default == "STRUCT":  # built inline: absent tagged structs are common (Fetch)
+                dv = f"d{depth}"
+                lines += self._default_lines(f.struct, dv, pad, depth)
+                lines.append(f"{pad}{ov}.{f.attr} = {dv}")
+            else:
+                lines.append(f"{pad}{ov}.{f.attr} = {self._default_expr(f)}")
         lines.append(f"{pad}{ov}.unknown_tags = None")
         if layout.flexible:
             # the tagged-field count: one byte unless there are tags (then a varint, re-read by _tN)
@@ -250,6 +255,16 @@ class Module:
             return "[]"
         return literal(f.default)
 
+    def _default_lines(self, layout, var, pad, depth):
+        """Lines that build a default-filled struct of `layout` in variable `var`."""
+        lines = [f"{pad}{var} = _new({layout.cls})"]
+        for f in layout.fields + layout.tagged:
+            lines.append(f"{pad}{var}.{f.attr} = {self._default_expr(f)}")
+        for a, d in self._absent(layout):
+            lines.append(f"{pad}{var}.{a} = {literal(d)}")
+        lines.append(f"{pad}{var}.unknown_tags = None")
+        return lines
+
     def _default(self, i, layout):
         """`_dN()`: a struct with every field at its default (for absent tagged struct fields)."""
         lines = [f"def _d{i}():", f"    o = _new({layout.cls})"]
@@ -264,7 +279,9 @@ class Module:
         """`_tN(b, p, o)`: the tagged-field section at p (count varint first); known tags are
         decoded and must use exactly their declared size, unknown ones are kept raw."""
         lines = [f"def _t{i}(b, p, o):", "    u = None", "    n, p = _uv(b, p)", "    for _ in range(n):",
-                 "        t, p = _uv(b, p)", "        s, p = _uv(b, p)", "        e = p + s",
+                 "        t = b[p]", "        if t > 127:", "            t, p = _uv(b, p)", "        else:",
+                 "            p += 1", "        s = b[p]", "        if s > 127:", "            s, p = _uv(b, p)",
+                 "        else:", "            p += 1", "        e = p + s",
                  "        if e > len(b):", "            raise Malformed"]
         kw = "if"
         for f in layout.tagged:

@@ -31,17 +31,19 @@ class Malformed(Exception):
 
 def uvarint(b, p):
     """Unsigned varint (at most 5 bytes: Kafka's varints hold 32-bit values) -> (value, next p)."""
-    value = shift = 0
-    for i in range(5):
+    byte = b[p]
+    if byte < 0x80:
+        return byte, p + 1
+    value = byte & 0x7F
+    for i, shift in ((1, 7), (2, 14), (3, 21), (4, 28)):
         byte = b[p + i]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, p + i + 1
-        shift += 7
     raise Malformed("kafka.bad_varint", p, "unsigned varint longer than 5 bytes")
 
 
-_uuids = {bytes(16): UUID0}  # topic ids repeat in every message: build each UUID once
+UUIDS = _uuids = {bytes(16): UUID0}  # topic ids repeat in every message: build each once
 
 
 def uuid_at(b, p):
@@ -81,4 +83,4 @@ class Body:
         return f"{type(self).__name__}({inner})"
 
 
-__all__ = ["ARRAYS", "DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
+__all__ = ["ARRAYS", "UUIDS", "DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
