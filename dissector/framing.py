@@ -82,9 +82,11 @@ class Framer:
         self._sync_severity = NOTE
         self._replay = deque()   # (data, pos, offset of data[0], packet, ts) to frame after a resync
         self._probation = 0      # frames after a resync still to be checked with sink.plausible
-        # A candidate frame start: the size's top byte is small enough for max_frame.
-        top = min(max_frame >> 24, 0x7F)
-        self._candidates = re.compile(b"(?=[\\x00-%s])" % re.escape(bytes([top])))
+        # A candidate frame start: the size's top byte is small enough for max_frame, and the size
+        # is not below the minimum (runs of zero bytes are common and must be skipped quickly).
+        top = re.escape(bytes([min(max_frame >> 24, 0x7F)]))
+        low = re.escape(bytes([_MIN_SIZE[direction] - 1]))
+        self._candidates = re.compile(b"(?=[\\x00-%s])(?!\\x00\\x00\\x00[\\x00-%s])" % (top, low))
 
     # -- input -----------------------------------------------------------------------------------
 
