@@ -10,9 +10,9 @@ from tests.support import CAPTURES
 
 def produced(name):
     truth = json.loads((CAPTURES / f"{name}.truth.json").read_text())
-    return truth, sorted((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
-                          [list(h) for h in r["headers"]])
-                         for c in truth["clients"] for r in c["produced"]), key=repr)
+    return truth, sorted(((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
+                           [list(h) for h in r["headers"]])
+                          for c in truth["clients"] for r in c["produced"]), key=repr)
 
 
 @pytest.mark.parametrize("name", ["codecs", "librdkafka_produce_consume"])
@@ -22,9 +22,9 @@ def test_jsonl_produce_rows_are_what_the_clients_sent(capsys, name):
                  "--format", "jsonl"])
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0
-    got = sorted((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
-                  [[h["key"], h["value"]] for h in r["headers"]])
-                 for r in rows if r["direction"] == 0), key=repr)
+    got = sorted(((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
+                   [[h["key"], h["value"]] for h in r["headers"]])
+                  for r in rows if r["direction"] == 0), key=repr)
     assert got == want
     assert {r["compression"] for r in rows} >= ({"gzip", "snappy", "lz4", "zstd", "none"}
                                                 if name == "codecs" else {"gzip", "lz4"})
