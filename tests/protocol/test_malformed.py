@@ -109,3 +109,23 @@ def test_whole_messages_with_headers_never_raise():
         assert decode_response(rheader + rbody, k, v).issues == []
         for cut in range(len(rheader) + len(rbody)):
             decode_response((rheader + rbody)[:cut], k, v)
+
+
+def test_hypothesis_bytes_never_raise(decoder):
+    """Random byte strings, and valid bodies with random bytes spliced in, from hypothesis."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    k, v, d = decoder
+    reader, schema = entry(k, v, d)
+    valid = encode(schema, _rich_body(schema, random.Random(f"hyp/{k}/{v}/{d}")))
+
+    @settings(max_examples=12, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(st.binary(max_size=200), st.integers(0, max(len(valid) - 1, 0)))
+    def check(noise, at):
+        for raw in (noise, valid[:at] + noise + valid[at + len(noise):]):
+            issues = []
+            decode_struct(raw, 0, (reader, schema), issues)
+            assert len([i for i in issues if i.severity == ERROR]) <= 1
+            assert all(0 <= i.stream_offset <= len(raw) for i in issues)
+
+    check()
