@@ -65,10 +65,9 @@ def new_body(schema):
 
 
 class _Walker:
-    def __init__(self, b, tree, end=None):
+    def __init__(self, b, end=None):
         self.b = b
         self.end = len(b) if end is None else end
-        self.tree = tree
 
     def need(self, p, n, what):
         if p + n > self.end:
@@ -233,7 +232,7 @@ class _Walker:
                 if node is not None:
                     node.children.append(Node(f"tag {tag}", tstart, e - tstart, self.b[p:e]))
             else:
-                sub = _Walker(self.b, self.tree, e)  # a tagged field may not read past its size
+                sub = _Walker(self.b, e)  # a tagged field may not read past its size
                 p = sub.field(p, f, o, node)
                 if p != e:
                     raise Malformed("kafka.bad_tagged_field", tstart,
@@ -253,7 +252,7 @@ def decode(b, p, schema, tree=False):
     """Decode a struct at b[p:] -> (obj, end, root Node or None, Malformed or None).
 
     Never raises Malformed: on a fault the partial object is returned with the fault."""
-    w = _Walker(b, tree)
+    w = _Walker(b)
     o = new_body(schema)
     root = Node(schema[0].__name__, p) if tree else None
     try:

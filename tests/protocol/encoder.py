@@ -11,7 +11,6 @@ import random
 import struct
 import uuid
 
-from dissector.protocol.primitives import new
 from dissector.protocol.tree import new_body
 
 FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I",
@@ -119,6 +118,3 @@ def random_body(schema, rnd: random.Random, depth=0, tame=False):
         tag = rnd.choice([t for t in (7, 42, 1000, 70000) if t not in known])
         o.unknown_tags = {tag: bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 6)))}
     return o
-
-
-__all__ = ["encode", "random_body", "uvarint", "new"]
