@@ -114,8 +114,10 @@ def codecs(bootstrap):
 
 def transactions(bootstrap):
     """An idempotent producer; a transactional producer with one committed and one aborted
-    transaction; a read_committed consumer (tansu delivers aborted records to it too)."""
-    runs = [T.create_topics(bootstrap, ["txn-idempotent", "txn"], partitions=1)]
+    transaction; an exactly-once consume-transform-produce step (the consumer's offsets committed
+    inside the producer's transaction: AddOffsetsToTxn, TxnOffsetCommit); a read_committed consumer
+    of the first two topics (tansu delivers aborted records to it too)."""
+    runs = [T.create_topics(bootstrap, ["txn-idempotent", "txn", "txn-transformed"], partitions=1)]
     idempotent = T.make_records("txn-idempotent", 10, seed=20, value_size=400)
     runs.append(T.librdkafka_produce(bootstrap, idempotent, client_id="idempotent-producer",
                                      config={"enable.idempotence": True, "linger.ms": 5}))
@@ -124,9 +126,12 @@ def transactions(bootstrap):
     runs.append(T.librdkafka_produce(bootstrap, [], client_id="txn-producer",
                                      config={"transactional.id": "capture-txn", "linger.ms": 5},
                                      transactions=[(committed, True), (aborted, False)]))
-    runs.append(T.librdkafka_consume(bootstrap, ["txn-idempotent", "txn"], 20, group="txn-readers",
-                                     client_id="txn-consumer", idle=2.0, timeout=15,
-                                     config={"isolation.level": "read_committed"}))
+    runs.extend(T.librdkafka_transform(bootstrap, "txn-idempotent", "txn-transformed", 10,
+                                       group="txn-transformer", client_id="txn-transformer",
+                                       transactional_id="capture-transformer"))
+    runs.append(T.librdkafka_consume(bootstrap, ["txn-idempotent", "txn"], 20,
+                                     group="txn-readers", client_id="txn-consumer", idle=2.0,
+                                     timeout=15, config={"isolation.level": "read_committed"}))
     return runs
 
 

@@ -361,9 +361,12 @@ def _stderr_into(path):
 
 
 def _parse_rdkafka_log(text, client_id):
-    """Requests from librdkafka `debug=protocol` lines, each marked answered or not."""
+    """Requests of one client id (instances are named "CLIENT_ID#producer-N") from librdkafka
+    `debug=protocol` lines, each marked answered or not."""
     sent, order = {}, []
     for m in _RDK_LINE.finditer(text):
+        if m["inst"].rpartition("#")[0] != client_id:
+            continue
         conn = f"{m['inst']}/{m['conn']}"
         key = (conn, m["name"], int(m["corr"]))
         if m["dir"] == "Sent":
@@ -376,15 +379,17 @@ def _parse_rdkafka_log(text, client_id):
 
 
 @contextlib.contextmanager
-def _rdkafka_session(run):
-    """Collect the requests of librdkafka clients made inside the block into `run`."""
+def _rdkafka_session(*runs):
+    """Collect the requests of the librdkafka clients made inside the block into their runs."""
     with tempfile.NamedTemporaryFile(prefix="rdkafka-", suffix=".log") as log:
         try:
             with _stderr_into(log.name):
                 yield
         finally:
             with open(log.name, errors="replace") as f:
-                run.requests.extend(_parse_rdkafka_log(f.read(), run.client_id))
+                text = f.read()
+            for run in runs:
+                run.requests.extend(_parse_rdkafka_log(text, run.client_id))
 
 
 def _rdkafka_config(bootstrap, client_id, config):
@@ -518,6 +523,60 @@ def create_topics(bootstrap, topics, partitions=1, client_id="rdkafka-admin", ti
         admin.poll(0.3)  # let the answers to its start-up requests arrive before it closes
         del admin, futures  # destroys the handle inside the stderr redirection
     return run
+
+
+def librdkafka_transform(bootstrap, source, dest, count, group="transformer",
+                         client_id="transformer", transactional_id="transformer", timeout=20.0):
+    """Exactly-once consume-transform-produce: read `count` records of `source` in a consumer group,
+    write each (value prefixed with b"seen:") to `dest` inside one transaction that also commits
+    the consumer's offsets (AddOffsetsToTxn, TxnOffsetCommit). Returns (consumer run, producer run);
+    their client ids are CLIENT_ID-in and CLIENT_ID-out."""
+    import confluent_kafka
+    cconf = {"group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+             "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100,
+             "enable.auto.commit": False, "isolation.level": "read_committed"}
+    pconf = {"transactional.id": transactional_id, "linger.ms": 5}
+    cin = ClientRun("librdkafka", librdkafka_version(), f"{client_id}-in", cconf)
+    out = ClientRun("librdkafka", librdkafka_version(), f"{client_id}-out", pconf)
+    deadline = time.monotonic() + timeout
+    left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
+
+    def report(err, msg, rec):
+        if err is None:
+            out.produced.append(rec._replace(partition=msg.partition(), offset=msg.offset()))
+        else:
+            out.failed.append((rec, str(err)))
+
+    with _rdkafka_session(cin, out):
+        c = confluent_kafka.Consumer(_rdkafka_config(bootstrap, cin.client_id, cconf))
+        p = confluent_kafka.Producer(_rdkafka_config(bootstrap, out.client_id, pconf))
+        try:
+            p.init_transactions(left())
+            c.subscribe([source])
+            while len(cin.consumed) < count and time.monotonic() < deadline:
+                msg = c.poll(0.2)
+                if msg is not None and not msg.error():
+                    cin.consumed.append(Record(msg.topic(), msg.partition(), msg.key(),
+                                               msg.value(), _headers(msg.headers()), msg.offset()))
+            p.begin_transaction()
+            for r in cin.consumed:
+                rec = Record(dest, None, r.key, None if r.value is None else b"seen:" + r.value,
+                             r.headers, None)
+                p.produce(dest, key=rec.key, value=rec.value, headers=list(rec.headers) or None,
+                          on_delivery=lambda err, msg, rec=rec: report(err, msg, rec))
+            p.send_offsets_to_transaction(c.position(c.assignment()),
+                                          c.consumer_group_metadata(), left())
+            p.commit_transaction(left())
+            out.notes.append(f"transaction of {len(cin.consumed)} transformed records and the "
+                             f"consumer's offsets committed")
+            c.pause(c.assignment())
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:
+                c.poll(0.1)
+        finally:
+            c.close()
+            p.close()
+    return cin, out
 
 
 # ---------------------------------------------------------------------------------------------
