@@ -19,6 +19,8 @@ from .primitives import DEFAULT_STRUCT, Malformed, new, uuid_at
 _FIXED = {k: Struct(">" + c) for k, c in (("int8", "b"), ("int16", "h"), ("int32", "i"),
                                           ("int64", "q"), ("uint16", "H"), ("uint32", "I"),
                                           ("float64", "d"), ("bool", "?"))}
+_BAD_LENGTH = {"string": "kafka.bad_string_length", "bytes": "kafka.bad_bytes_length",
+               "records": "kafka.bad_bytes_length", "array": "kafka.bad_array_length"}
 _INT8 = _FIXED["int8"]
 _INT16 = _FIXED["int16"]
 _INT32 = _FIXED["int32"]
@@ -153,14 +155,14 @@ class _Walker:
         n, p = self.length(p, compact, kind != "string", attr)
         if n < 0:
             if n != -1 or not nullable:
-                code = "kafka.bad_array_length" if kind == "array" else "kafka.bad_string_length"
+                code = _BAD_LENGTH[kind]
                 raise Malformed(code, start, f"{attr}: {'null' if n == -1 else 'negative'} length {n}")
             setattr(o, attr, None)
             return None, p
         if kind == "array":
             return self.array(p, start, f, n, o, node)
         if n > self.end - p:
-            raise Malformed("kafka.bad_string_length", start,
+            raise Malformed(_BAD_LENGTH[kind], start,
                             f"{attr}: length {n} with {self.end - p} bytes left")
         e = p + n
         if kind == "string":
