@@ -1,0 +1,241 @@
+"""Build a large benchmark capture from real Kafka traffic, streaming.
+
+    python benchmarks/corpus.py [--size-mb 400] [--out benchmarks/corpus/corpus.pcap]
+
+The source is real traffic that tshark 4.0's Kafka dissector decodes fully: kafka-python with
+api_version=(2, 5) (Produce v8, Fetch v11, Metadata v9, ApiVersions v3, group and offset APIs at
+their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback. It is made once
+(needs root, tcpdump and the dev extras) and cached as benchmarks/corpus/source.pcap.
+
+The corpus replicates the source's connections until it reaches the requested size. Replica r has
+its own client address (127.x.y.z), its own sequence numbers (a per-replica, per-direction shift,
+wrapping around 2**32 for some) and its own time (replicas run in groups of PARALLEL that overlap
+in time, so many connections are in flight at once, and each group starts after the previous
+one). Every packet is re-segmented to a 1448-byte MSS on Ethernet with valid IPv4 and TCP
+checksums (captures/resegment.py). The broker is 127.0.0.1:9092 in the corpus. Only one group of
+replicas is held in memory at a time (a few packets each): the output is written as it is made.
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import random
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from captures.resegment import MSS, _ip_offset, read_pcap, resegment  # noqa: E402
+from dissector.capture.writer import PcapWriter  # noqa: E402
+
+CORPUS_DIR = ROOT / "benchmarks" / "corpus"
+SOURCE = CORPUS_DIR / "source.pcap"
+PORT = 9092                 # the broker's port in the corpus
+PARALLEL = 8                # replicas whose connections overlap in time
+LT_ETHERNET = 1
+_seq_ack = struct.Struct("!II")
+_ports = struct.Struct("!HH")
+
+
+# -- the source capture: real clients at tshark-decodable versions ----------------------------
+
+
+def _orders(topic, n, seed):
+    """JSON-ish order events of 0.2 to 1.5 kB (realistic sizes, partly compressible)."""
+    rnd = random.Random(seed)
+    from tests.traffic import Record
+    out = []
+    for i in range(n):
+        items = ",".join(str(rnd.randrange(1000)) for _ in range(rnd.randrange(5, 60)))
+        note = rnd.randbytes(rnd.randrange(50, 500)).hex()
+        value = (f'{{"order_id": {i}, "customer": "c-{rnd.randrange(10**6):06d}", '
+                 f'"items": [{items}], "note": "{note}"}}').encode()
+        out.append(Record(topic, None, b"k-%d" % rnd.randrange(5000), value,
+                          (("trace", b"%016x" % rnd.getrandbits(64)),), None))
+    return out
+
+
+def make_source(path=SOURCE, records=2000):
+    """Capture kafka-python (api_version 2.5) producing and consuming against tansu. Returns
+    {"port": broker port, "requests": requests the clients logged, "records": produced}."""
+    from tests import traffic as T
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    v = {"api_version": (2, 5)}
+    with T.Broker() as broker:
+        with T.Capture(path, broker.port) as cap:
+            boot = broker.bootstrap
+            runs = [
+                T.kafka_python_produce(boot, _orders("orders", records, 1), client_id="orders-gzip",
+                                       compression_type="gzip", **v),
+                T.kafka_python_produce(boot, _orders("events", records, 2), client_id="events",
+                                       **v),
+                # small batches: many small Produce requests, as a low-latency producer sends
+                T.kafka_python_produce(boot, _orders("clicks", records // 4, 3),
+                                       client_id="clicks", batch_size=4096, linger_ms=0, **v),
+                # small fetches: many Fetch round trips
+                T.kafka_python_consume(boot, ["orders", "events", "clicks"],
+                                       2 * records + records // 4, group="billing",
+                                       client_id="billing", max_partition_fetch_bytes=65536,
+                                       fetch_max_bytes=131072, timeout=60, **v),
+            ]
+    if cap.dropped:
+        raise RuntimeError(f"tcpdump dropped packets: {cap.stderr.strip()}")
+    info = {"port": broker.port, "broker": broker.version,
+            "requests": sum(len(r.requests) for r in runs),
+            "records_produced": sum(len(r.produced) for r in runs),
+            "records_consumed": sum(len(r.consumed) for r in runs),
+            "notes": [n for r in runs for n in r.notes]}
+    path.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def source(path=SOURCE):
+    """The cached source capture and its info, made on first use."""
+    path = Path(path)
+    meta = path.with_suffix(".json")
+    if not (path.is_file() and meta.is_file()):
+        make_source(path)
+    return path, json.loads(meta.read_text())
+
+
+# -- replication ------------------------------------------------------------------------------
+
+
+def _shifted(packets, port, seq_shift, ts_shift):
+    """The source packets with sequence and acknowledgement numbers moved by a per-direction
+    shift (client->broker bytes by seq_shift[0], broker->client by seq_shift[1]) and times moved
+    by ts_shift. Checksums are recomputed later by resegment()."""
+    c2b, b2c = seq_shift
+    for ts, linktype, data in packets:
+        off = _ip_offset(linktype, data)
+        if off < 0 or len(data) < off + 40:
+            yield ts + ts_shift, linktype, data
+            continue
+        tcp = off + ((data[off] & 0x0F) * 4 if data[off] >> 4 == 4 else 40)
+        sport, dport = _ports.unpack_from(data, tcp)
+        mine, theirs = (c2b, b2c) if dport == port else (b2c, c2b)
+        seq, ack = _seq_ack.unpack_from(data, tcp + 4)
+        buf = bytearray(data)
+        has_ack = data[tcp + 13] & 0x10
+        _seq_ack.pack_into(buf, tcp + 4, (seq + mine) & 0xFFFFFFFF,
+                           (ack + theirs) & 0xFFFFFFFF if has_ack else ack)
+        yield ts + ts_shift, linktype, bytes(buf)
+
+
+def _remapper(replica, port):
+    """Move replica r's client to 127.a.b.c (distinct per replica) and the broker to port 9092."""
+    n = replica + 1
+    client = bytes((127, 1 + (n >> 16) % 254, (n >> 8) & 0xFF, n & 0xFF))
+    broker = bytes((127, 0, 0, 1))
+
+    def remap(src, dst, sport, dport):
+        if dport == port:
+            return client, broker, sport, PORT
+        return broker, client, PORT, dport
+    return remap
+
+
+class Built:
+    """What build() wrote."""
+
+    def __init__(self, path, packets, bytes_, replicas, source_info, seconds):
+        self.path, self.packets, self.bytes = Path(path), packets, bytes_
+        self.replicas, self.source_info, self.seconds = replicas, source_info, seconds
+
+    def __repr__(self):
+        return (f"{self.path}: {self.bytes / 1e6:.1f} MB, {self.packets} packets, "
+                f"{self.replicas} replicas of the source, built in {self.seconds:.1f} s")
+
+
+def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
+    """Write a corpus of at least size_bytes to `out` (classic pcap, Ethernet); returns Built."""
+    start = time.monotonic()
+    src_path, info = source(src)
+    port = info["port"]
+    packets = list(read_pcap(src_path))   # the source is a few MB: read once, replicate many times
+    span = packets[-1][0] - packets[0][0] + 1_000_000_000   # one group's time, plus a second
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rnd = random.Random(9)
+    written = n_packets = replica = 0
+    with open(out, "wb", buffering=1 << 20) as f:
+        w = PcapWriter(f, LT_ETHERNET)
+        while written < size_bytes:
+            # a replica takes about the source's size: a small corpus needs a small last group
+            group = max(1, min(parallel, -(-(size_bytes - written) // src_path.stat().st_size)))
+            streams = []
+            for k in range(group):
+                r = replica + k
+                shift = (rnd.getrandbits(32), rnd.getrandbits(32))
+                ts_shift = replica // parallel * span + k * 7_919_000  # overlap within a group
+                streams.append(resegment(_shifted(packets, port, shift, ts_shift), mss,
+                                         remap=_remapper(r, port)))
+            for ts, frame in heapq.merge(*streams, key=lambda p: p[0]):
+                w.write(ts, frame)
+                n_packets += 1
+                written += 16 + len(frame)
+            replica += group
+        w.close()
+    return Built(out, n_packets, written + 24, replica, info, time.monotonic() - start)
+
+
+def count_packets(path):
+    """Packets in a classic pcap file (walks the record headers only)."""
+    n = 0
+    with open(path, "rb") as f:
+        order = "<" if f.read(4) in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        rec = struct.Struct(order + "8xI4x")
+        f.seek(24)
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                return n
+            f.seek(rec.unpack(h)[0], 1)
+            n += 1
+
+
+def check_checksums(path, packets=20000):
+    """tshark's verdict on the IPv4 and TCP checksums of the first `packets` packets:
+    {"good": n, "bad": n, "unverified": n} (tshark's checksum status 1, 0 and 2)."""
+    out = subprocess.run(
+        ["tshark", "-n", "-r", str(path), "-c", str(packets), "-o", "tcp.check_checksum:TRUE",
+         "-o", "ip.check_checksum:TRUE", "-T", "fields", "-e", "ip.checksum.status",
+         "-e", "tcp.checksum.status"],
+        capture_output=True, text=True, check=True, timeout=600).stdout
+    names = {"1": "good", "0": "bad", "2": "unverified"}
+    counts = {"good": 0, "bad": 0, "unverified": 0}
+    for line in out.splitlines():
+        for status in line.split("\t"):
+            if status:
+                counts[names[status]] += 1
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=400, help="corpus size in MB (default 400)")
+    ap.add_argument("--out", type=Path, default=CORPUS_DIR / "corpus.pcap")
+    ap.add_argument("--remake-source", action="store_true",
+                    help="capture the source traffic again (root, tcpdump, tansu)")
+    ap.add_argument("--check", action="store_true",
+                    help="afterwards, have tshark verify the checksums of the first 20000 packets")
+    args = ap.parse_args(argv)
+    if args.remake_source:
+        make_source()
+    built = build(args.out, int(args.size_mb * 1e6))
+    print(built)
+    if args.check:
+        counts = check_checksums(built.path)
+        print(f"tshark checksums (IPv4 and TCP, first 20000 packets): {counts}")
+        return 1 if counts["bad"] or not counts["good"] else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Run a command as a child process and measure it: wall time, CPU time and peak RSS of that child.
+
+os.wait4 gives the rusage of exactly the child waited for (getrusage(RUSAGE_CHILDREN) would mix
+all children: its ru_maxrss is the largest of them), so each tool's peak RSS is its own.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+
+class Run:
+    """One measured run: wall and CPU (user + system) seconds, peak RSS in MB, exit status."""
+    __slots__ = ("wall", "cpu", "rss_mb", "status", "stderr")
+
+    def __init__(self, wall, cpu, rss_mb, status, stderr):
+        self.wall, self.cpu, self.rss_mb, self.status, self.stderr = wall, cpu, rss_mb, status, stderr
+
+
+def run(cmd, stdout=os.devnull, stderr_path=os.devnull, timeout=3600):
+    """Run `cmd` (a list) with stdout written to the file `stdout`; returns Run. A child that
+    outlives `timeout` seconds is killed (its run then has a non-zero status)."""
+    with open(stdout, "wb") as out, open(stderr_path, "wb") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+            time.sleep(0.005)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting
+    text = Path(stderr_path).read_text(errors="replace") if stderr_path != os.devnull else ""
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode, text)
+
+
+def machine():
+    """'N CPUs, MODEL' from /proc/cpuinfo, and the 1-minute load average when measured."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs, {model}, load average {os.getloadavg()[0]:.1f}"

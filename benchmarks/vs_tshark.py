@@ -1,0 +1,157 @@
+"""tshark and kafka-dissect side by side on the same capture, alternating in one process.
+
+    python benchmarks/vs_tshark.py [--corpus FILE | --size-mb 400] [--rounds 3] [--quick]
+
+Each round runs, one after the other: tshark printing the Kafka header fields (api key, api
+version, correlation id: `-T fields`, single pass, Kafka decoded on the corpus's broker port), then
+our CLI at each level (`read --level headers|bodies|records --format csv`). Both write their output
+to files, from which the Kafka messages each tool saw are counted: tshark's correlation ids (one
+per Kafka PDU it dissected) against our requests plus responses; the two counts must agree.
+
+Reported per tool: median CPU time (user + system of the child) and wall time over the rounds,
+throughput (MB/s, packets/s, Kafka messages/s) from the CPU time, the ratio of tshark's CPU time
+to ours, and the child's peak RSS. CPU time is the measure because the machine is shared (wall
+times include the neighbours' load); wall times are printed too. Without --corpus, a corpus of
+--size-mb is built (benchmarks/corpus.py) and deleted afterwards unless --keep is given.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks import corpus as C  # noqa: E402
+from benchmarks.measure import machine, run  # noqa: E402
+
+LEVELS = ("headers", "bodies", "records")
+TARGETS = {"headers": 30.0, "bodies": 15.0, "records": 5.0}   # ratio to tshark (issue 9)
+TSHARK_FIELDS = ("kafka.request_key", "kafka.api_version", "kafka.correlation_id")
+
+
+def tshark_cmd(path, port):
+    cmd = ["tshark", "-n", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields"]
+    for field in TSHARK_FIELDS:
+        cmd += ["-e", field]
+    return cmd
+
+
+def ours_cmd(path, port, level, out):
+    return [sys.executable, "-m", "dissector", "read", str(path), "--port", str(port),
+            "--level", level, "--format", "csv", "--out", str(out)]
+
+
+def tshark_messages(path):
+    """Kafka PDUs in tshark's field output: one correlation id each (several PDUs in one
+    packet come out comma-separated in one line)."""
+    n = 0
+    with open(path) as f:
+        for line in f:
+            ids = line.rstrip("\n").split("\t")[2]
+            if ids:
+                n += ids.count(",") + 1
+    return n
+
+
+def our_messages(path):
+    """Requests plus responses in our exchanges table."""
+    n = 0
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            n += bool(row["request_ts"]) + bool(row["response_ts"])
+    return n
+
+
+def measure(path, port, rounds, workdir, log=print):
+    """Alternate the four commands for `rounds` rounds; returns {tool: [Run]} and {tool: count}."""
+    runs = {name: [] for name in ("tshark",) + LEVELS}
+    counts = {}
+    for i in range(rounds):
+        for name in runs:
+            out = workdir / f"{name}.out"
+            err = workdir / f"{name}.err"
+            cmd = tshark_cmd(path, port) if name == "tshark" else ours_cmd(path, port, name, out)
+            r = run(cmd, stdout=out if name == "tshark" else os.devnull, stderr_path=err)
+            if r.status != 0:
+                raise RuntimeError(f"{name} failed ({r.status}): {r.stderr.strip()[-2000:]}")
+            runs[name].append(r)
+            counts[name] = (tshark_messages if name == "tshark" else our_messages)(out)
+            log(f"round {i + 1}/{rounds} {name:8} cpu {r.cpu:7.2f} s  wall {r.wall:7.2f} s  "
+                f"peak RSS {r.rss_mb:6.0f} MB  messages {counts[name]}")
+    return runs, counts
+
+
+def report(path, runs, counts, packets, log=print):
+    """Print the table; returns True when the message counts agree."""
+    size = path.stat().st_size
+    mb = size / 1e6
+    messages = counts["tshark"]
+    base = statistics.median(r.cpu for r in runs["tshark"])
+    log(f"corpus: {path} {mb:.1f} MB, {packets} packets, {messages} Kafka messages (tshark)")
+    log(f"machine: {machine()}")
+    log(f"rounds: {len(runs['tshark'])}, alternating tshark, {', '.join(LEVELS)}; "
+        "medians; throughput from CPU time")
+    log(f"{'tool':16} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'packets/s':>10} {'messages/s':>10} "
+        f"{'ratio':>7} {'peak RSS MB':>11}  target")
+    for name, rs in runs.items():
+        cpu = statistics.median(r.cpu for r in rs)
+        wall = statistics.median(r.wall for r in rs)
+        rss = max(r.rss_mb for r in rs)
+        ratio = base / cpu
+        label = "tshark" if name == "tshark" else f"ours {name}"
+        if name == "tshark":
+            target = ""
+        else:
+            verdict = "met" if ratio >= TARGETS[name] else "MISSED"
+            target = f">= {TARGETS[name]:.0f}x {verdict}"
+        log(f"{label:16} {cpu:7.2f} {wall:7.2f} {mb / cpu:7.1f} {packets / cpu:10,.0f} "
+            f"{messages / cpu:10,.0f} {ratio:6.2f}x {rss:11.0f}  {target}")
+    ours = {name: counts[name] for name in LEVELS}
+    agree = all(n == messages for n in ours.values())
+    detail = ", ".join(f"{k} {v}" for k, v in ours.items())
+    log(f"messages: tshark {messages}, ours {detail}: {'agree' if agree else 'DISAGREE'}")
+    return agree
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, help="an existing capture (default: build one)")
+    ap.add_argument("--port", type=int, default=C.PORT, help="broker port (default 9092)")
+    ap.add_argument("--size-mb", type=float, default=400, help="size of the corpus to build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--keep", action="store_true", help="keep the corpus that was built")
+    ap.add_argument("--quick", action="store_true",
+                    help="prove the benchmark works: a 4 MB corpus, one round")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.size_mb, args.rounds = 4, 1
+    path, built = args.corpus, None
+    C.CORPUS_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=C.CORPUS_DIR) as tmp:
+        try:
+            if path is None:
+                path = Path(tmp) / "corpus.pcap" if not args.keep else C.CORPUS_DIR / "corpus.pcap"
+                built = C.build(path, int(args.size_mb * 1e6))
+                print(f"built {built}")
+                checked = C.check_checksums(path)
+                print(f"tshark checksums (IPv4 and TCP, first 20000 packets): "
+                      f"{checked['good']} good, {checked['bad']} bad")
+                if checked["bad"]:
+                    return 1
+            packets = built.packets if built else C.count_packets(path)
+            runs, counts = measure(path, args.port, args.rounds, Path(tmp))
+            agree = report(path, runs, counts, packets)
+        finally:
+            if built is not None and not args.keep:
+                built.path.unlink(missing_ok=True)
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
