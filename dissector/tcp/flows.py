@@ -60,6 +60,8 @@ class _Flow:
 
 
 class FlowTable:
+    """Every TCP flow of a capture; feed it segments in capture order with `add`."""
+
     def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
@@ -81,6 +83,7 @@ class FlowTable:
     # -- input -----------------------------------------------------------------------------------
 
     def add(self, packet_no, ts_ns, src_addr, dst_addr, sport, dport, seq, ack, flags, payload):
+        """One TCP segment (flags: FIN=1 SYN=2 RST=4 PSH=8 ACK=16); payload bytes or a view."""
         entry = self._table.get((src_addr, dst_addr, sport, dport))
         if entry is None or flags & SYN:
             entry = self._flow_for(entry, packet_no, ts_ns, src_addr, dst_addr, sport, dport,

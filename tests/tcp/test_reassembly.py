@@ -327,3 +327,22 @@ def test_lost_syn_the_syn_ack_anchors_the_client_stream(h):
     w.send(w.segment(0, REQS[0][:10]))
     w.send(w.segment(0, REQS[0][10:]))
     assert h.sink.datas(REQUEST) == [REQS[0][4:]] and h.sink.issues == []
+
+
+def test_memoryview_payloads(h):
+    """Drivers may hand payloads as views into a larger buffer (the Spark job does)."""
+    w = Wire(h.table)
+    w.handshake()
+    segs = client_segments(w, STREAM, 999)
+    segs[3], segs[4] = segs[4], segs[3]
+    big = bytearray()
+    views = []
+    for seg in segs:
+        start = len(big)
+        big += seg[7]
+        views.append((seg, start, len(seg[7])))
+    buf = memoryview(bytes(big))
+    for seg, start, n in views:
+        w.send(seg[:7] + (buf[start:start + n],))
+    expect_requests(h.sink)
+    assert h.sink.issues == []
