@@ -264,7 +264,7 @@ class ClientRun:
         self.version = version
         self.client_id = client_id
         self.config = {k: v for k, v in (config or {}).items() if k not in ("debug", "logger")}
-        self.produced = []     # Records with the broker-assigned offset (None if delivery failed)
+        self.produced = []     # acknowledged Records with the offset the broker gave (None: acks=0)
         self.failed = []       # Records whose delivery failed, as (Record, error text)
         self.consumed = []     # Records received by a consumer
         self.requests = []     # Requests from the client's debug log
