@@ -42,7 +42,7 @@ class ConnectionSink(Protocol):
 
 class _Flow:
     __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
-                 "pending_bytes", "syn", "fins", "conn", "sink", "rs", "closed_ts")
+                 "pending_bytes", "syn", "opener", "fins", "conn", "sink", "rs", "closed_ts")
 
     def __init__(self, key, pkt, ts):
         self.key = key            # (src, dst, sport, dport) of the flow's first packet: side 0
@@ -52,6 +52,7 @@ class _Flow:
         self.pending = deque()    # (pkt, ts, side, seq, ack, flags, payload) until classified
         self.pending_bytes = 0
         self.syn = [None, None]   # ISN of each side's SYN
+        self.opener = None        # the side that opened the connection, if the handshake was seen
         self.fins = 0             # bit per side that sent a FIN
         self.conn = None
         self.sink = None
@@ -68,6 +69,8 @@ class FlowTable:
         the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
         until it returns non-None; packets of a flow whose side is unknown are buffered (bounded)
         and replayed once it is known; a flow that never classifies is dropped at close/end.
+        When the handshake was captured, the side that opened the connection is the client
+        whatever classify said (it only has to recognise Kafka then).
         open_connection(conn: Connection) -> ConnectionSink is called once per new connection;
         connection ids are 1, 2, 3... in the order connections are recognised (the order of their
         first packets when the ports decide)."""
@@ -150,6 +153,8 @@ class FlowTable:
         flow, side = entry
         if flags & SYN and flow.syn[side] is None:
             flow.syn[side] = seq
+            if flow.opener is None:
+                flow.opener = 1 - side if flags & ACK else side
         return entry
 
     def _ending(self, flow, side, pkt, ts, seq, flags, payload):
@@ -174,7 +179,10 @@ class FlowTable:
                 src, dst, sport, dport = dst, src, dport, sport
             who = self._classify(src, sport, dst, dport, payload)
             if who is not None:
-                self._open(flow, side if who == 0 else 1 - side)
+                # Kafka clients open the connections: the handshake, when seen, names the
+                # client more surely than a guess from the first bytes
+                opener = flow.opener
+                self._open(flow, opener if opener is not None else side if who == 0 else 1 - side)
                 return
         if flags & FIN:
             flow.fins |= 1 << side

@@ -217,3 +217,18 @@ def test_fin_then_data_from_the_other_side_keeps_the_connection_open():
     w.send(w.segment(1, flags=FIN | ACK))
     assert h.sink.closed == 1
     assert [f.direction for f in h.sink.frames] == [REQUEST, RESPONSE]
+
+
+def test_the_handshake_names_the_client_over_a_wrong_guess():
+    """A content-based classifier can mistake an early response for a request (a response with a
+    small correlation id reads like a Produce request header); the SYN sender is the client."""
+    sinks = []
+    table = FlowTable(lambda s, sp, d, dp, p: 0 if p else None,  # "src is the client", wrongly
+                      lambda c: sinks.append(RecordingSink(c)) or sinks[-1])
+    w = Wire(table, client=A, broker=(B[0], 7777))
+    w.handshake()
+    w.send(w.segment(1, response(1)))        # the broker speaks first in this capture
+    w.send(w.segment(0, request(2)))
+    (sink,) = sinks
+    assert (sink.conn.client_port, sink.conn.broker_port) == (51000, 7777)
+    assert sink.datas(REQUEST) == [request(2)[4:]]
