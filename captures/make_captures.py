@@ -11,7 +11,8 @@ a fresh tansu broker, captures its port on `lo` while the clients run, and write
     NAME.truth.json     what the clients themselves did (records, requests), the golden truth
 
 and finally README.md (provenance and contents, from the truth files). Bounded: every client has a
-deadline and each scenario is cut off after SCENARIO_TIMEOUT seconds.
+deadline and each scenario is cut off after SCENARIO_TIMEOUT seconds. Afterwards refresh and review
+the golden tables (`UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden`).
 """
 from __future__ import annotations
 
