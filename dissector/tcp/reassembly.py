@@ -1,8 +1,11 @@
 """One direction of a TCP connection: sequence numbers -> an ordered byte stream with explicit holes.
 
-Stream offsets are 64-bit ints counted from the first data byte (after the SYN, or the first byte
-seen when the capture joined mid-stream); 32-bit sequence numbers are unwrapped relative to the
-next expected offset, so wrap-around and streams over 4 GiB need no special case.
+Stream offsets are 64-bit ints counted from the first data byte (after the SYN, where the other
+side's handshake ack says it is when the SYN itself was not captured, or the first byte seen when
+the capture joined mid-stream: then the framer resynchronises); 32-bit sequence numbers are
+unwrapped relative to the next expected offset, so wrap-around and streams over 4 GiB need no
+special case. Keep-alive probes (a junk byte or nothing at the last acknowledged sequence number)
+and retransmissions of delivered bytes are dropped.
 
 In-order data goes straight to the framer. Out-of-order data is held (bounded by `max_buffered`)
 until the hole before it fills. The first copy of a byte wins; a later copy that differs is a
