@@ -101,8 +101,8 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     unkeyed = F.pmod(F.xxhash64(*(column(t, c) for t in ("issues", "connections")
                                   for c in target_schema(t).names)), F.lit(buckets))
     decoded = decoded.withColumn(BUCKET, F.when(emitted.isNull(), unkeyed).otherwise(
-        F.least(F.lit(buckets - 1),
-                F.floor(emitted.cast("double") * buckets / (total + 1)).cast("int"))))
+        F.least(F.lit(buckets - 1).cast("long"),
+                F.floor(emitted.cast("double") * buckets / (total + 1))).cast("int")))
     provisional = sorted(r[0] for r in decoded.filter(F.col("table") == "connections")
                          .select(column("connections", "connection_id")).collect())
     connection_ids = {p: i for i, p in enumerate(provisional, 1)}

@@ -99,24 +99,32 @@ def errors_by_client(spark):
 
 
 def errors_by_error(spark):
-    """Per error code: its name, failing exchanges and partition rows, retriable or not
-    (analysis.errors.by_error)."""
+    """Per error code: its name, failing exchanges (and `top_level`: those where it is the
+    response's own top-level code), partition rows carrying it, their shares of all exchanges and
+    partition rows, retriable or not (analysis.errors.by_error)."""
     codes = spark.createDataFrame([(c, error_name(c), is_retriable(c)) for c in sorted(ERRORS)],
                                   "code int, error_name string, retriable boolean")
     codes.createOrReplaceTempView("kd_error_codes")
-    return spark.sql("""
-        SELECT coalesce(e.error_code, p.error_code) AS error_code,
-               coalesce(c.error_name, concat('Unknown(', coalesce(e.error_code, p.error_code),
-                                             ')')) AS error_name,
-               coalesce(e.n, 0) AS exchanges, coalesce(p.n, 0) AS partitions,
+
+    def count(column, table):
+        return (f"SELECT CAST({column} AS INT) AS code, count(*) AS n FROM {table} "
+                f"WHERE coalesce({column}, 0) != 0 GROUP BY 1")
+    return spark.sql(f"""
+        WITH e AS ({count("error_code", "kd_exchanges")}),
+             t AS ({count("top_error_code", "kd_exchanges")}),
+             p AS ({count("error_code", "kd_partitions")}),
+             all_codes AS (SELECT code FROM e UNION SELECT code FROM t UNION SELECT code FROM p)
+        SELECT a.code AS error_code,
+               coalesce(c.error_name, concat('Unknown(', a.code, ')')) AS error_name,
+               coalesce(e.n, 0) AS exchanges, coalesce(t.n, 0) AS top_level,
+               coalesce(e.n, 0) / greatest((SELECT count(*) FROM kd_exchanges), 1)
+                   AS exchange_rate,
+               coalesce(p.n, 0) AS partitions,
+               coalesce(p.n, 0) / greatest((SELECT count(*) FROM kd_partitions), 1)
+                   AS partition_rate,
                coalesce(c.retriable, false) AS retriable
-        FROM (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_exchanges
-              WHERE coalesce(error_code, 0) != 0 GROUP BY 1) e
-        FULL OUTER JOIN
-             (SELECT CAST(error_code AS INT) AS error_code, count(*) AS n FROM kd_partitions
-              WHERE coalesce(error_code, 0) != 0 GROUP BY 1) p
-        ON e.error_code = p.error_code
-        LEFT JOIN kd_error_codes c ON c.code = coalesce(e.error_code, p.error_code)
+        FROM all_codes a LEFT JOIN e ON e.code = a.code LEFT JOIN t ON t.code = a.code
+             LEFT JOIN p ON p.code = a.code LEFT JOIN kd_error_codes c ON c.code = a.code
         ORDER BY exchanges DESC, partitions DESC""")
 
 
