@@ -229,7 +229,9 @@ class FlowTable:
         flow.rs = None
         del self._live[flow.conn.connection_id]
         self._bury(flow)
-        flow.sink.close()
+        sink = flow.sink
+        flow.sink = None  # a closed flow lingers: keep it small
+        sink.close()
 
     def _drop(self, flow):
         flow.state = _CLOSED
