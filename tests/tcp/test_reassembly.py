@@ -190,11 +190,12 @@ def test_ack_evidence_declares_a_capture_drop_immediately(h):
     w.handshake()
     segs = client_segments(w, REQS[0] + REQS[1] + REQS[2], 50)
     lost = 2                          # bytes 100..149, inside REQS[1] (58..155)
-    for i, seg in enumerate(segs):
-        if i != lost:
-            w.send(seg)
+    sent = {i: w.send(seg) for i, seg in enumerate(segs) if i != lost}
     assert len(h.sink.frames) == 1                       # only what precedes the hole
     w.send(w.segment(1, RESPS[2], ack=w.seq[0]))         # acks everything the client sent
+    gap = h.sink.issues[0]
+    # reported at the first packet after the hole
+    assert (gap.connection_id, gap.frame, gap.stream_offset) == (1, sent[lost + 1], 100)
     kinds = [(f.direction, bytes(f.data)) for f in h.sink.frames]
     assert (REQUEST, REQS[2][4:]) in kinds
     assert kinds.index((REQUEST, REQS[2][4:])) < kinds.index((RESPONSE, RESPS[2][4:]))
