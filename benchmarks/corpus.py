@@ -5,7 +5,8 @@
 The source is real traffic that tshark 4.0's Kafka dissector decodes fully: kafka-python with
 api_version=(2, 5) (Produce v8, Fetch v11, Metadata v9, ApiVersions v3, group and offset APIs at
 their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback. It is made once
-(needs root, tcpdump and the dev extras) and cached as benchmarks/corpus/source.pcap.
+(needs root, tcpdump and the dev extras) and cached as benchmarks/corpus/source.pcap, with
+what the clients did in source.pcap.json.
 
 The corpus replicates the source's connections until it reaches the requested size. Replica r has
 its own client address (127.x.y.z), its own sequence numbers (a per-replica, per-direction shift,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import os
 import random
 import struct
 import subprocess
@@ -61,14 +63,16 @@ def _orders(topic, n, seed):
 
 
 def make_source(path=SOURCE, records=2000):
-    """Capture kafka-python (api_version 2.5) producing and consuming against tansu. Returns
-    {"port": broker port, "requests": requests the clients logged, "records": produced}."""
+    """Capture kafka-python (api_version 2.5) producing and consuming against tansu into `path`
+    (written under a temporary name, then renamed: concurrent builders never see half a file),
+    with what the clients did in path.json. Returns that information."""
     from tests import traffic as T
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
     v = {"api_version": (2, 5)}
     with T.Broker() as broker:
-        with T.Capture(path, broker.port) as cap:
+        with T.Capture(part, broker.port) as cap:
             boot = broker.bootstrap
             runs = [
                 T.kafka_python_produce(boot, _orders("orders", records, 1), client_id="orders-gzip",
@@ -85,23 +89,40 @@ def make_source(path=SOURCE, records=2000):
                                        fetch_max_bytes=131072, timeout=60, **v),
             ]
     if cap.dropped:
+        part.unlink()
         raise RuntimeError(f"tcpdump dropped packets: {cap.stderr.strip()}")
     info = {"port": broker.port, "broker": broker.version,
             "requests": sum(len(r.requests) for r in runs),
             "records_produced": sum(len(r.produced) for r in runs),
             "records_consumed": sum(len(r.consumed) for r in runs),
             "notes": [n for r in runs for n in r.notes]}
-    path.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
+    os.replace(part, path)
+    meta = path.with_name(path.name + ".json")
+    meta_part = part.with_name(part.name + ".json")
+    meta_part.write_text(json.dumps(info, indent=1) + "\n")
+    os.replace(meta_part, meta)
     return info
 
 
+def broker_port(packets):
+    """The broker's port: where the first connection attempt (SYN without ACK) went."""
+    for _, linktype, data in packets:
+        off = _ip_offset(linktype, data)
+        if off < 0 or len(data) < off + 40:
+            continue
+        tcp = off + ((data[off] & 0x0F) * 4 if data[off] >> 4 == 4 else 40)
+        if len(data) >= tcp + 14 and data[tcp + 13] & 0x12 == 0x02:
+            return _ports.unpack_from(data, tcp)[1]
+    raise ValueError("no connection attempt (SYN) in the source capture")
+
+
 def source(path=SOURCE):
-    """The cached source capture and its info, made on first use."""
+    """The packets of the cached source capture (made on first use) and the broker's port."""
     path = Path(path)
-    meta = path.with_suffix(".json")
-    if not (path.is_file() and meta.is_file()):
+    if not path.is_file():
         make_source(path)
-    return path, json.loads(meta.read_text())
+    packets = list(read_pcap(path))   # a few MB: read once, replicated many times
+    return packets, broker_port(packets)
 
 
 # -- replication ------------------------------------------------------------------------------
@@ -144,9 +165,9 @@ def _remapper(replica, port):
 class Built:
     """What build() wrote."""
 
-    def __init__(self, path, packets, bytes_, replicas, source_info, seconds):
+    def __init__(self, path, packets, bytes_, replicas, seconds):
         self.path, self.packets, self.bytes = Path(path), packets, bytes_
-        self.replicas, self.source_info, self.seconds = replicas, source_info, seconds
+        self.replicas, self.seconds = replicas, seconds
 
     def __repr__(self):
         return (f"{self.path}: {self.bytes / 1e6:.1f} MB, {self.packets} packets, "
@@ -156,9 +177,8 @@ class Built:
 def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
     """Write a corpus of at least size_bytes to `out` (classic pcap, Ethernet); returns Built."""
     start = time.monotonic()
-    src_path, info = source(src)
-    port = info["port"]
-    packets = list(read_pcap(src_path))   # the source is a few MB: read once, replicate many times
+    packets, port = source(src)
+    replica_bytes = sum(16 + len(p[2]) for p in packets)
     span = packets[-1][0] - packets[0][0] + 1_000_000_000   # one group's time, plus a second
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +188,7 @@ def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
         w = PcapWriter(f, LT_ETHERNET)
         while written < size_bytes:
             # a replica takes about the source's size: a small corpus needs a small last group
-            group = max(1, min(parallel, -(-(size_bytes - written) // src_path.stat().st_size)))
+            group = max(1, min(parallel, -(-(size_bytes - written) // replica_bytes)))
             streams = []
             for k in range(group):
                 r = replica + k
@@ -182,7 +202,7 @@ def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
                 written += 16 + len(frame)
             replica += group
         w.close()
-    return Built(out, n_packets, written + 24, replica, info, time.monotonic() - start)
+    return Built(out, n_packets, written + 24, replica, time.monotonic() - start)
 
 
 def count_packets(path):

