@@ -35,6 +35,7 @@ class Module:
         self.defaults = set()  # layouts that need a default-struct maker _dN
         self.tag_funcs = set()  # layouts whose tagged section has a function _tN
         self.arrays = set()    # format chars of fixed-size arrays (short-array unpackers _A<c>)
+        self.iters = set()     # iter_unpack functions _I<n> of the Struct _S<n>
 
     def add_classes(self, classes):
         for cls, attrs in classes.items():
@@ -82,6 +83,8 @@ class Module:
                "new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids\n\n"]
         for fmt, name in sorted(self.structs.items(), key=lambda kv: int(kv[1][2:])):
             out.append(f"{name} = Struct({fmt!r}).unpack_from\n")
+        for name in sorted(self.iters, key=lambda x: int(x[2:])):
+            out.append(f"{name} = Struct({self._fmt(name)!r}).iter_unpack\n")
         for c in sorted(self.arrays):
             out.append(f"{'_Abool' if c == '?' else '_A' + c} = ARRAYS[{c!r}]\n")
         for cls in sorted(self.classes):
@@ -96,6 +99,9 @@ class Module:
             items = ", ".join(f"{v}: (_r{i}, _s{i})" for v, i in sorted(versions.items()))
             out.append(f"\n{name} = {{{items}}}\n")
         return "".join(out)
+
+    def _fmt(self, iter_name):
+        return next(fmt for fmt, name in self.structs.items() if name[2:] == iter_name[2:])
 
     def _absent(self, layout):
         present = {f.attr for f in layout.fields + layout.tagged}
@@ -145,12 +151,7 @@ class Module:
         for a, d in self._absent(layout):
             lines.append(f"{pad}{ov}.{a} = {literal(d)}")
         for f in layout.tagged:
-            if f.default == "STRUCT":  # built inline: absent tagged structs are common (Fetch)
-                dv = f"d{depth}"
-                lines += self._default_lines(f.struct, dv, pad, depth)
-                lines.append(f"{pad}{ov}.{f.attr} = {dv}")
-            else:
-                lines.append(f"{pad}{ov}.{f.attr} = {self._default_expr(f)}")
+            lines += self._tag_default(f, ov, pad, depth)
         lines.append(f"{pad}{ov}.unknown_tags = None")
         if layout.flexible:
             # the tagged-field count: one byte unless there are tags (then a varint, re-read by _tN)
@@ -223,6 +224,8 @@ class Module:
                     f"{pad}p += {FIXED_SIZE[ch]} * {n}"]
         lines = [f"{pad}if {n} > len(b) - p:", f"{pad}    raise Malformed"]
         lst = f"l{depth}"
+        if elem == "struct" and all(x.kind in FIXED for x in f.struct.fields):
+            return lines + self._flat_array(f, target, ind, depth)
         lines += [f"{pad}{target} = {lst} = []", f"{pad}for _ in range({n}):"]
         inner = pad + "    "
         if elem == "struct":
@@ -245,6 +248,41 @@ class Module:
         lines.append(f"{inner}{lst}.append(c)")
         return lines
 
+    def _flat_array(self, f, target, ind, depth):
+        """An array of structs made of fixed-size fields only: the elements are read by one
+        Struct.iter_unpack over the whole array. In flexible versions each element ends with
+        its tag count; the first element that has tags ends the fast loop, and the rest of the
+        array is read element by element."""
+        pad = "    " * ind
+        n, lst, child = f"n{depth}", f"l{depth}", f"o{depth + 1}"
+        layout = f.struct
+        chars = "".join(FIXED[x.kind] for x in layout.fields) + ("B" if layout.flexible else "")
+        size = sum(FIXED_SIZE[c] for c in chars)
+        it = self.iter_struct(">" + chars)
+        targets = [f"{child}.{x.attr}" for x in layout.fields] + (["t"] if layout.flexible else [])
+        inner = pad + "    "
+        lines = [f"{pad}{target} = {lst} = []",
+                 f"{pad}for v in {it}(b[p:p + {size} * {n}]):", f"{inner}{child} = _new({layout.cls})",
+                 f"{inner}{', '.join(targets)}{',' if len(targets) == 1 else ''} = v"]
+        if layout.flexible:
+            lines += [f"{inner}if t:", f"{inner}    break"]
+        for a, d in self._absent(layout):
+            lines.append(f"{inner}{child}.{a} = {literal(d)}")
+        for x in layout.tagged:
+            lines += self._tag_default(x, child, inner, depth + 1)
+        lines += [f"{inner}{child}.unknown_tags = None", f"{inner}{lst}.append({child})"]
+        if not layout.flexible:
+            return lines + [f"{pad}p += {size} * {n}"]
+        lines += [f"{pad}p += {size} * len({lst})", f"{pad}for _ in range({n} - len({lst})):"]
+        lines += self._struct(layout, child, ind + 1, depth + 1)
+        lines.append(f"{inner}{lst}.append({child})")
+        return lines
+
+    def iter_struct(self, fmt):
+        name = f"_I{self.struct(fmt)[2:]}"
+        self.iters.add(name)
+        return name
+
     def _default_expr(self, f):
         """Source for a fresh default value of a present field."""
         if f.default == "STRUCT":
@@ -254,6 +292,13 @@ class Module:
         if f.default == []:
             return "[]"
         return literal(f.default)
+
+    def _tag_default(self, f, ov, pad, depth):
+        """The default of a tagged field, set before the tagged section is read."""
+        if f.default == "STRUCT":  # built inline: absent tagged structs are common (Fetch)
+            dv = f"d{depth}"
+            return self._default_lines(f.struct, dv, pad, depth) + [f"{pad}{ov}.{f.attr} = {dv}"]
+        return [f"{pad}{ov}.{f.attr} = {self._default_expr(f)}"]
 
     def _default_lines(self, layout, var, pad, depth):
         """Lines that build a default-filled struct of `layout` in variable `var`."""

@@ -11,6 +11,8 @@ _S6 = Struct('>ii').unpack_from
 _S7 = Struct('>ih').unpack_from
 _S8 = Struct('>iB').unpack_from
 _S9 = Struct('>ihB').unpack_from
+_I7 = Struct('>ih').iter_unpack
+_I9 = Struct('>ihB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -235,12 +237,12 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.results_by_partition = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 6 * n1]):
             o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+            o2.partition_index, o2.partition_error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.partition_error_code = _S7(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.error_code = 0
@@ -282,7 +284,15 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.results_by_partition = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 7 * n1]):
+            o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+            o2.partition_index, o2.partition_error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
             o2.unknown_tags = None
             o2.partition_index, o2.partition_error_code, n2 = _S9(b, p)
@@ -360,7 +370,15 @@ def _r13(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.results_by_partition = l2 = []
-            for _ in range(n2):
+            for v in _I9(b[p:p + 7 * n2]):
+                o3 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+                o3.partition_index, o3.partition_error_code, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 7 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
                 o3.unknown_tags = None
                 o3.partition_index, o3.partition_error_code, n3 = _S9(b, p)

@@ -8,6 +8,7 @@ _S3 = Struct('>iB').unpack_from
 _S4 = Struct('>biB').unpack_from
 _S5 = Struct('>ihB').unpack_from
 _S6 = Struct('>ihiiB').unpack_from
+_I0 = Struct('>iqB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -269,7 +270,15 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.new_isr_with_epochs = l2 = []
-            for _ in range(n2):
+            for v in _I0(b[p:p + 13 * n2]):
+                o3 = _new(AlterPartitionRequest_BrokerState)
+                o3.broker_id, o3.broker_epoch, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 13 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(AlterPartitionRequest_BrokerState)
                 o3.unknown_tags = None
                 o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)

@@ -8,6 +8,8 @@ _S3 = Struct('>ii').unpack_from
 _S4 = Struct('>ih').unpack_from
 _S5 = Struct('>iB').unpack_from
 _S6 = Struct('>ihB').unpack_from
+_I4 = Struct('>ih').iter_unpack
+_I6 = Struct('>ihB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -178,12 +180,12 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I4(b[p:p + 6 * n1]):
             o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+            o2.partition_index, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code = _S4(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -223,7 +225,15 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I6(b[p:p + 7 * n1]):
+            o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, n2 = _S6(b, p)

@@ -4,6 +4,7 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iqB').unpack_from
 _S2 = Struct('>ihB').unpack_from
+_I1 = Struct('>iqB').iter_unpack
 
 
 class AlterShareGroupOffsetsRequest(Body):
@@ -72,7 +73,15 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 13 * n1]):
+            o2 = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
+            o2.partition_index, o2.start_offset, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 13 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
             o2.unknown_tags = None
             o2.partition_index, o2.start_offset, n2 = _S1(b, p)

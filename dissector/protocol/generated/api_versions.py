@@ -11,6 +11,8 @@ _S6 = Struct('>hhhB').unpack_from
 _S7 = Struct('>hhB').unpack_from
 _S8 = Struct('>q').unpack_from
 _S9 = Struct('>?').unpack_from
+_I3 = Struct('>hhh').iter_unpack
+_I6 = Struct('>hhhB').iter_unpack
 
 
 class ApiVersionsRequest(Body):
@@ -120,12 +122,12 @@ def _r4(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for _ in range(n0):
+    for v in _I3(b[p:p + 6 * n0]):
         o1 = _new(ApiVersionsResponse_ApiVersion)
+        o1.api_key, o1.min_version, o1.max_version = v
         o1.unknown_tags = None
-        o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
-        p += 6
         l0.append(o1)
+    p += 6 * n0
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -144,12 +146,12 @@ def _r5(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for _ in range(n0):
+    for v in _I3(b[p:p + 6 * n0]):
         o1 = _new(ApiVersionsResponse_ApiVersion)
+        o1.api_key, o1.min_version, o1.max_version = v
         o1.unknown_tags = None
-        o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
-        p += 6
         l0.append(o1)
+    p += 6 * n0
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -172,7 +174,15 @@ def _r9(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for _ in range(n0):
+    for v in _I6(b[p:p + 7 * n0]):
+        o1 = _new(ApiVersionsResponse_ApiVersion)
+        o1.api_key, o1.min_version, o1.max_version, t = v
+        if t:
+            break
+        o1.unknown_tags = None
+        l0.append(o1)
+    p += 7 * len(l0)
+    for _ in range(n0 - len(l0)):
         o1 = _new(ApiVersionsResponse_ApiVersion)
         o1.unknown_tags = None
         o1.api_key, o1.min_version, o1.max_version, n1 = _S6(b, p)

@@ -5,6 +5,8 @@ _S0 = Struct('>iqB').unpack_from
 _S1 = Struct('>B').unpack_from
 _S2 = Struct('>iB').unpack_from
 _S3 = Struct('>ihB').unpack_from
+_I2 = Struct('>iB').iter_unpack
+_I3 = Struct('>ihB').iter_unpack
 
 
 class AssignReplicasToDirsRequest(Body):
@@ -79,7 +81,15 @@ def _r3(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I2(b[p:p + 5 * n2]):
+                o3 = _new(AssignReplicasToDirsRequest_PartitionData)
+                o3.partition_index, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 5 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(AssignReplicasToDirsRequest_PartitionData)
                 o3.unknown_tags = None
                 o3.partition_index, n3 = _S2(b, p)
@@ -147,7 +157,15 @@ def _r7(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I3(b[p:p + 7 * n2]):
+                o3 = _new(AssignReplicasToDirsResponse_PartitionData)
+                o3.partition_index, o3.error_code, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 7 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(AssignReplicasToDirsResponse_PartitionData)
                 o3.unknown_tags = None
                 o3.partition_index, o3.error_code, n3 = _S3(b, p)

@@ -12,6 +12,9 @@ _S7 = Struct('>hi').unpack_from
 _S8 = Struct('>ihii').unpack_from
 _S9 = Struct('>hB').unpack_from
 _S10 = Struct('>ihiiB').unpack_from
+_I2 = Struct('>iii').iter_unpack
+_I8 = Struct('>ihii').iter_unpack
+_I10 = Struct('>ihiiB').iter_unpack
 
 
 class BeginQuorumEpochRequest(Body):
@@ -79,13 +82,13 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I2(b[p:p + 12 * n1]):
             o2 = _new(BeginQuorumEpochRequest_PartitionData)
+            o2.partition_index, o2.leader_id, o2.leader_epoch = v
             o2.voter_directory_id = UUID0
             o2.unknown_tags = None
-            o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.voter_id = -1
@@ -223,12 +226,12 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 14 * n1]):
             o2 = _new(BeginQuorumEpochResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.node_endpoints = []
@@ -269,7 +272,15 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I10(b[p:p + 15 * n1]):
+            o2 = _new(BeginQuorumEpochResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 15 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(BeginQuorumEpochResponse_PartitionData)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)

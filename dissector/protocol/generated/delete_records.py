@@ -10,6 +10,10 @@ _S5 = Struct('>iB').unpack_from
 _S6 = Struct('>ii').unpack_from
 _S7 = Struct('>iqh').unpack_from
 _S8 = Struct('>iqhB').unpack_from
+_I2 = Struct('>iq').iter_unpack
+_I4 = Struct('>iqB').iter_unpack
+_I7 = Struct('>iqh').iter_unpack
+_I8 = Struct('>iqhB').iter_unpack
 
 
 class DeleteRecordsRequest(Body):
@@ -60,12 +64,12 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I2(b[p:p + 12 * n1]):
             o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
+            o2.partition_index, o2.offset = v
             o2.unknown_tags = None
-            o2.partition_index, o2.offset = _S2(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -107,7 +111,15 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I4(b[p:p + 13 * n1]):
+            o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
+            o2.partition_index, o2.offset, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 13 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
             o2.unknown_tags = None
             o2.partition_index, o2.offset, n2 = _S4(b, p)
@@ -153,12 +165,12 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 14 * n1]):
             o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            o2.partition_index, o2.low_watermark, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.low_watermark, o2.error_code = _S7(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -198,7 +210,15 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 15 * n1]):
+            o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            o2.partition_index, o2.low_watermark, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 15 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
             o2.unknown_tags = None
             o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S8(b, p)

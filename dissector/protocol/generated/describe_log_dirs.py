@@ -13,6 +13,8 @@ _S8 = Struct('>iqq?B').unpack_from
 _S9 = Struct('>ihB').unpack_from
 _S10 = Struct('>qqB').unpack_from
 _S11 = Struct('>qq?B').unpack_from
+_I5 = Struct('>iqq?').iter_unpack
+_I8 = Struct('>iqq?B').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -158,12 +160,12 @@ def _r7(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I5(b[p:p + 21 * n2]):
                 o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                 o3.unknown_tags = None
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(b, p)
-                p += 21
                 l2.append(o3)
+            p += 21 * n2
             o2.unknown_tags = None
             l1.append(o2)
         o1.total_bytes = -1
@@ -230,7 +232,15 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I8(b[p:p + 22 * n2]):
+                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 22 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
                 o3.unknown_tags = None
                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
@@ -316,7 +326,15 @@ def _r12(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I8(b[p:p + 22 * n2]):
+                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 22 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
                 o3.unknown_tags = None
                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
@@ -401,7 +419,15 @@ def _r14(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I8(b[p:p + 22 * n2]):
+                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 22 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
                 o3.unknown_tags = None
                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
@@ -484,7 +510,15 @@ def _r16(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I8(b[p:p + 22 * n2]):
+                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
+                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 22 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
                 o3.unknown_tags = None
                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)

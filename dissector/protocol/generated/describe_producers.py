@@ -5,6 +5,7 @@ _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iB').unpack_from
 _S2 = Struct('>ihB').unpack_from
 _S3 = Struct('>qiiqiqB').unpack_from
+_I3 = Struct('>qiiqiqB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -133,7 +134,15 @@ def _r5(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.active_producers = l2 = []
-            for _ in range(n2):
+            for v in _I3(b[p:p + 37 * n2]):
+                o3 = _new(DescribeProducersResponse_ProducerState)
+                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 37 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeProducersResponse_ProducerState)
                 o3.unknown_tags = None
                 o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S3(b, p)

@@ -12,6 +12,9 @@ _S7 = Struct('>iiqB').unpack_from
 _S8 = Struct('>i').unpack_from
 _S9 = Struct('>qqqB').unpack_from
 _S10 = Struct('>HB').unpack_from
+_I1 = Struct('>iB').iter_unpack
+_I4 = Struct('>iqB').iter_unpack
+_I5 = Struct('>iqqqB').iter_unpack
 
 
 class DescribeQuorumRequest(Body):
@@ -83,7 +86,15 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 5 * n1]):
+            o2 = _new(DescribeQuorumRequest_PartitionData)
+            o2.partition_index, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 5 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(DescribeQuorumRequest_PartitionData)
             o2.unknown_tags = None
             o2.partition_index, n2 = _S1(b, p)
@@ -150,7 +161,18 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.current_voters = l2 = []
-            for _ in range(n2):
+            for v in _I4(b[p:p + 13 * n2]):
+                o3 = _new(DescribeQuorumResponse_ReplicaState)
+                o3.replica_id, o3.log_end_offset, t = v
+                if t:
+                    break
+                o3.replica_directory_id = UUID0
+                o3.last_fetch_timestamp = -1
+                o3.last_caught_up_timestamp = -1
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 13 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeQuorumResponse_ReplicaState)
                 o3.replica_directory_id = UUID0
                 o3.last_fetch_timestamp = -1
@@ -171,7 +193,18 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.observers = l2 = []
-            for _ in range(n2):
+            for v in _I4(b[p:p + 13 * n2]):
+                o3 = _new(DescribeQuorumResponse_ReplicaState)
+                o3.replica_id, o3.log_end_offset, t = v
+                if t:
+                    break
+                o3.replica_directory_id = UUID0
+                o3.last_fetch_timestamp = -1
+                o3.last_caught_up_timestamp = -1
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 13 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeQuorumResponse_ReplicaState)
                 o3.replica_directory_id = UUID0
                 o3.last_fetch_timestamp = -1
@@ -250,7 +283,16 @@ def _r10(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.current_voters = l2 = []
-            for _ in range(n2):
+            for v in _I5(b[p:p + 29 * n2]):
+                o3 = _new(DescribeQuorumResponse_ReplicaState)
+                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, t = v
+                if t:
+                    break
+                o3.replica_directory_id = UUID0
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 29 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeQuorumResponse_ReplicaState)
                 o3.replica_directory_id = UUID0
                 o3.unknown_tags = None
@@ -269,7 +311,16 @@ def _r10(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.observers = l2 = []
-            for _ in range(n2):
+            for v in _I5(b[p:p + 29 * n2]):
+                o3 = _new(DescribeQuorumResponse_ReplicaState)
+                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, t = v
+                if t:
+                    break
+                o3.replica_directory_id = UUID0
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 29 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(DescribeQuorumResponse_ReplicaState)
                 o3.replica_directory_id = UUID0
                 o3.unknown_tags = None

@@ -5,6 +5,7 @@ _S0 = Struct('>B').unpack_from
 _S1 = Struct('>ihB').unpack_from
 _S2 = Struct('>hB').unpack_from
 _S3 = Struct('>biB').unpack_from
+_I3 = Struct('>biB').iter_unpack
 
 
 class DescribeUserScramCredentialsRequest(Body):
@@ -118,7 +119,15 @@ def _r4(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.credential_infos = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 6 * n1]):
+            o2 = _new(DescribeUserScramCredentialsResponse_CredentialInfo)
+            o2.mechanism, o2.iterations, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 6 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(DescribeUserScramCredentialsResponse_CredentialInfo)
             o2.unknown_tags = None
             o2.mechanism, o2.iterations, n2 = _S3(b, p)

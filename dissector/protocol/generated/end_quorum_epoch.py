@@ -12,6 +12,8 @@ _S7 = Struct('>ihii').unpack_from
 _S8 = Struct('>hB').unpack_from
 _S9 = Struct('>ihiiB').unpack_from
 _S10 = Struct('>iB').unpack_from
+_I7 = Struct('>ihii').iter_unpack
+_I9 = Struct('>ihiiB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -250,12 +252,12 @@ def _r10(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 14 * n1]):
             o2 = _new(EndQuorumEpochResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.node_endpoints = []
@@ -296,7 +298,15 @@ def _r14(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 15 * n1]):
+            o2 = _new(EndQuorumEpochResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 15 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(EndQuorumEpochResponse_PartitionData)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S9(b, p)

@@ -28,6 +28,12 @@ _S23 = Struct('>iqB').unpack_from
 _S24 = Struct('>q').unpack_from
 _S25 = Struct('>iiB').unpack_from
 _S26 = Struct('>qiB').unpack_from
+_I3 = Struct('>iqi').iter_unpack
+_I6 = Struct('>iqqi').iter_unpack
+_I8 = Struct('>iiqqi').iter_unpack
+_I11 = Struct('>iiqiqiB').iter_unpack
+_I16 = Struct('>qq').iter_unpack
+_I21 = Struct('>qqB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -107,17 +113,17 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 16 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
             o2.current_leader_epoch = -1
             o2.last_fetched_epoch = -1
             o2.log_start_offset = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-            p += 16
             l1.append(o2)
+        p += 16 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -157,17 +163,17 @@ def _r3(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 16 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
             o2.current_leader_epoch = -1
             o2.last_fetched_epoch = -1
             o2.log_start_offset = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-            p += 16
             l1.append(o2)
+        p += 16 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -206,17 +212,17 @@ def _r4(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 16 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
             o2.current_leader_epoch = -1
             o2.last_fetched_epoch = -1
             o2.log_start_offset = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-            p += 16
             l1.append(o2)
+        p += 16 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -254,16 +260,16 @@ def _r7(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I6(b[p:p + 24 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
             o2.current_leader_epoch = -1
             o2.last_fetched_epoch = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
-            p += 24
             l1.append(o2)
+        p += 24 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -301,16 +307,16 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I6(b[p:p + 24 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
             o2.current_leader_epoch = -1
             o2.last_fetched_epoch = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
-            p += 24
             l1.append(o2)
+        p += 24 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -369,15 +375,15 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 28 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
             o2.last_fetched_epoch = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
-            p += 28
             l1.append(o2)
+        p += 28 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -436,15 +442,15 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 28 * n1]):
             o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
             o2.last_fetched_epoch = -1
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
             o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
-            p += 28
             l1.append(o2)
+        p += 28 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -517,7 +523,17 @@ def _r17(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 33 * n1]):
+            o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
+            if t:
+                break
+            o2.replica_directory_id = UUID0
+            o2.high_watermark = 9223372036854775807
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 33 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(FetchRequest_FetchPartition)
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
@@ -616,7 +632,17 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 33 * n1]):
+            o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
+            if t:
+                break
+            o2.replica_directory_id = UUID0
+            o2.high_watermark = 9223372036854775807
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 33 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(FetchRequest_FetchPartition)
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
@@ -708,7 +734,17 @@ def _r22(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 33 * n1]):
+            o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
+            if t:
+                break
+            o2.replica_directory_id = UUID0
+            o2.high_watermark = 9223372036854775807
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 33 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(FetchRequest_FetchPartition)
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
@@ -805,7 +841,17 @@ def _r25(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 33 * n1]):
+            o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
+            if t:
+                break
+            o2.high_watermark = 9223372036854775807
+            o2.replica_directory_id = UUID0
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 33 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(FetchRequest_FetchPartition)
             o2.high_watermark = 9223372036854775807
             o2.replica_directory_id = UUID0
@@ -902,7 +948,17 @@ def _r28(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 33 * n1]):
+            o2 = _new(FetchRequest_FetchPartition)
+            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
+            if t:
+                break
+            o2.replica_directory_id = UUID0
+            o2.high_watermark = 9223372036854775807
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 33 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(FetchRequest_FetchPartition)
             o2.replica_directory_id = UUID0
             o2.high_watermark = 9223372036854775807
@@ -1118,12 +1174,12 @@ def _r36(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I16(b[p:p + 16 * n2]):
                     o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset = v
                     o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset = _S16(b, p)
-                    p += 16
                     l2.append(o3)
+                p += 16 * n2
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1186,12 +1242,12 @@ def _r39(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I16(b[p:p + 16 * n2]):
                     o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset = v
                     o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset = _S16(b, p)
-                    p += 16
                     l2.append(o3)
+                p += 16 * n2
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1253,12 +1309,12 @@ def _r40(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I16(b[p:p + 16 * n2]):
                     o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset = v
                     o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset = _S16(b, p)
-                    p += 16
                     l2.append(o3)
+                p += 16 * n2
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1318,12 +1374,12 @@ def _r43(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I16(b[p:p + 16 * n2]):
                     o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset = v
                     o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset = _S16(b, p)
-                    p += 16
                     l2.append(o3)
+                p += 16 * n2
             o2.preferred_read_replica, n2 = _S14(b, p)
             p += 8
             if n2 < 0:
@@ -1392,7 +1448,15 @@ def _r50(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I21(b[p:p + 17 * n2]):
+                    o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset, t = v
+                    if t:
+                        break
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 17 * len(l2)
+                for _ in range(n2 - len(l2)):
                     o3 = _new(FetchResponse_AbortedTransaction)
                     o3.unknown_tags = None
                     o3.producer_id, o3.first_offset, n3 = _S21(b, p)
@@ -1486,7 +1550,15 @@ def _r52(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I21(b[p:p + 17 * n2]):
+                    o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset, t = v
+                    if t:
+                        break
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 17 * len(l2)
+                for _ in range(n2 - len(l2)):
                     o3 = _new(FetchResponse_AbortedTransaction)
                     o3.unknown_tags = None
                     o3.producer_id, o3.first_offset, n3 = _S21(b, p)
@@ -1580,7 +1652,15 @@ def _r54(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for _ in range(n2):
+                for v in _I21(b[p:p + 17 * n2]):
+                    o3 = _new(FetchResponse_AbortedTransaction)
+                    o3.producer_id, o3.first_offset, t = v
+                    if t:
+                        break
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 17 * len(l2)
+                for _ in range(n2 - len(l2)):
                     o3 = _new(FetchResponse_AbortedTransaction)
                     o3.unknown_tags = None
                     o3.producer_id, o3.first_offset, n3 = _S21(b, p)

@@ -4,6 +4,7 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iiqB').unpack_from
 _S2 = Struct('>ihB').unpack_from
+_I1 = Struct('>iiqB').iter_unpack
 
 
 class InitializeShareGroupStateRequest(Body):
@@ -65,7 +66,15 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 17 * n1]):
+            o2 = _new(InitializeShareGroupStateRequest_PartitionData)
+            o2.partition, o2.state_epoch, o2.start_offset, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 17 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(InitializeShareGroupStateRequest_PartitionData)
             o2.unknown_tags = None
             o2.partition, o2.state_epoch, o2.start_offset, n2 = _S1(b, p)

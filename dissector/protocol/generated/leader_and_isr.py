@@ -20,6 +20,7 @@ _S15 = Struct('>i?iqbB').unpack_from
 _S16 = Struct('>hi').unpack_from
 _S17 = Struct('>hB').unpack_from
 _S18 = Struct('>ihB').unpack_from
+_I18 = Struct('>ihB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -919,7 +920,16 @@ def _r27(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_errors = l1 = []
-        for _ in range(n1):
+        for v in _I18(b[p:p + 7 * n1]):
+            o2 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.topic_name = ''
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
             o2.topic_name = ''
             o2.unknown_tags = None

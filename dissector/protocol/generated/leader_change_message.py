@@ -5,6 +5,7 @@ _S0 = Struct('>hiB').unpack_from
 _S1 = Struct('>iB').unpack_from
 _S2 = Struct('>B').unpack_from
 _S3 = Struct('>i').unpack_from
+_I1 = Struct('>iB').iter_unpack
 
 
 class LeaderChangeMessage(Body):
@@ -27,7 +28,16 @@ def _r1(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.voters = l0 = []
-    for _ in range(n0):
+    for v in _I1(b[p:p + 5 * n0]):
+        o1 = _new(LeaderChangeMessage_Voter)
+        o1.voter_id, t = v
+        if t:
+            break
+        o1.voter_directory_id = UUID0
+        o1.unknown_tags = None
+        l0.append(o1)
+    p += 5 * len(l0)
+    for _ in range(n0 - len(l0)):
         o1 = _new(LeaderChangeMessage_Voter)
         o1.voter_directory_id = UUID0
         o1.unknown_tags = None
@@ -46,7 +56,16 @@ def _r1(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.granting_voters = l0 = []
-    for _ in range(n0):
+    for v in _I1(b[p:p + 5 * n0]):
+        o1 = _new(LeaderChangeMessage_Voter)
+        o1.voter_id, t = v
+        if t:
+            break
+        o1.voter_directory_id = UUID0
+        o1.unknown_tags = None
+        l0.append(o1)
+    p += 5 * len(l0)
+    for _ in range(n0 - len(l0)):
         o1 = _new(LeaderChangeMessage_Voter)
         o1.voter_directory_id = UUID0
         o1.unknown_tags = None

@@ -16,6 +16,13 @@ _S11 = Struct('>ihi').unpack_from
 _S12 = Struct('>ihqq').unpack_from
 _S13 = Struct('>ihqqi').unpack_from
 _S14 = Struct('>ihqqiB').unpack_from
+_I3 = Struct('>iqi').iter_unpack
+_I4 = Struct('>iq').iter_unpack
+_I6 = Struct('>iiq').iter_unpack
+_I9 = Struct('>iiqB').iter_unpack
+_I12 = Struct('>ihqq').iter_unpack
+_I13 = Struct('>ihqqi').iter_unpack
+_I14 = Struct('>ihqqiB').iter_unpack
 _Aq = ARRAYS['q']
 
 
@@ -67,13 +74,13 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 16 * n1]):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.timestamp, o2.max_num_offsets = v
             o2.current_leader_epoch = -1
             o2.unknown_tags = None
-            o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(b, p)
-            p += 16
             l1.append(o2)
+        p += 16 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.isolation_level = 0
@@ -106,14 +113,14 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I4(b[p:p + 12 * n1]):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.timestamp = v
             o2.current_leader_epoch = -1
             o2.max_num_offsets = 1
             o2.unknown_tags = None
-            o2.partition_index, o2.timestamp = _S4(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.isolation_level = 0
@@ -146,14 +153,14 @@ def _r6(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I4(b[p:p + 12 * n1]):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.timestamp = v
             o2.current_leader_epoch = -1
             o2.max_num_offsets = 1
             o2.unknown_tags = None
-            o2.partition_index, o2.timestamp = _S4(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.timeout_ms = 0
@@ -185,13 +192,13 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I6(b[p:p + 16 * n1]):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
             o2.max_num_offsets = 1
             o2.unknown_tags = None
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
-            p += 16
             l1.append(o2)
+        p += 16 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.timeout_ms = 0
@@ -232,7 +239,16 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 17 * n1]):
+            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.current_leader_epoch, o2.timestamp, t = v
+            if t:
+                break
+            o2.max_num_offsets = 1
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 17 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
             o2.max_num_offsets = 1
             o2.unknown_tags = None
@@ -289,7 +305,16 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 17 * n1]):
+            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
+            o2.partition_index, o2.current_leader_epoch, o2.timestamp, t = v
+            if t:
+                break
+            o2.max_num_offsets = 1
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 17 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
             o2.max_num_offsets = 1
             o2.unknown_tags = None
@@ -380,14 +405,14 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I12(b[p:p + 22 * n1]):
             o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
             o2.leader_epoch = -1
             o2.old_style_offsets = []
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S12(b, p)
-            p += 22
             l1.append(o2)
+        p += 22 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -419,14 +444,14 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I12(b[p:p + 22 * n1]):
             o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
             o2.leader_epoch = -1
             o2.old_style_offsets = []
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S12(b, p)
-            p += 22
             l1.append(o2)
+        p += 22 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -457,13 +482,13 @@ def _r23(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I13(b[p:p + 26 * n1]):
             o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
             o2.old_style_offsets = []
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S13(b, p)
-            p += 26
             l1.append(o2)
+        p += 26 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -503,7 +528,16 @@ def _r26(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I14(b[p:p + 27 * n1]):
+            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
+            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.old_style_offsets = []
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 27 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
             o2.old_style_offsets = []
             o2.unknown_tags = None

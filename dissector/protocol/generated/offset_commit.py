@@ -13,6 +13,8 @@ _S8 = Struct('>iB').unpack_from
 _S9 = Struct('>iqiB').unpack_from
 _S10 = Struct('>ii').unpack_from
 _S11 = Struct('>ihB').unpack_from
+_I3 = Struct('>ih').iter_unpack
+_I11 = Struct('>ihB').iter_unpack
 
 
 class OffsetCommitRequest(Body):
@@ -608,12 +610,12 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 6 * n1]):
             o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code = _S3(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -646,12 +648,12 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 6 * n1]):
             o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code = _S3(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -692,7 +694,15 @@ def _r23(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 7 * n1]):
+            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, n2 = _S11(b, p)
@@ -741,7 +751,15 @@ def _r25(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 7 * n1]):
+            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, n2 = _S11(b, p)

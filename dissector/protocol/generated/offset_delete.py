@@ -5,6 +5,8 @@ _S0 = Struct('>h').unpack_from
 _S1 = Struct('>i').unpack_from
 _S2 = Struct('>hii').unpack_from
 _S3 = Struct('>ih').unpack_from
+_I1 = Struct('>i').iter_unpack
+_I3 = Struct('>ih').iter_unpack
 
 
 class OffsetDeleteRequest(Body):
@@ -61,12 +63,12 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 4 * n1]):
             o2 = _new(OffsetDeleteRequest_OffsetDeleteRequestPartition)
+            o2.partition_index, = v
             o2.unknown_tags = None
-            o2.partition_index = _S1(b, p)[0]
-            p += 4
             l1.append(o2)
+        p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -97,12 +99,12 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 6 * n1]):
             o2 = _new(OffsetDeleteResponse_OffsetDeleteResponsePartition)
+            o2.partition_index, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code = _S3(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None

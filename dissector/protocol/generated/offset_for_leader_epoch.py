@@ -11,6 +11,12 @@ _S6 = Struct('>iiiB').unpack_from
 _S7 = Struct('>hiq').unpack_from
 _S8 = Struct('>hiiq').unpack_from
 _S9 = Struct('>hiiqB').unpack_from
+_I2 = Struct('>ii').iter_unpack
+_I3 = Struct('>iii').iter_unpack
+_I6 = Struct('>iiiB').iter_unpack
+_I7 = Struct('>hiq').iter_unpack
+_I8 = Struct('>hiiq').iter_unpack
+_I9 = Struct('>hiiqB').iter_unpack
 
 
 class OffsetForLeaderEpochRequest(Body):
@@ -61,13 +67,13 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I2(b[p:p + 8 * n1]):
             o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+            o2.partition, o2.leader_epoch = v
             o2.current_leader_epoch = -1
             o2.unknown_tags = None
-            o2.partition, o2.leader_epoch = _S2(b, p)
-            p += 8
             l1.append(o2)
+        p += 8 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.replica_id = -2
@@ -99,12 +105,12 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 12 * n1]):
             o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+            o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
             o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.replica_id = -2
@@ -136,12 +142,12 @@ def _r6(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I3(b[p:p + 12 * n1]):
             o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+            o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
             o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
-            p += 12
             l1.append(o2)
+        p += 12 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -181,7 +187,15 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I6(b[p:p + 13 * n1]):
+            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+            o2.partition, o2.current_leader_epoch, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 13 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
             o2.unknown_tags = None
             o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S6(b, p)
@@ -227,13 +241,13 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 14 * n1]):
             o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+            o2.error_code, o2.partition, o2.end_offset = v
             o2.leader_epoch = -1
             o2.unknown_tags = None
-            o2.error_code, o2.partition, o2.end_offset = _S7(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -265,12 +279,12 @@ def _r15(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 18 * n1]):
             o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
             o2.unknown_tags = None
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S8(b, p)
-            p += 18
             l1.append(o2)
+        p += 18 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -302,12 +316,12 @@ def _r16(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 18 * n1]):
             o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
             o2.unknown_tags = None
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S8(b, p)
-            p += 18
             l1.append(o2)
+        p += 18 * n1
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -347,7 +361,15 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 19 * n1]):
+            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
+            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 19 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
             o2.unknown_tags = None
             o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S9(b, p)

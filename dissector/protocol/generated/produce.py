@@ -15,6 +15,9 @@ _S10 = Struct('>ihqqqi').unpack_from
 _S11 = Struct('>ih').unpack_from
 _S12 = Struct('>ihqqqB').unpack_from
 _S13 = Struct('>iiB').unpack_from
+_I7 = Struct('>ihq').iter_unpack
+_I8 = Struct('>ihqq').iter_unpack
+_I9 = Struct('>ihqqq').iter_unpack
 
 
 class ProduceRequest(Body):
@@ -320,17 +323,17 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 14 * n1]):
             o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2.index, o2.error_code, o2.base_offset = v
             o2.log_append_time_ms = -1
             o2.log_start_offset = -1
             o2.record_errors = []
             o2.error_message = None
             o2.current_leader = None
             o2.unknown_tags = None
-            o2.index, o2.error_code, o2.base_offset = _S7(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -364,17 +367,17 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 14 * n1]):
             o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2.index, o2.error_code, o2.base_offset = v
             o2.log_append_time_ms = -1
             o2.log_start_offset = -1
             o2.record_errors = []
             o2.error_message = None
             o2.current_leader = None
             o2.unknown_tags = None
-            o2.index, o2.error_code, o2.base_offset = _S7(b, p)
-            p += 14
             l1.append(o2)
+        p += 14 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -409,16 +412,16 @@ def _r15(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for _ in range(n1):
+        for v in _I8(b[p:p + 22 * n1]):
             o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
             o2.log_start_offset = -1
             o2.record_errors = []
             o2.error_message = None
             o2.current_leader = None
             o2.unknown_tags = None
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
-            p += 22
             l1.append(o2)
+        p += 22 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -453,15 +456,15 @@ def _r18(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 30 * n1]):
             o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
             o2.record_errors = []
             o2.error_message = None
             o2.current_leader = None
             o2.unknown_tags = None
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
-            p += 30
             l1.append(o2)
+        p += 30 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)

@@ -6,6 +6,8 @@ _S1 = Struct('>iiB').unpack_from
 _S2 = Struct('>ihB').unpack_from
 _S3 = Struct('>iqB').unpack_from
 _S4 = Struct('>qqbhB').unpack_from
+_I1 = Struct('>iiB').iter_unpack
+_I4 = Struct('>qqbhB').iter_unpack
 
 
 class ReadShareGroupStateRequest(Body):
@@ -71,7 +73,15 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 9 * n1]):
+            o2 = _new(ReadShareGroupStateRequest_PartitionData)
+            o2.partition, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 9 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(ReadShareGroupStateRequest_PartitionData)
             o2.unknown_tags = None
             o2.partition, o2.leader_epoch, n2 = _S1(b, p)
@@ -141,7 +151,15 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for _ in range(n2):
+            for v in _I4(b[p:p + 20 * n2]):
+                o3 = _new(ReadShareGroupStateResponse_StateBatch)
+                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 20 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(ReadShareGroupStateResponse_StateBatch)
                 o3.unknown_tags = None
                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S4(b, p)

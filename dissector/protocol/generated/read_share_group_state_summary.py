@@ -6,6 +6,7 @@ _S1 = Struct('>iiB').unpack_from
 _S2 = Struct('>ihB').unpack_from
 _S3 = Struct('>iiqB').unpack_from
 _S4 = Struct('>iiqiB').unpack_from
+_I1 = Struct('>iiB').iter_unpack
 
 
 class ReadShareGroupStateSummaryRequest(Body):
@@ -67,7 +68,15 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 9 * n1]):
+            o2 = _new(ReadShareGroupStateSummaryRequest_PartitionData)
+            o2.partition, o2.leader_epoch, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 9 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(ReadShareGroupStateSummaryRequest_PartitionData)
             o2.unknown_tags = None
             o2.partition, o2.leader_epoch, n2 = _S1(b, p)

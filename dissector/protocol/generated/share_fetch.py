@@ -11,6 +11,7 @@ _S6 = Struct('>iiiiiib?B').unpack_from
 _S7 = Struct('>ihB').unpack_from
 _S8 = Struct('>hB').unpack_from
 _S9 = Struct('>qqhB').unpack_from
+_I9 = Struct('>qqhB').iter_unpack
 _Ab = ARRAYS['b']
 _Ai = ARRAYS['i']
 
@@ -524,7 +525,15 @@ def _r14(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.acquired_records = l2 = []
-            for _ in range(n2):
+            for v in _I9(b[p:p + 19 * n2]):
+                o3 = _new(ShareFetchResponse_AcquiredRecords)
+                o3.first_offset, o3.last_offset, o3.delivery_count, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 19 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(ShareFetchResponse_AcquiredRecords)
                 o3.unknown_tags = None
                 o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S9(b, p)
@@ -674,7 +683,15 @@ def _r17(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.acquired_records = l2 = []
-            for _ in range(n2):
+            for v in _I9(b[p:p + 19 * n2]):
+                o3 = _new(ShareFetchResponse_AcquiredRecords)
+                o3.first_offset, o3.last_offset, o3.delivery_count, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 19 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(ShareFetchResponse_AcquiredRecords)
                 o3.unknown_tags = None
                 o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S9(b, p)

@@ -14,6 +14,7 @@ _S9 = Struct('>hi').unpack_from
 _S10 = Struct('>ih').unpack_from
 _S11 = Struct('>hB').unpack_from
 _S12 = Struct('>ihB').unpack_from
+_I7 = Struct('>ii?B').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -188,7 +189,15 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_states = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 10 * n1]):
+            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
+            o2.partition_index, o2.leader_epoch, o2.delete_partition, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 10 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
             o2.unknown_tags = None
             o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S7(b, p)
@@ -247,7 +256,15 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_states = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 10 * n1]):
+            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
+            o2.partition_index, o2.leader_epoch, o2.delete_partition, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 10 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
             o2.unknown_tags = None
             o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S7(b, p)

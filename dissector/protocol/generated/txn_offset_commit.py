@@ -13,6 +13,8 @@ _S8 = Struct('>ii').unpack_from
 _S9 = Struct('>ih').unpack_from
 _S10 = Struct('>iB').unpack_from
 _S11 = Struct('>ihB').unpack_from
+_I9 = Struct('>ih').iter_unpack
+_I11 = Struct('>ihB').iter_unpack
 
 
 class TxnOffsetCommitRequest(Body):
@@ -381,12 +383,12 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I9(b[p:p + 6 * n1]):
             o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code = v
             o2.unknown_tags = None
-            o2.partition_index, o2.error_code = _S9(b, p)
-            p += 6
             l1.append(o2)
+        p += 6 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -427,7 +429,15 @@ def _r16(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 7 * n1]):
+            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, n2 = _S11(b, p)
@@ -476,7 +486,15 @@ def _r18(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I11(b[p:p + 7 * n1]):
+            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+            o2.partition_index, o2.error_code, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 7 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, n2 = _S11(b, p)

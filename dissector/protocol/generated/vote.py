@@ -10,6 +10,8 @@ _S5 = Struct('>iq?B').unpack_from
 _S6 = Struct('>hB').unpack_from
 _S7 = Struct('>ihii?B').unpack_from
 _S8 = Struct('>HB').unpack_from
+_I1 = Struct('>iiiiqB').iter_unpack
+_I7 = Struct('>ihii?B').iter_unpack
 
 
 class VoteRequest(Body):
@@ -83,7 +85,18 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I1(b[p:p + 25 * n1]):
+            o2 = _new(VoteRequest_PartitionData)
+            o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, t = v
+            if t:
+                break
+            o2.replica_directory_id = UUID0
+            o2.voter_directory_id = UUID0
+            o2.pre_vote = False
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 25 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(VoteRequest_PartitionData)
             o2.replica_directory_id = UUID0
             o2.voter_directory_id = UUID0
@@ -285,7 +298,15 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 16 * n1]):
+            o2 = _new(VoteResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 16 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(VoteResponse_PartitionData)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S7(b, p)
@@ -341,7 +362,15 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for _ in range(n1):
+        for v in _I7(b[p:p + 16 * n1]):
+            o2 = _new(VoteResponse_PartitionData)
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, t = v
+            if t:
+                break
+            o2.unknown_tags = None
+            l1.append(o2)
+        p += 16 * len(l1)
+        for _ in range(n1 - len(l1)):
             o2 = _new(VoteResponse_PartitionData)
             o2.unknown_tags = None
             o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S7(b, p)

@@ -6,6 +6,7 @@ _S1 = Struct('>iiiqB').unpack_from
 _S2 = Struct('>qqbhB').unpack_from
 _S3 = Struct('>iiiqiB').unpack_from
 _S4 = Struct('>ihB').unpack_from
+_I2 = Struct('>qqbhB').iter_unpack
 
 
 class WriteShareGroupStateRequest(Body):
@@ -83,7 +84,15 @@ def _r3(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for _ in range(n2):
+            for v in _I2(b[p:p + 20 * n2]):
+                o3 = _new(WriteShareGroupStateRequest_StateBatch)
+                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 20 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(WriteShareGroupStateRequest_StateBatch)
                 o3.unknown_tags = None
                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S2(b, p)
@@ -159,7 +168,15 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for _ in range(n2):
+            for v in _I2(b[p:p + 20 * n2]):
+                o3 = _new(WriteShareGroupStateRequest_StateBatch)
+                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 20 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(WriteShareGroupStateRequest_StateBatch)
                 o3.unknown_tags = None
                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S2(b, p)

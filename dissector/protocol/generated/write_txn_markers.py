@@ -12,6 +12,8 @@ _S7 = Struct('>qi').unpack_from
 _S8 = Struct('>ih').unpack_from
 _S9 = Struct('>qB').unpack_from
 _S10 = Struct('>ihB').unpack_from
+_I8 = Struct('>ih').iter_unpack
+_I10 = Struct('>ihB').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -248,12 +250,12 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I8(b[p:p + 6 * n2]):
                 o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                o3.partition_index, o3.error_code = v
                 o3.unknown_tags = None
-                o3.partition_index, o3.error_code = _S8(b, p)
-                p += 6
                 l2.append(o3)
+            p += 6 * n2
             o2.unknown_tags = None
             l1.append(o2)
         o1.unknown_tags = None
@@ -307,7 +309,15 @@ def _r15(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for _ in range(n2):
+            for v in _I10(b[p:p + 7 * n2]):
+                o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                o3.partition_index, o3.error_code, t = v
+                if t:
+                    break
+                o3.unknown_tags = None
+                l2.append(o3)
+            p += 7 * len(l2)
+            for _ in range(n2 - len(l2)):
                 o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
                 o3.unknown_tags = None
                 o3.partition_index, o3.error_code, n3 = _S10(b, p)
