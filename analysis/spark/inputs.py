@@ -7,6 +7,7 @@ local temporary file first: the capture readers stream from a local file.
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
@@ -16,6 +17,16 @@ from urllib.parse import unquote, urlparse
 
 class InputError(ValueError):
     """An input that names nothing readable: one line for the user."""
+
+
+def check_local(inputs) -> None:
+    """Fail early, before Spark starts, on a local path or glob that names nothing."""
+    for item in inputs:
+        path = str(item)
+        if "://" in path or path.startswith("file:"):
+            continue
+        if not (glob.has_magic(path) and glob.glob(path)) and not os.path.exists(path):
+            raise InputError(f"{item}: no such file or directory")
 
 
 def list_files(spark, inputs) -> list[tuple[str, int]]:

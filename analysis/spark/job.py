@@ -16,7 +16,7 @@ from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 from .decode import Options, decode_group
 from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
-from .inputs import basename, list_files, local_copy
+from .inputs import basename, check_local, list_files, local_copy
 from .schemas import EMIT_KEYS, EMIT_PACKET, TABLES, column, target_schema, union_schema
 from .write import BUCKET, read_table, write_tables
 
@@ -58,7 +58,8 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     start = time.monotonic()
     if level is None:
         level = "records" if records else "bodies"
-    spark = spark or spark_session(master, conf)
+    check_local(inputs)
+    spark = spark or spark_session(master, conf, quiet=True)
     files = [uri for uri, _size in list_files(spark, inputs)]
 
     # 1. extract: one task per file

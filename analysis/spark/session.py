@@ -22,12 +22,13 @@ def _check_java() -> None:
                  "`apt-get install default-jre-headless`, or set JAVA_HOME")
 
 
-def spark_session(master=None, conf=None):
+def spark_session(master=None, conf=None, quiet=False):
     """A SparkSession for the job.
 
     master None: the master spark-submit gave, else local[*]. In local mode the workers run
     this interpreter; on a cluster the dissector's code is shipped to the executors (they need
-    Python 3.11+ with pyarrow and pandas, the packages of the `spark` extra).
+    Python 3.11+ with pyarrow and pandas, the packages of the `spark` extra). conf: extra
+    settings. quiet: Spark logs errors only.
     """
     from pyspark.sql import SparkSession
     _check_java()
@@ -50,6 +51,8 @@ def spark_session(master=None, conf=None):
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if quiet:   # Spark's own warnings are not the user's business on the command line
+        spark.sparkContext.setLogLevel("ERROR")
     if not local:
         spark.sparkContext.addPyFile(str(_code_zip()))
     return spark
