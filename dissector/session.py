@@ -23,6 +23,7 @@ LEVELS = ("headers", "bodies", "records")
 
 PRODUCE = 0
 SASL_HANDSHAKE = 17
+RESYNC_WINDOW = 16   # how many of the oldest requests in flight a resynced response may answer
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -97,7 +98,14 @@ class Session:
         if size < 4:
             return False
         (corr,) = _INT32.unpack_from(data, pos + 4)
-        return any(p.correlation_id == corr for p in self._inflight)
+        # Responses come in request order, so after a gap the next one answers one of the oldest
+        # requests in flight; small correlation ids are common inside payloads, so look no further.
+        for i, p in enumerate(self._inflight):
+            if i == RESYNC_WINDOW:
+                return False
+            if p.correlation_id == corr:
+                return True
+        return False
 
     def frame(self, frame) -> None:
         if frame.direction == REQUEST:
