@@ -54,6 +54,7 @@ class BodyDecoder:
         self.full_records = records
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
+        self._budget = [max_uncompressed]   # what the message being walked may still decode
 
     def request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
                 body_offset) -> Message:
@@ -99,6 +100,9 @@ class BodyDecoder:
     def _summary(self, data, body, issues, learn) -> Summary:
         s = Summary()
         bad_sets = []
+        # One decode budget for all the record sets of the message: a Fetch response can carry
+        # thousands of partitions, each of which may be a decompression bomb.
+        self._budget = [self.max_uncompressed]
         self._walk(body, s, bad_sets, learn, False, False)
         for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
             base = max(bytes(data).find(bytes(raw)), 0)
@@ -133,7 +137,7 @@ class BodyDecoder:
             elif attr == "records":
                 if isinstance(value, (bytes, bytearray, memoryview)):
                     rs = decode_record_set(value, records=self.full_records,
-                                           max_uncompressed=self.max_uncompressed)
+                                           budget=self._budget)
                     setattr(obj, attr, rs)
                     s.add_record_set(rs)
                     if rs.issues:

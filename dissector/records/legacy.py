@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 import zlib
 
-from ..model import ERROR, Issue
+from ..model import ERROR, WARNING, Issue
 from . import codecs
-from .model import Batch, Record
+from .model import RECORD_COST, Batch, Record
 
 ENTRY = struct.Struct(">qiIbb")       # offset, size, crc, magic, attributes
 TIMESTAMP = struct.Struct(">q")
@@ -96,9 +96,11 @@ def decode(data, pos, size, want_records, budget, issues):
     if inner is None:
         return batch
     batch.uncompressed_size = len(inner)
-    records, all_ok, problem = _inner_set(inner, magic)
+    records, all_ok, problem = _inner_set(inner, magic, budget[0] // RECORD_COST)
+    budget[0] -= len(records) * RECORD_COST
     if problem:
-        issues.append(Issue(problem[0], ERROR, "inner message set: " + problem[1],
+        severity = WARNING if problem[0] == "records.decode_limit" else ERROR
+        issues.append(Issue(problem[0], severity, "inner message set: " + problem[1],
                             stream_offset=pos))
     if not all_ok:
         batch.crc_ok = False
@@ -120,14 +122,18 @@ def decode(data, pos, size, want_records, budget, issues):
     return batch
 
 
-def _inner_set(buf, wrapper_magic):
-    """Messages of a decompressed inner set: (records, all CRCs ok, problem or None)."""
+def _inner_set(buf, wrapper_magic, room):
+    """Messages of a decompressed inner set, at most `room` of them: (records, all CRCs ok,
+    problem or None)."""
     records = []
     all_ok = True
     n = len(buf)
     pos = 0
     try:
         while pos < n:
+            if len(records) >= room:
+                raise _Bad("records.decode_limit",
+                           f"decode budget spent after {len(records)} messages")
             if n - pos < 12:
                 raise _Bad("records.bad_length", "partial message at the end")
             (size,) = LENGTH.unpack_from(buf, pos + 8)

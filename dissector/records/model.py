@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 
+# What one decoded Record costs in memory (the object, its header list and offset/timestamp ints;
+# measured ~160 bytes for a minimal one), charged to the decode budget along with the
+# decompressed bytes: a 7-byte record on the wire must not be free, or a few kB of compressed
+# minimal records would decode into gigabytes of objects.
+RECORD_COST = 160
+
+
 class Record:
     """One record. offset/timestamp are absolute (timestamp None in magic 0); key/value bytes
     or None; headers a list of (str, bytes | None); attributes the record's own attribute byte."""

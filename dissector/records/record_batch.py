@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import struct
 
-from ..model import ERROR, Issue
+from ..model import ERROR, WARNING, Issue
 from . import codecs
 from .checksums import ACCELERATED, crc32c
-from .model import Batch, Record
+from .model import RECORD_COST, Batch, Record
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -50,7 +50,8 @@ def _varint(buf, pos, limit=10):
 def decode(data, pos, size, want_records, budget, issues):
     """Decode the v2 batch of `size` bytes at data[pos:] (a memoryview).
 
-    budget: list holding the bytes of decompressed output still allowed for this record set.
+    budget: list holding the bytes of decompressed output (and RECORD_COST per decoded record)
+    still allowed for this record set.
     Returns the Batch; problems are appended to `issues` (stream_offset relative to `data`).
     """
     (base_offset, _, leader_epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
@@ -97,7 +98,10 @@ def decode(data, pos, size, want_records, budget, issues):
         rec_pos = pos + HEADER_SIZE
 
     ts_base = max_ts if ts_type else None  # LogAppendTime: every record carries the batch time
-    records, bad_at, problem = _parse_records(body, count, base_offset, first_ts, ts_base)
+    room = budget[0] // RECORD_COST  # records the budget still pays for
+    want = count if count <= room else room
+    records, bad_at, problem = _parse_records(body, want, base_offset, first_ts, ts_base)
+    budget[0] -= len(records) * RECORD_COST
     batch.records = records
     if problem is not None:
         code, detail = problem
@@ -105,6 +109,10 @@ def decode(data, pos, size, want_records, budget, issues):
         issues.append(Issue(code, ERROR, detail, stream_offset=at))
     elif count < 0:
         pass  # reported above
+    elif want < count and bad_at < len(body):
+        issues.append(Issue("records.decode_limit", WARNING,
+                            f"decode budget spent after {len(records)} of {count} records",
+                            stream_offset=pos + HEADER_SIZE))
     elif len(records) != count:
         issues.append(Issue("records.count_mismatch", ERROR,
                             f"batch declares {count} records but holds {len(records)}",

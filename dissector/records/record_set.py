@@ -18,26 +18,29 @@ _MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch
 _DECODERS = {0: legacy.decode, 1: legacy.decode, 2: record_batch.decode}
 
 
-def decode_record_set(data, *, records=True, max_uncompressed=64 << 20):
+def decode_record_set(data, *, records=True, max_uncompressed=64 << 20, budget=None):
     """Decode a `records` field (bytes or memoryview) into a RecordSet.
 
     records=False decodes batch headers only: no decompression and no per-record parsing (the
     v2 CRC is still checked when the fast CRC32C library is present). `max_uncompressed` caps the
-    total decompressed output of the whole set. Never raises on bad input: faults are Issues
-    whose stream_offset is relative to `data`; a partial last batch sets `truncated`.
+    total decompressed output of the whole set plus model.RECORD_COST per decoded record (past
+    it: `records.decompression_limit` / `records.decode_limit` Issues). `budget`, a one-item list,
+    replaces it to share one cap between several sets (those of one message). Never raises on
+    bad input: faults are Issues whose stream_offset is relative to `data`; a partial last batch
+    sets `truncated`.
     """
     # Decoding makes many small acyclic objects (records, header lists) that the caller keeps:
     # cyclic GC passes over them during the decode are pure cost (about 40% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(data, records, max_uncompressed)
+        return _decode(data, records, [max_uncompressed] if budget is None else budget)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _decode(data, records, max_uncompressed):
+def _decode(data, records, budget):
     if data is None:  # a null records field
         data = b""
     mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
@@ -45,7 +48,6 @@ def _decode(data, records, max_uncompressed):
     batches = []
     issues = []
     truncated = False
-    budget = [max_uncompressed]
     pos = 0
     while pos < n:
         if n - pos < 17:
