@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import corpus as C  # noqa: E402
-from benchmarks.measure import machine, run  # noqa: E402
+from benchmarks.measure import machine, run, warm_bytecode  # noqa: E402
 
 LEVELS = ("headers", "bodies", "records")
 TARGETS = {"headers": 30.0, "bodies": 15.0, "records": 5.0}   # ratio to tshark (issue 9)
@@ -144,6 +144,7 @@ def main(argv=None):
                       f"{checked['good']} good, {checked['bad']} bad")
                 if checked["bad"]:
                     return 1
+            warm_bytecode()
             packets = built.packets if built else C.count_packets(path)
             runs, counts = measure(path, args.port, args.rounds, Path(tmp))
             agree = report(path, runs, counts, packets)
