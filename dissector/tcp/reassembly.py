@@ -28,6 +28,11 @@ FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 # An ack further ahead of the data seen than this is not evidence of loss (bogus or stale).
 ACK_HORIZON = 1 << 30
 
+# Held segments are bounded by count as well as by bytes: each costs ~300 bytes of bookkeeping
+# and a list insert whatever its size, so a flood of 1-byte out-of-order segments under the
+# byte cap would take gigabytes and quadratic time.
+MAX_HELD_SEGMENTS = 8192
+
 _NAMES = ("request", "response")
 
 
@@ -111,7 +116,8 @@ class Reassembler:
                 else:
                     self._hold(off, payload, pkt, ts)
                     self._drain()
-                    while self.held_bytes > self.max_buffered:
+                    while (self.held_bytes > self.max_buffered
+                           or len(self.held) > MAX_HELD_SEGMENTS):
                         self._release(self.held[0][0], self.held[0][3])
         if flags & FIN:
             self._fin(off + n, pkt)
