@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from ..model import ERROR, WARNING, Issue
-from . import tree
+from . import embedded, tree
 from .generated.apis import APIS, MODULES
 from .headers import parse_request_header, parse_response_header
 from .message import Message
@@ -58,7 +58,7 @@ def decode_struct(b, offset, entry, issues):
     return body
 
 
-def _body(buf, offset, api_key, api_version, issues, which):
+def _body(buf, offset, api_key, api_version, issues, which, request=None):
     t = tables(api_key)
     if t is None:
         issues.append(Issue("kafka.unknown_api", WARNING, f"unknown api key {api_key}", stream_offset=0))
@@ -70,28 +70,44 @@ def _body(buf, offset, api_key, api_version, issues, which):
                             f"{info[0]} v{api_version} is not defined (known: v{info[1]}-{info[2]})",
                             stream_offset=0))
         return None
-    return decode_struct(_bytes(buf), offset, entry, issues)
+    b = _bytes(buf)
+    if api_key not in embedded.SPECIAL:
+        return decode_struct(b, offset, entry, issues)
+    body = None
+    if which == 1 and api_key == embedded.API_VERSIONS:
+        body = embedded.api_versions_response(b, offset, api_version, t[1], decode_struct)
+    if body is None:
+        body = decode_struct(b, offset, entry, issues)
+    embedded.attach(api_key, api_version, which, body, b, issues, request)
+    return body
 
 
 def decode_request_body(buf, offset, api_key, api_version, issues):
-    """The request body at buf[offset:] (None for an unknown api key or version); appends Issues."""
+    """The request body at buf[offset:] (None for an unknown api key or version); appends Issues.
+    Embedded structures (dissector.protocol.embedded) are decoded in place."""
     return _body(buf, offset, api_key, api_version, issues, 0)
 
 
-def decode_response_body(buf, offset, api_key, api_version, issues):
-    """The response body at buf[offset:] (None for an unknown api key or version); appends Issues."""
-    return _body(buf, offset, api_key, api_version, issues, 1)
+def decode_response_body(buf, offset, api_key, api_version, issues, request=None):
+    """The response body at buf[offset:] (None for an unknown api key or version); appends Issues.
+    `request`: the decoded request body, which an Envelope response needs for its inner one."""
+    return _body(buf, offset, api_key, api_version, issues, 1, request)
+
+
+def data_versions(name):
+    """{version: (reader, schema)} of a data structure with its own spec, e.g.
+    "consumer_protocol_subscription"."""
+    try:
+        return importlib.import_module(f"{__package__}.generated.{name}").VERSIONS
+    except (ImportError, AttributeError):
+        raise ValueError(f"no generated data structure {name!r}") from None
 
 
 def decode_data(name, buf, offset, version, issues):
     """A data structure with its own spec (e.g. "consumer_protocol_subscription",
     "default_principal_data") at buf[offset:], laid out as `version`; None if the version is
     not defined (with a `kafka.unknown_version` Issue). The caller reads any version prefix."""
-    try:
-        versions = importlib.import_module(f"{__package__}.generated.{name}").VERSIONS
-    except (ImportError, AttributeError):
-        raise ValueError(f"no generated data structure {name!r}") from None
-    entry = versions.get(version)
+    entry = data_versions(name).get(version)
     if entry is None:
         issues.append(Issue("kafka.unknown_version", WARNING, f"{name} v{version} is not defined",
                             stream_offset=offset))
@@ -116,8 +132,9 @@ def decode_request(buf) -> Message:
     return Message(api_key, api_version, correlation_id, client_id, tags, body, issues, offset)
 
 
-def decode_response(buf, api_key, api_version) -> Message:
-    """A response message to a request of (api_key, api_version) -> Message; never raises."""
+def decode_response(buf, api_key, api_version, request=None) -> Message:
+    """A response message to a request of (api_key, api_version) -> Message; never raises.
+    `request`: the request's Message or body, if known (an Envelope response needs it)."""
     b = _bytes(buf)
     issues = []
     try:
@@ -126,5 +143,7 @@ def decode_response(buf, api_key, api_version) -> Message:
         corr = int.from_bytes(b[0:4], "big", signed=True) if len(b) >= 4 else None
         issues.append(Issue("kafka.bad_header", ERROR, f"response header: {e}", stream_offset=0))
         return Message(api_key, api_version, corr, issues=issues)
-    body = decode_response_body(b, offset, api_key, api_version, issues)
+    if isinstance(request, Message):
+        request = request.body
+    body = decode_response_body(b, offset, api_key, api_version, issues, request)
     return Message(api_key, api_version, correlation_id, None, tags, body, issues, offset)

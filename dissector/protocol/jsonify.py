@@ -2,13 +2,15 @@
 
 `to_json(obj)` returns plain JSON-compatible Python data (dicts, lists, str, int, float, bool,
 None), ready for json.dumps; `unknown_tags` appears only when a struct carried unknown tags, as
-{"<tag>": base64}.
+{"<tag>": base64}. A field holding an embedded structure (dissector.protocol.embedded) becomes
+{"raw": base64, "version": int or null, "decoded": ...}.
 """
 from __future__ import annotations
 
 import base64
 from uuid import UUID
 
+from .embedded import Embedded
 from .message import Message
 from .primitives import Body
 
@@ -26,6 +28,9 @@ def to_json(obj):
                 continue
             out[name] = to_json(value)
         return out
+    if isinstance(obj, Embedded):  # raw bytes that hold a decoded structure: both
+        return {"raw": base64.b64encode(obj).decode("ascii"), "version": obj.version,
+                "decoded": to_json(obj.decoded)}
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return base64.b64encode(obj).decode("ascii")
     if isinstance(obj, UUID):

@@ -1,0 +1,159 @@
+"""Protocol special cases on top of the generated decoders (off the fast path: a few api keys).
+
+- ApiVersions: a broker that does not support the requested version answers with a v0-shaped
+  body and error 35 (UNSUPPORTED_VERSION); such a reply is decoded with the v0 layout.
+- Envelope (key 58): the inner request (`request_data`, header + body) and, given the inner
+  request, the inner response (`response_data`) are decoded recursively; `request_principal`
+  is a version-prefixed DefaultPrincipalData.
+- JoinGroup / SyncGroup: metadata and assignments of protocol type "consumer" are
+  version-prefixed ConsumerProtocolSubscription / ConsumerProtocolAssignment structures.
+  When the message does not say its protocol type (JoinGroup responses before v7, SyncGroup
+  before v5) a clean decode is kept and anything else stays raw.
+
+A decoded field keeps its bytes: it becomes an `Embedded` (a bytes subclass, so it still
+compares and serialises as the raw bytes) carrying `version` and `decoded` (a body or Message).
+"""
+from __future__ import annotations
+
+import struct
+
+from ..model import WARNING, Issue
+
+API_VERSIONS = 18
+JOIN_GROUP = 11
+SYNC_GROUP = 14
+ENVELOPE = 58
+UNSUPPORTED_VERSION = 35
+SPECIAL = frozenset({API_VERSIONS, JOIN_GROUP, SYNC_GROUP, ENVELOPE})
+
+_INT16 = struct.Struct(">h")
+_NO = object()  # "protocol type not carried by this message"
+
+
+class Embedded(bytes):
+    """Raw bytes of a field that holds an embedded structure, with the structure decoded:
+    `version` (its int16 version prefix, None for whole messages) and `decoded` (a body, a
+    Message, or None when it could not be decoded)."""
+
+    def __new__(cls, raw, version=None, decoded=None):
+        self = super().__new__(cls, raw)
+        self.version = version
+        self.decoded = decoded
+        return self
+
+
+# -- ApiVersions -----------------------------------------------------------------------------------
+
+def api_versions_response(b, offset, api_version, entries, decode_struct):
+    """The ApiVersions response body at b[offset:], or None to decode it the usual way: a reply
+    carrying error 35 at a version above 0 is read with the v0 layout when that fits exactly."""
+    if api_version == 0 or len(b) < offset + 2 or _INT16.unpack_from(b, offset)[0] != UNSUPPORTED_VERSION:
+        return None
+    trial = []
+    body = decode_struct(b, offset, entries[0], trial)
+    return body if not trial else None
+
+
+# -- version-prefixed data structures ------------------------------------------------------------
+
+def _versioned(raw, name, strict, issues, where):
+    """Decode a version-prefixed structure; returns an Embedded, or the raw value unchanged.
+
+    strict (the message says the structure is there): faults become one warning Issue at
+    `where` (the field's offset in the message); a newer version than this build knows is read
+    with the newest layout, ignoring what follows. Not strict: only a clean decode is kept."""
+    from .decode import decode_struct, data_versions
+    if raw is None or len(raw) == 0:
+        return raw
+    data = bytes(raw)
+    versions = data_versions(name)
+    detail = None
+    if len(data) < 2:
+        detail = "shorter than its version"
+    else:
+        version = _INT16.unpack_from(data, 0)[0]
+        layout = version if version in versions else max(versions) if version > max(versions) else None
+        if layout is None:
+            detail = f"unknown version {version}"
+        else:
+            trial = []
+            body = decode_struct(data, 2, versions[layout], trial)
+            newer = layout != version
+            faults = [i for i in trial if not (newer and i.code == "kafka.trailing_bytes")]
+            if not faults:
+                return Embedded(data, version, body)
+            detail = f"{faults[0].code} at byte {faults[0].stream_offset}: {faults[0].detail}"
+    if strict:
+        issues.append(Issue("kafka.bad_embedded", WARNING, f"{name}: {detail}; kept raw",
+                            stream_offset=where(raw)))
+    return raw
+
+
+def _consumer(protocol_type):
+    """(decode?, strict?) for a protocol type; _NO when the message does not carry it."""
+    if protocol_type is _NO or protocol_type is None:
+        return True, False
+    return protocol_type == "consumer", True
+
+
+def _join_group(body, which, api_version, issues, where):
+    if which == 0:
+        decode, strict = _consumer(body.protocol_type)
+        items = [(p, "metadata") for p in body.protocols]
+        name = "consumer_protocol_subscription"
+    else:
+        decode, strict = _consumer(body.protocol_type if api_version >= 7 else _NO)
+        items = [(m, "metadata") for m in body.members]
+        name = "consumer_protocol_subscription"
+    if decode:
+        for obj, attr in items:
+            setattr(obj, attr, _versioned(getattr(obj, attr), name, strict, issues, where))
+
+
+def _sync_group(body, which, api_version, issues, where):
+    decode, strict = _consumer(body.protocol_type if api_version >= 5 else _NO)
+    if not decode:
+        return
+    name = "consumer_protocol_assignment"
+    if which == 0:
+        for a in body.assignments:
+            a.assignment = _versioned(a.assignment, name, strict, issues, where)
+    else:
+        body.assignment = _versioned(body.assignment, name, strict, issues, where)
+
+
+# -- Envelope --------------------------------------------------------------------------------------
+
+def _envelope(body, which, issues, where, request):
+    from .decode import decode_request, decode_response
+    if which == 0:
+        raw = body.request_data
+        if raw is not None:
+            body.request_data = Embedded(raw, None, decode_request(raw))
+        body.request_principal = _versioned(body.request_principal, "default_principal_data",
+                                            True, issues, where)
+        return
+    raw = body.response_data
+    inner = getattr(request, "request_data", None) if request is not None else None
+    inner = getattr(inner, "decoded", None)
+    if raw is not None and inner is not None and inner.api_key is not None:
+        body.response_data = Embedded(raw, None, decode_response(raw, inner.api_key,
+                                                                 inner.api_version))
+
+
+def attach(api_key, api_version, which, body, buf, issues, request=None):
+    """Decode the embedded structures of a decoded body in place (which: 0 request, 1 response).
+    `request`: the request body an Envelope response answers (to decode its inner response)."""
+    def where(raw):
+        i = buf.find(bytes(raw))
+        return i if i >= 0 else None
+
+    try:
+        if api_key == JOIN_GROUP:
+            _join_group(body, which, api_version, issues, where)
+        elif api_key == SYNC_GROUP:
+            _sync_group(body, which, api_version, issues, where)
+        elif api_key == ENVELOPE:
+            _envelope(body, which, issues, where, request)
+    except Exception as e:  # a partial body (fields at defaults) must never make decoding raise
+        issues.append(Issue("kafka.bad_embedded", WARNING, f"embedded structure: {e}", stream_offset=None))
