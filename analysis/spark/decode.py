@@ -1,8 +1,11 @@
-"""Decode: the runs of one connection (all files) -> its rows of every table, with the core unchanged.
+"""Decode: the runs of a bucket of connections (from all files) -> their rows of every table, with
+the core unchanged.
 
-The segments are put back in global packet order and fed to a `Dissector` one by one
-(`feed_segment`), exactly as the single-machine path feeds them; the exchanges go through the
-analysis layer's own table builders. Two things need the whole capture and are settled later by
+Connection by connection, the segments are put back in global packet order and fed to a
+`Dissector` one by one (`feed_segment`), exactly as the single-machine path feeds them; the
+exchanges go through the analysis layer's own table builders. A call takes a whole bucket of
+connections (hash of the connection key), not one: per-call costs stay small on captures of
+hundreds of thousands of short connections. Two things need the whole capture and are settled later by
 the job with provisional keys that sort the same way:
 - connection ids (1, 2, 3... in the order connections open): a connection's provisional id is the
   global packet number that opened it (one packet opens at most one connection);
@@ -60,59 +63,83 @@ def _segments_in_order(table: pa.Table):
     return out
 
 
-def decode_group(table: pa.Table, opts: Options) -> pa.Table:
-    """The union rows (schemas.union_schema) of one connection key's runs, or of the keyless
-    group (raw packets and capture errors)."""
-    d = Dissector(opts.ports, auto=opts.auto, level=opts.level, max_frame=opts.max_frame)
-    col = _Collector(records=(opts.level == "records"))
-    opened = {}                 # local connection id -> provisional id
-    # per table fed by exchanges: the emission key of each row's exchange and its row in it
-    keyed = {name: ([], [], []) for name in EXCHANGE_TABLES}
-    kinds = set(table.column("kind").to_pylist())
+class _Decoder:
+    """One Dissector and one set of table builders for the connections of one bucket, decoded
+    one connection after the other (flows are independent: each is flushed when its segments
+    are done, as the single-machine path flushes it at the end of the capture)."""
 
-    def drain(packet):
+    def __init__(self, opts: Options):
+        self.opts = opts
+        self.d = Dissector(opts.ports, auto=opts.auto, level=opts.level,
+                           max_frame=opts.max_frame)
+        self.col = _Collector(records=(opts.level == "records"))
+        self.opened = {}   # local connection id -> provisional id
+        # per table fed by exchanges: the emission key of each row's exchange, its row in it
+        self.keyed = {name: ([], [], []) for name in EXCHANGE_TABLES}
+
+    def connection(self, table: pa.Table) -> None:
+        """Decode the runs of one connection key (the keyless rows: raw packets, errors)."""
+        d = self.d
+        if table.column("key")[0].as_py() is None:
+            _raw_packets_and_errors(table, d)
+        else:
+            conns = d.connections
+            for s in _segments_in_order(table):
+                d.feed_segment(*s)
+                if len(conns) > len(self.opened):
+                    for c in conns[len(self.opened):]:
+                        self.opened[c.connection_id] = s[0]
+                if d.output:
+                    self._drain(s[0])
+        d.finish()
+        for c in d.connections[len(self.opened):]:   # a connection only known at the end
+            self.opened[c.connection_id] = OPENED_AT_END
+        self._drain(None)
+
+    def _drain(self, packet) -> None:
+        col, out = self.col, self.d.output
         seq = 0
-        while d.output:
-            ex = d.output.popleft()
+        while out:
+            ex = out.popleft()
             before = [len(getattr(col, name)) for name in EXCHANGE_TABLES]
             col.add(ex)
-            key = packet if packet is not None else AFTER_LAST_PACKET + opened[
-                ex.connection.connection_id]
+            key = packet if packet is not None else \
+                AFTER_LAST_PACKET + self.opened[ex.connection.connection_id]
             for name, n in zip(EXCHANGE_TABLES, before):
-                packets, seqs, rows = keyed[name]
+                packets, seqs, rows = self.keyed[name]
                 added = len(getattr(col, name)) - n
                 packets.extend([key] * added)
                 seqs.extend([seq] * added)
                 rows.extend(range(added))
             seq += 1
 
-    if CHUNK in kinds:
-        for s in _segments_in_order(table):
-            d.feed_segment(*s)
-            if len(d.connections) > len(opened):
-                for c in d.connections[len(opened):]:
-                    opened[c.connection_id] = s[0]
-            if d.output:
-                drain(s[0])
-    else:
-        _raw_packets_and_errors(table, d)
-    d.finish()
-    for c in d.connections[len(opened):]:   # a connection only known at the end
-        opened[c.connection_id] = OPENED_AT_END
-    drain(None)
-    col.finish(d, opts.capture)   # adds the issues not tied to an exchange: no emission key
-    tables = col.arrow()
-    parts = []
-    for name in TABLES:
-        t = _provisional_connection_ids(tables[name], opened)
-        parts.append(to_union(name, t, *keyed.get(name, ())))
-    return pa.concat_tables(parts)
+    def rows(self) -> pa.Table:
+        """The union rows of everything decoded."""
+        self.col.finish(self.d, self.opts.capture)   # + the issues not tied to an exchange
+        tables = self.col.arrow()
+        return pa.concat_tables(
+            to_union(name, _provisional_connection_ids(tables[name], self.opened),
+                     *self.keyed.get(name, ()))
+            for name in TABLES)
+
+
+def decode_bucket(table: pa.Table, opts: Options) -> pa.Table:
+    """The union rows (schemas.union_schema) of the connections whose runs are in `table`."""
+    table = table.sort_by([("key", "ascending"), ("gpacket", "ascending")])
+    keys = table.column("key").to_pylist()
+    decoder = _Decoder(opts)
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            decoder.connection(table.slice(start, i - start))
+            start = i
+    return decoder.rows()
 
 
 def _raw_packets_and_errors(table: pa.Table, d: Dissector) -> None:
-    rows = table.select(["kind", "packet", "offset", "payload", "linktype", "ts", "count",
-                         "error"]).to_pylist()
-    for r in sorted(rows, key=lambda r: (r["offset"] + (r["packet"] or r["count"] or 0))):
+    rows = table.select(["kind", "gpacket", "packet", "offset", "payload", "linktype", "ts",
+                         "count", "error"]).to_pylist()
+    for r in rows:
         if r["kind"] == RAW:
             d.feed(r["packet"] + r["offset"], r["ts"], r["linktype"], r["payload"])
         elif r["kind"] == SUMMARY and r["error"] is not None:

@@ -13,12 +13,15 @@ import time
 
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 
-from .decode import Options, decode_group
+from .decode import Options, decode_bucket
 from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
 from .inputs import basename, check_local, list_files, local_copy
 from .schemas import EMIT_KEYS, EMIT_PACKET, TABLES, column, target_schema, union_schema
 from .write import BUCKET, read_table, write_tables
+BUCKET_BYTES = 32 << 20   # capture bytes per decode call (a bucket of connections)
+CONNECTION_BUCKET = "connection_bucket"
+
 
 class Result:
     """What a run wrote: `out`, `files` (in reading order), `errors` (one line per damaged or
@@ -60,7 +63,10 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
         level = "records" if records else "bodies"
     check_local(inputs)
     spark = spark or spark_session(master, conf, quiet=True)
-    files = [uri for uri, _size in list_files(spark, inputs)]
+    listed = list_files(spark, inputs)
+    files = [uri for uri, _size in listed]
+    parallelism = spark.sparkContext.defaultParallelism
+    conn_buckets = max(2 * parallelism, -(-sum(size for _, size in listed) // BUCKET_BYTES))
 
     # 1. extract: one task per file
     def extract(batches):
@@ -90,14 +96,16 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order))
     work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
-            .join(F.broadcast(offsets_df), "file"))
-    decoded = (work.groupBy("key").applyInArrow(lambda t: decode_group(t, opts),
-                                                _spark_schema(union_schema()))
+            .join(F.broadcast(offsets_df), "file")
+            .withColumn("gpacket", F.col("offset") + F.coalesce(F.col("packet"), F.col("count")))
+            .withColumn(CONNECTION_BUCKET, F.pmod(F.xxhash64("key"), F.lit(conn_buckets))))
+    decoded = (work.groupBy(CONNECTION_BUCKET)
+               .applyInArrow(lambda t: decode_bucket(t, opts), _spark_schema(union_schema()))
                .localCheckpoint(eager=True))
 
     # 4. global ids (connections: few, numbered on the driver; exchanges: counted per bucket of
     # emission packets, numbered by the writing tasks), then the tables
-    buckets = max(1, spark.sparkContext.defaultParallelism * 2)
+    buckets = 2 * parallelism
     emitted = F.col(EMIT_PACKET)
     unkeyed = F.pmod(F.xxhash64(*(column(t, c) for t in ("issues", "connections")
                                   for c in target_schema(t).names)), F.lit(buckets))
