@@ -93,6 +93,7 @@ def make_source(path=SOURCE, records=2000):
         raise RuntimeError(f"tcpdump dropped packets: {cap.stderr.strip()}")
     info = {"port": broker.port, "broker": broker.version,
             "requests": sum(len(r.requests) for r in runs),
+            "answered": sum(q.answered for r in runs for q in r.requests),
             "records_produced": sum(len(r.produced) for r in runs),
             "records_consumed": sum(len(r.consumed) for r in runs),
             "notes": [n for r in runs for n in r.notes]}

@@ -19,7 +19,8 @@ class Run:
     __slots__ = ("wall", "cpu", "rss_mb", "status", "stderr")
 
     def __init__(self, wall, cpu, rss_mb, status, stderr):
-        self.wall, self.cpu, self.rss_mb, self.status, self.stderr = wall, cpu, rss_mb, status, stderr
+        self.wall, self.cpu, self.rss_mb = wall, cpu, rss_mb
+        self.status, self.stderr = status, stderr
 
 
 def installed_env():

@@ -5,6 +5,7 @@ count the same Kafka messages).
 The corpus source is real traffic (tansu + kafka-python at api_version 2.5, captured with
 tcpdump), made on first use: it needs root, tcpdump and tshark.
 """
+import json
 import re
 import subprocess
 import sys
@@ -44,9 +45,14 @@ def test_vs_tshark_quick(tools):
                        r"agree", out)
     assert counts, out
     assert {int(c) for c in counts.groups()} == {messages}
+    # the clients' own account: every request they logged, and every response they logged, in
+    # each replica of the source traffic
+    replicas = int(re.search(r"built .* (\d+) replicas of the source", out)[1])
+    truth = json.loads((ROOT / "benchmarks" / "corpus" / "source.pcap.json").read_text())
+    assert messages == replicas * (truth["requests"] + truth["answered"])
     for label in ("tshark", "ours headers", "ours bodies", "ours records"):
-        row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x +(\d+)",
-                        out, re.M)
+        row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x"
+                        r" +(\d+)", out, re.M)
         assert row, f"no row for {label}:\n{out}"
         assert float(row[1]) > 0 and float(row[3]) > 0 and int(row[5]) > 0
     assert re.search(r"^ours headers .*>= 30x (met|MISSED)$", out, re.M), out
