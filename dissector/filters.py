@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from numbers import Number
 
 from .tables import EXCHANGE_COLUMN_NAMES
 
@@ -122,11 +123,11 @@ class _Compiler:
 
         def arith(row):
             a, b = left(row), right(row)
-            if a is None or b is None or isinstance(a, str) != isinstance(b, str):
-                return None
-            if isinstance(a, str) and op is not operator.add:
-                return None
-            return op(a, b)
+            if isinstance(a, Number) and isinstance(b, Number):
+                return op(a, b)
+            if a.__class__ is str and b.__class__ is str and op is operator.add:
+                return a + b
+            return None   # NULL, or no arithmetic for the operands: `(1,) * 10**9` allocates
         return arith
 
     def _Compare(self, node):

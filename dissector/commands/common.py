@@ -75,6 +75,15 @@ def open_dissection(args, level):
     return run, progress
 
 
+def open_output(path):
+    """The --out text file, or a one-line UsageError (a missing directory, no permission)."""
+    from ..cli import UsageError
+    try:
+        return open(path, "w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
+
+
 def report_errors(run) -> int:
     """Capture errors found during the run: one line each on stderr; exit status 2 if any."""
     for message in run.errors:

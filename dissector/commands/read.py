@@ -7,7 +7,7 @@ from ..output import FORMATS, make_writer
 from ..session import LEVELS
 from ..filters import compile_filter_option
 from ..tables import EXCHANGE_COLUMN_NAMES, exchange_row
-from .common import add_capture_options, open_dissection, report_errors
+from .common import add_capture_options, open_dissection, open_output, report_errors
 
 
 def add_parser(sub) -> None:
@@ -32,7 +32,7 @@ def run(args) -> int:
     level = args.level
     keep = compile_filter_option(args.filter, EXCHANGE_COLUMN_NAMES)
     run, progress = open_dissection(args, level)
-    out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
+    out = open_output(args.out) if args.out else sys.stdout
     try:
         writer = make_writer(args.format, out, bodies=args.bodies)
         for ex in run:

@@ -107,3 +107,17 @@ def test_flood_of_tiny_out_of_order_segments():
     assert time.process_time() - start < 30
     assert peak < 24 << 20, peak
     assert any(i.code == "tcp.gap" for i in d.issues)
+
+
+def test_read_out_into_a_missing_directory_is_a_usage_error(tmp_path):
+    """Found: `read --out missing/dir/file` ended in `internal error: FileNotFoundError`
+    (exit 3); now it is a one-line error naming the file, exit 2."""
+    import subprocess
+    import sys
+    from tests.support import CAPTURES
+    out = tmp_path / "missing" / "x.csv"
+    proc = subprocess.run([sys.executable, "-m", "dissector", "read", "--out", str(out),
+                           str(CAPTURES / "kafka_python.pcap")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"kafka-dissect: error: --out {out}: No such file or directory"
