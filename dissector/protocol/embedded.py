@@ -35,11 +35,21 @@ class Embedded(bytes):
     `version` (its int16 version prefix, None for whole messages) and `decoded` (a body, a
     Message, or None when it could not be decoded)."""
 
-    def __new__(cls, raw, version=None, decoded=None):
+    def __new__(cls, raw, version=None, decoded=None, structure=None):
         self = super().__new__(cls, raw)
         self.version = version
         self.decoded = decoded
+        self.structure = structure  # the generated data structure's module name, for tree mode
         return self
+
+
+def layout_version(versions, version):
+    """The layout to read a version-prefixed structure with: its own, or the newest this build
+    knows for a newer one (Kafka reads newer consumer-protocol versions that way); None if older."""
+    if version in versions:
+        return version
+    newest = max(versions)
+    return newest if version > newest else None
 
 
 # -- ApiVersions -----------------------------------------------------------------------------------
@@ -72,7 +82,7 @@ def _versioned(raw, name, strict, issues, where):
         detail = "shorter than its version"
     else:
         version = _INT16.unpack_from(data, 0)[0]
-        layout = version if version in versions else max(versions) if version > max(versions) else None
+        layout = layout_version(versions, version)
         if layout is None:
             detail = f"unknown version {version}"
         else:
@@ -81,7 +91,7 @@ def _versioned(raw, name, strict, issues, where):
             newer = layout != version
             faults = [i for i in trial if not (newer and i.code == "kafka.trailing_bytes")]
             if not faults:
-                return Embedded(data, version, body)
+                return Embedded(data, version, body, name)
             detail = f"{faults[0].code} at byte {faults[0].stream_offset}: {faults[0].detail}"
     if strict:
         issues.append(Issue("kafka.bad_embedded", WARNING, f"{name}: {detail}; kept raw",

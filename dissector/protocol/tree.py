@@ -291,8 +291,10 @@ def _message_tree(b, title, header_schema, body_entry):
 
 def request_tree(buf) -> Node:
     """Tree mode for a request (bytes after the size prefix): header and body fields with their
-    offsets and lengths. The body is omitted for an unknown api key or version."""
-    from .decode import tables
+    offsets and lengths. The body is omitted for an unknown api key or version. Embedded
+    structures (consumer protocol metadata, Envelope's inner messages) get subtrees."""
+    from .decode import decode_request, tables
+    from .embedded import SPECIAL
     from .generated import request_header
     from .headers import request_header_version
     b = bytes(buf)
@@ -303,16 +305,78 @@ def request_tree(buf) -> Node:
     t = tables(api_key)
     entry = t[0].get(api_version) if t else None
     header = request_header.VERSIONS[request_header_version(api_key, api_version)][1]
-    return _message_tree(b, "request", header, entry)
+    root = _message_tree(b, "request", header, entry)
+    if api_key in SPECIAL and entry is not None:
+        _graft_body(root, decode_request(b).body)
+    return root
 
 
-def response_tree(buf, api_key, api_version) -> Node:
-    """Tree mode for a response to a request of (api_key, api_version)."""
-    from .decode import tables
+def response_tree(buf, api_key, api_version, request=None) -> Node:
+    """Tree mode for a response to a request of (api_key, api_version); `request` (its Message
+    or body) lets an Envelope response show its inner response."""
+    from .decode import decode_response, decode_struct, tables
+    from .embedded import API_VERSIONS, SPECIAL, api_versions_response
     from .generated import response_header
     from .headers import response_header_version
     b = bytes(buf)
     t = tables(api_key)
     entry = t[1].get(api_version) if t else None
-    header = response_header.VERSIONS[response_header_version(api_key, api_version)][1]
-    return _message_tree(b, "response", header, entry)
+    hv = response_header_version(api_key, api_version)
+    if api_key == API_VERSIONS and entry is not None and len(b) >= 4:
+        # the v0-shaped UNSUPPORTED_VERSION reply: shown with the layout it was decoded with
+        if api_versions_response(b, 4, api_version, t[1], decode_struct) is not None:
+            entry = t[1][0]
+    root = _message_tree(b, "response", response_header.VERSIONS[hv][1], entry)
+    if api_key in SPECIAL and entry is not None:
+        _graft_body(root, decode_response(b, api_key, api_version, request).body)
+    return root
+
+
+def _graft_body(root, body):
+    for node in root.children:
+        if node.name == "body" and body is not None:
+            _graft(node, body)
+
+
+def _graft(node, value):
+    """Walk a tree node and the decoded value it shows side by side; under each Embedded field
+    add the subtree of the structure it holds."""
+    from .embedded import Embedded
+    from .primitives import Body
+    if isinstance(value, Embedded):
+        _embedded_nodes(node, value)
+    elif isinstance(value, Body):
+        for child in node.children:
+            if child.name == "tagged_fields":
+                _graft(child, value)
+            elif not child.name.startswith("tag "):
+                _graft(child, getattr(value, child.name, None))
+    elif isinstance(value, list):
+        for child in node.children:
+            i = int(child.name[1:-1])
+            if i < len(value):
+                _graft(child, value[i])
+
+
+def _embedded_nodes(node, value):
+    from .decode import data_versions
+    from .embedded import layout_version
+    start = node.offset + node.length - len(value)   # after the field's length prefix
+    if value.version is None:  # a whole inner message (Envelope)
+        m = value.decoded
+        sub = (request_tree(value) if m.api_key is not None and node.name == "request_data"
+               else response_tree(value, m.api_key, m.api_version))
+        node.children.append(_rebased(sub, start))
+        return
+    node.children.append(Node("version", start, 2, value.version))
+    versions = data_versions(value.structure)
+    layout = layout_version(versions, value.version)
+    _, end, sub, _ = decode(bytes(value), 2, versions[layout][1], tree=True)
+    sub.name = value.structure
+    node.children.append(_rebased(sub, start))
+
+
+def _rebased(node, delta):
+    for _, n in node.walk():
+        n.offset += delta
+    return node

@@ -1,0 +1,146 @@
+"""`kafka-dissect tree`: one exchange as a Wireshark-like field tree with hex dumps.
+
+The exchange is chosen by its number in `read` output. Offsets are inside each message, counted
+from the first byte after the 4-byte size prefix, as in the hex dump below each tree.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from ..cli import UsageError
+from ..protocol.names import api_name, error_name
+from ..protocol.tree import request_tree, response_tree
+from .common import add_capture_options, open_dissection, report_errors
+
+_VALUE_BYTES = 24   # bytes values longer than this are shown cut, with their length
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("tree", help="show one exchange as a field tree with hex dumps",
+                       description="Show the request and response of one exchange (its number "
+                                   "in `read` output) field by field, each with its offset and "
+                                   "length in the message, followed by a hex dump of each message.")
+    add_capture_options(p)
+    p.add_argument("--exchange", type=int, required=True, metavar="N",
+                   help="the exchange number (first column of `read`)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (default) or JSON (the trees and the messages as hex)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.exchange < 1:
+        raise UsageError("--exchange counts from 1")
+    run_, progress = open_dissection(args, "bodies")
+    found = None
+    try:
+        for ex in run_:
+            if ex.index == args.exchange:
+                found = ex
+                break
+    finally:
+        progress.done()
+    if found is None:
+        status = report_errors(run_)
+        if status:
+            return status
+        raise UsageError(f"no exchange {args.exchange} in the capture")
+    parts = exchange_trees(found)
+    if args.format == "json":
+        json.dump({"exchange": found.index, "api_key": found.api_key,
+                   "api_version": found.api_version, "correlation_id": found.correlation_id,
+                   "status": found.status,
+                   "messages": [{"direction": d, "packets": [f.first_packet, f.last_packet],
+                                 "hex": bytes(f.data).hex(), "tree": _json(t) if t else None}
+                                for d, f, t in parts]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        write_text(sys.stdout, found, parts)
+    return 0
+
+
+def exchange_trees(ex):
+    """[(direction, frame, root Node or None)] for the request and the response that exist."""
+    out = []
+    raw = ex.raw_sasl or ex.api_key is None
+    if ex.request is not None:
+        out.append(("request", ex.request, None if raw else request_tree(ex.request.data)))
+    if ex.response is not None:
+        tree = None
+        if not raw:
+            tree = response_tree(ex.response.data, ex.api_key, ex.api_version, ex.request_msg)
+        out.append(("response", ex.response, tree))
+    return out
+
+
+def write_text(out, ex, parts) -> None:
+    c = ex.connection
+    title = "SASL token (raw, after SaslHandshake v0)" if ex.raw_sasl else (
+        f"{api_name(ex.api_key)} v{ex.api_version}" if ex.api_key is not None else "unknown")
+    out.write(f"Exchange {ex.index}: {title}, correlation id {ex.correlation_id}, {ex.status}\n")
+    out.write(f"Connection {c.connection_id}: {c.client_ip}:{c.client_port} \u2192 "
+              f"{c.broker_ip}:{c.broker_port}\n")
+    for issue in ex.issues:
+        out.write(f"Issue: {issue.code} ({issue.severity}) at stream offset "
+                  f"{issue.stream_offset}: {issue.detail}\n")
+    for direction, frame, tree in parts:
+        out.write(f"\n{direction.capitalize()}: {len(frame.data)} bytes after the size prefix, "
+                  f"packets {frame.first_packet}-{frame.last_packet}\n")
+        if tree is None:
+            out.write("  (no Kafka header: raw bytes)\n")
+        else:
+            for depth, node in tree.walk():
+                out.write(f"{'  ' * (depth + 1)}{_label(node)}\n")
+        out.write("\n")
+        out.write(hex_dump(bytes(frame.data)))
+
+
+def _label(node) -> str:
+    where = f"[{node.offset}+{node.length}]"
+    if node.children or node.value is None and node.length == 0:
+        return f"{node.name} {where}"
+    return f"{node.name}: {_value(node.name, node.value)} {where}"
+
+
+def _value(name, v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        if not b:
+            return "(0 bytes)"
+        cut = "\u2026" if len(b) > _VALUE_BYTES else ""
+        return f"{b[:_VALUE_BYTES].hex()}{cut} ({len(b)} bytes)"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        if name == "error_code":
+            return f"{v} ({error_name(v)})"
+        if name in ("request_api_key", "api_key"):
+            return f"{v} ({api_name(v)})"
+    return str(v)
+
+
+def hex_dump(b: bytes) -> str:
+    """Offset, 16 bytes in hex, printable ASCII: the classic layout."""
+    lines = []
+    for off in range(0, len(b), 16):
+        chunk = b[off:off + 16]
+        hexes = " ".join(f"{x:02x}" for x in chunk[:8]) + "  " + " ".join(f"{x:02x}" for x in chunk[8:])
+        text = "".join(chr(x) if 32 <= x < 127 else "." for x in chunk)
+        lines.append(f"{off:08x}  {hexes:<48}  {text}\n")
+    return "".join(lines)
+
+
+def _json(node) -> dict:
+    d = {"name": node.name, "offset": node.offset, "length": node.length}
+    if node.children:
+        d["children"] = [_json(c) for c in node.children]
+    elif node.value is not None:
+        v = node.value
+        d["value"] = bytes(v).hex() if isinstance(v, (bytes, bytearray, memoryview)) else (
+            v if isinstance(v, (int, float, str, bool)) else str(v))
+    return d
