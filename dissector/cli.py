@@ -1,9 +1,9 @@
 """The `kafka-dissect` command (also `python -m dissector`).
 
-Subcommands live in dissector/commands/ (the core ones) and in other distributions or packages
-that register a `kafka_dissector.commands` entry point (the analysis layer's stats, report,
-export and spark), so the core never imports them. Each command module has `add_parser(sub)`
-and `run(args) -> int`.
+Subcommands live in dissector/commands/ (the core ones) and in other packages that register a
+`kafka_dissector.commands` entry point (the analysis layer's records, stats, report, export and
+spark), so the core never imports them. Each command module has `add_parser(sub)` and
+`run(args) -> int`.
 """
 from __future__ import annotations
 
@@ -22,23 +22,30 @@ class UsageError(Exception):
     """A problem with what the user asked for or gave us: one line, exit status 2."""
 
 
-def _command_modules():
-    modules = []
+def _requested(argv) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _add_commands(sub, wanted) -> None:
+    """Core commands always; a plug-in command is imported only when it is the one asked for
+    (they pull in pandas and pyarrow, too slow to load for every `read`), else listed by name."""
     for name in CORE_COMMANDS:
-        try:
-            modules.append(import_module(f"dissector.commands.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dissector.commands.{name}":
-                raise
+        import_module(f"dissector.commands.{name}").add_parser(sub)
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            modules.append(ep.load())
-        except ImportError:
-            continue   # its optional dependencies are not installed: the command is not offered
-    return modules
+        if ep.name in CORE_COMMANDS:
+            continue
+        if ep.name == wanted:
+            try:
+                ep.load().add_parser(sub)
+                continue
+            except ImportError as exc:
+                raise UsageError(f"the {ep.name!r} command needs a package that is not installed "
+                                 f"({exc.name}); install kafka-dissector with its extras") from None
+        sub.add_parser(ep.name, help=f"(see kafka-dissect {ep.name} --help)", add_help=False)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv=()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-dissect",
         description="Dissect and analyse Apache Kafka wire-protocol traffic.")
@@ -46,13 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in _command_modules():
-        module.add_parser(sub)
+    _add_commands(sub, _requested(argv))
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        parser = build_parser(argv)
+    except UsageError as exc:
+        print(f"kafka-dissect: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return args.run(args)
