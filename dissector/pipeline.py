@@ -75,10 +75,35 @@ class Dissector:
         if seg is None:
             return
         if seg.__class__ is str:
-            self.add_issue(Issue(seg, WARNING, f"packet {packet_no} not usable ({seg})",
-                                 frame=packet_no))
+            self.unusable(seg, packet_no)
             return
         self._flows.add(packet_no, ts_ns, *seg)
+
+    def feed_file(self, path, packet_no=0):
+        """Feed every packet of a capture file (numbered on from packet_no), yielding completed
+        exchanges as they come: `feed` fused into one loop, the hot path of the file reader."""
+        out = self.output
+        add = self._flows.add
+        segment = tcp_segment
+        try:
+            for _, ts_ns, linktype, data in read_packets(path):
+                packet_no += 1
+                self.bytes += len(data)
+                seg = segment(linktype, data)
+                if seg is not None:
+                    if seg.__class__ is str:
+                        self.unusable(seg, packet_no)
+                    else:
+                        add(packet_no, ts_ns, *seg)
+                        while out:
+                            yield out.popleft()
+        finally:
+            self.packets = packet_no
+
+    def unusable(self, code, packet_no) -> None:
+        """A packet that is IP/TCP but cannot be used (a fragment, a truncated header)."""
+        self.add_issue(Issue(code, WARNING, f"packet {packet_no} not usable ({code})",
+                             frame=packet_no))
 
     def feed_segment(self, packet_no, ts_ns, src, dst, sport, dport, seq, ack, flags,
                      payload) -> None:
@@ -129,22 +154,18 @@ class Dissection:
 
     def __iter__(self):
         d = self.dissector
-        out = d.output
-        feed = d.feed
-        packet_no = 0
+        progress = self._progress
         for path in self.paths:
             try:
-                for _, ts_ns, linktype, data in read_packets(path):
-                    packet_no += 1
-                    feed(packet_no, ts_ns, linktype, data)
-                    while out:
-                        yield out.popleft()
-                    if self._progress is not None and packet_no & 0x3FFF == 0:
-                        self._progress(path, d.bytes)
+                for n, ex in enumerate(d.feed_file(path, d.packets)):
+                    yield ex
+                    if progress is not None and n & 0xFF == 0:
+                        progress(path, d.bytes)
             except CaptureError as exc:
                 self.errors.append(str(exc))
-                d.add_issue(Issue("capture.error", ERROR, str(exc), frame=packet_no))
+                d.add_issue(Issue("capture.error", ERROR, str(exc), frame=d.packets))
         d.finish()
+        out = d.output
         while out:
             yield out.popleft()
 
