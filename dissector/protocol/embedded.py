@@ -138,7 +138,7 @@ def _envelope(body, which, issues, where, request):
     from .decode import decode_request, decode_response
     if which == 0:
         raw = body.request_data
-        if raw is not None:
+        if raw:
             body.request_data = Embedded(raw, None, decode_request(raw))
         body.request_principal = _versioned(body.request_principal, "default_principal_data",
                                             True, issues, where)
@@ -146,7 +146,7 @@ def _envelope(body, which, issues, where, request):
     raw = body.response_data
     inner = getattr(request, "request_data", None) if request is not None else None
     inner = getattr(inner, "decoded", None)
-    if raw is not None and inner is not None and inner.api_key is not None:
+    if raw and inner is not None and inner.api_key is not None:
         body.response_data = Embedded(raw, None, decode_response(raw, inner.api_key,
                                                                  inner.api_version))
 

@@ -57,8 +57,8 @@ def differences(kio_obj, ours, path="body", renamed=None):
     a, b = plain(kio_obj), ours
     if kio_obj is None and isinstance(ours, int) and ours == -1:
         a = -1  # kio maps the "no timestamp" value -1 of datetime fields to None
-    if isinstance(b, memoryview):
-        b = bytes(b)
+    if isinstance(b, (bytes, memoryview)):
+        b = bytes(b)  # raw records, or an Embedded structure's bytes
     if isinstance(a, uuid.UUID) or isinstance(b, uuid.UUID):
         a = a or uuid.UUID(int=0)
         b = b or uuid.UUID(int=0)
