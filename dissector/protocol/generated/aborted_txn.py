@@ -9,7 +9,7 @@ class AbortedTxn(Body):
 
 
 def _r0(b, p):
-    o = _new(AbortedTxn)
+    o = AbortedTxn()
     o.unknown_tags = None
     o.producer_id, o.first_offset, o.last_offset, o.last_stable_offset = _S0(b, p)
     p += 32

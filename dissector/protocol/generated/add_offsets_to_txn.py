@@ -18,7 +18,7 @@ class AddOffsetsToTxnResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(AddOffsetsToTxnRequest)
+    o = AddOffsetsToTxnRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -36,7 +36,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(AddOffsetsToTxnRequest)
+    o = AddOffsetsToTxnRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -64,7 +64,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(AddOffsetsToTxnResponse)
+    o = AddOffsetsToTxnResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code = _S4(b, p)
     p += 6
@@ -72,7 +72,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(AddOffsetsToTxnResponse)
+    o = AddOffsetsToTxnResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7

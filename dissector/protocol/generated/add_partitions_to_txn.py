@@ -10,9 +10,10 @@ _S5 = Struct('>qh?B').unpack_from
 _S6 = Struct('>ii').unpack_from
 _S7 = Struct('>ih').unpack_from
 _S8 = Struct('>iB').unpack_from
-_S9 = Struct('>ihB').unpack_from
+_S9 = Struct('>ihx').unpack_from
+_S10 = Struct('>ihB').unpack_from
 _I7 = Struct('>ih').iter_unpack
-_I9 = Struct('>ihB').iter_unpack
+_I9 = Struct('>ihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -45,7 +46,7 @@ class AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(Body):
 
 
 def _r1(b, p):
-    o = _new(AddPartitionsToTxnRequest)
+    o = AddPartitionsToTxnRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -60,7 +61,7 @@ def _r1(b, p):
         raise Malformed
     o.v3_and_below_topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -71,7 +72,7 @@ def _r1(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -81,7 +82,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(AddPartitionsToTxnRequest)
+    o = AddPartitionsToTxnRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -102,7 +103,7 @@ def _r3(b, p):
         raise Malformed
     o.v3_and_below_topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -119,7 +120,7 @@ def _r3(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -137,7 +138,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(AddPartitionsToTxnRequest)
+    o = AddPartitionsToTxnRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -149,7 +150,7 @@ def _r5(b, p):
         raise Malformed
     o.transactions = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -170,7 +171,7 @@ def _r5(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+            o2 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -187,7 +188,7 @@ def _r5(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -214,7 +215,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(AddPartitionsToTxnResponse)
+    o = AddPartitionsToTxnResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -223,7 +224,7 @@ def _r8(b, p):
         raise Malformed
     o.results_by_topic_v3_and_below = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -237,12 +238,20 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.results_by_partition = l1 = []
-        for v in _I7(b[p:p + 6 * n1]):
-            o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-            o2.partition_index, o2.partition_error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I7(b[p:p + 6 * n1]):
+                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                o2.partition_index, o2.partition_error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.partition_error_code = _S7(b, p)
+                p += 6
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.error_code = 0
@@ -252,7 +261,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(AddPartitionsToTxnResponse)
+    o = AddPartitionsToTxnResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
@@ -264,7 +273,7 @@ def _r11(b, p):
         raise Malformed
     o.results_by_topic_v3_and_below = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -284,22 +293,22 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.results_by_partition = l1 = []
-        for v in _I9(b[p:p + 7 * n1]):
-            o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-            o2.partition_index, o2.partition_error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-            o2.unknown_tags = None
-            o2.partition_index, o2.partition_error_code, n2 = _S9(b, p)
-            p += 7
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I9(s1):
+                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                o2.partition_index, o2.partition_error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.partition_error_code, n2 = _S10(b, p)
+                p += 7
+                if n2:
+                    p = _t9(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -317,8 +326,8 @@ def _r11(b, p):
 
 
 def _r13(b, p):
-    o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
+    o = AddPartitionsToTxnResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -329,7 +338,7 @@ def _r13(b, p):
         raise Malformed
     o.results_by_transaction = l0 = []
     for _ in range(n0):
-        o1 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -350,7 +359,7 @@ def _r13(b, p):
             raise Malformed
         o1.topic_results = l1 = []
         for _ in range(n1):
-            o2 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+            o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -370,22 +379,22 @@ def _r13(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.results_by_partition = l2 = []
-            for v in _I9(b[p:p + 7 * n2]):
-                o3 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-                o3.partition_index, o3.partition_error_code, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 7 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
-                o3.unknown_tags = None
-                o3.partition_index, o3.partition_error_code, n3 = _S9(b, p)
-                p += 7
-                if n3:
-                    p = _t9(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                for v in _I9(s2):
+                    o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                    o3.partition_index, o3.partition_error_code = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 7 * n2
+            else:
+                for _ in range(n2):
+                    o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_error_code, n3 = _S10(b, p)
+                    p += 7
+                    if n3:
+                        p = _t9(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1

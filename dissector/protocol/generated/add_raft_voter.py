@@ -21,7 +21,7 @@ class AddRaftVoterResponse(Body):
 
 
 def _r1(b, p):
-    o = _new(AddRaftVoterRequest)
+    o = AddRaftVoterRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -47,7 +47,7 @@ def _r1(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(AddRaftVoterRequest_Listener)
+        o1 = AddRaftVoterRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -82,7 +82,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(AddRaftVoterRequest)
+    o = AddRaftVoterRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -108,7 +108,7 @@ def _r2(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(AddRaftVoterRequest_Listener)
+        o1 = AddRaftVoterRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -142,7 +142,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(AddRaftVoterResponse)
+    o = AddRaftVoterResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:

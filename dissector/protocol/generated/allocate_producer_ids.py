@@ -14,7 +14,7 @@ class AllocateProducerIdsResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(AllocateProducerIdsRequest)
+    o = AllocateProducerIdsRequest()
     o.unknown_tags = None
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
@@ -24,7 +24,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(AllocateProducerIdsResponse)
+    o = AllocateProducerIdsResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len, n0 = _S1(b, p)
     p += 19

@@ -43,7 +43,7 @@ class AlterClientQuotasResponse_EntryData(Body):
 
 
 def _r3(b, p):
-    o = _new(AlterClientQuotasRequest)
+    o = AlterClientQuotasRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -52,7 +52,7 @@ def _r3(b, p):
         raise Malformed
     o.entries = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterClientQuotasRequest_EntryData)
+        o1 = AlterClientQuotasRequest_EntryData()
         n1 = _S0(b, p)[0]
         p += 4
         if n1 < 0:
@@ -61,7 +61,7 @@ def _r3(b, p):
             raise Malformed
         o1.entity = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasRequest_EntityData)
+            o2 = AlterClientQuotasRequest_EntityData()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -87,7 +87,7 @@ def _r3(b, p):
             raise Malformed
         o1.ops = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasRequest_OpData)
+            o2 = AlterClientQuotasRequest_OpData()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -107,7 +107,7 @@ def _r3(b, p):
 
 
 def _r7(b, p):
-    o = _new(AlterClientQuotasRequest)
+    o = AlterClientQuotasRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -119,7 +119,7 @@ def _r7(b, p):
         raise Malformed
     o.entries = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterClientQuotasRequest_EntryData)
+        o1 = AlterClientQuotasRequest_EntryData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -131,7 +131,7 @@ def _r7(b, p):
             raise Malformed
         o1.entity = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasRequest_EntityData)
+            o2 = AlterClientQuotasRequest_EntityData()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -168,7 +168,7 @@ def _r7(b, p):
             raise Malformed
         o1.ops = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasRequest_OpData)
+            o2 = AlterClientQuotasRequest_OpData()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -199,7 +199,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(AlterClientQuotasResponse)
+    o = AlterClientQuotasResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -208,7 +208,7 @@ def _r10(b, p):
         raise Malformed
     o.entries = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterClientQuotasResponse_EntryData)
+        o1 = AlterClientQuotasResponse_EntryData()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -226,7 +226,7 @@ def _r10(b, p):
             raise Malformed
         o1.entity = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasResponse_EntityData)
+            o2 = AlterClientQuotasResponse_EntityData()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -251,7 +251,7 @@ def _r10(b, p):
 
 
 def _r13(b, p):
-    o = _new(AlterClientQuotasResponse)
+    o = AlterClientQuotasResponse()
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -263,7 +263,7 @@ def _r13(b, p):
         raise Malformed
     o.entries = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterClientQuotasResponse_EntryData)
+        o1 = AlterClientQuotasResponse_EntryData()
         o1.error_code, n1 = _S10(b, p)
         p += 3
         if n1 > 127:
@@ -285,7 +285,7 @@ def _r13(b, p):
             raise Malformed
         o1.entity = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterClientQuotasResponse_EntityData)
+            o2 = AlterClientQuotasResponse_EntityData()
             n2 = b[p]
             p += 1
             if n2 > 127:

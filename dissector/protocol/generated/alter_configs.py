@@ -35,7 +35,7 @@ class AlterConfigsResponse_AlterConfigsResourceResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterConfigsRequest)
+    o = AlterConfigsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -44,7 +44,7 @@ def _r2(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterConfigsRequest_AlterConfigsResource)
+        o1 = AlterConfigsRequest_AlterConfigsResource()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -59,7 +59,7 @@ def _r2(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterConfigsRequest_AlterableConfig)
+            o2 = AlterConfigsRequest_AlterableConfig()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -86,7 +86,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(AlterConfigsRequest)
+    o = AlterConfigsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -98,7 +98,7 @@ def _r5(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterConfigsRequest_AlterConfigsResource)
+        o1 = AlterConfigsRequest_AlterConfigsResource()
         o1.resource_type, n1 = _S5(b, p)
         p += 2
         if n1 > 127:
@@ -119,7 +119,7 @@ def _r5(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterConfigsRequest_AlterableConfig)
+            o2 = AlterConfigsRequest_AlterableConfig()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -160,7 +160,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(AlterConfigsResponse)
+    o = AlterConfigsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -169,7 +169,7 @@ def _r7(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterConfigsResponse_AlterConfigsResourceResponse)
+        o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -192,7 +192,7 @@ def _r7(b, p):
 
 
 def _r9(b, p):
-    o = _new(AlterConfigsResponse)
+    o = AlterConfigsResponse()
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -204,7 +204,7 @@ def _r9(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterConfigsResponse_AlterConfigsResourceResponse)
+        o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
         o1.error_code, n1 = _S10(b, p)
         p += 3
         if n1 > 127:

@@ -6,9 +6,10 @@ _S1 = Struct('>B').unpack_from
 _S2 = Struct('>iiB').unpack_from
 _S3 = Struct('>iB').unpack_from
 _S4 = Struct('>biB').unpack_from
-_S5 = Struct('>ihB').unpack_from
-_S6 = Struct('>ihiiB').unpack_from
-_I0 = Struct('>iqB').iter_unpack
+_S5 = Struct('>iqx').unpack_from
+_S6 = Struct('>ihB').unpack_from
+_S7 = Struct('>ihiiB').unpack_from
+_I5 = Struct('>iqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -41,7 +42,7 @@ class AlterPartitionResponse_TopicData(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterPartitionRequest)
+    o = AlterPartitionRequest()
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
     if n0 > 127:
@@ -53,7 +54,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionRequest_TopicData)
+        o1 = AlterPartitionRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -74,7 +75,7 @@ def _r2(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionRequest_PartitionData)
+            o2 = AlterPartitionRequest_PartitionData()
             o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
             p += 9
             if n2 > 127:
@@ -82,7 +83,7 @@ def _r2(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.new_isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.new_isr_with_epochs = []
             o2.leader_recovery_state = 0
@@ -108,7 +109,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(AlterPartitionRequest)
+    o = AlterPartitionRequest()
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
     if n0 > 127:
@@ -120,7 +121,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionRequest_TopicData)
+        o1 = AlterPartitionRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -141,7 +142,7 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionRequest_PartitionData)
+            o2 = AlterPartitionRequest_PartitionData()
             o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
             p += 9
             if n2 > 127:
@@ -149,7 +150,7 @@ def _r5(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.new_isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.new_isr_with_epochs = []
             o2.unknown_tags = None
@@ -174,7 +175,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(AlterPartitionRequest)
+    o = AlterPartitionRequest()
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
     if n0 > 127:
@@ -186,7 +187,7 @@ def _r7(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionRequest_TopicData)
+        o1 = AlterPartitionRequest_TopicData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -200,7 +201,7 @@ def _r7(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionRequest_PartitionData)
+            o2 = AlterPartitionRequest_PartitionData()
             o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
             p += 9
             if n2 > 127:
@@ -208,7 +209,7 @@ def _r7(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.new_isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.new_isr_with_epochs = []
             o2.unknown_tags = None
@@ -233,7 +234,7 @@ def _r7(b, p):
 
 
 def _r11(b, p):
-    o = _new(AlterPartitionRequest)
+    o = AlterPartitionRequest()
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
     if n0 > 127:
@@ -245,7 +246,7 @@ def _r11(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionRequest_TopicData)
+        o1 = AlterPartitionRequest_TopicData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -259,7 +260,7 @@ def _r11(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionRequest_PartitionData)
+            o2 = AlterPartitionRequest_PartitionData()
             o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
             p += 9
             if n2 > 127:
@@ -270,22 +271,22 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.new_isr_with_epochs = l2 = []
-            for v in _I0(b[p:p + 13 * n2]):
-                o3 = _new(AlterPartitionRequest_BrokerState)
-                o3.broker_id, o3.broker_epoch, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 13 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(AlterPartitionRequest_BrokerState)
-                o3.unknown_tags = None
-                o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)
-                p += 13
-                if n3:
-                    p = _t8(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                for v in _I5(s2):
+                    o3 = AlterPartitionRequest_BrokerState()
+                    o3.broker_id, o3.broker_epoch = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 13 * n2
+            else:
+                for _ in range(n2):
+                    o3 = AlterPartitionRequest_BrokerState()
+                    o3.unknown_tags = None
+                    o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)
+                    p += 13
+                    if n3:
+                        p = _t8(b, p - 1, o3)
+                    l2.append(o3)
             o2.new_isr = []
             o2.unknown_tags = None
             o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
@@ -309,8 +310,8 @@ def _r11(b, p):
 
 
 def _r14(b, p):
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
+    o = AlterPartitionResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -321,7 +322,7 @@ def _r14(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionResponse_TopicData)
+        o1 = AlterPartitionResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -342,15 +343,15 @@ def _r14(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S6(b, p)
+            o2 = AlterPartitionResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
             p += 15
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_recovery_state = 0
             o2.unknown_tags = None
@@ -375,8 +376,8 @@ def _r14(b, p):
 
 
 def _r17(b, p):
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
+    o = AlterPartitionResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -387,7 +388,7 @@ def _r17(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionResponse_TopicData)
+        o1 = AlterPartitionResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -408,15 +409,15 @@ def _r17(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S6(b, p)
+            o2 = AlterPartitionResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
             p += 15
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
@@ -440,8 +441,8 @@ def _r17(b, p):
 
 
 def _r19(b, p):
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
+    o = AlterPartitionResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -452,7 +453,7 @@ def _r19(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionResponse_TopicData)
+        o1 = AlterPartitionResponse_TopicData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -466,15 +467,15 @@ def _r19(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S6(b, p)
+            o2 = AlterPartitionResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
             p += 15
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)

@@ -34,7 +34,7 @@ class AlterPartitionReassignmentsResponse_ReassignableTopicResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterPartitionReassignmentsRequest)
+    o = AlterPartitionReassignmentsRequest()
     o.timeout_ms, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -46,7 +46,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionReassignmentsRequest_ReassignableTopic)
+        o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -67,7 +67,7 @@ def _r2(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionReassignmentsRequest_ReassignablePartition)
+            o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
             o2.partition_index, n2 = _S0(b, p)
             p += 5
             if n2 > 127:
@@ -76,7 +76,7 @@ def _r2(b, p):
             if n2 < 0:
                 o2.replicas = None
             else:
-                o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -100,7 +100,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(AlterPartitionReassignmentsRequest)
+    o = AlterPartitionReassignmentsRequest()
     o.timeout_ms, o.allow_replication_factor_change, n0 = _S2(b, p)
     p += 6
     if n0 > 127:
@@ -112,7 +112,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionReassignmentsRequest_ReassignableTopic)
+        o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -133,7 +133,7 @@ def _r3(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionReassignmentsRequest_ReassignablePartition)
+            o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
             o2.partition_index, n2 = _S0(b, p)
             p += 5
             if n2 > 127:
@@ -142,7 +142,7 @@ def _r3(b, p):
             if n2 < 0:
                 o2.replicas = None
             else:
-                o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -165,7 +165,7 @@ def _r3(b, p):
 
 
 def _r6(b, p):
-    o = _new(AlterPartitionReassignmentsResponse)
+    o = AlterPartitionReassignmentsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -187,7 +187,7 @@ def _r6(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+        o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -208,7 +208,7 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+            o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
             o2.partition_index, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
@@ -241,7 +241,7 @@ def _r6(b, p):
 
 
 def _r7(b, p):
-    o = _new(AlterPartitionReassignmentsResponse)
+    o = AlterPartitionReassignmentsResponse()
     o.throttle_time_ms, o.allow_replication_factor_change, o.error_code, n0 = _S4(b, p)
     p += 8
     if n0 > 127:
@@ -263,7 +263,7 @@ def _r7(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+        o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -284,7 +284,7 @@ def _r7(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+            o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
             o2.partition_index, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:

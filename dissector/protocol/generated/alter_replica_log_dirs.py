@@ -7,9 +7,10 @@ _S2 = Struct('>B').unpack_from
 _S3 = Struct('>ii').unpack_from
 _S4 = Struct('>ih').unpack_from
 _S5 = Struct('>iB').unpack_from
-_S6 = Struct('>ihB').unpack_from
+_S6 = Struct('>ihx').unpack_from
+_S7 = Struct('>ihB').unpack_from
 _I4 = Struct('>ih').iter_unpack
-_I6 = Struct('>ihB').iter_unpack
+_I6 = Struct('>ihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -38,7 +39,7 @@ class AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterReplicaLogDirsRequest)
+    o = AlterReplicaLogDirsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -47,7 +48,7 @@ def _r2(b, p):
         raise Malformed
     o.dirs = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+        o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -62,7 +63,7 @@ def _r2(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+            o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -73,7 +74,7 @@ def _r2(b, p):
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -84,7 +85,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(AlterReplicaLogDirsRequest)
+    o = AlterReplicaLogDirsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -96,7 +97,7 @@ def _r5(b, p):
         raise Malformed
     o.dirs = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDir)
+        o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -117,7 +118,7 @@ def _r5(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
+            o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -134,7 +135,7 @@ def _r5(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -157,7 +158,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(AlterReplicaLogDirsResponse)
+    o = AlterReplicaLogDirsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 8
     if n0 < 0:
@@ -166,7 +167,7 @@ def _r8(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+        o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -180,12 +181,20 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I4(b[p:p + 6 * n1]):
-            o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-            o2.partition_index, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I4(b[p:p + 6 * n1]):
+                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code = _S4(b, p)
+                p += 6
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -193,7 +202,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(AlterReplicaLogDirsResponse)
+    o = AlterReplicaLogDirsResponse()
     o.throttle_time_ms, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -205,7 +214,7 @@ def _r11(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
+        o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -225,22 +234,22 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I6(b[p:p + 7 * n1]):
-            o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S6(b, p)
-            p += 7
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I6(s1):
+                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S7(b, p)
+                p += 7
+                if n2:
+                    p = _t9(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

@@ -2,9 +2,10 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iqB').unpack_from
-_S2 = Struct('>ihB').unpack_from
-_I1 = Struct('>iqB').iter_unpack
+_S1 = Struct('>iqx').unpack_from
+_S2 = Struct('>iqB').unpack_from
+_S3 = Struct('>ihB').unpack_from
+_I1 = Struct('>iqx').iter_unpack
 
 
 class AlterShareGroupOffsetsRequest(Body):
@@ -32,7 +33,7 @@ class AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterShareGroupOffsetsRequest)
+    o = AlterShareGroupOffsetsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -53,7 +54,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic)
+        o1 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -73,22 +74,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 13 * n1]):
-            o2 = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
-            o2.partition_index, o2.start_offset, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 13 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.start_offset, n2 = _S1(b, p)
-            p += 13
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+            for v in _I1(s1):
+                o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
+                o2.partition_index, o2.start_offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 13 * n1
+        else:
+            for _ in range(n1):
+                o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.start_offset, n2 = _S2(b, p)
+                p += 13
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -104,8 +105,8 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(AlterShareGroupOffsetsResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
+    o = AlterShareGroupOffsetsResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -126,7 +127,7 @@ def _r5(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic)
+        o1 = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -149,8 +150,8 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition)
-            o2.partition_index, o2.error_code, n2 = _S2(b, p)
+            o2 = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition()
+            o2.partition_index, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)

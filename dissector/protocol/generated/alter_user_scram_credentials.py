@@ -29,7 +29,7 @@ class AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(Body):
 
 
 def _r2(b, p):
-    o = _new(AlterUserScramCredentialsRequest)
+    o = AlterUserScramCredentialsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -41,7 +41,7 @@ def _r2(b, p):
         raise Malformed
     o.deletions = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterUserScramCredentialsRequest_ScramCredentialDeletion)
+        o1 = AlterUserScramCredentialsRequest_ScramCredentialDeletion()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -68,7 +68,7 @@ def _r2(b, p):
         raise Malformed
     o.upsertions = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterUserScramCredentialsRequest_ScramCredentialUpsertion)
+        o1 = AlterUserScramCredentialsRequest_ScramCredentialUpsertion()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -111,7 +111,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(AlterUserScramCredentialsResponse)
+    o = AlterUserScramCredentialsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -123,7 +123,7 @@ def _r4(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult)
+        o1 = AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -7,12 +7,13 @@ _S2 = Struct('>hi').unpack_from
 _S3 = Struct('>hhh').unpack_from
 _S4 = Struct('>i').unpack_from
 _S5 = Struct('>hB').unpack_from
-_S6 = Struct('>hhhB').unpack_from
-_S7 = Struct('>hhB').unpack_from
-_S8 = Struct('>q').unpack_from
-_S9 = Struct('>?').unpack_from
+_S6 = Struct('>hhhx').unpack_from
+_S7 = Struct('>hhhB').unpack_from
+_S8 = Struct('>hhB').unpack_from
+_S9 = Struct('>q').unpack_from
+_S10 = Struct('>?').unpack_from
 _I3 = Struct('>hhh').iter_unpack
-_I6 = Struct('>hhhB').iter_unpack
+_I6 = Struct('>hhhx').iter_unpack
 
 
 class ApiVersionsRequest(Body):
@@ -36,7 +37,7 @@ class ApiVersionsResponse_SupportedFeatureKey(Body):
 
 
 def _r0(b, p):
-    o = _new(ApiVersionsRequest)
+    o = ApiVersionsRequest()
     o.client_software_name = ''
     o.client_software_version = ''
     o.cluster_id = None
@@ -46,7 +47,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ApiVersionsRequest)
+    o = ApiVersionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -76,7 +77,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ApiVersionsRequest)
+    o = ApiVersionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -114,7 +115,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(ApiVersionsResponse)
+    o = ApiVersionsResponse()
     o.error_code, n0 = _S2(b, p)
     p += 6
     if n0 < 0:
@@ -122,12 +123,20 @@ def _r4(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for v in _I3(b[p:p + 6 * n0]):
-        o1 = _new(ApiVersionsResponse_ApiVersion)
-        o1.api_key, o1.min_version, o1.max_version = v
-        o1.unknown_tags = None
-        l0.append(o1)
-    p += 6 * n0
+    if n0 > 3:
+        for v in _I3(b[p:p + 6 * n0]):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.api_key, o1.min_version, o1.max_version = v
+            o1.unknown_tags = None
+            l0.append(o1)
+        p += 6 * n0
+    else:
+        for _ in range(n0):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.unknown_tags = None
+            o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
+            p += 6
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -138,7 +147,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(ApiVersionsResponse)
+    o = ApiVersionsResponse()
     o.error_code, n0 = _S2(b, p)
     p += 6
     if n0 < 0:
@@ -146,12 +155,20 @@ def _r5(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for v in _I3(b[p:p + 6 * n0]):
-        o1 = _new(ApiVersionsResponse_ApiVersion)
-        o1.api_key, o1.min_version, o1.max_version = v
-        o1.unknown_tags = None
-        l0.append(o1)
-    p += 6 * n0
+    if n0 > 3:
+        for v in _I3(b[p:p + 6 * n0]):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.api_key, o1.min_version, o1.max_version = v
+            o1.unknown_tags = None
+            l0.append(o1)
+        p += 6 * n0
+    else:
+        for _ in range(n0):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.unknown_tags = None
+            o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
+            p += 6
+            l0.append(o1)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -163,7 +180,7 @@ def _r5(b, p):
 
 
 def _r9(b, p):
-    o = _new(ApiVersionsResponse)
+    o = ApiVersionsResponse()
     o.error_code, n0 = _S5(b, p)
     p += 3
     if n0 > 127:
@@ -174,22 +191,22 @@ def _r9(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.api_keys = l0 = []
-    for v in _I6(b[p:p + 7 * n0]):
-        o1 = _new(ApiVersionsResponse_ApiVersion)
-        o1.api_key, o1.min_version, o1.max_version, t = v
-        if t:
-            break
-        o1.unknown_tags = None
-        l0.append(o1)
-    p += 7 * len(l0)
-    for _ in range(n0 - len(l0)):
-        o1 = _new(ApiVersionsResponse_ApiVersion)
-        o1.unknown_tags = None
-        o1.api_key, o1.min_version, o1.max_version, n1 = _S6(b, p)
-        p += 7
-        if n1:
-            p = _t6(b, p - 1, o1)
-        l0.append(o1)
+    if n0 > 3 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
+        for v in _I6(s0):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.api_key, o1.min_version, o1.max_version = v
+            o1.unknown_tags = None
+            l0.append(o1)
+        p += 7 * n0
+    else:
+        for _ in range(n0):
+            o1 = ApiVersionsResponse_ApiVersion()
+            o1.unknown_tags = None
+            o1.api_key, o1.min_version, o1.max_version, n1 = _S7(b, p)
+            p += 7
+            if n1:
+                p = _t6(b, p - 1, o1)
+            l0.append(o1)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -303,7 +320,7 @@ def _t9(b, p, o):
                 raise Malformed
             o.supported_features = l0 = []
             for _ in range(n0):
-                o1 = _new(ApiVersionsResponse_SupportedFeatureKey)
+                o1 = ApiVersionsResponse_SupportedFeatureKey()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -314,7 +331,7 @@ def _t9(b, p, o):
                 o1.name = b[p:p + n1].decode()
                 p += n1
                 o1.unknown_tags = None
-                o1.min_version, o1.max_version, n1 = _S7(b, p)
+                o1.min_version, o1.max_version, n1 = _S8(b, p)
                 p += 5
                 if n1:
                     p = _t7(b, p - 1, o1)
@@ -322,7 +339,7 @@ def _t9(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o.finalized_features_epoch = _S8(b, p)[0]
+            o.finalized_features_epoch = _S9(b, p)[0]
             p += 8
             if p != e:
                 raise Malformed
@@ -338,7 +355,7 @@ def _t9(b, p, o):
                 raise Malformed
             o.finalized_features = l0 = []
             for _ in range(n0):
-                o1 = _new(ApiVersionsResponse_FinalizedFeatureKey)
+                o1 = ApiVersionsResponse_FinalizedFeatureKey()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -349,7 +366,7 @@ def _t9(b, p, o):
                 o1.name = b[p:p + n1].decode()
                 p += n1
                 o1.unknown_tags = None
-                o1.max_version_level, o1.min_version_level, n1 = _S7(b, p)
+                o1.max_version_level, o1.min_version_level, n1 = _S8(b, p)
                 p += 5
                 if n1:
                     p = _t8(b, p - 1, o1)
@@ -357,7 +374,7 @@ def _t9(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 3:
-            o.zk_migration_ready = _S9(b, p)[0]
+            o.zk_migration_ready = _S10(b, p)[0]
             p += 1
             if p != e:
                 raise Malformed

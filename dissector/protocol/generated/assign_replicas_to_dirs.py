@@ -3,10 +3,12 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>iqB').unpack_from
 _S1 = Struct('>B').unpack_from
-_S2 = Struct('>iB').unpack_from
-_S3 = Struct('>ihB').unpack_from
-_I2 = Struct('>iB').iter_unpack
-_I3 = Struct('>ihB').iter_unpack
+_S2 = Struct('>ix').unpack_from
+_S3 = Struct('>iB').unpack_from
+_S4 = Struct('>ihB').unpack_from
+_S5 = Struct('>ihx').unpack_from
+_I2 = Struct('>ix').iter_unpack
+_I5 = Struct('>ihx').iter_unpack
 
 
 class AssignReplicasToDirsRequest(Body):
@@ -42,7 +44,7 @@ class AssignReplicasToDirsResponse_TopicData(Body):
 
 
 def _r3(b, p):
-    o = _new(AssignReplicasToDirsRequest)
+    o = AssignReplicasToDirsRequest()
     o.broker_id, o.broker_epoch, n0 = _S0(b, p)
     p += 13
     if n0 > 127:
@@ -54,7 +56,7 @@ def _r3(b, p):
         raise Malformed
     o.directories = l0 = []
     for _ in range(n0):
-        o1 = _new(AssignReplicasToDirsRequest_DirectoryData)
+        o1 = AssignReplicasToDirsRequest_DirectoryData()
         o1.id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -68,7 +70,7 @@ def _r3(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(AssignReplicasToDirsRequest_TopicData)
+            o2 = AssignReplicasToDirsRequest_TopicData()
             o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n2 = b[p]
@@ -81,22 +83,22 @@ def _r3(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I2(b[p:p + 5 * n2]):
-                o3 = _new(AssignReplicasToDirsRequest_PartitionData)
-                o3.partition_index, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 5 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(AssignReplicasToDirsRequest_PartitionData)
-                o3.unknown_tags = None
-                o3.partition_index, n3 = _S2(b, p)
-                p += 5
-                if n3:
-                    p = _t0(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 5 * n2])[4::5].count(0) == n2:
+                for v in _I2(s2):
+                    o3 = AssignReplicasToDirsRequest_PartitionData()
+                    o3.partition_index, = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 5 * n2
+            else:
+                for _ in range(n2):
+                    o3 = AssignReplicasToDirsRequest_PartitionData()
+                    o3.unknown_tags = None
+                    o3.partition_index, n3 = _S3(b, p)
+                    p += 5
+                    if n3:
+                        p = _t0(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -118,8 +120,8 @@ def _r3(b, p):
 
 
 def _r7(b, p):
-    o = _new(AssignReplicasToDirsResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
+    o = AssignReplicasToDirsResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -130,7 +132,7 @@ def _r7(b, p):
         raise Malformed
     o.directories = l0 = []
     for _ in range(n0):
-        o1 = _new(AssignReplicasToDirsResponse_DirectoryData)
+        o1 = AssignReplicasToDirsResponse_DirectoryData()
         o1.id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -144,7 +146,7 @@ def _r7(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(AssignReplicasToDirsResponse_TopicData)
+            o2 = AssignReplicasToDirsResponse_TopicData()
             o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n2 = b[p]
@@ -157,22 +159,22 @@ def _r7(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I3(b[p:p + 7 * n2]):
-                o3 = _new(AssignReplicasToDirsResponse_PartitionData)
-                o3.partition_index, o3.error_code, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 7 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(AssignReplicasToDirsResponse_PartitionData)
-                o3.unknown_tags = None
-                o3.partition_index, o3.error_code, n3 = _S3(b, p)
-                p += 7
-                if n3:
-                    p = _t4(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                for v in _I5(s2):
+                    o3 = AssignReplicasToDirsResponse_PartitionData()
+                    o3.partition_index, o3.error_code = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 7 * n2
+            else:
+                for _ in range(n2):
+                    o3 = AssignReplicasToDirsResponse_PartitionData()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.error_code, n3 = _S4(b, p)
+                    p += 7
+                    if n3:
+                        p = _t4(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1

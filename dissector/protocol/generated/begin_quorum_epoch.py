@@ -11,10 +11,11 @@ _S6 = Struct('>HB').unpack_from
 _S7 = Struct('>hi').unpack_from
 _S8 = Struct('>ihii').unpack_from
 _S9 = Struct('>hB').unpack_from
-_S10 = Struct('>ihiiB').unpack_from
+_S10 = Struct('>ihiix').unpack_from
+_S11 = Struct('>ihiiB').unpack_from
 _I2 = Struct('>iii').iter_unpack
 _I8 = Struct('>ihii').iter_unpack
-_I10 = Struct('>ihiiB').iter_unpack
+_I10 = Struct('>ihiix').iter_unpack
 
 
 class BeginQuorumEpochRequest(Body):
@@ -50,7 +51,7 @@ class BeginQuorumEpochResponse_TopicData(Body):
 
 
 def _r2(b, p):
-    o = _new(BeginQuorumEpochRequest)
+    o = BeginQuorumEpochRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -68,7 +69,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(BeginQuorumEpochRequest_TopicData)
+        o1 = BeginQuorumEpochRequest_TopicData()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -82,13 +83,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I2(b[p:p + 12 * n1]):
-            o2 = _new(BeginQuorumEpochRequest_PartitionData)
-            o2.partition_index, o2.leader_id, o2.leader_epoch = v
-            o2.voter_directory_id = UUID0
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I2(b[p:p + 12 * n1]):
+                o2 = BeginQuorumEpochRequest_PartitionData()
+                o2.partition_index, o2.leader_id, o2.leader_epoch = v
+                o2.voter_directory_id = UUID0
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = BeginQuorumEpochRequest_PartitionData()
+                o2.voter_directory_id = UUID0
+                o2.unknown_tags = None
+                o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.voter_id = -1
@@ -98,7 +108,7 @@ def _r2(b, p):
 
 
 def _r6(b, p):
-    o = _new(BeginQuorumEpochRequest)
+    o = BeginQuorumEpochRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -120,7 +130,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(BeginQuorumEpochRequest_TopicData)
+        o1 = BeginQuorumEpochRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -141,7 +151,7 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(BeginQuorumEpochRequest_PartitionData)
+            o2 = BeginQuorumEpochRequest_PartitionData()
             o2.partition_index = _S1(b, p)[0]
             p += 4
             o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -169,7 +179,7 @@ def _r6(b, p):
         raise Malformed
     o.leader_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(BeginQuorumEpochRequest_LeaderEndpoint)
+        o1 = BeginQuorumEpochRequest_LeaderEndpoint()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -203,7 +213,7 @@ def _r6(b, p):
 
 
 def _r9(b, p):
-    o = _new(BeginQuorumEpochResponse)
+    o = BeginQuorumEpochResponse()
     o.error_code, n0 = _S7(b, p)
     p += 6
     if n0 < 0:
@@ -212,7 +222,7 @@ def _r9(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(BeginQuorumEpochResponse_TopicData)
+        o1 = BeginQuorumEpochResponse_TopicData()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -226,12 +236,20 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 14 * n1]):
-            o2 = _new(BeginQuorumEpochResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 14 * n1]):
+                o2 = BeginQuorumEpochResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = BeginQuorumEpochResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
+                p += 14
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.node_endpoints = []
@@ -240,7 +258,7 @@ def _r9(b, p):
 
 
 def _r13(b, p):
-    o = _new(BeginQuorumEpochResponse)
+    o = BeginQuorumEpochResponse()
     o.error_code, n0 = _S9(b, p)
     p += 3
     if n0 > 127:
@@ -252,7 +270,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(BeginQuorumEpochResponse_TopicData)
+        o1 = BeginQuorumEpochResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -272,22 +290,22 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I10(b[p:p + 15 * n1]):
-            o2 = _new(BeginQuorumEpochResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 15 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(BeginQuorumEpochResponse_PartitionData)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
-            p += 15
-            if n2:
-                p = _t10(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+            for v in _I10(s1):
+                o2 = BeginQuorumEpochResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 15 * n1
+        else:
+            for _ in range(n1):
+                o2 = BeginQuorumEpochResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S11(b, p)
+                p += 15
+                if n2:
+                    p = _t10(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -476,7 +494,7 @@ def _t13(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(BeginQuorumEpochResponse_NodeEndpoint)
+                o1 = BeginQuorumEpochResponse_NodeEndpoint()
                 o1.node_id, n1 = _S4(b, p)
                 p += 5
                 if n1 > 127:

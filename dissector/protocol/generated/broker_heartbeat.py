@@ -15,7 +15,7 @@ class BrokerHeartbeatResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(BrokerHeartbeatRequest)
+    o = BrokerHeartbeatRequest()
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.unknown_tags = None
@@ -27,7 +27,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(BrokerHeartbeatRequest)
+    o = BrokerHeartbeatRequest()
     o.cordoned_log_dirs = None
     o.offline_log_dirs = []
     o.unknown_tags = None
@@ -39,7 +39,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(BrokerHeartbeatRequest)
+    o = BrokerHeartbeatRequest()
     o.offline_log_dirs = []
     o.cordoned_log_dirs = None
     o.unknown_tags = None
@@ -51,7 +51,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(BrokerHeartbeatResponse)
+    o = BrokerHeartbeatResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down, n0 = _S1(b, p)
     p += 10

@@ -27,7 +27,7 @@ class BrokerRegistrationResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(BrokerRegistrationRequest)
+    o = BrokerRegistrationRequest()
     o.broker_id, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -50,7 +50,7 @@ def _r2(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Listener)
+        o1 = BrokerRegistrationRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -86,7 +86,7 @@ def _r2(b, p):
         raise Malformed
     o.features = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Feature)
+        o1 = BrokerRegistrationRequest_Feature()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -124,7 +124,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(BrokerRegistrationRequest)
+    o = BrokerRegistrationRequest()
     o.broker_id, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -147,7 +147,7 @@ def _r3(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Listener)
+        o1 = BrokerRegistrationRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -183,7 +183,7 @@ def _r3(b, p):
         raise Malformed
     o.features = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Feature)
+        o1 = BrokerRegistrationRequest_Feature()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -220,7 +220,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(BrokerRegistrationRequest)
+    o = BrokerRegistrationRequest()
     o.broker_id, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -243,7 +243,7 @@ def _r4(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Listener)
+        o1 = BrokerRegistrationRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -279,7 +279,7 @@ def _r4(b, p):
         raise Malformed
     o.features = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Feature)
+        o1 = BrokerRegistrationRequest_Feature()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -328,7 +328,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(BrokerRegistrationRequest)
+    o = BrokerRegistrationRequest()
     o.broker_id, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -351,7 +351,7 @@ def _r5(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Listener)
+        o1 = BrokerRegistrationRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -387,7 +387,7 @@ def _r5(b, p):
         raise Malformed
     o.features = l0 = []
     for _ in range(n0):
-        o1 = _new(BrokerRegistrationRequest_Feature)
+        o1 = BrokerRegistrationRequest_Feature()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -435,7 +435,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(BrokerRegistrationResponse)
+    o = BrokerRegistrationResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, o.broker_epoch, n0 = _S6(b, p)
     p += 15

@@ -35,7 +35,7 @@ class ConsumerGroupDescribeResponse_TopicPartitions(Body):
 
 
 def _r0(b, p):
-    o = _new(ConsumerGroupDescribeRequest)
+    o = ConsumerGroupDescribeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -67,7 +67,7 @@ def _r0(b, p):
 
 
 def _r5(b, p):
-    o = _new(ConsumerGroupDescribeResponse)
+    o = ConsumerGroupDescribeResponse()
     o.throttle_time_ms, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -79,7 +79,7 @@ def _r5(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerGroupDescribeResponse_DescribedGroup)
+        o1 = ConsumerGroupDescribeResponse_DescribedGroup()
         o1.error_code, n1 = _S3(b, p)
         p += 3
         if n1 > 127:
@@ -128,7 +128,7 @@ def _r5(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(ConsumerGroupDescribeResponse_Member)
+            o2 = ConsumerGroupDescribeResponse_Member()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -208,7 +208,7 @@ def _r5(b, p):
             else:
                 o2.subscribed_topic_regex = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ConsumerGroupDescribeResponse_Assignment)
+            o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -220,7 +220,7 @@ def _r5(b, p):
                 raise Malformed
             o3.topic_partitions = l3 = []
             for _ in range(n3):
-                o4 = _new(ConsumerGroupDescribeResponse_TopicPartitions)
+                o4 = ConsumerGroupDescribeResponse_TopicPartitions()
                 o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n4 = b[p]
@@ -239,7 +239,7 @@ def _r5(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -253,7 +253,7 @@ def _r5(b, p):
             if n3:
                 p = _t2(b, p - 1, o3)
             o2.assignment = o3
-            o3 = _new(ConsumerGroupDescribeResponse_Assignment)
+            o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -265,7 +265,7 @@ def _r5(b, p):
                 raise Malformed
             o3.topic_partitions = l3 = []
             for _ in range(n3):
-                o4 = _new(ConsumerGroupDescribeResponse_TopicPartitions)
+                o4 = ConsumerGroupDescribeResponse_TopicPartitions()
                 o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n4 = b[p]
@@ -284,7 +284,7 @@ def _r5(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -320,7 +320,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(ConsumerGroupDescribeResponse)
+    o = ConsumerGroupDescribeResponse()
     o.throttle_time_ms, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -332,7 +332,7 @@ def _r8(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerGroupDescribeResponse_DescribedGroup)
+        o1 = ConsumerGroupDescribeResponse_DescribedGroup()
         o1.error_code, n1 = _S3(b, p)
         p += 3
         if n1 > 127:
@@ -381,7 +381,7 @@ def _r8(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(ConsumerGroupDescribeResponse_Member)
+            o2 = ConsumerGroupDescribeResponse_Member()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -461,7 +461,7 @@ def _r8(b, p):
             else:
                 o2.subscribed_topic_regex = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ConsumerGroupDescribeResponse_Assignment)
+            o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -473,7 +473,7 @@ def _r8(b, p):
                 raise Malformed
             o3.topic_partitions = l3 = []
             for _ in range(n3):
-                o4 = _new(ConsumerGroupDescribeResponse_TopicPartitions)
+                o4 = ConsumerGroupDescribeResponse_TopicPartitions()
                 o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n4 = b[p]
@@ -492,7 +492,7 @@ def _r8(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -506,7 +506,7 @@ def _r8(b, p):
             if n3:
                 p = _t2(b, p - 1, o3)
             o2.assignment = o3
-            o3 = _new(ConsumerGroupDescribeResponse_Assignment)
+            o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -518,7 +518,7 @@ def _r8(b, p):
                 raise Malformed
             o3.topic_partitions = l3 = []
             for _ in range(n3):
-                o4 = _new(ConsumerGroupDescribeResponse_TopicPartitions)
+                o4 = ConsumerGroupDescribeResponse_TopicPartitions()
                 o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n4 = b[p]
@@ -537,7 +537,7 @@ def _r8(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]

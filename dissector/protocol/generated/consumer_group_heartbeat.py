@@ -29,7 +29,7 @@ class ConsumerGroupHeartbeatResponse_TopicPartitions(Body):
 
 
 def _r1(b, p):
-    o = _new(ConsumerGroupHeartbeatRequest)
+    o = ConsumerGroupHeartbeatRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -113,7 +113,7 @@ def _r1(b, p):
             raise Malformed
         o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = _new(ConsumerGroupHeartbeatRequest_TopicPartitions)
+            o1 = ConsumerGroupHeartbeatRequest_TopicPartitions()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -123,7 +123,7 @@ def _r1(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -141,7 +141,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ConsumerGroupHeartbeatRequest)
+    o = ConsumerGroupHeartbeatRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -235,7 +235,7 @@ def _r2(b, p):
             raise Malformed
         o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = _new(ConsumerGroupHeartbeatRequest_TopicPartitions)
+            o1 = ConsumerGroupHeartbeatRequest_TopicPartitions()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -245,7 +245,7 @@ def _r2(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -262,7 +262,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(ConsumerGroupHeartbeatResponse)
+    o = ConsumerGroupHeartbeatResponse()
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7
     if n0 > 127:
@@ -288,7 +288,7 @@ def _r5(b, p):
     if n0 > 127:
         o.assignment = None
     else:
-        o1 = _new(ConsumerGroupHeartbeatResponse_Assignment)
+        o1 = ConsumerGroupHeartbeatResponse_Assignment()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -300,7 +300,7 @@ def _r5(b, p):
             raise Malformed
         o1.topic_partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ConsumerGroupHeartbeatResponse_TopicPartitions)
+            o2 = ConsumerGroupHeartbeatResponse_TopicPartitions()
             o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n2 = b[p]
@@ -310,7 +310,7 @@ def _r5(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]

@@ -15,7 +15,7 @@ class ConsumerProtocolAssignment_TopicPartition(Body):
 
 
 def _r1(b, p):
-    o = _new(ConsumerProtocolAssignment)
+    o = ConsumerProtocolAssignment()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -24,7 +24,7 @@ def _r1(b, p):
         raise Malformed
     o.assigned_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerProtocolAssignment_TopicPartition)
+        o1 = ConsumerProtocolAssignment_TopicPartition()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -35,7 +35,7 @@ def _r1(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)

@@ -16,7 +16,7 @@ class ConsumerProtocolSubscription_TopicPartition(Body):
 
 
 def _r0(b, p):
-    o = _new(ConsumerProtocolSubscription)
+    o = ConsumerProtocolSubscription()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -49,7 +49,7 @@ def _r0(b, p):
 
 
 def _r2(b, p):
-    o = _new(ConsumerProtocolSubscription)
+    o = ConsumerProtocolSubscription()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -82,7 +82,7 @@ def _r2(b, p):
         raise Malformed
     o.owned_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerProtocolSubscription_TopicPartition)
+        o1 = ConsumerProtocolSubscription_TopicPartition()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -93,7 +93,7 @@ def _r2(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -104,7 +104,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(ConsumerProtocolSubscription)
+    o = ConsumerProtocolSubscription()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -137,7 +137,7 @@ def _r3(b, p):
         raise Malformed
     o.owned_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerProtocolSubscription_TopicPartition)
+        o1 = ConsumerProtocolSubscription_TopicPartition()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -148,7 +148,7 @@ def _r3(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -160,7 +160,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(ConsumerProtocolSubscription)
+    o = ConsumerProtocolSubscription()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -193,7 +193,7 @@ def _r4(b, p):
         raise Malformed
     o.owned_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ConsumerProtocolSubscription_TopicPartition)
+        o1 = ConsumerProtocolSubscription_TopicPartition()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -204,7 +204,7 @@ def _r4(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)

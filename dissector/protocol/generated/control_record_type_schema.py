@@ -9,7 +9,7 @@ class ControlRecordTypeSchema(Body):
 
 
 def _r0(b, p):
-    o = _new(ControlRecordTypeSchema)
+    o = ControlRecordTypeSchema()
     o.unknown_tags = None
     o.type = _S0(b, p)[0]
     p += 2

@@ -24,7 +24,7 @@ class ControlledShutdownResponse_RemainingPartition(Body):
 
 
 def _r0(b, p):
-    o = _new(ControlledShutdownRequest)
+    o = ControlledShutdownRequest()
     o.broker_epoch = -1
     o.unknown_tags = None
     o.broker_id = _S0(b, p)[0]
@@ -33,7 +33,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ControlledShutdownRequest)
+    o = ControlledShutdownRequest()
     o.unknown_tags = None
     o.broker_id, o.broker_epoch = _S1(b, p)
     p += 12
@@ -41,7 +41,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ControlledShutdownRequest)
+    o = ControlledShutdownRequest()
     o.unknown_tags = None
     o.broker_id, o.broker_epoch, n0 = _S2(b, p)
     p += 13
@@ -51,7 +51,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(ControlledShutdownResponse)
+    o = ControlledShutdownResponse()
     o.error_code, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
@@ -60,7 +60,7 @@ def _r4(b, p):
         raise Malformed
     o.remaining_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ControlledShutdownResponse_RemainingPartition)
+        o1 = ControlledShutdownResponse_RemainingPartition()
         n1 = _S4(b, p)[0]
         p += 2
         if n1 < 0:
@@ -76,7 +76,7 @@ def _r4(b, p):
 
 
 def _r6(b, p):
-    o = _new(ControlledShutdownResponse)
+    o = ControlledShutdownResponse()
     o.error_code, n0 = _S5(b, p)
     p += 3
     if n0 > 127:
@@ -88,7 +88,7 @@ def _r6(b, p):
         raise Malformed
     o.remaining_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(ControlledShutdownResponse_RemainingPartition)
+        o1 = ControlledShutdownResponse_RemainingPartition()
         n1 = b[p]
         p += 1
         if n1 > 127:

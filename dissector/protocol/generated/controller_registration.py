@@ -26,7 +26,7 @@ class ControllerRegistrationResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(ControllerRegistrationRequest)
+    o = ControllerRegistrationRequest()
     o.controller_id = _S0(b, p)[0]
     p += 4
     o.incarnation_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -42,7 +42,7 @@ def _r2(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(ControllerRegistrationRequest_Listener)
+        o1 = ControllerRegistrationRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -78,7 +78,7 @@ def _r2(b, p):
         raise Malformed
     o.features = l0 = []
     for _ in range(n0):
-        o1 = _new(ControllerRegistrationRequest_Feature)
+        o1 = ControllerRegistrationRequest_Feature()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -103,7 +103,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(ControllerRegistrationResponse)
+    o = ControllerRegistrationResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:

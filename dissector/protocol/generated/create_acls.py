@@ -31,7 +31,7 @@ class CreateAclsResponse_AclCreationResult(Body):
 
 
 def _r1(b, p):
-    o = _new(CreateAclsRequest)
+    o = CreateAclsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -40,7 +40,7 @@ def _r1(b, p):
         raise Malformed
     o.creations = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateAclsRequest_AclCreation)
+        o1 = CreateAclsRequest_AclCreation()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -69,7 +69,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(CreateAclsRequest)
+    o = CreateAclsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -78,7 +78,7 @@ def _r3(b, p):
         raise Malformed
     o.creations = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateAclsRequest_AclCreation)
+        o1 = CreateAclsRequest_AclCreation()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -106,7 +106,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(CreateAclsRequest)
+    o = CreateAclsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -118,7 +118,7 @@ def _r5(b, p):
         raise Malformed
     o.creations = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateAclsRequest_AclCreation)
+        o1 = CreateAclsRequest_AclCreation()
         o1.resource_type, n1 = _S5(b, p)
         p += 2
         if n1 > 127:
@@ -161,7 +161,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(CreateAclsResponse)
+    o = CreateAclsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -170,7 +170,7 @@ def _r7(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateAclsResponse_AclCreationResult)
+        o1 = CreateAclsResponse_AclCreationResult()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -187,7 +187,7 @@ def _r7(b, p):
 
 
 def _r9(b, p):
-    o = _new(CreateAclsResponse)
+    o = CreateAclsResponse()
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -199,7 +199,7 @@ def _r9(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateAclsResponse_AclCreationResult)
+        o1 = CreateAclsResponse_AclCreationResult()
         o1.error_code, n1 = _S10(b, p)
         p += 3
         if n1 > 127:

@@ -26,7 +26,7 @@ class CreateDelegationTokenResponse(Body):
 
 
 def _r1(b, p):
-    o = _new(CreateDelegationTokenRequest)
+    o = CreateDelegationTokenRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -35,7 +35,7 @@ def _r1(b, p):
         raise Malformed
     o.renewers = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateDelegationTokenRequest_CreatableRenewers)
+        o1 = CreateDelegationTokenRequest_CreatableRenewers()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -59,7 +59,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(CreateDelegationTokenRequest)
+    o = CreateDelegationTokenRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -71,7 +71,7 @@ def _r3(b, p):
         raise Malformed
     o.renewers = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateDelegationTokenRequest_CreatableRenewers)
+        o1 = CreateDelegationTokenRequest_CreatableRenewers()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -107,7 +107,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(CreateDelegationTokenRequest)
+    o = CreateDelegationTokenRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -139,7 +139,7 @@ def _r4(b, p):
         raise Malformed
     o.renewers = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateDelegationTokenRequest_CreatableRenewers)
+        o1 = CreateDelegationTokenRequest_CreatableRenewers()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -173,7 +173,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(CreateDelegationTokenResponse)
+    o = CreateDelegationTokenResponse()
     o.error_code, n0 = _S5(b, p)
     p += 4
     if n0 < 0:
@@ -207,7 +207,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(CreateDelegationTokenResponse)
+    o = CreateDelegationTokenResponse()
     o.error_code, n0 = _S7(b, p)
     p += 3
     if n0 > 127:
@@ -255,7 +255,7 @@ def _r6(b, p):
 
 
 def _r7(b, p):
-    o = _new(CreateDelegationTokenResponse)
+    o = CreateDelegationTokenResponse()
     o.error_code, n0 = _S7(b, p)
     p += 3
     if n0 > 127:

@@ -34,7 +34,7 @@ class CreatePartitionsResponse_CreatePartitionsTopicResult(Body):
 
 
 def _r2(b, p):
-    o = _new(CreatePartitionsRequest)
+    o = CreatePartitionsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -43,7 +43,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreatePartitionsRequest_CreatePartitionsTopic)
+        o1 = CreatePartitionsRequest_CreatePartitionsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -61,12 +61,12 @@ def _r2(b, p):
                 raise Malformed
             o1.assignments = l1 = []
             for _ in range(n1):
-                o2 = _new(CreatePartitionsRequest_CreatePartitionsAssignment)
+                o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
                 n2 = _S0(b, p)[0]
                 p += 4
                 if n2 < 0:
                     raise Malformed
-                o2.broker_ids = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 l1.append(o2)
@@ -79,7 +79,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(CreatePartitionsRequest)
+    o = CreatePartitionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -91,7 +91,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreatePartitionsRequest_CreatePartitionsTopic)
+        o1 = CreatePartitionsRequest_CreatePartitionsTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -113,7 +113,7 @@ def _r5(b, p):
                 raise Malformed
             o1.assignments = l1 = []
             for _ in range(n1):
-                o2 = _new(CreatePartitionsRequest_CreatePartitionsAssignment)
+                o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -121,7 +121,7 @@ def _r5(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.broker_ids = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]
@@ -144,7 +144,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(CreatePartitionsResponse)
+    o = CreatePartitionsResponse()
     o.throttle_time_ms, n0 = _S2(b, p)
     p += 8
     if n0 < 0:
@@ -153,7 +153,7 @@ def _r7(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(CreatePartitionsResponse_CreatePartitionsTopicResult)
+        o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -176,7 +176,7 @@ def _r7(b, p):
 
 
 def _r9(b, p):
-    o = _new(CreatePartitionsResponse)
+    o = CreatePartitionsResponse()
     o.throttle_time_ms, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -188,7 +188,7 @@ def _r9(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(CreatePartitionsResponse_CreatePartitionsTopicResult)
+        o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -45,7 +45,7 @@ class CreateTopicsResponse_CreatableTopicResult(Body):
 
 
 def _r3(b, p):
-    o = _new(CreateTopicsRequest)
+    o = CreateTopicsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -54,7 +54,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsRequest_CreatableTopic)
+        o1 = CreateTopicsRequest_CreatableTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -69,12 +69,12 @@ def _r3(b, p):
             raise Malformed
         o1.assignments = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableReplicaAssignment)
+            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
             o2.partition_index, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
                 raise Malformed
-            o2.broker_ids = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -86,7 +86,7 @@ def _r3(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableTopicConfig)
+            o2 = CreateTopicsRequest_CreatableTopicConfig()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -114,7 +114,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(CreateTopicsRequest)
+    o = CreateTopicsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -123,7 +123,7 @@ def _r4(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsRequest_CreatableTopic)
+        o1 = CreateTopicsRequest_CreatableTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -138,12 +138,12 @@ def _r4(b, p):
             raise Malformed
         o1.assignments = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableReplicaAssignment)
+            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
             o2.partition_index, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
                 raise Malformed
-            o2.broker_ids = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -155,7 +155,7 @@ def _r4(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableTopicConfig)
+            o2 = CreateTopicsRequest_CreatableTopicConfig()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -182,7 +182,7 @@ def _r4(b, p):
 
 
 def _r8(b, p):
-    o = _new(CreateTopicsRequest)
+    o = CreateTopicsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -194,7 +194,7 @@ def _r8(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsRequest_CreatableTopic)
+        o1 = CreateTopicsRequest_CreatableTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -215,7 +215,7 @@ def _r8(b, p):
             raise Malformed
         o1.assignments = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableReplicaAssignment)
+            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
             o2.partition_index, n2 = _S7(b, p)
             p += 5
             if n2 > 127:
@@ -223,7 +223,7 @@ def _r8(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.broker_ids = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -242,7 +242,7 @@ def _r8(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(CreateTopicsRequest_CreatableTopicConfig)
+            o2 = CreateTopicsRequest_CreatableTopicConfig()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -283,7 +283,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(CreateTopicsResponse)
+    o = CreateTopicsResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -292,7 +292,7 @@ def _r10(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsResponse_CreatableTopicResult)
+        o1 = CreateTopicsResponse_CreatableTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -315,7 +315,7 @@ def _r10(b, p):
 
 
 def _r12(b, p):
-    o = _new(CreateTopicsResponse)
+    o = CreateTopicsResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -324,7 +324,7 @@ def _r12(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsResponse_CreatableTopicResult)
+        o1 = CreateTopicsResponse_CreatableTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -353,7 +353,7 @@ def _r12(b, p):
 
 
 def _r13(b, p):
-    o = _new(CreateTopicsResponse)
+    o = CreateTopicsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 8
     if n0 < 0:
@@ -362,7 +362,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsResponse_CreatableTopicResult)
+        o1 = CreateTopicsResponse_CreatableTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -390,7 +390,7 @@ def _r13(b, p):
 
 
 def _r16(b, p):
-    o = _new(CreateTopicsResponse)
+    o = CreateTopicsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
     if n0 > 127:
@@ -402,7 +402,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsResponse_CreatableTopicResult)
+        o1 = CreateTopicsResponse_CreatableTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -434,7 +434,7 @@ def _r16(b, p):
                 raise Malformed
             o1.configs = l1 = []
             for _ in range(n1):
-                o2 = _new(CreateTopicsResponse_CreatableTopicConfigs)
+                o2 = CreateTopicsResponse_CreatableTopicConfigs()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -477,7 +477,7 @@ def _r16(b, p):
 
 
 def _r18(b, p):
-    o = _new(CreateTopicsResponse)
+    o = CreateTopicsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
     if n0 > 127:
@@ -489,7 +489,7 @@ def _r18(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(CreateTopicsResponse_CreatableTopicResult)
+        o1 = CreateTopicsResponse_CreatableTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -523,7 +523,7 @@ def _r18(b, p):
                 raise Malformed
             o1.configs = l1 = []
             for _ in range(n1):
-                o2 = _new(CreateTopicsResponse_CreatableTopicConfigs)
+                o2 = CreateTopicsResponse_CreatableTopicConfigs()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:

@@ -10,7 +10,7 @@ class DefaultPrincipalData(Body):
 
 
 def _r0(b, p):
-    o = _new(DefaultPrincipalData)
+    o = DefaultPrincipalData()
     n0 = b[p]
     p += 1
     if n0 > 127:

@@ -35,7 +35,7 @@ class DeleteAclsResponse_DeleteAclsMatchingAcl(Body):
 
 
 def _r1(b, p):
-    o = _new(DeleteAclsRequest)
+    o = DeleteAclsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -44,7 +44,7 @@ def _r1(b, p):
         raise Malformed
     o.filters = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsRequest_DeleteAclsFilter)
+        o1 = DeleteAclsRequest_DeleteAclsFilter()
         o1.resource_type_filter, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -82,7 +82,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DeleteAclsRequest)
+    o = DeleteAclsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -91,7 +91,7 @@ def _r3(b, p):
         raise Malformed
     o.filters = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsRequest_DeleteAclsFilter)
+        o1 = DeleteAclsRequest_DeleteAclsFilter()
         o1.resource_type_filter, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -128,7 +128,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(DeleteAclsRequest)
+    o = DeleteAclsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -140,7 +140,7 @@ def _r5(b, p):
         raise Malformed
     o.filters = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsRequest_DeleteAclsFilter)
+        o1 = DeleteAclsRequest_DeleteAclsFilter()
         o1.resource_type_filter, n1 = _S5(b, p)
         p += 2
         if n1 > 127:
@@ -186,7 +186,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(DeleteAclsResponse)
+    o = DeleteAclsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -195,7 +195,7 @@ def _r8(b, p):
         raise Malformed
     o.filter_results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsResponse_DeleteAclsFilterResult)
+        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -213,7 +213,7 @@ def _r8(b, p):
             raise Malformed
         o1.matching_acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DeleteAclsResponse_DeleteAclsMatchingAcl)
+            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
             o2.error_code, n2 = _S8(b, p)
             p += 4
             if n2 < 0:
@@ -253,7 +253,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(DeleteAclsResponse)
+    o = DeleteAclsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -262,7 +262,7 @@ def _r11(b, p):
         raise Malformed
     o.filter_results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsResponse_DeleteAclsFilterResult)
+        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -280,7 +280,7 @@ def _r11(b, p):
             raise Malformed
         o1.matching_acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DeleteAclsResponse_DeleteAclsMatchingAcl)
+            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
             o2.error_code, n2 = _S8(b, p)
             p += 4
             if n2 < 0:
@@ -319,7 +319,7 @@ def _r11(b, p):
 
 
 def _r14(b, p):
-    o = _new(DeleteAclsResponse)
+    o = DeleteAclsResponse()
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -331,7 +331,7 @@ def _r14(b, p):
         raise Malformed
     o.filter_results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteAclsResponse_DeleteAclsFilterResult)
+        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
         o1.error_code, n1 = _S10(b, p)
         p += 3
         if n1 > 127:
@@ -353,7 +353,7 @@ def _r14(b, p):
             raise Malformed
         o1.matching_acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DeleteAclsResponse_DeleteAclsMatchingAcl)
+            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
             o2.error_code, n2 = _S10(b, p)
             p += 3
             if n2 > 127:

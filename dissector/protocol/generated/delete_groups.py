@@ -22,7 +22,7 @@ class DeleteGroupsResponse_DeletableGroupResult(Body):
 
 
 def _r0(b, p):
-    o = _new(DeleteGroupsRequest)
+    o = DeleteGroupsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -43,7 +43,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(DeleteGroupsRequest)
+    o = DeleteGroupsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -75,7 +75,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DeleteGroupsResponse)
+    o = DeleteGroupsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 8
     if n0 < 0:
@@ -84,7 +84,7 @@ def _r3(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteGroupsResponse_DeletableGroupResult)
+        o1 = DeleteGroupsResponse_DeletableGroupResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -101,7 +101,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(DeleteGroupsResponse)
+    o = DeleteGroupsResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -113,7 +113,7 @@ def _r5(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteGroupsResponse_DeletableGroupResult)
+        o1 = DeleteGroupsResponse_DeletableGroupResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -139,7 +139,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(DeleteGroupsResponse)
+    o = DeleteGroupsResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -151,7 +151,7 @@ def _r7(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteGroupsResponse_DeletableGroupResult)
+        o1 = DeleteGroupsResponse_DeletableGroupResult()
         n1 = b[p]
         p += 1
         if n1 > 127:

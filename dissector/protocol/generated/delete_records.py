@@ -5,15 +5,17 @@ _S0 = Struct('>i').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>iq').unpack_from
 _S3 = Struct('>B').unpack_from
-_S4 = Struct('>iqB').unpack_from
-_S5 = Struct('>iB').unpack_from
-_S6 = Struct('>ii').unpack_from
-_S7 = Struct('>iqh').unpack_from
-_S8 = Struct('>iqhB').unpack_from
+_S4 = Struct('>iqx').unpack_from
+_S5 = Struct('>iqB').unpack_from
+_S6 = Struct('>iB').unpack_from
+_S7 = Struct('>ii').unpack_from
+_S8 = Struct('>iqh').unpack_from
+_S9 = Struct('>iqhx').unpack_from
+_S10 = Struct('>iqhB').unpack_from
 _I2 = Struct('>iq').iter_unpack
-_I4 = Struct('>iqB').iter_unpack
-_I7 = Struct('>iqh').iter_unpack
-_I8 = Struct('>iqhB').iter_unpack
+_I4 = Struct('>iqx').iter_unpack
+_I8 = Struct('>iqh').iter_unpack
+_I9 = Struct('>iqhx').iter_unpack
 
 
 class DeleteRecordsRequest(Body):
@@ -41,7 +43,7 @@ class DeleteRecordsResponse_DeleteRecordsTopicResult(Body):
 
 
 def _r2(b, p):
-    o = _new(DeleteRecordsRequest)
+    o = DeleteRecordsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -50,7 +52,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteRecordsRequest_DeleteRecordsTopic)
+        o1 = DeleteRecordsRequest_DeleteRecordsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -64,12 +66,20 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I2(b[p:p + 12 * n1]):
-            o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
-            o2.partition_index, o2.offset = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I2(b[p:p + 12 * n1]):
+                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                o2.partition_index, o2.offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.offset = _S2(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -79,7 +89,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(DeleteRecordsRequest)
+    o = DeleteRecordsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -91,7 +101,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteRecordsRequest_DeleteRecordsTopic)
+        o1 = DeleteRecordsRequest_DeleteRecordsTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -111,22 +121,22 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I4(b[p:p + 13 * n1]):
-            o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
-            o2.partition_index, o2.offset, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 13 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(DeleteRecordsRequest_DeleteRecordsPartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.offset, n2 = _S4(b, p)
-            p += 13
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+            for v in _I4(s1):
+                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                o2.partition_index, o2.offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 13 * n1
+        else:
+            for _ in range(n1):
+                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.offset, n2 = _S5(b, p)
+                p += 13
+                if n2:
+                    p = _t3(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -134,7 +144,7 @@ def _r5(b, p):
             p = _t4(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    o.timeout_ms, n0 = _S5(b, p)
+    o.timeout_ms, n0 = _S6(b, p)
     p += 5
     if n0:
         p = _t5(b, p - 1, o)
@@ -142,8 +152,8 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(DeleteRecordsResponse)
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o = DeleteRecordsResponse()
+    o.throttle_time_ms, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -151,7 +161,7 @@ def _r8(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteRecordsResponse_DeleteRecordsTopicResult)
+        o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -165,12 +175,20 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I7(b[p:p + 14 * n1]):
-            o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
-            o2.partition_index, o2.low_watermark, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 14 * n1]):
+                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                o2.partition_index, o2.low_watermark, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.low_watermark, o2.error_code = _S8(b, p)
+                p += 14
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -178,8 +196,8 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(DeleteRecordsResponse)
-    o.throttle_time_ms, n0 = _S5(b, p)
+    o = DeleteRecordsResponse()
+    o.throttle_time_ms, n0 = _S6(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -190,7 +208,7 @@ def _r11(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteRecordsResponse_DeleteRecordsTopicResult)
+        o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -210,22 +228,22 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 15 * n1]):
-            o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
-            o2.partition_index, o2.low_watermark, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 15 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(DeleteRecordsResponse_DeleteRecordsPartitionResult)
-            o2.unknown_tags = None
-            o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S8(b, p)
-            p += 15
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+            for v in _I9(s1):
+                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                o2.partition_index, o2.low_watermark, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 15 * n1
+        else:
+            for _ in range(n1):
+                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                o2.unknown_tags = None
+                o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S10(b, p)
+                p += 15
+                if n2:
+                    p = _t9(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

@@ -23,7 +23,7 @@ class DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(Body)
 
 
 def _r1(b, p):
-    o = _new(DeleteShareGroupOffsetsRequest)
+    o = DeleteShareGroupOffsetsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -44,7 +44,7 @@ def _r1(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
+        o1 = DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -69,7 +69,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DeleteShareGroupOffsetsResponse)
+    o = DeleteShareGroupOffsetsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:
@@ -91,7 +91,7 @@ def _r3(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
+        o1 = DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:

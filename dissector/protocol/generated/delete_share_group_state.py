@@ -2,9 +2,10 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iB').unpack_from
-_S2 = Struct('>ihB').unpack_from
-_I1 = Struct('>iB').iter_unpack
+_S1 = Struct('>ix').unpack_from
+_S2 = Struct('>iB').unpack_from
+_S3 = Struct('>ihB').unpack_from
+_I1 = Struct('>ix').iter_unpack
 
 
 class DeleteShareGroupStateRequest(Body):
@@ -32,7 +33,7 @@ class DeleteShareGroupStateResponse_PartitionResult(Body):
 
 
 def _r2(b, p):
-    o = _new(DeleteShareGroupStateRequest)
+    o = DeleteShareGroupStateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -53,7 +54,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteShareGroupStateRequest_DeleteStateData)
+        o1 = DeleteShareGroupStateRequest_DeleteStateData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -66,22 +67,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 5 * n1]):
-            o2 = _new(DeleteShareGroupStateRequest_PartitionData)
-            o2.partition, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 5 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(DeleteShareGroupStateRequest_PartitionData)
-            o2.unknown_tags = None
-            o2.partition, n2 = _S1(b, p)
-            p += 5
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
+            for v in _I1(s1):
+                o2 = DeleteShareGroupStateRequest_PartitionData()
+                o2.partition, = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 5 * n1
+        else:
+            for _ in range(n1):
+                o2 = DeleteShareGroupStateRequest_PartitionData()
+                o2.unknown_tags = None
+                o2.partition, n2 = _S2(b, p)
+                p += 5
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -97,7 +98,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(DeleteShareGroupStateResponse)
+    o = DeleteShareGroupStateResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -109,7 +110,7 @@ def _r5(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteShareGroupStateResponse_DeleteStateResult)
+        o1 = DeleteShareGroupStateResponse_DeleteStateResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -123,8 +124,8 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DeleteShareGroupStateResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S2(b, p)
+            o2 = DeleteShareGroupStateResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)

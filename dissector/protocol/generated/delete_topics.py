@@ -26,7 +26,7 @@ class DeleteTopicsResponse_DeletableTopicResult(Body):
 
 
 def _r0(b, p):
-    o = _new(DeleteTopicsRequest)
+    o = DeleteTopicsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -50,7 +50,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(DeleteTopicsRequest)
+    o = DeleteTopicsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -83,7 +83,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DeleteTopicsRequest)
+    o = DeleteTopicsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -95,7 +95,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsRequest_DeleteTopicState)
+        o1 = DeleteTopicsRequest_DeleteTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -124,7 +124,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(DeleteTopicsResponse)
+    o = DeleteTopicsResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -133,7 +133,7 @@ def _r5(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsResponse_DeletableTopicResult)
+        o1 = DeleteTopicsResponse_DeletableTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -152,7 +152,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(DeleteTopicsResponse)
+    o = DeleteTopicsResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 8
     if n0 < 0:
@@ -161,7 +161,7 @@ def _r6(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsResponse_DeletableTopicResult)
+        o1 = DeleteTopicsResponse_DeletableTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -179,7 +179,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(DeleteTopicsResponse)
+    o = DeleteTopicsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -191,7 +191,7 @@ def _r8(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsResponse_DeletableTopicResult)
+        o1 = DeleteTopicsResponse_DeletableTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -218,7 +218,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(DeleteTopicsResponse)
+    o = DeleteTopicsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -230,7 +230,7 @@ def _r10(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsResponse_DeletableTopicResult)
+        o1 = DeleteTopicsResponse_DeletableTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -266,7 +266,7 @@ def _r10(b, p):
 
 
 def _r12(b, p):
-    o = _new(DeleteTopicsResponse)
+    o = DeleteTopicsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -278,7 +278,7 @@ def _r12(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(DeleteTopicsResponse_DeletableTopicResult)
+        o1 = DeleteTopicsResponse_DeletableTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -30,7 +30,7 @@ class DescribeAclsResponse_DescribeAclsResource(Body):
 
 
 def _r0(b, p):
-    o = _new(DescribeAclsRequest)
+    o = DescribeAclsRequest()
     o.resource_type_filter, n0 = _S0(b, p)
     p += 3
     if n0 < 0:
@@ -66,7 +66,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(DescribeAclsRequest)
+    o = DescribeAclsRequest()
     o.resource_type_filter, n0 = _S0(b, p)
     p += 3
     if n0 < 0:
@@ -101,7 +101,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(DescribeAclsRequest)
+    o = DescribeAclsRequest()
     o.resource_type_filter, n0 = _S3(b, p)
     p += 2
     if n0 > 127:
@@ -141,7 +141,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(DescribeAclsResponse)
+    o = DescribeAclsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -159,7 +159,7 @@ def _r5(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeAclsResponse_DescribeAclsResource)
+        o1 = DescribeAclsResponse_DescribeAclsResource()
         o1.resource_type, n1 = _S0(b, p)
         p += 3
         if n1 < 0:
@@ -174,7 +174,7 @@ def _r5(b, p):
             raise Malformed
         o1.acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeAclsResponse_AclDescription)
+            o2 = DescribeAclsResponse_AclDescription()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -199,7 +199,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(DescribeAclsResponse)
+    o = DescribeAclsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -217,7 +217,7 @@ def _r7(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeAclsResponse_DescribeAclsResource)
+        o1 = DescribeAclsResponse_DescribeAclsResource()
         o1.resource_type, n1 = _S0(b, p)
         p += 3
         if n1 < 0:
@@ -232,7 +232,7 @@ def _r7(b, p):
             raise Malformed
         o1.acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeAclsResponse_AclDescription)
+            o2 = DescribeAclsResponse_AclDescription()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -256,7 +256,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(DescribeAclsResponse)
+    o = DescribeAclsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
     p += 7
     if n0 > 127:
@@ -278,7 +278,7 @@ def _r10(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeAclsResponse_DescribeAclsResource)
+        o1 = DescribeAclsResponse_DescribeAclsResource()
         o1.resource_type, n1 = _S3(b, p)
         p += 2
         if n1 > 127:
@@ -299,7 +299,7 @@ def _r10(b, p):
             raise Malformed
         o1.acls = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeAclsResponse_AclDescription)
+            o2 = DescribeAclsResponse_AclDescription()
             n2 = b[p]
             p += 1
             if n2 > 127:

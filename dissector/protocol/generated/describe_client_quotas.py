@@ -39,7 +39,7 @@ class DescribeClientQuotasResponse_ValueData(Body):
 
 
 def _r1(b, p):
-    o = _new(DescribeClientQuotasRequest)
+    o = DescribeClientQuotasRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -48,7 +48,7 @@ def _r1(b, p):
         raise Malformed
     o.components = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeClientQuotasRequest_ComponentData)
+        o1 = DescribeClientQuotasRequest_ComponentData()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -73,7 +73,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DescribeClientQuotasRequest)
+    o = DescribeClientQuotasRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -85,7 +85,7 @@ def _r3(b, p):
         raise Malformed
     o.components = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeClientQuotasRequest_ComponentData)
+        o1 = DescribeClientQuotasRequest_ComponentData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -120,7 +120,7 @@ def _r3(b, p):
 
 
 def _r7(b, p):
-    o = _new(DescribeClientQuotasResponse)
+    o = DescribeClientQuotasResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 8
     if n0 < 0:
@@ -141,7 +141,7 @@ def _r7(b, p):
             raise Malformed
         o.entries = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeClientQuotasResponse_EntryData)
+            o1 = DescribeClientQuotasResponse_EntryData()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -150,7 +150,7 @@ def _r7(b, p):
                 raise Malformed
             o1.entity = l1 = []
             for _ in range(n1):
-                o2 = _new(DescribeClientQuotasResponse_EntityData)
+                o2 = DescribeClientQuotasResponse_EntityData()
                 n2 = _S1(b, p)[0]
                 p += 2
                 if n2 < 0:
@@ -176,7 +176,7 @@ def _r7(b, p):
                 raise Malformed
             o1.values = l1 = []
             for _ in range(n1):
-                o2 = _new(DescribeClientQuotasResponse_ValueData)
+                o2 = DescribeClientQuotasResponse_ValueData()
                 n2 = _S1(b, p)[0]
                 p += 2
                 if n2 < 0:
@@ -194,7 +194,7 @@ def _r7(b, p):
 
 
 def _r11(b, p):
-    o = _new(DescribeClientQuotasResponse)
+    o = DescribeClientQuotasResponse()
     o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
     p += 7
     if n0 > 127:
@@ -217,7 +217,7 @@ def _r11(b, p):
             raise Malformed
         o.entries = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeClientQuotasResponse_EntryData)
+            o1 = DescribeClientQuotasResponse_EntryData()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -229,7 +229,7 @@ def _r11(b, p):
                 raise Malformed
             o1.entity = l1 = []
             for _ in range(n1):
-                o2 = _new(DescribeClientQuotasResponse_EntityData)
+                o2 = DescribeClientQuotasResponse_EntityData()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -266,7 +266,7 @@ def _r11(b, p):
                 raise Malformed
             o1.values = l1 = []
             for _ in range(n1):
-                o2 = _new(DescribeClientQuotasResponse_ValueData)
+                o2 = DescribeClientQuotasResponse_ValueData()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:

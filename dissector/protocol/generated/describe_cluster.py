@@ -23,7 +23,7 @@ class DescribeClusterResponse_DescribeClusterBroker(Body):
 
 
 def _r0(b, p):
-    o = _new(DescribeClusterRequest)
+    o = DescribeClusterRequest()
     o.endpoint_type = 1
     o.include_fenced_brokers = False
     o.unknown_tags = None
@@ -35,7 +35,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(DescribeClusterRequest)
+    o = DescribeClusterRequest()
     o.include_fenced_brokers = False
     o.unknown_tags = None
     o.include_cluster_authorized_operations, o.endpoint_type, n0 = _S1(b, p)
@@ -46,7 +46,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(DescribeClusterRequest)
+    o = DescribeClusterRequest()
     o.unknown_tags = None
     o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers, n0 = _S2(b, p)
     p += 4
@@ -56,7 +56,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(DescribeClusterResponse)
+    o = DescribeClusterResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -87,7 +87,7 @@ def _r4(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeClusterResponse_DescribeClusterBroker)
+        o1 = DescribeClusterResponse_DescribeClusterBroker()
         o1.broker_id, n1 = _S5(b, p)
         p += 5
         if n1 > 127:
@@ -124,7 +124,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(DescribeClusterResponse)
+    o = DescribeClusterResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -155,7 +155,7 @@ def _r5(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeClusterResponse_DescribeClusterBroker)
+        o1 = DescribeClusterResponse_DescribeClusterBroker()
         o1.broker_id, n1 = _S5(b, p)
         p += 5
         if n1 > 127:
@@ -191,7 +191,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(DescribeClusterResponse)
+    o = DescribeClusterResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -222,7 +222,7 @@ def _r7(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeClusterResponse_DescribeClusterBroker)
+        o1 = DescribeClusterResponse_DescribeClusterBroker()
         o1.broker_id, n1 = _S5(b, p)
         p += 5
         if n1 > 127:

@@ -44,7 +44,7 @@ class DescribeConfigsResponse_DescribeConfigsSynonym(Body):
 
 
 def _r1(b, p):
-    o = _new(DescribeConfigsRequest)
+    o = DescribeConfigsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -53,7 +53,7 @@ def _r1(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsRequest_DescribeConfigsResource)
+        o1 = DescribeConfigsRequest_DescribeConfigsResource()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -87,7 +87,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(DescribeConfigsRequest)
+    o = DescribeConfigsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -96,7 +96,7 @@ def _r2(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsRequest_DescribeConfigsResource)
+        o1 = DescribeConfigsRequest_DescribeConfigsResource()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -131,7 +131,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(DescribeConfigsRequest)
+    o = DescribeConfigsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -140,7 +140,7 @@ def _r3(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsRequest_DescribeConfigsResource)
+        o1 = DescribeConfigsRequest_DescribeConfigsResource()
         o1.resource_type, n1 = _S1(b, p)
         p += 3
         if n1 < 0:
@@ -174,7 +174,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(DescribeConfigsRequest)
+    o = DescribeConfigsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -186,7 +186,7 @@ def _r5(b, p):
         raise Malformed
     o.resources = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsRequest_DescribeConfigsResource)
+        o1 = DescribeConfigsRequest_DescribeConfigsResource()
         o1.resource_type, n1 = _S6(b, p)
         p += 2
         if n1 > 127:
@@ -234,7 +234,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(DescribeConfigsResponse)
+    o = DescribeConfigsResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 8
     if n0 < 0:
@@ -243,7 +243,7 @@ def _r8(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsResponse_DescribeConfigsResult)
+        o1 = DescribeConfigsResponse_DescribeConfigsResult()
         o1.error_code, n1 = _S9(b, p)
         p += 4
         if n1 < 0:
@@ -267,7 +267,7 @@ def _r8(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -298,7 +298,7 @@ def _r8(b, p):
 
 
 def _r12(b, p):
-    o = _new(DescribeConfigsResponse)
+    o = DescribeConfigsResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 8
     if n0 < 0:
@@ -307,7 +307,7 @@ def _r12(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsResponse_DescribeConfigsResult)
+        o1 = DescribeConfigsResponse_DescribeConfigsResult()
         o1.error_code, n1 = _S9(b, p)
         p += 4
         if n1 < 0:
@@ -331,7 +331,7 @@ def _r12(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -355,7 +355,7 @@ def _r12(b, p):
                 raise Malformed
             o2.synonyms = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeConfigsResponse_DescribeConfigsSynonym)
+                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                 n3 = _S2(b, p)[0]
                 p += 2
                 if n3 < 0:
@@ -387,7 +387,7 @@ def _r12(b, p):
 
 
 def _r15(b, p):
-    o = _new(DescribeConfigsResponse)
+    o = DescribeConfigsResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 8
     if n0 < 0:
@@ -396,7 +396,7 @@ def _r15(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsResponse_DescribeConfigsResult)
+        o1 = DescribeConfigsResponse_DescribeConfigsResult()
         o1.error_code, n1 = _S9(b, p)
         p += 4
         if n1 < 0:
@@ -420,7 +420,7 @@ def _r15(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -444,7 +444,7 @@ def _r15(b, p):
                 raise Malformed
             o2.synonyms = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeConfigsResponse_DescribeConfigsSynonym)
+                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                 n3 = _S2(b, p)[0]
                 p += 2
                 if n3 < 0:
@@ -483,7 +483,7 @@ def _r15(b, p):
 
 
 def _r19(b, p):
-    o = _new(DescribeConfigsResponse)
+    o = DescribeConfigsResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -495,7 +495,7 @@ def _r19(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeConfigsResponse_DescribeConfigsResult)
+        o1 = DescribeConfigsResponse_DescribeConfigsResult()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -526,7 +526,7 @@ def _r19(b, p):
             raise Malformed
         o1.configs = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeConfigsResponse_DescribeConfigsResourceResult)
+            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -557,7 +557,7 @@ def _r19(b, p):
                 raise Malformed
             o2.synonyms = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeConfigsResponse_DescribeConfigsSynonym)
+                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:

@@ -32,7 +32,7 @@ class DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(Body):
 
 
 def _r1(b, p):
-    o = _new(DescribeDelegationTokenRequest)
+    o = DescribeDelegationTokenRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -44,7 +44,7 @@ def _r1(b, p):
             raise Malformed
         o.owners = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+            o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -64,7 +64,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DescribeDelegationTokenRequest)
+    o = DescribeDelegationTokenRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -77,7 +77,7 @@ def _r3(b, p):
             raise Malformed
         o.owners = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
+            o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -111,7 +111,7 @@ def _r3(b, p):
 
 
 def _r6(b, p):
-    o = _new(DescribeDelegationTokenResponse)
+    o = DescribeDelegationTokenResponse()
     o.error_code, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
@@ -120,7 +120,7 @@ def _r6(b, p):
         raise Malformed
     o.tokens = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -153,7 +153,7 @@ def _r6(b, p):
             raise Malformed
         o1.renewers = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -179,7 +179,7 @@ def _r6(b, p):
 
 
 def _r9(b, p):
-    o = _new(DescribeDelegationTokenResponse)
+    o = DescribeDelegationTokenResponse()
     o.error_code, n0 = _S5(b, p)
     p += 3
     if n0 > 127:
@@ -191,7 +191,7 @@ def _r9(b, p):
         raise Malformed
     o.tokens = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -239,7 +239,7 @@ def _r9(b, p):
             raise Malformed
         o1.renewers = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -281,7 +281,7 @@ def _r9(b, p):
 
 
 def _r11(b, p):
-    o = _new(DescribeDelegationTokenResponse)
+    o = DescribeDelegationTokenResponse()
     o.error_code, n0 = _S5(b, p)
     p += 3
     if n0 > 127:
@@ -293,7 +293,7 @@ def _r11(b, p):
         raise Malformed
     o.tokens = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeDelegationTokenResponse_DescribedDelegationToken)
+        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -359,7 +359,7 @@ def _r11(b, p):
             raise Malformed
         o1.renewers = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
+            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
             n2 = b[p]
             p += 1
             if n2 > 127:

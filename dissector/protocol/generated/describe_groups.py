@@ -29,7 +29,7 @@ class DescribeGroupsResponse_DescribedGroupMember(Body):
 
 
 def _r0(b, p):
-    o = _new(DescribeGroupsRequest)
+    o = DescribeGroupsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -51,7 +51,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(DescribeGroupsRequest)
+    o = DescribeGroupsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -74,7 +74,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(DescribeGroupsRequest)
+    o = DescribeGroupsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -106,7 +106,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -115,7 +115,7 @@ def _r5(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S5(b, p)
         p += 4
         if n1 < 0:
@@ -148,7 +148,7 @@ def _r5(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -192,7 +192,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -201,7 +201,7 @@ def _r6(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S5(b, p)
         p += 4
         if n1 < 0:
@@ -234,7 +234,7 @@ def _r6(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -277,7 +277,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -286,7 +286,7 @@ def _r8(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S5(b, p)
         p += 4
         if n1 < 0:
@@ -319,7 +319,7 @@ def _r8(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -363,7 +363,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -372,7 +372,7 @@ def _r11(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S5(b, p)
         p += 4
         if n1 < 0:
@@ -405,7 +405,7 @@ def _r11(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -457,7 +457,7 @@ def _r11(b, p):
 
 
 def _r14(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
     if n0 > 127:
@@ -469,7 +469,7 @@ def _r14(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S8(b, p)
         p += 3
         if n1 > 127:
@@ -517,7 +517,7 @@ def _r14(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -595,7 +595,7 @@ def _r14(b, p):
 
 
 def _r16(b, p):
-    o = _new(DescribeGroupsResponse)
+    o = DescribeGroupsResponse()
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
     if n0 > 127:
@@ -607,7 +607,7 @@ def _r16(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeGroupsResponse_DescribedGroup)
+        o1 = DescribeGroupsResponse_DescribedGroup()
         o1.error_code, n1 = _S8(b, p)
         p += 3
         if n1 > 127:
@@ -665,7 +665,7 @@ def _r16(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeGroupsResponse_DescribedGroupMember)
+            o2 = DescribeGroupsResponse_DescribedGroupMember()
             n2 = b[p]
             p += 1
             if n2 > 127:

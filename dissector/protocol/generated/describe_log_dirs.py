@@ -9,12 +9,13 @@ _S4 = Struct('>hh').unpack_from
 _S5 = Struct('>iqq?').unpack_from
 _S6 = Struct('>iB').unpack_from
 _S7 = Struct('>hB').unpack_from
-_S8 = Struct('>iqq?B').unpack_from
-_S9 = Struct('>ihB').unpack_from
-_S10 = Struct('>qqB').unpack_from
-_S11 = Struct('>qq?B').unpack_from
+_S8 = Struct('>iqq?x').unpack_from
+_S9 = Struct('>iqq?B').unpack_from
+_S10 = Struct('>ihB').unpack_from
+_S11 = Struct('>qqB').unpack_from
+_S12 = Struct('>qq?B').unpack_from
 _I5 = Struct('>iqq?').iter_unpack
-_I8 = Struct('>iqq?B').iter_unpack
+_I8 = Struct('>iqq?x').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -43,7 +44,7 @@ class DescribeLogDirsResponse_DescribeLogDirsTopic(Body):
 
 
 def _r1(b, p):
-    o = _new(DescribeLogDirsRequest)
+    o = DescribeLogDirsRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -55,7 +56,7 @@ def _r1(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeLogDirsRequest_DescribableLogDirTopic)
+            o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -66,7 +67,7 @@ def _r1(b, p):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             l0.append(o1)
@@ -75,7 +76,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(DescribeLogDirsRequest)
+    o = DescribeLogDirsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -88,7 +89,7 @@ def _r3(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeLogDirsRequest_DescribableLogDirTopic)
+            o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -105,7 +106,7 @@ def _r3(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -122,7 +123,7 @@ def _r3(b, p):
 
 
 def _r7(b, p):
-    o = _new(DescribeLogDirsResponse)
+    o = DescribeLogDirsResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 8
     if n0 < 0:
@@ -131,7 +132,7 @@ def _r7(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
         o1.error_code, n1 = _S4(b, p)
         p += 4
         if n1 < 0:
@@ -146,7 +147,7 @@ def _r7(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
             n2 = _S1(b, p)[0]
             p += 2
             if n2 < 0:
@@ -160,12 +161,20 @@ def _r7(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I5(b[p:p + 21 * n2]):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 21 * n2
+            if n2 > 3:
+                for v in _I5(b[p:p + 21 * n2]):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 21 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(b, p)
+                    p += 21
+                    l2.append(o3)
             o2.unknown_tags = None
             l1.append(o2)
         o1.total_bytes = -1
@@ -179,7 +188,7 @@ def _r7(b, p):
 
 
 def _r11(b, p):
-    o = _new(DescribeLogDirsResponse)
+    o = DescribeLogDirsResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 5
     if n0 > 127:
@@ -191,7 +200,7 @@ def _r11(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
         o1.error_code, n1 = _S7(b, p)
         p += 3
         if n1 > 127:
@@ -212,7 +221,7 @@ def _r11(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -232,22 +241,22 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I8(b[p:p + 22 * n2]):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 22 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.unknown_tags = None
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
-                p += 22
-                if n3:
-                    p = _t8(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                for v in _I8(s2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 22 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                    p += 22
+                    if n3:
+                        p = _t8(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -273,8 +282,8 @@ def _r11(b, p):
 
 
 def _r12(b, p):
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
+    o = DescribeLogDirsResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -285,7 +294,7 @@ def _r12(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
         o1.error_code, n1 = _S7(b, p)
         p += 3
         if n1 > 127:
@@ -306,7 +315,7 @@ def _r12(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -326,22 +335,22 @@ def _r12(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I8(b[p:p + 22 * n2]):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 22 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.unknown_tags = None
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
-                p += 22
-                if n3:
-                    p = _t8(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                for v in _I8(s2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 22 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                    p += 22
+                    if n3:
+                        p = _t8(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -366,8 +375,8 @@ def _r12(b, p):
 
 
 def _r14(b, p):
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
+    o = DescribeLogDirsResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -378,7 +387,7 @@ def _r14(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
         o1.error_code, n1 = _S7(b, p)
         p += 3
         if n1 > 127:
@@ -399,7 +408,7 @@ def _r14(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -419,22 +428,22 @@ def _r14(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I8(b[p:p + 22 * n2]):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 22 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.unknown_tags = None
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
-                p += 22
-                if n3:
-                    p = _t8(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                for v in _I8(s2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 22 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                    p += 22
+                    if n3:
+                        p = _t8(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -443,7 +452,7 @@ def _r14(b, p):
             l1.append(o2)
         o1.is_cordoned = False
         o1.unknown_tags = None
-        o1.total_bytes, o1.usable_bytes, n1 = _S10(b, p)
+        o1.total_bytes, o1.usable_bytes, n1 = _S11(b, p)
         p += 17
         if n1:
             p = _t13(b, p - 1, o1)
@@ -457,8 +466,8 @@ def _r14(b, p):
 
 
 def _r16(b, p):
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
+    o = DescribeLogDirsResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -469,7 +478,7 @@ def _r16(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeLogDirsResponse_DescribeLogDirsResult)
+        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
         o1.error_code, n1 = _S7(b, p)
         p += 3
         if n1 > 127:
@@ -490,7 +499,7 @@ def _r16(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeLogDirsResponse_DescribeLogDirsTopic)
+            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -510,22 +519,22 @@ def _r16(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I8(b[p:p + 22 * n2]):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 22 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o3.unknown_tags = None
-                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S8(b, p)
-                p += 22
-                if n3:
-                    p = _t8(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                for v in _I8(s2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 22 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                    p += 22
+                    if n3:
+                        p = _t8(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -533,7 +542,7 @@ def _r16(b, p):
                 p = _t9(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S11(b, p)
+        o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
         p += 18
         if n1:
             p = _t15(b, p - 1, o1)

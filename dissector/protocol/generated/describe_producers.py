@@ -4,8 +4,9 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iB').unpack_from
 _S2 = Struct('>ihB').unpack_from
-_S3 = Struct('>qiiqiqB').unpack_from
-_I3 = Struct('>qiiqiqB').iter_unpack
+_S3 = Struct('>qiiqiqx').unpack_from
+_S4 = Struct('>qiiqiqB').unpack_from
+_I3 = Struct('>qiiqiqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -34,7 +35,7 @@ class DescribeProducersResponse_TopicResponse(Body):
 
 
 def _r1(b, p):
-    o = _new(DescribeProducersRequest)
+    o = DescribeProducersRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -46,7 +47,7 @@ def _r1(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeProducersRequest_TopicRequest)
+        o1 = DescribeProducersRequest_TopicRequest()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -63,7 +64,7 @@ def _r1(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -80,7 +81,7 @@ def _r1(b, p):
 
 
 def _r5(b, p):
-    o = _new(DescribeProducersResponse)
+    o = DescribeProducersResponse()
     o.throttle_time_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -92,7 +93,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeProducersResponse_TopicResponse)
+        o1 = DescribeProducersResponse_TopicResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -113,7 +114,7 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeProducersResponse_PartitionResponse)
+            o2 = DescribeProducersResponse_PartitionResponse()
             o2.partition_index, o2.error_code, n2 = _S2(b, p)
             p += 7
             if n2 > 127:
@@ -134,22 +135,22 @@ def _r5(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.active_producers = l2 = []
-            for v in _I3(b[p:p + 37 * n2]):
-                o3 = _new(DescribeProducersResponse_ProducerState)
-                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 37 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeProducersResponse_ProducerState)
-                o3.unknown_tags = None
-                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S3(b, p)
-                p += 37
-                if n3:
-                    p = _t2(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
+                for v in _I3(s2):
+                    o3 = DescribeProducersResponse_ProducerState()
+                    o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 37 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeProducersResponse_ProducerState()
+                    o3.unknown_tags = None
+                    o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S4(b, p)
+                    p += 37
+                    if n3:
+                        p = _t2(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1

@@ -2,19 +2,22 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iB').unpack_from
-_S2 = Struct('>hB').unpack_from
-_S3 = Struct('>ihiiqB').unpack_from
-_S4 = Struct('>iqB').unpack_from
-_S5 = Struct('>iqqqB').unpack_from
-_S6 = Struct('>ihB').unpack_from
-_S7 = Struct('>iiqB').unpack_from
-_S8 = Struct('>i').unpack_from
-_S9 = Struct('>qqqB').unpack_from
-_S10 = Struct('>HB').unpack_from
-_I1 = Struct('>iB').iter_unpack
-_I4 = Struct('>iqB').iter_unpack
-_I5 = Struct('>iqqqB').iter_unpack
+_S1 = Struct('>ix').unpack_from
+_S2 = Struct('>iB').unpack_from
+_S3 = Struct('>hB').unpack_from
+_S4 = Struct('>ihiiqB').unpack_from
+_S5 = Struct('>iqx').unpack_from
+_S6 = Struct('>iqB').unpack_from
+_S7 = Struct('>iqqqx').unpack_from
+_S8 = Struct('>iqqqB').unpack_from
+_S9 = Struct('>ihB').unpack_from
+_S10 = Struct('>iiqB').unpack_from
+_S11 = Struct('>i').unpack_from
+_S12 = Struct('>qqqB').unpack_from
+_S13 = Struct('>HB').unpack_from
+_I1 = Struct('>ix').iter_unpack
+_I5 = Struct('>iqx').iter_unpack
+_I7 = Struct('>iqqqx').iter_unpack
 
 
 class DescribeQuorumRequest(Body):
@@ -54,7 +57,7 @@ class DescribeQuorumResponse_TopicData(Body):
 
 
 def _r2(b, p):
-    o = _new(DescribeQuorumRequest)
+    o = DescribeQuorumRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,7 +69,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeQuorumRequest_TopicData)
+        o1 = DescribeQuorumRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -86,22 +89,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 5 * n1]):
-            o2 = _new(DescribeQuorumRequest_PartitionData)
-            o2.partition_index, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 5 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(DescribeQuorumRequest_PartitionData)
-            o2.unknown_tags = None
-            o2.partition_index, n2 = _S1(b, p)
-            p += 5
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
+            for v in _I1(s1):
+                o2 = DescribeQuorumRequest_PartitionData()
+                o2.partition_index, = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 5 * n1
+        else:
+            for _ in range(n1):
+                o2 = DescribeQuorumRequest_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, n2 = _S2(b, p)
+                p += 5
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -117,8 +120,8 @@ def _r2(b, p):
 
 
 def _r6(b, p):
-    o = _new(DescribeQuorumResponse)
-    o.error_code, n0 = _S2(b, p)
+    o = DescribeQuorumResponse()
+    o.error_code, n0 = _S3(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -129,7 +132,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeQuorumResponse_TopicData)
+        o1 = DescribeQuorumResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -150,8 +153,8 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeQuorumResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S3(b, p)
+            o2 = DescribeQuorumResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
             p += 23
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -161,28 +164,28 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.current_voters = l2 = []
-            for v in _I4(b[p:p + 13 * n2]):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id, o3.log_end_offset, t = v
-                if t:
-                    break
-                o3.replica_directory_id = UUID0
-                o3.last_fetch_timestamp = -1
-                o3.last_caught_up_timestamp = -1
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 13 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_directory_id = UUID0
-                o3.last_fetch_timestamp = -1
-                o3.last_caught_up_timestamp = -1
-                o3.unknown_tags = None
-                o3.replica_id, o3.log_end_offset, n3 = _S4(b, p)
-                p += 13
-                if n3:
-                    p = _t3(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                for v in _I5(s2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_id, o3.log_end_offset = v
+                    o3.replica_directory_id = UUID0
+                    o3.last_fetch_timestamp = -1
+                    o3.last_caught_up_timestamp = -1
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 13 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_directory_id = UUID0
+                    o3.last_fetch_timestamp = -1
+                    o3.last_caught_up_timestamp = -1
+                    o3.unknown_tags = None
+                    o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                    p += 13
+                    if n3:
+                        p = _t3(b, p - 1, o3)
+                    l2.append(o3)
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -193,28 +196,28 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.observers = l2 = []
-            for v in _I4(b[p:p + 13 * n2]):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id, o3.log_end_offset, t = v
-                if t:
-                    break
-                o3.replica_directory_id = UUID0
-                o3.last_fetch_timestamp = -1
-                o3.last_caught_up_timestamp = -1
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 13 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_directory_id = UUID0
-                o3.last_fetch_timestamp = -1
-                o3.last_caught_up_timestamp = -1
-                o3.unknown_tags = None
-                o3.replica_id, o3.log_end_offset, n3 = _S4(b, p)
-                p += 13
-                if n3:
-                    p = _t3(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                for v in _I5(s2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_id, o3.log_end_offset = v
+                    o3.replica_directory_id = UUID0
+                    o3.last_fetch_timestamp = -1
+                    o3.last_caught_up_timestamp = -1
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 13 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_directory_id = UUID0
+                    o3.last_fetch_timestamp = -1
+                    o3.last_caught_up_timestamp = -1
+                    o3.unknown_tags = None
+                    o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                    p += 13
+                    if n3:
+                        p = _t3(b, p - 1, o3)
+                    l2.append(o3)
             o2.error_message = ''
             o2.unknown_tags = None
             n2 = b[p]
@@ -239,8 +242,8 @@ def _r6(b, p):
 
 
 def _r10(b, p):
-    o = _new(DescribeQuorumResponse)
-    o.error_code, n0 = _S2(b, p)
+    o = DescribeQuorumResponse()
+    o.error_code, n0 = _S3(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -251,7 +254,7 @@ def _r10(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeQuorumResponse_TopicData)
+        o1 = DescribeQuorumResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -272,8 +275,8 @@ def _r10(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeQuorumResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S3(b, p)
+            o2 = DescribeQuorumResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
             p += 23
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -283,24 +286,24 @@ def _r10(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.current_voters = l2 = []
-            for v in _I5(b[p:p + 29 * n2]):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, t = v
-                if t:
-                    break
-                o3.replica_directory_id = UUID0
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 29 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_directory_id = UUID0
-                o3.unknown_tags = None
-                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S5(b, p)
-                p += 29
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                for v in _I7(s2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
+                    o3.replica_directory_id = UUID0
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 29 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_directory_id = UUID0
+                    o3.unknown_tags = None
+                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                    p += 29
+                    if n3:
+                        p = _t7(b, p - 1, o3)
+                    l2.append(o3)
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -311,24 +314,24 @@ def _r10(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.observers = l2 = []
-            for v in _I5(b[p:p + 29 * n2]):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, t = v
-                if t:
-                    break
-                o3.replica_directory_id = UUID0
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 29 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_directory_id = UUID0
-                o3.unknown_tags = None
-                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S5(b, p)
-                p += 29
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                for v in _I7(s2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
+                    o3.replica_directory_id = UUID0
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 29 * n2
+            else:
+                for _ in range(n2):
+                    o3 = DescribeQuorumResponse_ReplicaState()
+                    o3.replica_directory_id = UUID0
+                    o3.unknown_tags = None
+                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                    p += 29
+                    if n3:
+                        p = _t7(b, p - 1, o3)
+                    l2.append(o3)
             o2.error_message = ''
             o2.unknown_tags = None
             n2 = b[p]
@@ -353,8 +356,8 @@ def _r10(b, p):
 
 
 def _r16(b, p):
-    o = _new(DescribeQuorumResponse)
-    o.error_code, n0 = _S2(b, p)
+    o = DescribeQuorumResponse()
+    o.error_code, n0 = _S3(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -375,7 +378,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeQuorumResponse_TopicData)
+        o1 = DescribeQuorumResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -396,8 +399,8 @@ def _r16(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeQuorumResponse_PartitionData)
-            o2.partition_index, o2.error_code, n2 = _S6(b, p)
+            o2 = DescribeQuorumResponse_PartitionData()
+            o2.partition_index, o2.error_code, n2 = _S9(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -407,7 +410,7 @@ def _r16(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S7(b, p)
+            o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S10(b, p)
             p += 17
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -418,13 +421,13 @@ def _r16(b, p):
                 raise Malformed
             o2.current_voters = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id = _S8(b, p)[0]
+                o3 = DescribeQuorumResponse_ReplicaState()
+                o3.replica_id = _S11(b, p)[0]
                 p += 4
                 o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 o3.unknown_tags = None
-                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S9(b, p)
+                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
                 p += 25
                 if n3:
                     p = _t11(b, p - 1, o3)
@@ -440,13 +443,13 @@ def _r16(b, p):
                 raise Malformed
             o2.observers = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeQuorumResponse_ReplicaState)
-                o3.replica_id = _S8(b, p)[0]
+                o3 = DescribeQuorumResponse_ReplicaState()
+                o3.replica_id = _S11(b, p)[0]
                 p += 4
                 o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 o3.unknown_tags = None
-                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S9(b, p)
+                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
                 p += 25
                 if n3:
                     p = _t11(b, p - 1, o3)
@@ -474,8 +477,8 @@ def _r16(b, p):
         raise Malformed
     o.nodes = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeQuorumResponse_Node)
-        o1.node_id, n1 = _S1(b, p)
+        o1 = DescribeQuorumResponse_Node()
+        o1.node_id, n1 = _S2(b, p)
         p += 5
         if n1 > 127:
             n1, p = _uv(b, p - 1)
@@ -486,7 +489,7 @@ def _r16(b, p):
             raise Malformed
         o1.listeners = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeQuorumResponse_Listener)
+            o2 = DescribeQuorumResponse_Listener()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -506,7 +509,7 @@ def _r16(b, p):
             o2.host = b[p:p + n2].decode()
             p += n2
             o2.unknown_tags = None
-            o2.port, n2 = _S10(b, p)
+            o2.port, n2 = _S13(b, p)
             p += 3
             if n2:
                 p = _t14(b, p - 1, o2)

@@ -38,7 +38,7 @@ class DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(B
 
 
 def _r2(b, p):
-    o = _new(DescribeShareGroupOffsetsRequest)
+    o = DescribeShareGroupOffsetsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -50,7 +50,7 @@ def _r2(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
+        o1 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -72,7 +72,7 @@ def _r2(b, p):
                 raise Malformed
             o1.topics = l1 = []
             for _ in range(n1):
-                o2 = _new(DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
+                o2 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -89,7 +89,7 @@ def _r2(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]
@@ -112,7 +112,7 @@ def _r2(b, p):
 
 
 def _r6(b, p):
-    o = _new(DescribeShareGroupOffsetsResponse)
+    o = DescribeShareGroupOffsetsResponse()
     o.throttle_time_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -124,7 +124,7 @@ def _r6(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+        o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -145,7 +145,7 @@ def _r6(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+            o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -168,7 +168,7 @@ def _r6(b, p):
                 raise Malformed
             o2.partitions = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+                o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
                 o3.partition_index, o3.start_offset, o3.leader_epoch, o3.error_code, n3 = _S2(b, p)
                 p += 19
                 if n3 > 127:
@@ -217,7 +217,7 @@ def _r6(b, p):
 
 
 def _r10(b, p):
-    o = _new(DescribeShareGroupOffsetsResponse)
+    o = DescribeShareGroupOffsetsResponse()
     o.throttle_time_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -229,7 +229,7 @@ def _r10(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+        o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -250,7 +250,7 @@ def _r10(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+            o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -273,7 +273,7 @@ def _r10(b, p):
                 raise Malformed
             o2.partitions = l2 = []
             for _ in range(n2):
-                o3 = _new(DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+                o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
                 o3.partition_index, o3.start_offset, o3.leader_epoch, o3.lag, o3.error_code, n3 = _S4(b, p)
                 p += 27
                 if n3 > 127:

@@ -38,7 +38,7 @@ class DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Body)
 
 
 def _r2(b, p):
-    o = _new(DescribeTopicPartitionsRequest)
+    o = DescribeTopicPartitionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -50,7 +50,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeTopicPartitionsRequest_TopicRequest)
+        o1 = DescribeTopicPartitionsRequest_TopicRequest()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -71,7 +71,7 @@ def _r2(b, p):
     if n0 > 127:
         o.cursor = None
     else:
-        o1 = _new(DescribeTopicPartitionsRequest_Cursor)
+        o1 = DescribeTopicPartitionsRequest_Cursor()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -96,7 +96,7 @@ def _r2(b, p):
 
 
 def _r6(b, p):
-    o = _new(DescribeTopicPartitionsResponse)
+    o = DescribeTopicPartitionsResponse()
     o.throttle_time_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -108,7 +108,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic)
+        o1 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()
         o1.error_code, n1 = _S2(b, p)
         p += 3
         if n1 > 127:
@@ -132,7 +132,7 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
+            o2 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
             p += 15
             if n2 > 127:
@@ -140,7 +140,7 @@ def _r6(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -149,7 +149,7 @@ def _r6(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -159,7 +159,7 @@ def _r6(b, p):
             if n2 < 0:
                 o2.eligible_leader_replicas = None
             else:
-                o2.eligible_leader_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.eligible_leader_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
             n2 = b[p]
             p += 1
@@ -169,7 +169,7 @@ def _r6(b, p):
             if n2 < 0:
                 o2.last_known_elr = None
             else:
-                o2.last_known_elr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.last_known_elr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
             n2 = b[p]
             p += 1
@@ -178,7 +178,7 @@ def _r6(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -197,7 +197,7 @@ def _r6(b, p):
     if n0 > 127:
         o.next_cursor = None
     else:
-        o1 = _new(DescribeTopicPartitionsResponse_Cursor)
+        o1 = DescribeTopicPartitionsResponse_Cursor()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -25,7 +25,7 @@ class DescribeTransactionsResponse_TransactionState(Body):
 
 
 def _r0(b, p):
-    o = _new(DescribeTransactionsRequest)
+    o = DescribeTransactionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -57,7 +57,7 @@ def _r0(b, p):
 
 
 def _r3(b, p):
-    o = _new(DescribeTransactionsResponse)
+    o = DescribeTransactionsResponse()
     o.throttle_time_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -69,7 +69,7 @@ def _r3(b, p):
         raise Malformed
     o.transaction_states = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeTransactionsResponse_TransactionState)
+        o1 = DescribeTransactionsResponse_TransactionState()
         o1.error_code, n1 = _S2(b, p)
         p += 3
         if n1 > 127:
@@ -99,7 +99,7 @@ def _r3(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(DescribeTransactionsResponse_TopicData)
+            o2 = DescribeTransactionsResponse_TopicData()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -116,7 +116,7 @@ def _r3(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]

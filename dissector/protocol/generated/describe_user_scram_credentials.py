@@ -4,8 +4,9 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>ihB').unpack_from
 _S2 = Struct('>hB').unpack_from
-_S3 = Struct('>biB').unpack_from
-_I3 = Struct('>biB').iter_unpack
+_S3 = Struct('>bix').unpack_from
+_S4 = Struct('>biB').unpack_from
+_I3 = Struct('>bix').iter_unpack
 
 
 class DescribeUserScramCredentialsRequest(Body):
@@ -29,7 +30,7 @@ class DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(Bo
 
 
 def _r1(b, p):
-    o = _new(DescribeUserScramCredentialsRequest)
+    o = DescribeUserScramCredentialsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -42,7 +43,7 @@ def _r1(b, p):
             raise Malformed
         o.users = l0 = []
         for _ in range(n0):
-            o1 = _new(DescribeUserScramCredentialsRequest_UserName)
+            o1 = DescribeUserScramCredentialsRequest_UserName()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -67,7 +68,7 @@ def _r1(b, p):
 
 
 def _r4(b, p):
-    o = _new(DescribeUserScramCredentialsResponse)
+    o = DescribeUserScramCredentialsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:
@@ -89,7 +90,7 @@ def _r4(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult)
+        o1 = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -119,22 +120,22 @@ def _r4(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.credential_infos = l1 = []
-        for v in _I3(b[p:p + 6 * n1]):
-            o2 = _new(DescribeUserScramCredentialsResponse_CredentialInfo)
-            o2.mechanism, o2.iterations, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(DescribeUserScramCredentialsResponse_CredentialInfo)
-            o2.unknown_tags = None
-            o2.mechanism, o2.iterations, n2 = _S3(b, p)
-            p += 6
-            if n2:
-                p = _t2(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
+            for v in _I3(s1):
+                o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                o2.mechanism, o2.iterations = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                o2.unknown_tags = None
+                o2.mechanism, o2.iterations, n2 = _S4(b, p)
+                p += 6
+                if n2:
+                    p = _t2(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

@@ -35,7 +35,7 @@ class ElectLeadersResponse_ReplicaElectionResult(Body):
 
 
 def _r1(b, p):
-    o = _new(ElectLeadersRequest)
+    o = ElectLeadersRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -47,7 +47,7 @@ def _r1(b, p):
             raise Malformed
         o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = _new(ElectLeadersRequest_TopicPartitions)
+            o1 = ElectLeadersRequest_TopicPartitions()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -58,7 +58,7 @@ def _r1(b, p):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             l0.append(o1)
@@ -70,7 +70,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ElectLeadersRequest)
+    o = ElectLeadersRequest()
     o.election_type, n0 = _S2(b, p)
     p += 5
     if n0 < 0:
@@ -82,7 +82,7 @@ def _r2(b, p):
             raise Malformed
         o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = _new(ElectLeadersRequest_TopicPartitions)
+            o1 = ElectLeadersRequest_TopicPartitions()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -93,7 +93,7 @@ def _r2(b, p):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             l0.append(o1)
@@ -104,7 +104,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(ElectLeadersRequest)
+    o = ElectLeadersRequest()
     o.election_type, n0 = _S3(b, p)
     p += 2
     if n0 > 127:
@@ -117,7 +117,7 @@ def _r4(b, p):
             raise Malformed
         o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = _new(ElectLeadersRequest_TopicPartitions)
+            o1 = ElectLeadersRequest_TopicPartitions()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -134,7 +134,7 @@ def _r4(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -151,7 +151,7 @@ def _r4(b, p):
 
 
 def _r7(b, p):
-    o = _new(ElectLeadersResponse)
+    o = ElectLeadersResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -160,7 +160,7 @@ def _r7(b, p):
         raise Malformed
     o.replica_election_results = l0 = []
     for _ in range(n0):
-        o1 = _new(ElectLeadersResponse_ReplicaElectionResult)
+        o1 = ElectLeadersResponse_ReplicaElectionResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -175,7 +175,7 @@ def _r7(b, p):
             raise Malformed
         o1.partition_result = l1 = []
         for _ in range(n1):
-            o2 = _new(ElectLeadersResponse_PartitionResult)
+            o2 = ElectLeadersResponse_PartitionResult()
             o2.partition_id, o2.error_code, n2 = _S7(b, p)
             p += 8
             if n2 < 0:
@@ -195,7 +195,7 @@ def _r7(b, p):
 
 
 def _r8(b, p):
-    o = _new(ElectLeadersResponse)
+    o = ElectLeadersResponse()
     o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
     p += 10
     if n0 < 0:
@@ -204,7 +204,7 @@ def _r8(b, p):
         raise Malformed
     o.replica_election_results = l0 = []
     for _ in range(n0):
-        o1 = _new(ElectLeadersResponse_ReplicaElectionResult)
+        o1 = ElectLeadersResponse_ReplicaElectionResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -219,7 +219,7 @@ def _r8(b, p):
             raise Malformed
         o1.partition_result = l1 = []
         for _ in range(n1):
-            o2 = _new(ElectLeadersResponse_PartitionResult)
+            o2 = ElectLeadersResponse_PartitionResult()
             o2.partition_id, o2.error_code, n2 = _S7(b, p)
             p += 8
             if n2 < 0:
@@ -238,7 +238,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(ElectLeadersResponse)
+    o = ElectLeadersResponse()
     o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
     p += 7
     if n0 > 127:
@@ -250,7 +250,7 @@ def _r11(b, p):
         raise Malformed
     o.replica_election_results = l0 = []
     for _ in range(n0):
-        o1 = _new(ElectLeadersResponse_ReplicaElectionResult)
+        o1 = ElectLeadersResponse_ReplicaElectionResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -271,7 +271,7 @@ def _r11(b, p):
             raise Malformed
         o1.partition_result = l1 = []
         for _ in range(n1):
-            o2 = _new(ElectLeadersResponse_PartitionResult)
+            o2 = ElectLeadersResponse_PartitionResult()
             o2.partition_id, o2.error_code, n2 = _S9(b, p)
             p += 7
             if n2 > 127:

@@ -10,10 +10,11 @@ _S5 = Struct('>HB').unpack_from
 _S6 = Struct('>hi').unpack_from
 _S7 = Struct('>ihii').unpack_from
 _S8 = Struct('>hB').unpack_from
-_S9 = Struct('>ihiiB').unpack_from
-_S10 = Struct('>iB').unpack_from
+_S9 = Struct('>ihiix').unpack_from
+_S10 = Struct('>ihiiB').unpack_from
+_S11 = Struct('>iB').unpack_from
 _I7 = Struct('>ihii').iter_unpack
-_I9 = Struct('>ihiiB').iter_unpack
+_I9 = Struct('>ihiix').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -54,7 +55,7 @@ class EndQuorumEpochResponse_TopicData(Body):
 
 
 def _r2(b, p):
-    o = _new(EndQuorumEpochRequest)
+    o = EndQuorumEpochRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -72,7 +73,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(EndQuorumEpochRequest_TopicData)
+        o1 = EndQuorumEpochRequest_TopicData()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -87,12 +88,12 @@ def _r2(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(EndQuorumEpochRequest_PartitionData)
+            o2 = EndQuorumEpochRequest_PartitionData()
             o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S2(b, p)
             p += 16
             if n2 < 0:
                 raise Malformed
-            o2.preferred_successors = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.preferred_successors = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.preferred_candidates = []
             o2.unknown_tags = None
@@ -105,7 +106,7 @@ def _r2(b, p):
 
 
 def _r7(b, p):
-    o = _new(EndQuorumEpochRequest)
+    o = EndQuorumEpochRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -127,7 +128,7 @@ def _r7(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(EndQuorumEpochRequest_TopicData)
+        o1 = EndQuorumEpochRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -148,7 +149,7 @@ def _r7(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(EndQuorumEpochRequest_PartitionData)
+            o2 = EndQuorumEpochRequest_PartitionData()
             o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
             p += 13
             if n2 > 127:
@@ -160,7 +161,7 @@ def _r7(b, p):
                 raise Malformed
             o2.preferred_candidates = l2 = []
             for _ in range(n2):
-                o3 = _new(EndQuorumEpochRequest_ReplicaInfo)
+                o3 = EndQuorumEpochRequest_ReplicaInfo()
                 o3.candidate_id = _S1(b, p)[0]
                 p += 4
                 o3.candidate_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -195,7 +196,7 @@ def _r7(b, p):
         raise Malformed
     o.leader_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(EndQuorumEpochRequest_LeaderEndpoint)
+        o1 = EndQuorumEpochRequest_LeaderEndpoint()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -229,7 +230,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(EndQuorumEpochResponse)
+    o = EndQuorumEpochResponse()
     o.error_code, n0 = _S6(b, p)
     p += 6
     if n0 < 0:
@@ -238,7 +239,7 @@ def _r10(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(EndQuorumEpochResponse_TopicData)
+        o1 = EndQuorumEpochResponse_TopicData()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -252,12 +253,20 @@ def _r10(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I7(b[p:p + 14 * n1]):
-            o2 = _new(EndQuorumEpochResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I7(b[p:p + 14 * n1]):
+                o2 = EndQuorumEpochResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = EndQuorumEpochResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(b, p)
+                p += 14
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.node_endpoints = []
@@ -266,7 +275,7 @@ def _r10(b, p):
 
 
 def _r14(b, p):
-    o = _new(EndQuorumEpochResponse)
+    o = EndQuorumEpochResponse()
     o.error_code, n0 = _S8(b, p)
     p += 3
     if n0 > 127:
@@ -278,7 +287,7 @@ def _r14(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(EndQuorumEpochResponse_TopicData)
+        o1 = EndQuorumEpochResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -298,22 +307,22 @@ def _r14(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I9(b[p:p + 15 * n1]):
-            o2 = _new(EndQuorumEpochResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 15 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(EndQuorumEpochResponse_PartitionData)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S9(b, p)
-            p += 15
-            if n2:
-                p = _t11(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+            for v in _I9(s1):
+                o2 = EndQuorumEpochResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 15 * n1
+        else:
+            for _ in range(n1):
+                o2 = EndQuorumEpochResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
+                p += 15
+                if n2:
+                    p = _t11(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -526,8 +535,8 @@ def _t14(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(EndQuorumEpochResponse_NodeEndpoint)
-                o1.node_id, n1 = _S10(b, p)
+                o1 = EndQuorumEpochResponse_NodeEndpoint()
+                o1.node_id, n1 = _S11(b, p)
                 p += 5
                 if n1 > 127:
                     n1, p = _uv(b, p - 1)

@@ -19,7 +19,7 @@ class EndTxnResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(EndTxnRequest)
+    o = EndTxnRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -33,7 +33,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(EndTxnRequest)
+    o = EndTxnRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -52,7 +52,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(EndTxnResponse)
+    o = EndTxnResponse()
     o.producer_id = -1
     o.producer_epoch = -1
     o.unknown_tags = None
@@ -62,7 +62,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(EndTxnResponse)
+    o = EndTxnResponse()
     o.producer_id = -1
     o.producer_epoch = -1
     o.unknown_tags = None
@@ -74,7 +74,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(EndTxnResponse)
+    o = EndTxnResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, n0 = _S6(b, p)
     p += 17

@@ -9,7 +9,7 @@ class EndTxnMarker(Body):
 
 
 def _r0(b, p):
-    o = _new(EndTxnMarker)
+    o = EndTxnMarker()
     o.unknown_tags = None
     o.coordinator_epoch = _S0(b, p)[0]
     p += 4

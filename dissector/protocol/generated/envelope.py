@@ -14,7 +14,7 @@ class EnvelopeResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(EnvelopeRequest)
+    o = EnvelopeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -52,7 +52,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(EnvelopeResponse)
+    o = EnvelopeResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:

@@ -18,7 +18,7 @@ class ExpireDelegationTokenResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(ExpireDelegationTokenRequest)
+    o = ExpireDelegationTokenRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -32,7 +32,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ExpireDelegationTokenRequest)
+    o = ExpireDelegationTokenRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -51,7 +51,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ExpireDelegationTokenResponse)
+    o = ExpireDelegationTokenResponse()
     o.unknown_tags = None
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms = _S4(b, p)
     p += 14
@@ -59,7 +59,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(ExpireDelegationTokenResponse)
+    o = ExpireDelegationTokenResponse()
     o.unknown_tags = None
     o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms, n0 = _S5(b, p)
     p += 15

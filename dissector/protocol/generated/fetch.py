@@ -12,28 +12,30 @@ _S7 = Struct('>iiiibiii').unpack_from
 _S8 = Struct('>iiqqi').unpack_from
 _S9 = Struct('>iiiibiiB').unpack_from
 _S10 = Struct('>B').unpack_from
-_S11 = Struct('>iiqiqiB').unpack_from
-_S12 = Struct('>iiibiiB').unpack_from
-_S13 = Struct('>ihqi').unpack_from
-_S14 = Struct('>ii').unpack_from
-_S15 = Struct('>ihqqi').unpack_from
-_S16 = Struct('>qq').unpack_from
-_S17 = Struct('>ihqqqi').unpack_from
-_S18 = Struct('>ihii').unpack_from
-_S19 = Struct('>ihiB').unpack_from
-_S20 = Struct('>ihqqqB').unpack_from
-_S21 = Struct('>qqB').unpack_from
-_S22 = Struct('>iB').unpack_from
-_S23 = Struct('>iqB').unpack_from
-_S24 = Struct('>q').unpack_from
-_S25 = Struct('>iiB').unpack_from
-_S26 = Struct('>qiB').unpack_from
+_S11 = Struct('>iiqiqix').unpack_from
+_S12 = Struct('>iiqiqiB').unpack_from
+_S13 = Struct('>iiibiiB').unpack_from
+_S14 = Struct('>ihqi').unpack_from
+_S15 = Struct('>ii').unpack_from
+_S16 = Struct('>ihqqi').unpack_from
+_S17 = Struct('>qq').unpack_from
+_S18 = Struct('>ihqqqi').unpack_from
+_S19 = Struct('>ihii').unpack_from
+_S20 = Struct('>ihiB').unpack_from
+_S21 = Struct('>ihqqqB').unpack_from
+_S22 = Struct('>qqx').unpack_from
+_S23 = Struct('>qqB').unpack_from
+_S24 = Struct('>iB').unpack_from
+_S25 = Struct('>iqB').unpack_from
+_S26 = Struct('>q').unpack_from
+_S27 = Struct('>iiB').unpack_from
+_S28 = Struct('>qiB').unpack_from
 _I3 = Struct('>iqi').iter_unpack
 _I6 = Struct('>iqqi').iter_unpack
 _I8 = Struct('>iiqqi').iter_unpack
-_I11 = Struct('>iiqiqiB').iter_unpack
-_I16 = Struct('>qq').iter_unpack
-_I21 = Struct('>qqB').iter_unpack
+_I11 = Struct('>iiqiqix').iter_unpack
+_I17 = Struct('>qq').iter_unpack
+_I22 = Struct('>qqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -90,7 +92,7 @@ class FetchResponse_SnapshotId(Body):
 
 
 def _r2(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, n0 = _S0(b, p)
     p += 16
     if n0 < 0:
@@ -99,7 +101,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -113,17 +115,30 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 16 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-            o2.current_leader_epoch = -1
-            o2.last_fetched_epoch = -1
-            o2.log_start_offset = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 16 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                p += 16
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -140,7 +155,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, n0 = _S4(b, p)
     p += 20
     if n0 < 0:
@@ -149,7 +164,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -163,17 +178,30 @@ def _r3(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 16 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-            o2.current_leader_epoch = -1
-            o2.last_fetched_epoch = -1
-            o2.log_start_offset = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 16 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                p += 16
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -189,7 +217,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S5(b, p)
     p += 21
     if n0 < 0:
@@ -198,7 +226,7 @@ def _r4(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -212,17 +240,30 @@ def _r4(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 16 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-            o2.current_leader_epoch = -1
-            o2.last_fetched_epoch = -1
-            o2.log_start_offset = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 16 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.log_start_offset = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                p += 16
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -237,7 +278,7 @@ def _r4(b, p):
 
 
 def _r7(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S5(b, p)
     p += 21
     if n0 < 0:
@@ -246,7 +287,7 @@ def _r7(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -260,16 +301,28 @@ def _r7(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I6(b[p:p + 24 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-            o2.current_leader_epoch = -1
-            o2.last_fetched_epoch = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 24 * n1
+        if n1 > 3:
+            for v in _I6(b[p:p + 24 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 24 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                p += 24
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -284,7 +337,7 @@ def _r7(b, p):
 
 
 def _r9(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
     p += 29
     if n0 < 0:
@@ -293,7 +346,7 @@ def _r9(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -307,16 +360,28 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I6(b[p:p + 24 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-            o2.current_leader_epoch = -1
-            o2.last_fetched_epoch = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 24 * n1
+        if n1 > 3:
+            for v in _I6(b[p:p + 24 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 24 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.current_leader_epoch = -1
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                p += 24
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -328,7 +393,7 @@ def _r9(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -339,7 +404,7 @@ def _r9(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
@@ -352,7 +417,7 @@ def _r9(b, p):
 
 
 def _r12(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
     p += 29
     if n0 < 0:
@@ -361,7 +426,7 @@ def _r12(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -375,15 +440,26 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 28 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-            o2.last_fetched_epoch = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 28 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 28 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 28 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                p += 28
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -395,7 +471,7 @@ def _r12(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -406,7 +482,7 @@ def _r12(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
@@ -419,7 +495,7 @@ def _r12(b, p):
 
 
 def _r13(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
     p += 29
     if n0 < 0:
@@ -428,7 +504,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -442,15 +518,26 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 28 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-            o2.last_fetched_epoch = -1
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 28 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 28 * n1]):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 28 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.last_fetched_epoch = -1
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                p += 28
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -462,7 +549,7 @@ def _r13(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -473,7 +560,7 @@ def _r13(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
@@ -491,7 +578,7 @@ def _r13(b, p):
 
 
 def _r17(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
     p += 26
     if n0 > 127:
@@ -503,7 +590,7 @@ def _r17(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -523,26 +610,26 @@ def _r17(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 33 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
-            if t:
-                break
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 33 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S11(b, p)
-            p += 33
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+            for v in _I11(s1):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 33 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                p += 33
+                if n2:
+                    p = _t14(b, p - 1, o2)
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         n1 = b[p]
@@ -561,7 +648,7 @@ def _r17(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -578,7 +665,7 @@ def _r17(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
@@ -607,7 +694,7 @@ def _r17(b, p):
 
 
 def _r20(b, p):
-    o = _new(FetchRequest)
+    o = FetchRequest()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
     p += 26
     if n0 > 127:
@@ -619,7 +706,7 @@ def _r20(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -632,26 +719,26 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 33 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
-            if t:
-                break
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 33 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S11(b, p)
-            p += 33
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+            for v in _I11(s1):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 33 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                p += 33
+                if n2:
+                    p = _t14(b, p - 1, o2)
+                l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
         n1 = b[p]
@@ -670,7 +757,7 @@ def _r20(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -680,7 +767,7 @@ def _r20(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
@@ -709,8 +796,8 @@ def _r20(b, p):
 
 
 def _r22(b, p):
-    o = _new(FetchRequest)
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S12(b, p)
+    o = FetchRequest()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -721,7 +808,7 @@ def _r22(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -734,26 +821,26 @@ def _r22(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 33 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
-            if t:
-                break
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 33 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S11(b, p)
-            p += 33
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+            for v in _I11(s1):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 33 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                p += 33
+                if n2:
+                    p = _t14(b, p - 1, o2)
+                l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
         n1 = b[p]
@@ -772,7 +859,7 @@ def _r22(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -782,7 +869,7 @@ def _r22(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
@@ -802,7 +889,7 @@ def _r22(b, p):
     p += n0
     o.replica_id = -1
     o.cluster_id = None
-    d0 = _new(FetchRequest_ReplicaState)
+    d0 = FetchRequest_ReplicaState()
     d0.replica_id = -1
     d0.replica_epoch = -1
     d0.unknown_tags = None
@@ -816,8 +903,8 @@ def _r22(b, p):
 
 
 def _r25(b, p):
-    o = _new(FetchRequest)
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S12(b, p)
+    o = FetchRequest()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -828,7 +915,7 @@ def _r25(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -841,26 +928,26 @@ def _r25(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 33 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
-            if t:
-                break
-            o2.high_watermark = 9223372036854775807
-            o2.replica_directory_id = UUID0
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 33 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.high_watermark = 9223372036854775807
-            o2.replica_directory_id = UUID0
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S11(b, p)
-            p += 33
-            if n2:
-                p = _t23(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+            for v in _I11(s1):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.high_watermark = 9223372036854775807
+                o2.replica_directory_id = UUID0
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 33 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.high_watermark = 9223372036854775807
+                o2.replica_directory_id = UUID0
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                p += 33
+                if n2:
+                    p = _t23(b, p - 1, o2)
+                l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
         n1 = b[p]
@@ -879,7 +966,7 @@ def _r25(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -889,7 +976,7 @@ def _r25(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
@@ -909,7 +996,7 @@ def _r25(b, p):
     p += n0
     o.replica_id = -1
     o.cluster_id = None
-    d0 = _new(FetchRequest_ReplicaState)
+    d0 = FetchRequest_ReplicaState()
     d0.replica_id = -1
     d0.replica_epoch = -1
     d0.unknown_tags = None
@@ -923,8 +1010,8 @@ def _r25(b, p):
 
 
 def _r28(b, p):
-    o = _new(FetchRequest)
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S12(b, p)
+    o = FetchRequest()
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -935,7 +1022,7 @@ def _r28(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_FetchTopic)
+        o1 = FetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -948,26 +1035,26 @@ def _r28(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 33 * n1]):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, t = v
-            if t:
-                break
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 33 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(FetchRequest_FetchPartition)
-            o2.replica_directory_id = UUID0
-            o2.high_watermark = 9223372036854775807
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S11(b, p)
-            p += 33
-            if n2:
-                p = _t26(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+            for v in _I11(s1):
+                o2 = FetchRequest_FetchPartition()
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 33 * n1
+        else:
+            for _ in range(n1):
+                o2 = FetchRequest_FetchPartition()
+                o2.replica_directory_id = UUID0
+                o2.high_watermark = 9223372036854775807
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                p += 33
+                if n2:
+                    p = _t26(b, p - 1, o2)
+                l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
         n1 = b[p]
@@ -986,7 +1073,7 @@ def _r28(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchRequest_ForgottenTopic)
+        o1 = FetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -996,7 +1083,7 @@ def _r28(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
@@ -1016,7 +1103,7 @@ def _r28(b, p):
     p += n0
     o.replica_id = -1
     o.cluster_id = None
-    d0 = _new(FetchRequest_ReplicaState)
+    d0 = FetchRequest_ReplicaState()
     d0.replica_id = -1
     d0.replica_epoch = -1
     d0.unknown_tags = None
@@ -1030,7 +1117,7 @@ def _r28(b, p):
 
 
 def _r31(b, p):
-    o = _new(FetchResponse)
+    o = FetchResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -1039,7 +1126,7 @@ def _r31(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1054,8 +1141,8 @@ def _r31(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S13(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
             p += 18
             if n2 < 0:
                 if n2 != -1:
@@ -1085,8 +1172,8 @@ def _r31(b, p):
 
 
 def _r32(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, n0 = _S14(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1094,7 +1181,7 @@ def _r32(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1109,8 +1196,8 @@ def _r32(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S13(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
             p += 18
             if n2 < 0:
                 if n2 != -1:
@@ -1139,8 +1226,8 @@ def _r32(b, p):
 
 
 def _r36(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, n0 = _S14(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1148,7 +1235,7 @@ def _r36(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1163,8 +1250,8 @@ def _r36(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S15(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S16(b, p)
             p += 26
             if n2 < 0:
                 if n2 != -1:
@@ -1174,12 +1261,20 @@ def _r36(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I16(b[p:p + 16 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 16 * n2
+                if n2 > 3:
+                    for v in _I17(b[p:p + 16 * n2]):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 16 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset = _S17(b, p)
+                        p += 16
+                        l2.append(o3)
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1207,8 +1302,8 @@ def _r36(b, p):
 
 
 def _r39(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, n0 = _S14(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1216,7 +1311,7 @@ def _r39(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1231,8 +1326,8 @@ def _r39(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S17(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
             p += 34
             if n2 < 0:
                 if n2 != -1:
@@ -1242,12 +1337,20 @@ def _r39(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I16(b[p:p + 16 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 16 * n2
+                if n2 > 3:
+                    for v in _I17(b[p:p + 16 * n2]):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 16 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset = _S17(b, p)
+                        p += 16
+                        l2.append(o3)
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1274,8 +1377,8 @@ def _r39(b, p):
 
 
 def _r40(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S18(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1283,7 +1386,7 @@ def _r40(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1298,8 +1401,8 @@ def _r40(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S17(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
             p += 34
             if n2 < 0:
                 if n2 != -1:
@@ -1309,12 +1412,20 @@ def _r40(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I16(b[p:p + 16 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 16 * n2
+                if n2 > 3:
+                    for v in _I17(b[p:p + 16 * n2]):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 16 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset = _S17(b, p)
+                        p += 16
+                        l2.append(o3)
             n2 = _S2(b, p)[0]
             p += 4
             if n2 < 0:
@@ -1339,8 +1450,8 @@ def _r40(b, p):
 
 
 def _r43(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S18(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1348,7 +1459,7 @@ def _r43(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -1363,8 +1474,8 @@ def _r43(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S17(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
             p += 34
             if n2 < 0:
                 if n2 != -1:
@@ -1374,13 +1485,21 @@ def _r43(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I16(b[p:p + 16 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 16 * n2
-            o2.preferred_read_replica, n2 = _S14(b, p)
+                if n2 > 3:
+                    for v in _I17(b[p:p + 16 * n2]):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 16 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset = _S17(b, p)
+                        p += 16
+                        l2.append(o3)
+            o2.preferred_read_replica, n2 = _S15(b, p)
             p += 8
             if n2 < 0:
                 if n2 != -1:
@@ -1403,8 +1522,8 @@ def _r43(b, p):
 
 
 def _r50(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1415,7 +1534,7 @@ def _r50(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -1436,8 +1555,8 @@ def _r50(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S20(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
             p += 31
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1448,23 +1567,23 @@ def _r50(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I21(b[p:p + 17 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset, t = v
-                    if t:
-                        break
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 17 * len(l2)
-                for _ in range(n2 - len(l2)):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset, n3 = _S21(b, p)
-                    p += 17
-                    if n3:
-                        p = _t44(b, p - 1, o3)
-                    l2.append(o3)
-            o2.preferred_read_replica, n2 = _S22(b, p)
+                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                    for v in _I22(s2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 17 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                        p += 17
+                        if n3:
+                            p = _t44(b, p - 1, o3)
+                        l2.append(o3)
+            o2.preferred_read_replica, n2 = _S24(b, p)
             p += 5
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1474,17 +1593,17 @@ def _r50(b, p):
             else:
                 o2.records = memoryview(b)[p:p + n2]
                 p += n2
-            d2 = _new(FetchResponse_EpochEndOffset)
+            d2 = FetchResponse_EpochEndOffset()
             d2.epoch = -1
             d2.end_offset = -1
             d2.unknown_tags = None
             o2.diverging_epoch = d2
-            d2 = _new(FetchResponse_LeaderIdAndEpoch)
+            d2 = FetchResponse_LeaderIdAndEpoch()
             d2.leader_id = -1
             d2.leader_epoch = -1
             d2.unknown_tags = None
             o2.current_leader = d2
-            d2 = _new(FetchResponse_SnapshotId)
+            d2 = FetchResponse_SnapshotId()
             d2.end_offset = -1
             d2.epoch = -1
             d2.unknown_tags = None
@@ -1512,8 +1631,8 @@ def _r50(b, p):
 
 
 def _r52(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1524,7 +1643,7 @@ def _r52(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -1538,8 +1657,8 @@ def _r52(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S20(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
             p += 31
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1550,23 +1669,23 @@ def _r52(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I21(b[p:p + 17 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset, t = v
-                    if t:
-                        break
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 17 * len(l2)
-                for _ in range(n2 - len(l2)):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset, n3 = _S21(b, p)
-                    p += 17
-                    if n3:
-                        p = _t44(b, p - 1, o3)
-                    l2.append(o3)
-            o2.preferred_read_replica, n2 = _S22(b, p)
+                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                    for v in _I22(s2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 17 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                        p += 17
+                        if n3:
+                            p = _t44(b, p - 1, o3)
+                        l2.append(o3)
+            o2.preferred_read_replica, n2 = _S24(b, p)
             p += 5
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1576,17 +1695,17 @@ def _r52(b, p):
             else:
                 o2.records = memoryview(b)[p:p + n2]
                 p += n2
-            d2 = _new(FetchResponse_EpochEndOffset)
+            d2 = FetchResponse_EpochEndOffset()
             d2.epoch = -1
             d2.end_offset = -1
             d2.unknown_tags = None
             o2.diverging_epoch = d2
-            d2 = _new(FetchResponse_LeaderIdAndEpoch)
+            d2 = FetchResponse_LeaderIdAndEpoch()
             d2.leader_id = -1
             d2.leader_epoch = -1
             d2.unknown_tags = None
             o2.current_leader = d2
-            d2 = _new(FetchResponse_SnapshotId)
+            d2 = FetchResponse_SnapshotId()
             d2.end_offset = -1
             d2.epoch = -1
             d2.unknown_tags = None
@@ -1614,8 +1733,8 @@ def _r52(b, p):
 
 
 def _r54(b, p):
-    o = _new(FetchResponse)
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
+    o = FetchResponse()
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1626,7 +1745,7 @@ def _r54(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchResponse_FetchableTopicResponse)
+        o1 = FetchResponse_FetchableTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -1640,8 +1759,8 @@ def _r54(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S20(b, p)
+            o2 = FetchResponse_PartitionData()
+            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
             p += 31
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1652,23 +1771,23 @@ def _r54(b, p):
                 if n2 > len(b) - p:
                     raise Malformed
                 o2.aborted_transactions = l2 = []
-                for v in _I21(b[p:p + 17 * n2]):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.producer_id, o3.first_offset, t = v
-                    if t:
-                        break
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 17 * len(l2)
-                for _ in range(n2 - len(l2)):
-                    o3 = _new(FetchResponse_AbortedTransaction)
-                    o3.unknown_tags = None
-                    o3.producer_id, o3.first_offset, n3 = _S21(b, p)
-                    p += 17
-                    if n3:
-                        p = _t44(b, p - 1, o3)
-                    l2.append(o3)
-            o2.preferred_read_replica, n2 = _S22(b, p)
+                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                    for v in _I22(s2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.producer_id, o3.first_offset = v
+                        o3.unknown_tags = None
+                        l2.append(o3)
+                    p += 17 * n2
+                else:
+                    for _ in range(n2):
+                        o3 = FetchResponse_AbortedTransaction()
+                        o3.unknown_tags = None
+                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                        p += 17
+                        if n3:
+                            p = _t44(b, p - 1, o3)
+                        l2.append(o3)
+            o2.preferred_read_replica, n2 = _S24(b, p)
             p += 5
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -1678,17 +1797,17 @@ def _r54(b, p):
             else:
                 o2.records = memoryview(b)[p:p + n2]
                 p += n2
-            d2 = _new(FetchResponse_EpochEndOffset)
+            d2 = FetchResponse_EpochEndOffset()
             d2.epoch = -1
             d2.end_offset = -1
             d2.unknown_tags = None
             o2.diverging_epoch = d2
-            d2 = _new(FetchResponse_LeaderIdAndEpoch)
+            d2 = FetchResponse_LeaderIdAndEpoch()
             d2.leader_id = -1
             d2.leader_epoch = -1
             d2.unknown_tags = None
             o2.current_leader = d2
-            d2 = _new(FetchResponse_SnapshotId)
+            d2 = FetchResponse_SnapshotId()
             d2.end_offset = -1
             d2.epoch = -1
             d2.unknown_tags = None
@@ -1942,9 +2061,9 @@ def _t22(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o1 = _new(FetchRequest_ReplicaState)
+            o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S23(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
             p += 13
             if n1:
                 p = _t21(b, p - 1, o1)
@@ -2044,9 +2163,9 @@ def _t25(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o1 = _new(FetchRequest_ReplicaState)
+            o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S23(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
             p += 13
             if n1:
                 p = _t21(b, p - 1, o1)
@@ -2084,7 +2203,7 @@ def _t26(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o.high_watermark = _S24(b, p)[0]
+            o.high_watermark = _S26(b, p)[0]
             p += 8
             if p != e:
                 raise Malformed
@@ -2151,9 +2270,9 @@ def _t28(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o1 = _new(FetchRequest_ReplicaState)
+            o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S23(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
             p += 13
             if n1:
                 p = _t21(b, p - 1, o1)
@@ -2210,9 +2329,9 @@ def _t48(b, p, o):
         if e > len(b):
             raise Malformed
         if t == 0:
-            o1 = _new(FetchResponse_EpochEndOffset)
+            o1 = FetchResponse_EpochEndOffset()
             o1.unknown_tags = None
-            o1.epoch, o1.end_offset, n1 = _S23(b, p)
+            o1.epoch, o1.end_offset, n1 = _S25(b, p)
             p += 13
             if n1:
                 p = _t45(b, p - 1, o1)
@@ -2220,9 +2339,9 @@ def _t48(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o1 = _new(FetchResponse_LeaderIdAndEpoch)
+            o1 = FetchResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
-            o1.leader_id, o1.leader_epoch, n1 = _S25(b, p)
+            o1.leader_id, o1.leader_epoch, n1 = _S27(b, p)
             p += 9
             if n1:
                 p = _t46(b, p - 1, o1)
@@ -2230,9 +2349,9 @@ def _t48(b, p, o):
             if p != e:
                 raise Malformed
         elif t == 2:
-            o1 = _new(FetchResponse_SnapshotId)
+            o1 = FetchResponse_SnapshotId()
             o1.unknown_tags = None
-            o1.end_offset, o1.epoch, n1 = _S26(b, p)
+            o1.end_offset, o1.epoch, n1 = _S28(b, p)
             p += 13
             if n1:
                 p = _t47(b, p - 1, o1)
@@ -2372,8 +2491,8 @@ def _t54(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(FetchResponse_NodeEndpoint)
-                o1.node_id, n1 = _S22(b, p)
+                o1 = FetchResponse_NodeEndpoint()
+                o1.node_id, n1 = _S24(b, p)
                 p += 5
                 if n1 > 127:
                     n1, p = _uv(b, p - 1)
@@ -2382,7 +2501,7 @@ def _t54(b, p, o):
                     raise Malformed
                 o1.host = b[p:p + n1].decode()
                 p += n1
-                o1.port, n1 = _S22(b, p)
+                o1.port, n1 = _S24(b, p)
                 p += 5
                 if n1 > 127:
                     n1, p = _uv(b, p - 1)

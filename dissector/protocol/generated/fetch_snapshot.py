@@ -54,7 +54,7 @@ class FetchSnapshotResponse_TopicSnapshot(Body):
 
 
 def _r3(b, p):
-    o = _new(FetchSnapshotRequest)
+    o = FetchSnapshotRequest()
     o.replica_id, o.max_bytes, n0 = _S0(b, p)
     p += 9
     if n0 > 127:
@@ -66,7 +66,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchSnapshotRequest_TopicSnapshot)
+        o1 = FetchSnapshotRequest_TopicSnapshot()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -87,10 +87,10 @@ def _r3(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchSnapshotRequest_PartitionSnapshot)
+            o2 = FetchSnapshotRequest_PartitionSnapshot()
             o2.partition, o2.current_leader_epoch = _S2(b, p)
             p += 8
-            o3 = _new(FetchSnapshotRequest_SnapshotId)
+            o3 = FetchSnapshotRequest_SnapshotId()
             o3.unknown_tags = None
             o3.end_offset, o3.epoch, n3 = _S3(b, p)
             p += 13
@@ -120,7 +120,7 @@ def _r3(b, p):
 
 
 def _r6(b, p):
-    o = _new(FetchSnapshotRequest)
+    o = FetchSnapshotRequest()
     o.replica_id, o.max_bytes, n0 = _S0(b, p)
     p += 9
     if n0 > 127:
@@ -132,7 +132,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchSnapshotRequest_TopicSnapshot)
+        o1 = FetchSnapshotRequest_TopicSnapshot()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -153,10 +153,10 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchSnapshotRequest_PartitionSnapshot)
+            o2 = FetchSnapshotRequest_PartitionSnapshot()
             o2.partition, o2.current_leader_epoch = _S2(b, p)
             p += 8
-            o3 = _new(FetchSnapshotRequest_SnapshotId)
+            o3 = FetchSnapshotRequest_SnapshotId()
             o3.unknown_tags = None
             o3.end_offset, o3.epoch, n3 = _S3(b, p)
             p += 13
@@ -186,7 +186,7 @@ def _r6(b, p):
 
 
 def _r11(b, p):
-    o = _new(FetchSnapshotResponse)
+    o = FetchSnapshotResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -198,7 +198,7 @@ def _r11(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchSnapshotResponse_TopicSnapshot)
+        o1 = FetchSnapshotResponse_TopicSnapshot()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -219,10 +219,10 @@ def _r11(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchSnapshotResponse_PartitionSnapshot)
+            o2 = FetchSnapshotResponse_PartitionSnapshot()
             o2.index, o2.error_code = _S6(b, p)
             p += 6
-            o3 = _new(FetchSnapshotResponse_SnapshotId)
+            o3 = FetchSnapshotResponse_SnapshotId()
             o3.unknown_tags = None
             o3.end_offset, o3.epoch, n3 = _S3(b, p)
             p += 13
@@ -238,7 +238,7 @@ def _r11(b, p):
                 raise Malformed
             o2.unaligned_records = memoryview(b)[p:p + n2]
             p += n2
-            d2 = _new(FetchSnapshotResponse_LeaderIdAndEpoch)
+            d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
             d2.leader_id = 0
             d2.leader_epoch = 0
             d2.unknown_tags = None
@@ -265,7 +265,7 @@ def _r11(b, p):
 
 
 def _r13(b, p):
-    o = _new(FetchSnapshotResponse)
+    o = FetchSnapshotResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -277,7 +277,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(FetchSnapshotResponse_TopicSnapshot)
+        o1 = FetchSnapshotResponse_TopicSnapshot()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -298,10 +298,10 @@ def _r13(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(FetchSnapshotResponse_PartitionSnapshot)
+            o2 = FetchSnapshotResponse_PartitionSnapshot()
             o2.index, o2.error_code = _S6(b, p)
             p += 6
-            o3 = _new(FetchSnapshotResponse_SnapshotId)
+            o3 = FetchSnapshotResponse_SnapshotId()
             o3.unknown_tags = None
             o3.end_offset, o3.epoch, n3 = _S3(b, p)
             p += 13
@@ -317,7 +317,7 @@ def _r13(b, p):
                 raise Malformed
             o2.unaligned_records = memoryview(b)[p:p + n2]
             p += n2
-            d2 = _new(FetchSnapshotResponse_LeaderIdAndEpoch)
+            d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
             d2.leader_id = 0
             d2.leader_epoch = 0
             d2.unknown_tags = None
@@ -587,7 +587,7 @@ def _t9(b, p, o):
         if e > len(b):
             raise Malformed
         if t == 0:
-            o1 = _new(FetchSnapshotResponse_LeaderIdAndEpoch)
+            o1 = FetchSnapshotResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
             o1.leader_id, o1.leader_epoch, n1 = _S0(b, p)
             p += 9
@@ -681,7 +681,7 @@ def _t13(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(FetchSnapshotResponse_NodeEndpoint)
+                o1 = FetchSnapshotResponse_NodeEndpoint()
                 o1.node_id, n1 = _S8(b, p)
                 p += 5
                 if n1 > 127:

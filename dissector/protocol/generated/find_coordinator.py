@@ -26,7 +26,7 @@ class FindCoordinatorResponse_Coordinator(Body):
 
 
 def _r0(b, p):
-    o = _new(FindCoordinatorRequest)
+    o = FindCoordinatorRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -40,7 +40,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(FindCoordinatorRequest)
+    o = FindCoordinatorRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -55,7 +55,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(FindCoordinatorRequest)
+    o = FindCoordinatorRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -75,7 +75,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(FindCoordinatorRequest)
+    o = FindCoordinatorRequest()
     o.key_type, n0 = _S3(b, p)
     p += 2
     if n0 > 127:
@@ -108,7 +108,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(FindCoordinatorResponse)
+    o = FindCoordinatorResponse()
     o.error_code, o.node_id, n0 = _S4(b, p)
     p += 8
     if n0 < 0:
@@ -125,7 +125,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(FindCoordinatorResponse)
+    o = FindCoordinatorResponse()
     o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -149,7 +149,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(FindCoordinatorResponse)
+    o = FindCoordinatorResponse()
     o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
     p += 7
     if n0 > 127:
@@ -179,7 +179,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(FindCoordinatorResponse)
+    o = FindCoordinatorResponse()
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -191,7 +191,7 @@ def _r8(b, p):
         raise Malformed
     o.coordinators = l0 = []
     for _ in range(n0):
-        o1 = _new(FindCoordinatorResponse_Coordinator)
+        o1 = FindCoordinatorResponse_Coordinator()
         n1 = b[p]
         p += 1
         if n1 > 127:

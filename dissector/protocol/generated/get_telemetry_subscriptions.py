@@ -17,7 +17,7 @@ class GetTelemetrySubscriptionsResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(GetTelemetrySubscriptionsRequest)
+    o = GetTelemetrySubscriptionsRequest()
     o.client_instance_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     o.unknown_tags = None
@@ -29,7 +29,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(GetTelemetrySubscriptionsResponse)
+    o = GetTelemetrySubscriptionsResponse()
     o.throttle_time_ms, o.error_code = _S1(b, p)
     p += 6
     o.client_instance_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -41,7 +41,7 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.accepted_compression_types = list(_Ab[n0](b, p) if n0 < 16 else _su('>%db' % n0, b, p))
+    o.accepted_compression_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
     p += 1 * n0
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, n0 = _S3(b, p)
     p += 10

@@ -17,7 +17,7 @@ class HeartbeatResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(HeartbeatRequest)
+    o = HeartbeatRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -36,7 +36,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(HeartbeatRequest)
+    o = HeartbeatRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -63,7 +63,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(HeartbeatRequest)
+    o = HeartbeatRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -101,7 +101,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(HeartbeatResponse)
+    o = HeartbeatResponse()
     o.throttle_time_ms = 0
     o.unknown_tags = None
     o.error_code = _S0(b, p)[0]
@@ -110,7 +110,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(HeartbeatResponse)
+    o = HeartbeatResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code = _S1(b, p)
     p += 6
@@ -118,7 +118,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(HeartbeatResponse)
+    o = HeartbeatResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7

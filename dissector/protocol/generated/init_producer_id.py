@@ -21,7 +21,7 @@ class InitProducerIdResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(InitProducerIdRequest)
+    o = InitProducerIdRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -42,7 +42,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(InitProducerIdRequest)
+    o = InitProducerIdRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,7 +66,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(InitProducerIdRequest)
+    o = InitProducerIdRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -88,7 +88,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(InitProducerIdRequest)
+    o = InitProducerIdRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -108,7 +108,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(InitProducerIdResponse)
+    o = InitProducerIdResponse()
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.unknown_tags = None
@@ -118,7 +118,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(InitProducerIdResponse)
+    o = InitProducerIdResponse()
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.unknown_tags = None
@@ -130,7 +130,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(InitProducerIdResponse)
+    o = InitProducerIdResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch, n0 = _S8(b, p)
     p += 27

@@ -2,9 +2,10 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iiqB').unpack_from
-_S2 = Struct('>ihB').unpack_from
-_I1 = Struct('>iiqB').iter_unpack
+_S1 = Struct('>iiqx').unpack_from
+_S2 = Struct('>iiqB').unpack_from
+_S3 = Struct('>ihB').unpack_from
+_I1 = Struct('>iiqx').iter_unpack
 
 
 class InitializeShareGroupStateRequest(Body):
@@ -32,7 +33,7 @@ class InitializeShareGroupStateResponse_PartitionResult(Body):
 
 
 def _r2(b, p):
-    o = _new(InitializeShareGroupStateRequest)
+    o = InitializeShareGroupStateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -53,7 +54,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(InitializeShareGroupStateRequest_InitializeStateData)
+        o1 = InitializeShareGroupStateRequest_InitializeStateData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -66,22 +67,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 17 * n1]):
-            o2 = _new(InitializeShareGroupStateRequest_PartitionData)
-            o2.partition, o2.state_epoch, o2.start_offset, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 17 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(InitializeShareGroupStateRequest_PartitionData)
-            o2.unknown_tags = None
-            o2.partition, o2.state_epoch, o2.start_offset, n2 = _S1(b, p)
-            p += 17
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+            for v in _I1(s1):
+                o2 = InitializeShareGroupStateRequest_PartitionData()
+                o2.partition, o2.state_epoch, o2.start_offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 17 * n1
+        else:
+            for _ in range(n1):
+                o2 = InitializeShareGroupStateRequest_PartitionData()
+                o2.unknown_tags = None
+                o2.partition, o2.state_epoch, o2.start_offset, n2 = _S2(b, p)
+                p += 17
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -97,7 +98,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(InitializeShareGroupStateResponse)
+    o = InitializeShareGroupStateResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -109,7 +110,7 @@ def _r5(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(InitializeShareGroupStateResponse_InitializeStateResult)
+        o1 = InitializeShareGroupStateResponse_InitializeStateResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -123,8 +124,8 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(InitializeShareGroupStateResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S2(b, p)
+            o2 = InitializeShareGroupStateResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)

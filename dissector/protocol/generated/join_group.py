@@ -30,7 +30,7 @@ class JoinGroupResponse_JoinGroupResponseMember(Body):
 
 
 def _r1(b, p):
-    o = _new(JoinGroupRequest)
+    o = JoinGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -57,7 +57,7 @@ def _r1(b, p):
         raise Malformed
     o.protocols = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -80,7 +80,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(JoinGroupRequest)
+    o = JoinGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -107,7 +107,7 @@ def _r2(b, p):
         raise Malformed
     o.protocols = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -129,7 +129,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(JoinGroupRequest)
+    o = JoinGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -165,7 +165,7 @@ def _r3(b, p):
         raise Malformed
     o.protocols = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -186,7 +186,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(JoinGroupRequest)
+    o = JoinGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -235,7 +235,7 @@ def _r5(b, p):
         raise Malformed
     o.protocols = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -270,7 +270,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(JoinGroupRequest)
+    o = JoinGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -319,7 +319,7 @@ def _r6(b, p):
         raise Malformed
     o.protocols = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupRequest_JoinGroupRequestProtocol)
+        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -363,7 +363,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.error_code, o.generation_id, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -390,7 +390,7 @@ def _r8(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -414,7 +414,7 @@ def _r8(b, p):
 
 
 def _r9(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S7(b, p)
     p += 12
     if n0 < 0:
@@ -441,7 +441,7 @@ def _r9(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -464,7 +464,7 @@ def _r9(b, p):
 
 
 def _r11(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S7(b, p)
     p += 12
     if n0 < 0:
@@ -491,7 +491,7 @@ def _r11(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -522,7 +522,7 @@ def _r11(b, p):
 
 
 def _r13(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
     p += 11
     if n0 > 127:
@@ -561,7 +561,7 @@ def _r13(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -607,7 +607,7 @@ def _r13(b, p):
 
 
 def _r14(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
     p += 11
     if n0 > 127:
@@ -657,7 +657,7 @@ def _r14(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -702,7 +702,7 @@ def _r14(b, p):
 
 
 def _r15(b, p):
-    o = _new(JoinGroupResponse)
+    o = JoinGroupResponse()
     o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
     p += 11
     if n0 > 127:
@@ -752,7 +752,7 @@ def _r15(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(JoinGroupResponse_JoinGroupResponseMember)
+        o1 = JoinGroupResponse_JoinGroupResponseMember()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -9,7 +9,7 @@ class KRaftVersionRecord(Body):
 
 
 def _r0(b, p):
-    o = _new(KRaftVersionRecord)
+    o = KRaftVersionRecord()
     o.unknown_tags = None
     o.version, o.k_raft_version, n0 = _S0(b, p)
     p += 5

@@ -20,7 +20,8 @@ _S15 = Struct('>i?iqbB').unpack_from
 _S16 = Struct('>hi').unpack_from
 _S17 = Struct('>hB').unpack_from
 _S18 = Struct('>ihB').unpack_from
-_I18 = Struct('>ihB').iter_unpack
+_S19 = Struct('>ihx').unpack_from
+_I19 = Struct('>ihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -53,7 +54,7 @@ class LeaderAndIsrResponse_LeaderAndIsrTopicError(Body):
 
 
 def _r2(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -62,7 +63,7 @@ def _r2(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -73,13 +74,13 @@ def _r2(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.partition_epoch, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.adding_replicas = []
         o1.removing_replicas = []
@@ -95,7 +96,7 @@ def _r2(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S5(b, p)
         p += 6
         if n1 < 0:
@@ -115,7 +116,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -124,7 +125,7 @@ def _r4(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -135,13 +136,13 @@ def _r4(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.partition_epoch, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.adding_replicas = []
         o1.removing_replicas = []
@@ -158,7 +159,7 @@ def _r4(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S5(b, p)
         p += 6
         if n1 < 0:
@@ -178,7 +179,7 @@ def _r4(b, p):
 
 
 def _r7(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S7(b, p)
     p += 20
     if n0 < 0:
@@ -187,7 +188,7 @@ def _r7(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -202,18 +203,18 @@ def _r7(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
             p += 20
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.adding_replicas = []
@@ -234,7 +235,7 @@ def _r7(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S5(b, p)
         p += 6
         if n1 < 0:
@@ -253,7 +254,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S7(b, p)
     p += 20
     if n0 < 0:
@@ -262,7 +263,7 @@ def _r10(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -277,30 +278,30 @@ def _r10(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
             p += 20
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S4(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S4(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.leader_recovery_state = 0
@@ -319,7 +320,7 @@ def _r10(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S5(b, p)
         p += 6
         if n1 < 0:
@@ -338,7 +339,7 @@ def _r10(b, p):
 
 
 def _r14(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S8(b, p)
     p += 17
     if n0 > 127:
@@ -350,7 +351,7 @@ def _r14(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -371,7 +372,7 @@ def _r14(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
             p += 17
             if n2 > 127:
@@ -379,7 +380,7 @@ def _r14(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S11(b, p)
             p += 5
@@ -388,7 +389,7 @@ def _r14(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -397,7 +398,7 @@ def _r14(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -406,7 +407,7 @@ def _r14(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.leader_recovery_state = 0
@@ -434,7 +435,7 @@ def _r14(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S11(b, p)
         p += 5
         if n1 > 127:
@@ -462,7 +463,7 @@ def _r14(b, p):
 
 
 def _r16(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type, n0 = _S13(b, p)
     p += 18
     if n0 > 127:
@@ -474,7 +475,7 @@ def _r16(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -497,7 +498,7 @@ def _r16(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
             p += 17
             if n2 > 127:
@@ -505,7 +506,7 @@ def _r16(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S11(b, p)
             p += 5
@@ -514,7 +515,7 @@ def _r16(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -523,7 +524,7 @@ def _r16(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -532,7 +533,7 @@ def _r16(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.leader_recovery_state = 0
@@ -559,7 +560,7 @@ def _r16(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S11(b, p)
         p += 5
         if n1 > 127:
@@ -586,7 +587,7 @@ def _r16(b, p):
 
 
 def _r19(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, o.type, n0 = _S13(b, p)
     p += 18
     if n0 > 127:
@@ -598,7 +599,7 @@ def _r19(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -621,7 +622,7 @@ def _r19(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
             p += 17
             if n2 > 127:
@@ -629,7 +630,7 @@ def _r19(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S11(b, p)
             p += 5
@@ -638,7 +639,7 @@ def _r19(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -647,7 +648,7 @@ def _r19(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -656,7 +657,7 @@ def _r19(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -682,7 +683,7 @@ def _r19(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S11(b, p)
         p += 5
         if n1 > 127:
@@ -709,7 +710,7 @@ def _r19(b, p):
 
 
 def _r20(b, p):
-    o = _new(LeaderAndIsrRequest)
+    o = LeaderAndIsrRequest()
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type, n0 = _S15(b, p)
     p += 19
     if n0 > 127:
@@ -721,7 +722,7 @@ def _r20(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrTopicState)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -744,7 +745,7 @@ def _r20(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(LeaderAndIsrRequest_LeaderAndIsrPartitionState)
+            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
             p += 17
             if n2 > 127:
@@ -752,7 +753,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.partition_epoch, n2 = _S11(b, p)
             p += 5
@@ -761,7 +762,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -770,7 +771,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -779,7 +780,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -805,7 +806,7 @@ def _r20(b, p):
         raise Malformed
     o.live_leaders = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrRequest_LeaderAndIsrLiveLeader)
+        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
         o1.broker_id, n1 = _S11(b, p)
         p += 5
         if n1 > 127:
@@ -831,7 +832,7 @@ def _r20(b, p):
 
 
 def _r22(b, p):
-    o = _new(LeaderAndIsrResponse)
+    o = LeaderAndIsrResponse()
     o.error_code, n0 = _S16(b, p)
     p += 6
     if n0 < 0:
@@ -840,7 +841,7 @@ def _r22(b, p):
         raise Malformed
     o.partition_errors = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+        o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -857,7 +858,7 @@ def _r22(b, p):
 
 
 def _r24(b, p):
-    o = _new(LeaderAndIsrResponse)
+    o = LeaderAndIsrResponse()
     o.error_code, n0 = _S17(b, p)
     p += 3
     if n0 > 127:
@@ -869,7 +870,7 @@ def _r24(b, p):
         raise Malformed
     o.partition_errors = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
+        o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -895,7 +896,7 @@ def _r24(b, p):
 
 
 def _r27(b, p):
-    o = _new(LeaderAndIsrResponse)
+    o = LeaderAndIsrResponse()
     o.error_code, n0 = _S17(b, p)
     p += 3
     if n0 > 127:
@@ -907,7 +908,7 @@ def _r27(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderAndIsrResponse_LeaderAndIsrTopicError)
+        o1 = LeaderAndIsrResponse_LeaderAndIsrTopicError()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -920,24 +921,24 @@ def _r27(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_errors = l1 = []
-        for v in _I18(b[p:p + 7 * n1]):
-            o2 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.topic_name = ''
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(LeaderAndIsrResponse_LeaderAndIsrPartitionError)
-            o2.topic_name = ''
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S18(b, p)
-            p += 7
-            if n2:
-                p = _t25(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I19(s1):
+                o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                o2.partition_index, o2.error_code = v
+                o2.topic_name = ''
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                o2.topic_name = ''
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S18(b, p)
+                p += 7
+                if n2:
+                    p = _t25(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

@@ -2,10 +2,11 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>hiB').unpack_from
-_S1 = Struct('>iB').unpack_from
-_S2 = Struct('>B').unpack_from
-_S3 = Struct('>i').unpack_from
-_I1 = Struct('>iB').iter_unpack
+_S1 = Struct('>ix').unpack_from
+_S2 = Struct('>iB').unpack_from
+_S3 = Struct('>B').unpack_from
+_S4 = Struct('>i').unpack_from
+_I1 = Struct('>ix').iter_unpack
 
 
 class LeaderChangeMessage(Body):
@@ -17,7 +18,7 @@ class LeaderChangeMessage_Voter(Body):
 
 
 def _r1(b, p):
-    o = _new(LeaderChangeMessage)
+    o = LeaderChangeMessage()
     o.version, o.leader_id, n0 = _S0(b, p)
     p += 7
     if n0 > 127:
@@ -28,24 +29,24 @@ def _r1(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.voters = l0 = []
-    for v in _I1(b[p:p + 5 * n0]):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_id, t = v
-        if t:
-            break
-        o1.voter_directory_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
-    p += 5 * len(l0)
-    for _ in range(n0 - len(l0)):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_directory_id = UUID0
-        o1.unknown_tags = None
-        o1.voter_id, n1 = _S1(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+    if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+        for v in _I1(s0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_id, = v
+            o1.voter_directory_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
+        p += 5 * n0
+    else:
+        for _ in range(n0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_directory_id = UUID0
+            o1.unknown_tags = None
+            o1.voter_id, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -56,24 +57,24 @@ def _r1(b, p):
     if n0 > len(b) - p:
         raise Malformed
     o.granting_voters = l0 = []
-    for v in _I1(b[p:p + 5 * n0]):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_id, t = v
-        if t:
-            break
-        o1.voter_directory_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
-    p += 5 * len(l0)
-    for _ in range(n0 - len(l0)):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_directory_id = UUID0
-        o1.unknown_tags = None
-        o1.voter_id, n1 = _S1(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+    if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+        for v in _I1(s0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_id, = v
+            o1.voter_directory_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
+        p += 5 * n0
+    else:
+        for _ in range(n0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_directory_id = UUID0
+            o1.unknown_tags = None
+            o1.voter_id, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     n0 = b[p]
     p += 1
@@ -83,7 +84,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(LeaderChangeMessage)
+    o = LeaderChangeMessage()
     o.version, o.leader_id, n0 = _S0(b, p)
     p += 7
     if n0 > 127:
@@ -95,8 +96,8 @@ def _r3(b, p):
         raise Malformed
     o.voters = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_id = _S3(b, p)[0]
+        o1 = LeaderChangeMessage_Voter()
+        o1.voter_id = _S4(b, p)[0]
         p += 4
         o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
@@ -117,8 +118,8 @@ def _r3(b, p):
         raise Malformed
     o.granting_voters = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaderChangeMessage_Voter)
-        o1.voter_id = _S3(b, p)[0]
+        o1 = LeaderChangeMessage_Voter()
+        o1.voter_id = _S4(b, p)[0]
         p += 4
         o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16

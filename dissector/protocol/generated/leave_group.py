@@ -27,7 +27,7 @@ class LeaveGroupResponse_MemberResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(LeaveGroupRequest)
+    o = LeaveGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -46,7 +46,7 @@ def _r0(b, p):
 
 
 def _r2(b, p):
-    o = _new(LeaveGroupRequest)
+    o = LeaveGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -61,7 +61,7 @@ def _r2(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaveGroupRequest_MemberIdentity)
+        o1 = LeaveGroupRequest_MemberIdentity()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -86,7 +86,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(LeaveGroupRequest)
+    o = LeaveGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -107,7 +107,7 @@ def _r4(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaveGroupRequest_MemberIdentity)
+        o1 = LeaveGroupRequest_MemberIdentity()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -144,7 +144,7 @@ def _r4(b, p):
 
 
 def _r6(b, p):
-    o = _new(LeaveGroupRequest)
+    o = LeaveGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -165,7 +165,7 @@ def _r6(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaveGroupRequest_MemberIdentity)
+        o1 = LeaveGroupRequest_MemberIdentity()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -211,7 +211,7 @@ def _r6(b, p):
 
 
 def _r7(b, p):
-    o = _new(LeaveGroupResponse)
+    o = LeaveGroupResponse()
     o.throttle_time_ms = 0
     o.members = []
     o.unknown_tags = None
@@ -221,7 +221,7 @@ def _r7(b, p):
 
 
 def _r8(b, p):
-    o = _new(LeaveGroupResponse)
+    o = LeaveGroupResponse()
     o.members = []
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code = _S3(b, p)
@@ -230,7 +230,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(LeaveGroupResponse)
+    o = LeaveGroupResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 10
     if n0 < 0:
@@ -239,7 +239,7 @@ def _r10(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaveGroupResponse_MemberResponse)
+        o1 = LeaveGroupResponse_MemberResponse()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -264,7 +264,7 @@ def _r10(b, p):
 
 
 def _r12(b, p):
-    o = _new(LeaveGroupResponse)
+    o = LeaveGroupResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -276,7 +276,7 @@ def _r12(b, p):
         raise Malformed
     o.members = l0 = []
     for _ in range(n0):
-        o1 = _new(LeaveGroupResponse_MemberResponse)
+        o1 = LeaveGroupResponse_MemberResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -20,7 +20,7 @@ class ListConfigResourcesResponse_ConfigResource(Body):
 
 
 def _r0(b, p):
-    o = _new(ListConfigResourcesRequest)
+    o = ListConfigResourcesRequest()
     o.resource_types = []
     o.unknown_tags = None
     n0 = b[p]
@@ -31,7 +31,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ListConfigResourcesRequest)
+    o = ListConfigResourcesRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -39,7 +39,7 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.resource_types = list(_Ab[n0](b, p) if n0 < 16 else _su('>%db' % n0, b, p))
+    o.resource_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
     p += 1 * n0
     o.unknown_tags = None
     n0 = b[p]
@@ -50,7 +50,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(ListConfigResourcesResponse)
+    o = ListConfigResourcesResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:
@@ -62,7 +62,7 @@ def _r3(b, p):
         raise Malformed
     o.config_resources = l0 = []
     for _ in range(n0):
-        o1 = _new(ListConfigResourcesResponse_ConfigResource)
+        o1 = ListConfigResourcesResponse_ConfigResource()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -88,7 +88,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(ListConfigResourcesResponse)
+    o = ListConfigResourcesResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:
@@ -100,7 +100,7 @@ def _r5(b, p):
         raise Malformed
     o.config_resources = l0 = []
     for _ in range(n0):
-        o1 = _new(ListConfigResourcesResponse_ConfigResource)
+        o1 = ListConfigResourcesResponse_ConfigResource()
         n1 = b[p]
         p += 1
         if n1 > 127:

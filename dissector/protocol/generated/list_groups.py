@@ -21,7 +21,7 @@ class ListGroupsResponse_ListedGroup(Body):
 
 
 def _r0(b, p):
-    o = _new(ListGroupsRequest)
+    o = ListGroupsRequest()
     o.states_filter = []
     o.types_filter = []
     o.unknown_tags = None
@@ -29,7 +29,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ListGroupsRequest)
+    o = ListGroupsRequest()
     o.states_filter = []
     o.types_filter = []
     o.unknown_tags = None
@@ -41,7 +41,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ListGroupsRequest)
+    o = ListGroupsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -74,7 +74,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(ListGroupsRequest)
+    o = ListGroupsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -128,7 +128,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(ListGroupsResponse)
+    o = ListGroupsResponse()
     o.error_code, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
@@ -137,7 +137,7 @@ def _r5(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ListGroupsResponse_ListedGroup)
+        o1 = ListGroupsResponse_ListedGroup()
         n1 = _S2(b, p)[0]
         p += 2
         if n1 < 0:
@@ -160,7 +160,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(ListGroupsResponse)
+    o = ListGroupsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 10
     if n0 < 0:
@@ -169,7 +169,7 @@ def _r6(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ListGroupsResponse_ListedGroup)
+        o1 = ListGroupsResponse_ListedGroup()
         n1 = _S2(b, p)[0]
         p += 2
         if n1 < 0:
@@ -191,7 +191,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(ListGroupsResponse)
+    o = ListGroupsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
@@ -203,7 +203,7 @@ def _r8(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ListGroupsResponse_ListedGroup)
+        o1 = ListGroupsResponse_ListedGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -239,7 +239,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(ListGroupsResponse)
+    o = ListGroupsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
@@ -251,7 +251,7 @@ def _r10(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ListGroupsResponse_ListedGroup)
+        o1 = ListGroupsResponse_ListedGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -295,7 +295,7 @@ def _r10(b, p):
 
 
 def _r12(b, p):
-    o = _new(ListGroupsResponse)
+    o = ListGroupsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
@@ -307,7 +307,7 @@ def _r12(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ListGroupsResponse_ListedGroup)
+        o1 = ListGroupsResponse_ListedGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:

@@ -10,19 +10,21 @@ _S5 = Struct('>ibi').unpack_from
 _S6 = Struct('>iiq').unpack_from
 _S7 = Struct('>ibB').unpack_from
 _S8 = Struct('>B').unpack_from
-_S9 = Struct('>iiqB').unpack_from
-_S10 = Struct('>iB').unpack_from
-_S11 = Struct('>ihi').unpack_from
-_S12 = Struct('>ihqq').unpack_from
-_S13 = Struct('>ihqqi').unpack_from
-_S14 = Struct('>ihqqiB').unpack_from
+_S9 = Struct('>iiqx').unpack_from
+_S10 = Struct('>iiqB').unpack_from
+_S11 = Struct('>iB').unpack_from
+_S12 = Struct('>ihi').unpack_from
+_S13 = Struct('>ihqq').unpack_from
+_S14 = Struct('>ihqqi').unpack_from
+_S15 = Struct('>ihqqix').unpack_from
+_S16 = Struct('>ihqqiB').unpack_from
 _I3 = Struct('>iqi').iter_unpack
 _I4 = Struct('>iq').iter_unpack
 _I6 = Struct('>iiq').iter_unpack
-_I9 = Struct('>iiqB').iter_unpack
-_I12 = Struct('>ihqq').iter_unpack
-_I13 = Struct('>ihqqi').iter_unpack
-_I14 = Struct('>ihqqiB').iter_unpack
+_I9 = Struct('>iiqx').iter_unpack
+_I13 = Struct('>ihqq').iter_unpack
+_I14 = Struct('>ihqqi').iter_unpack
+_I15 = Struct('>ihqqix').iter_unpack
 _Aq = ARRAYS['q']
 
 
@@ -51,7 +53,7 @@ class ListOffsetsResponse_ListOffsetsTopicResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, n0 = _S0(b, p)
     p += 8
     if n0 < 0:
@@ -60,7 +62,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -74,13 +76,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 16 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.timestamp, o2.max_num_offsets = v
-            o2.current_leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 16 * n1]):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.timestamp, o2.max_num_offsets = v
+                o2.current_leader_epoch = -1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.current_leader_epoch = -1
+                o2.unknown_tags = None
+                o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(b, p)
+                p += 16
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.isolation_level = 0
@@ -90,7 +101,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, n0 = _S0(b, p)
     p += 8
     if n0 < 0:
@@ -99,7 +110,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -113,14 +124,24 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I4(b[p:p + 12 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.timestamp = v
-            o2.current_leader_epoch = -1
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I4(b[p:p + 12 * n1]):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.timestamp = v
+                o2.current_leader_epoch = -1
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.current_leader_epoch = -1
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                o2.partition_index, o2.timestamp = _S4(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.isolation_level = 0
@@ -130,7 +151,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, o.isolation_level, n0 = _S5(b, p)
     p += 9
     if n0 < 0:
@@ -139,7 +160,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -153,14 +174,24 @@ def _r6(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I4(b[p:p + 12 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.timestamp = v
-            o2.current_leader_epoch = -1
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I4(b[p:p + 12 * n1]):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.timestamp = v
+                o2.current_leader_epoch = -1
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.current_leader_epoch = -1
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                o2.partition_index, o2.timestamp = _S4(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.timeout_ms = 0
@@ -169,7 +200,7 @@ def _r6(b, p):
 
 
 def _r9(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, o.isolation_level, n0 = _S5(b, p)
     p += 9
     if n0 < 0:
@@ -178,7 +209,7 @@ def _r9(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -192,13 +223,22 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I6(b[p:p + 16 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * n1
+        if n1 > 3:
+            for v in _I6(b[p:p + 16 * n1]):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
+                p += 16
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.timeout_ms = 0
@@ -207,7 +247,7 @@ def _r9(b, p):
 
 
 def _r12(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, o.isolation_level, n0 = _S7(b, p)
     p += 6
     if n0 > 127:
@@ -219,7 +259,7 @@ def _r12(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -239,24 +279,24 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I9(b[p:p + 17 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp, t = v
-            if t:
-                break
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 17 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S9(b, p)
-            p += 17
-            if n2:
-                p = _t10(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+            for v in _I9(s1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 17 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                p += 17
+                if n2:
+                    p = _t10(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -273,7 +313,7 @@ def _r12(b, p):
 
 
 def _r13(b, p):
-    o = _new(ListOffsetsRequest)
+    o = ListOffsetsRequest()
     o.replica_id, o.isolation_level, n0 = _S7(b, p)
     p += 6
     if n0 > 127:
@@ -285,7 +325,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsRequest_ListOffsetsTopic)
+        o1 = ListOffsetsRequest_ListOffsetsTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -305,24 +345,24 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I9(b[p:p + 17 * n1]):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp, t = v
-            if t:
-                break
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 17 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(ListOffsetsRequest_ListOffsetsPartition)
-            o2.max_num_offsets = 1
-            o2.unknown_tags = None
-            o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S9(b, p)
-            p += 17
-            if n2:
-                p = _t10(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+            for v in _I9(s1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 17 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsRequest_ListOffsetsPartition()
+                o2.max_num_offsets = 1
+                o2.unknown_tags = None
+                o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                p += 17
+                if n2:
+                    p = _t10(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -330,7 +370,7 @@ def _r13(b, p):
             p = _t11(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    o.timeout_ms, n0 = _S10(b, p)
+    o.timeout_ms, n0 = _S11(b, p)
     p += 5
     if n0:
         p = _t13(b, p - 1, o)
@@ -338,7 +378,7 @@ def _r13(b, p):
 
 
 def _r16(b, p):
-    o = _new(ListOffsetsResponse)
+    o = ListOffsetsResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -347,7 +387,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -362,12 +402,12 @@ def _r16(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.partition_index, o2.error_code, n2 = _S11(b, p)
+            o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+            o2.partition_index, o2.error_code, n2 = _S12(b, p)
             p += 10
             if n2 < 0:
                 raise Malformed
-            o2.old_style_offsets = list(_Aq[n2](b, p) if n2 < 16 else _su('>%dq' % n2, b, p))
+            o2.old_style_offsets = [*_Aq[n2](b, p)] if n2 < 16 else [*_su('>%dq' % n2, b, p)]
             p += 8 * n2
             o2.timestamp = -1
             o2.offset = -1
@@ -382,7 +422,7 @@ def _r16(b, p):
 
 
 def _r19(b, p):
-    o = _new(ListOffsetsResponse)
+    o = ListOffsetsResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -391,7 +431,7 @@ def _r19(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -405,14 +445,24 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I12(b[p:p + 22 * n1]):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
-            o2.leader_epoch = -1
-            o2.old_style_offsets = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 22 * n1
+        if n1 > 3:
+            for v in _I13(b[p:p + 22 * n1]):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
+                o2.leader_epoch = -1
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 22 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.leader_epoch = -1
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                p += 22
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -421,7 +471,7 @@ def _r19(b, p):
 
 
 def _r20(b, p):
-    o = _new(ListOffsetsResponse)
+    o = ListOffsetsResponse()
     o.throttle_time_ms, n0 = _S0(b, p)
     p += 8
     if n0 < 0:
@@ -430,7 +480,7 @@ def _r20(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -444,14 +494,24 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I12(b[p:p + 22 * n1]):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
-            o2.leader_epoch = -1
-            o2.old_style_offsets = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 22 * n1
+        if n1 > 3:
+            for v in _I13(b[p:p + 22 * n1]):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
+                o2.leader_epoch = -1
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 22 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.leader_epoch = -1
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                p += 22
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -459,7 +519,7 @@ def _r20(b, p):
 
 
 def _r23(b, p):
-    o = _new(ListOffsetsResponse)
+    o = ListOffsetsResponse()
     o.throttle_time_ms, n0 = _S0(b, p)
     p += 8
     if n0 < 0:
@@ -468,7 +528,7 @@ def _r23(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -482,13 +542,22 @@ def _r23(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I13(b[p:p + 26 * n1]):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
-            o2.old_style_offsets = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 26 * n1
+        if n1 > 3:
+            for v in _I14(b[p:p + 26 * n1]):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 26 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S14(b, p)
+                p += 26
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -496,8 +565,8 @@ def _r23(b, p):
 
 
 def _r26(b, p):
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms, n0 = _S10(b, p)
+    o = ListOffsetsResponse()
+    o.throttle_time_ms, n0 = _S11(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -508,7 +577,7 @@ def _r26(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListOffsetsResponse_ListOffsetsTopicResponse)
+        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -528,24 +597,24 @@ def _r26(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I14(b[p:p + 27 * n1]):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.old_style_offsets = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 27 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o2.old_style_offsets = []
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S14(b, p)
-            p += 27
-            if n2:
-                p = _t24(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
+            for v in _I15(s1):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 27 * n1
+        else:
+            for _ in range(n1):
+                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                o2.old_style_offsets = []
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S16(b, p)
+                p += 27
+                if n2:
+                    p = _t24(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

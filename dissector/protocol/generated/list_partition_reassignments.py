@@ -28,7 +28,7 @@ class ListPartitionReassignmentsResponse_OngoingTopicReassignment(Body):
 
 
 def _r1(b, p):
-    o = _new(ListPartitionReassignmentsRequest)
+    o = ListPartitionReassignmentsRequest()
     o.timeout_ms, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -41,7 +41,7 @@ def _r1(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics)
+            o1 = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -58,7 +58,7 @@ def _r1(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -75,7 +75,7 @@ def _r1(b, p):
 
 
 def _r4(b, p):
-    o = _new(ListPartitionReassignmentsResponse)
+    o = ListPartitionReassignmentsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7
     if n0 > 127:
@@ -97,7 +97,7 @@ def _r4(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ListPartitionReassignmentsResponse_OngoingTopicReassignment)
+        o1 = ListPartitionReassignmentsResponse_OngoingTopicReassignment()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -118,7 +118,7 @@ def _r4(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ListPartitionReassignmentsResponse_OngoingPartitionReassignment)
+            o2 = ListPartitionReassignmentsResponse_OngoingPartitionReassignment()
             o2.partition_index, n2 = _S0(b, p)
             p += 5
             if n2 > 127:
@@ -126,7 +126,7 @@ def _r4(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -135,7 +135,7 @@ def _r4(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.adding_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -144,7 +144,7 @@ def _r4(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.removing_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]

@@ -20,7 +20,7 @@ class ListTransactionsResponse_TransactionState(Body):
 
 
 def _r0(b, p):
-    o = _new(ListTransactionsRequest)
+    o = ListTransactionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -50,7 +50,7 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = list(_Aq[n0](b, p) if n0 < 16 else _su('>%dq' % n0, b, p))
+    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
     p += 8 * n0
     o.duration_filter = -1
     o.transactional_id_pattern = None
@@ -63,7 +63,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ListTransactionsRequest)
+    o = ListTransactionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -93,7 +93,7 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = list(_Aq[n0](b, p) if n0 < 16 else _su('>%dq' % n0, b, p))
+    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
     p += 8 * n0
     o.transactional_id_pattern = None
     o.unknown_tags = None
@@ -105,7 +105,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(ListTransactionsRequest)
+    o = ListTransactionsRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -135,7 +135,7 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = list(_Aq[n0](b, p) if n0 < 16 else _su('>%dq' % n0, b, p))
+    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
     p += 8 * n0
     o.duration_filter, n0 = _S1(b, p)
     p += 9
@@ -156,7 +156,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(ListTransactionsResponse)
+    o = ListTransactionsResponse()
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7
     if n0 > 127:
@@ -190,7 +190,7 @@ def _r4(b, p):
         raise Malformed
     o.transaction_states = l0 = []
     for _ in range(n0):
-        o1 = _new(ListTransactionsResponse_TransactionState)
+        o1 = ListTransactionsResponse_TransactionState()
         n1 = b[p]
         p += 1
         if n1 > 127:

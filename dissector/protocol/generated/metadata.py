@@ -46,7 +46,7 @@ class MetadataResponse_MetadataResponseTopic(Body):
 
 
 def _r1(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -55,7 +55,7 @@ def _r1(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataRequest_MetadataRequestTopic)
+        o1 = MetadataRequest_MetadataRequestTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -73,7 +73,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -85,7 +85,7 @@ def _r2(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -103,7 +103,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -115,7 +115,7 @@ def _r3(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -134,7 +134,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -146,7 +146,7 @@ def _r4(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -163,7 +163,7 @@ def _r4(b, p):
 
 
 def _r6(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -176,7 +176,7 @@ def _r6(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -202,7 +202,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -215,7 +215,7 @@ def _r8(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -243,7 +243,7 @@ def _r8(b, p):
 
 
 def _r9(b, p):
-    o = _new(MetadataRequest)
+    o = MetadataRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -256,7 +256,7 @@ def _r9(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(MetadataRequest_MetadataRequestTopic)
+            o1 = MetadataRequest_MetadataRequestTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -285,7 +285,7 @@ def _r9(b, p):
 
 
 def _r13(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -294,7 +294,7 @@ def _r13(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -314,7 +314,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -329,18 +329,18 @@ def _r13(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
             p += 14
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_epoch = -1
             o2.offline_replicas = []
@@ -361,7 +361,7 @@ def _r13(b, p):
 
 
 def _r16(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -370,7 +370,7 @@ def _r16(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -396,7 +396,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -411,18 +411,18 @@ def _r16(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
             p += 14
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_epoch = -1
             o2.offline_replicas = []
@@ -441,7 +441,7 @@ def _r16(b, p):
 
 
 def _r17(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -450,7 +450,7 @@ def _r17(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -485,7 +485,7 @@ def _r17(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -500,18 +500,18 @@ def _r17(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
             p += 14
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_epoch = -1
             o2.offline_replicas = []
@@ -529,7 +529,7 @@ def _r17(b, p):
 
 
 def _r18(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -538,7 +538,7 @@ def _r18(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -573,7 +573,7 @@ def _r18(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -588,18 +588,18 @@ def _r18(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
             p += 14
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_epoch = -1
             o2.offline_replicas = []
@@ -616,7 +616,7 @@ def _r18(b, p):
 
 
 def _r21(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -625,7 +625,7 @@ def _r21(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -660,7 +660,7 @@ def _r21(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -675,24 +675,24 @@ def _r21(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
             p += 14
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.leader_epoch = -1
             o2.unknown_tags = None
@@ -708,7 +708,7 @@ def _r21(b, p):
 
 
 def _r24(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -717,7 +717,7 @@ def _r24(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -752,7 +752,7 @@ def _r24(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -767,24 +767,24 @@ def _r24(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
             p += 18
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -799,7 +799,7 @@ def _r24(b, p):
 
 
 def _r26(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -808,7 +808,7 @@ def _r26(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S7(b, p)
         p += 6
         if n1 < 0:
@@ -843,7 +843,7 @@ def _r26(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S8(b, p)
         p += 4
         if n1 < 0:
@@ -858,24 +858,24 @@ def _r26(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
             p += 18
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S0(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -892,7 +892,7 @@ def _r26(b, p):
 
 
 def _r30(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -904,7 +904,7 @@ def _r30(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S13(b, p)
         p += 5
         if n1 > 127:
@@ -951,7 +951,7 @@ def _r30(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -972,7 +972,7 @@ def _r30(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
             p += 15
             if n2 > 127:
@@ -980,7 +980,7 @@ def _r30(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -989,7 +989,7 @@ def _r30(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -998,7 +998,7 @@ def _r30(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -1023,7 +1023,7 @@ def _r30(b, p):
 
 
 def _r32(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1035,7 +1035,7 @@ def _r32(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S13(b, p)
         p += 5
         if n1 > 127:
@@ -1082,7 +1082,7 @@ def _r32(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -1105,7 +1105,7 @@ def _r32(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
             p += 15
             if n2 > 127:
@@ -1113,7 +1113,7 @@ def _r32(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1122,7 +1122,7 @@ def _r32(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1131,7 +1131,7 @@ def _r32(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -1155,7 +1155,7 @@ def _r32(b, p):
 
 
 def _r33(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1167,7 +1167,7 @@ def _r33(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S13(b, p)
         p += 5
         if n1 > 127:
@@ -1214,7 +1214,7 @@ def _r33(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -1237,7 +1237,7 @@ def _r33(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
             p += 15
             if n2 > 127:
@@ -1245,7 +1245,7 @@ def _r33(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1254,7 +1254,7 @@ def _r33(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1263,7 +1263,7 @@ def _r33(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -1288,7 +1288,7 @@ def _r33(b, p):
 
 
 def _r35(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1300,7 +1300,7 @@ def _r35(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S13(b, p)
         p += 5
         if n1 > 127:
@@ -1347,7 +1347,7 @@ def _r35(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -1371,7 +1371,7 @@ def _r35(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
             p += 15
             if n2 > 127:
@@ -1379,7 +1379,7 @@ def _r35(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1388,7 +1388,7 @@ def _r35(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1397,7 +1397,7 @@ def _r35(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -1422,7 +1422,7 @@ def _r35(b, p):
 
 
 def _r36(b, p):
-    o = _new(MetadataResponse)
+    o = MetadataResponse()
     o.throttle_time_ms, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1434,7 +1434,7 @@ def _r36(b, p):
         raise Malformed
     o.brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseBroker)
+        o1 = MetadataResponse_MetadataResponseBroker()
         o1.node_id, n1 = _S13(b, p)
         p += 5
         if n1 > 127:
@@ -1481,7 +1481,7 @@ def _r36(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(MetadataResponse_MetadataResponseTopic)
+        o1 = MetadataResponse_MetadataResponseTopic()
         o1.error_code, n1 = _S14(b, p)
         p += 3
         if n1 > 127:
@@ -1505,7 +1505,7 @@ def _r36(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(MetadataResponse_MetadataResponsePartition)
+            o2 = MetadataResponse_MetadataResponsePartition()
             o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
             p += 15
             if n2 > 127:
@@ -1513,7 +1513,7 @@ def _r36(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replica_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1522,7 +1522,7 @@ def _r36(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr_nodes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -1531,7 +1531,7 @@ def _r36(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]

@@ -12,9 +12,10 @@ _S7 = Struct('>B').unpack_from
 _S8 = Struct('>iB').unpack_from
 _S9 = Struct('>iqiB').unpack_from
 _S10 = Struct('>ii').unpack_from
-_S11 = Struct('>ihB').unpack_from
+_S11 = Struct('>ihx').unpack_from
+_S12 = Struct('>ihB').unpack_from
 _I3 = Struct('>ih').iter_unpack
-_I11 = Struct('>ihB').iter_unpack
+_I11 = Struct('>ihx').iter_unpack
 
 
 class OffsetCommitRequest(Body):
@@ -42,7 +43,7 @@ class OffsetCommitResponse_OffsetCommitResponseTopic(Body):
 
 
 def _r2(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -57,7 +58,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -72,7 +73,7 @@ def _r2(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
             p += 14
             if n2 < 0:
@@ -98,7 +99,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -119,7 +120,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -134,7 +135,7 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.commit_timestamp, n2 = _S4(b, p)
             p += 22
             if n2 < 0:
@@ -157,7 +158,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -178,7 +179,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -193,7 +194,7 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
             p += 14
             if n2 < 0:
@@ -216,7 +217,7 @@ def _r6(b, p):
 
 
 def _r7(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -237,7 +238,7 @@ def _r7(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -252,7 +253,7 @@ def _r7(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
             p += 14
             if n2 < 0:
@@ -276,7 +277,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -297,7 +298,7 @@ def _r10(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -312,7 +313,7 @@ def _r10(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
             p += 18
             if n2 < 0:
@@ -335,7 +336,7 @@ def _r10(b, p):
 
 
 def _r11(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -365,7 +366,7 @@ def _r11(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -380,7 +381,7 @@ def _r11(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
             p += 18
             if n2 < 0:
@@ -402,7 +403,7 @@ def _r11(b, p):
 
 
 def _r14(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -442,7 +443,7 @@ def _r14(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -463,7 +464,7 @@ def _r14(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
             p += 17
             if n2 > 127:
@@ -498,7 +499,7 @@ def _r14(b, p):
 
 
 def _r16(b, p):
-    o = _new(OffsetCommitRequest)
+    o = OffsetCommitRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -538,7 +539,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitRequest_OffsetCommitRequestTopic)
+        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -552,7 +553,7 @@ def _r16(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetCommitRequest_OffsetCommitRequestPartition)
+            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
             p += 17
             if n2 > 127:
@@ -587,7 +588,7 @@ def _r16(b, p):
 
 
 def _r19(b, p):
-    o = _new(OffsetCommitResponse)
+    o = OffsetCommitResponse()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -596,7 +597,7 @@ def _r19(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -610,12 +611,20 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 6 * n1]):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 6 * n1]):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code = _S3(b, p)
+                p += 6
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -625,7 +634,7 @@ def _r19(b, p):
 
 
 def _r20(b, p):
-    o = _new(OffsetCommitResponse)
+    o = OffsetCommitResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -634,7 +643,7 @@ def _r20(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -648,12 +657,20 @@ def _r20(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 6 * n1]):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 6 * n1]):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code = _S3(b, p)
+                p += 6
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -662,7 +679,7 @@ def _r20(b, p):
 
 
 def _r23(b, p):
-    o = _new(OffsetCommitResponse)
+    o = OffsetCommitResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
@@ -674,7 +691,7 @@ def _r23(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -694,22 +711,22 @@ def _r23(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 7 * n1]):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S11(b, p)
-            p += 7
-            if n2:
-                p = _t21(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I11(s1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                p += 7
+                if n2:
+                    p = _t21(b, p - 1, o2)
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         n1 = b[p]
@@ -726,7 +743,7 @@ def _r23(b, p):
 
 
 def _r25(b, p):
-    o = _new(OffsetCommitResponse)
+    o = OffsetCommitResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
@@ -738,7 +755,7 @@ def _r25(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetCommitResponse_OffsetCommitResponseTopic)
+        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -751,22 +768,22 @@ def _r25(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 7 * n1]):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(OffsetCommitResponse_OffsetCommitResponsePartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S11(b, p)
-            p += 7
-            if n2:
-                p = _t21(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I11(s1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                p += 7
+                if n2:
+                    p = _t21(b, p - 1, o2)
+                l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
         n1 = b[p]

@@ -34,7 +34,7 @@ class OffsetDeleteResponse_OffsetDeleteResponseTopic(Body):
 
 
 def _r2(b, p):
-    o = _new(OffsetDeleteRequest)
+    o = OffsetDeleteRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -49,7 +49,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetDeleteRequest_OffsetDeleteRequestTopic)
+        o1 = OffsetDeleteRequest_OffsetDeleteRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -63,12 +63,20 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 4 * n1]):
-            o2 = _new(OffsetDeleteRequest_OffsetDeleteRequestPartition)
-            o2.partition_index, = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 4 * n1
+        if n1 > 3:
+            for v in _I1(b[p:p + 4 * n1]):
+                o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                o2.partition_index, = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 4 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                o2.unknown_tags = None
+                o2.partition_index = _S1(b, p)[0]
+                p += 4
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -76,7 +84,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(OffsetDeleteResponse)
+    o = OffsetDeleteResponse()
     o.error_code, o.throttle_time_ms, n0 = _S2(b, p)
     p += 10
     if n0 < 0:
@@ -85,7 +93,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetDeleteResponse_OffsetDeleteResponseTopic)
+        o1 = OffsetDeleteResponse_OffsetDeleteResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -99,12 +107,20 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 6 * n1]):
-            o2 = _new(OffsetDeleteResponse_OffsetDeleteResponsePartition)
-            o2.partition_index, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 6 * n1]):
+                o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code = _S3(b, p)
+                p += 6
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None

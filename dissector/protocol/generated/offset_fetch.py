@@ -55,7 +55,7 @@ class OffsetFetchResponse_OffsetFetchResponseTopics(Body):
 
 
 def _r1(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -70,7 +70,7 @@ def _r1(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+        o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -81,7 +81,7 @@ def _r1(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -92,7 +92,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -110,7 +110,7 @@ def _r2(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
@@ -121,7 +121,7 @@ def _r2(b, p):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             l0.append(o1)
@@ -132,7 +132,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -154,7 +154,7 @@ def _r4(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -171,7 +171,7 @@ def _r4(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -190,7 +190,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -212,7 +212,7 @@ def _r5(b, p):
             raise Malformed
         o.topics = l0 = []
         for _ in range(n0):
-            o1 = _new(OffsetFetchRequest_OffsetFetchRequestTopic)
+            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -229,7 +229,7 @@ def _r5(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -247,7 +247,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -259,7 +259,7 @@ def _r8(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -281,7 +281,7 @@ def _r8(b, p):
                 raise Malformed
             o1.topics = l1 = []
             for _ in range(n1):
-                o2 = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -298,7 +298,7 @@ def _r8(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.topic_id = UUID0
                 o2.unknown_tags = None
@@ -326,7 +326,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -338,7 +338,7 @@ def _r10(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -370,7 +370,7 @@ def _r10(b, p):
                 raise Malformed
             o1.topics = l1 = []
             for _ in range(n1):
-                o2 = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -387,7 +387,7 @@ def _r10(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.topic_id = UUID0
                 o2.unknown_tags = None
@@ -413,7 +413,7 @@ def _r10(b, p):
 
 
 def _r13(b, p):
-    o = _new(OffsetFetchRequest)
+    o = OffsetFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -425,7 +425,7 @@ def _r13(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchRequest_OffsetFetchRequestGroup)
+        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -457,7 +457,7 @@ def _r13(b, p):
                 raise Malformed
             o1.topics = l1 = []
             for _ in range(n1):
-                o2 = _new(OffsetFetchRequest_OffsetFetchRequestTopics)
+                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                 o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n2 = b[p]
@@ -467,7 +467,7 @@ def _r13(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.name = ''
                 o2.unknown_tags = None
@@ -493,7 +493,7 @@ def _r13(b, p):
 
 
 def _r16(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -502,7 +502,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -517,7 +517,7 @@ def _r16(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
             o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
             p += 14
             if n2 < 0:
@@ -542,7 +542,7 @@ def _r16(b, p):
 
 
 def _r17(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -551,7 +551,7 @@ def _r17(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -566,7 +566,7 @@ def _r17(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
             o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
             p += 14
             if n2 < 0:
@@ -592,7 +592,7 @@ def _r17(b, p):
 
 
 def _r18(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -601,7 +601,7 @@ def _r18(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -616,7 +616,7 @@ def _r18(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
             o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
             p += 14
             if n2 < 0:
@@ -641,7 +641,7 @@ def _r18(b, p):
 
 
 def _r21(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     o.throttle_time_ms, n0 = _S6(b, p)
     p += 8
     if n0 < 0:
@@ -650,7 +650,7 @@ def _r21(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -665,7 +665,7 @@ def _r21(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
             p += 18
             if n2 < 0:
@@ -689,7 +689,7 @@ def _r21(b, p):
 
 
 def _r24(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -701,7 +701,7 @@ def _r24(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseTopic)
+        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -722,7 +722,7 @@ def _r24(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponsePartition)
+            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S8(b, p)
             p += 17
             if n2 > 127:
@@ -755,7 +755,7 @@ def _r24(b, p):
 
 
 def _r28(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -767,7 +767,7 @@ def _r28(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+        o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -788,7 +788,7 @@ def _r28(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+            o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -809,7 +809,7 @@ def _r28(b, p):
                 raise Malformed
             o2.partitions = l2 = []
             for _ in range(n2):
-                o3 = _new(OffsetFetchResponse_OffsetFetchResponsePartitions)
+                o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
                 o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
                 p += 17
                 if n3 > 127:
@@ -850,7 +850,7 @@ def _r28(b, p):
 
 
 def _r31(b, p):
-    o = _new(OffsetFetchResponse)
+    o = OffsetFetchResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -862,7 +862,7 @@ def _r31(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetFetchResponse_OffsetFetchResponseGroup)
+        o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -883,7 +883,7 @@ def _r31(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(OffsetFetchResponse_OffsetFetchResponseTopics)
+            o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
             o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n2 = b[p]
@@ -897,7 +897,7 @@ def _r31(b, p):
                 raise Malformed
             o2.partitions = l2 = []
             for _ in range(n2):
-                o3 = _new(OffsetFetchResponse_OffsetFetchResponsePartitions)
+                o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
                 o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
                 p += 17
                 if n3 > 127:

@@ -7,16 +7,18 @@ _S2 = Struct('>ii').unpack_from
 _S3 = Struct('>iii').unpack_from
 _S4 = Struct('>iB').unpack_from
 _S5 = Struct('>B').unpack_from
-_S6 = Struct('>iiiB').unpack_from
-_S7 = Struct('>hiq').unpack_from
-_S8 = Struct('>hiiq').unpack_from
-_S9 = Struct('>hiiqB').unpack_from
+_S6 = Struct('>iiix').unpack_from
+_S7 = Struct('>iiiB').unpack_from
+_S8 = Struct('>hiq').unpack_from
+_S9 = Struct('>hiiq').unpack_from
+_S10 = Struct('>hiiqx').unpack_from
+_S11 = Struct('>hiiqB').unpack_from
 _I2 = Struct('>ii').iter_unpack
 _I3 = Struct('>iii').iter_unpack
-_I6 = Struct('>iiiB').iter_unpack
-_I7 = Struct('>hiq').iter_unpack
-_I8 = Struct('>hiiq').iter_unpack
-_I9 = Struct('>hiiqB').iter_unpack
+_I6 = Struct('>iiix').iter_unpack
+_I8 = Struct('>hiq').iter_unpack
+_I9 = Struct('>hiiq').iter_unpack
+_I10 = Struct('>hiiqx').iter_unpack
 
 
 class OffsetForLeaderEpochRequest(Body):
@@ -44,7 +46,7 @@ class OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(Body):
 
 
 def _r2(b, p):
-    o = _new(OffsetForLeaderEpochRequest)
+    o = OffsetForLeaderEpochRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -53,7 +55,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -67,13 +69,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I2(b[p:p + 8 * n1]):
-            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o2.partition, o2.leader_epoch = v
-            o2.current_leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 8 * n1
+        if n1 > 3:
+            for v in _I2(b[p:p + 8 * n1]):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.partition, o2.leader_epoch = v
+                o2.current_leader_epoch = -1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 8 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.current_leader_epoch = -1
+                o2.unknown_tags = None
+                o2.partition, o2.leader_epoch = _S2(b, p)
+                p += 8
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.replica_id = -2
@@ -82,7 +93,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(OffsetForLeaderEpochRequest)
+    o = OffsetForLeaderEpochRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -91,7 +102,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -105,12 +116,20 @@ def _r5(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 12 * n1]):
-            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 12 * n1]):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.replica_id = -2
@@ -119,7 +138,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(OffsetForLeaderEpochRequest)
+    o = OffsetForLeaderEpochRequest()
     o.replica_id, n0 = _S2(b, p)
     p += 8
     if n0 < 0:
@@ -128,7 +147,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -142,12 +161,20 @@ def _r6(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I3(b[p:p + 12 * n1]):
-            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 12 * n1
+        if n1 > 3:
+            for v in _I3(b[p:p + 12 * n1]):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 12 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                p += 12
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -155,7 +182,7 @@ def _r6(b, p):
 
 
 def _r9(b, p):
-    o = _new(OffsetForLeaderEpochRequest)
+    o = OffsetForLeaderEpochRequest()
     o.replica_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -167,7 +194,7 @@ def _r9(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderTopic)
+        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -187,22 +214,22 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I6(b[p:p + 13 * n1]):
-            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 13 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o2.unknown_tags = None
-            o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S6(b, p)
-            p += 13
-            if n2:
-                p = _t7(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+            for v in _I6(s1):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 13 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                o2.unknown_tags = None
+                o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S7(b, p)
+                p += 13
+                if n2:
+                    p = _t7(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -218,7 +245,7 @@ def _r9(b, p):
 
 
 def _r12(b, p):
-    o = _new(OffsetForLeaderEpochResponse)
+    o = OffsetForLeaderEpochResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -227,7 +254,7 @@ def _r12(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -241,13 +268,22 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I7(b[p:p + 14 * n1]):
-            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
-            o2.error_code, o2.partition, o2.end_offset = v
-            o2.leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 14 * n1]):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.error_code, o2.partition, o2.end_offset = v
+                o2.leader_epoch = -1
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.leader_epoch = -1
+                o2.unknown_tags = None
+                o2.error_code, o2.partition, o2.end_offset = _S8(b, p)
+                p += 14
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -256,7 +292,7 @@ def _r12(b, p):
 
 
 def _r15(b, p):
-    o = _new(OffsetForLeaderEpochResponse)
+    o = OffsetForLeaderEpochResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -265,7 +301,7 @@ def _r15(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -279,12 +315,20 @@ def _r15(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 18 * n1]):
-            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 18 * n1
+        if n1 > 3:
+            for v in _I9(b[p:p + 18 * n1]):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 18 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.unknown_tags = None
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                p += 18
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.throttle_time_ms = 0
@@ -293,7 +337,7 @@ def _r15(b, p):
 
 
 def _r16(b, p):
-    o = _new(OffsetForLeaderEpochResponse)
+    o = OffsetForLeaderEpochResponse()
     o.throttle_time_ms, n0 = _S2(b, p)
     p += 8
     if n0 < 0:
@@ -302,7 +346,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -316,12 +360,20 @@ def _r16(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I8(b[p:p + 18 * n1]):
-            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 18 * n1
+        if n1 > 3:
+            for v in _I9(b[p:p + 18 * n1]):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 18 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.unknown_tags = None
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                p += 18
+                l1.append(o2)
         o1.unknown_tags = None
         l0.append(o1)
     o.unknown_tags = None
@@ -329,7 +381,7 @@ def _r16(b, p):
 
 
 def _r19(b, p):
-    o = _new(OffsetForLeaderEpochResponse)
+    o = OffsetForLeaderEpochResponse()
     o.throttle_time_ms, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -341,7 +393,7 @@ def _r19(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult)
+        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -361,22 +413,22 @@ def _r19(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I9(b[p:p + 19 * n1]):
-            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 19 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(OffsetForLeaderEpochResponse_EpochEndOffset)
-            o2.unknown_tags = None
-            o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S9(b, p)
-            p += 19
-            if n2:
-                p = _t17(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
+            for v in _I10(s1):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 19 * n1
+        else:
+            for _ in range(n1):
+                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                o2.unknown_tags = None
+                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S11(b, p)
+                p += 19
+                if n2:
+                    p = _t17(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1

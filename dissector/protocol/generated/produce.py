@@ -57,7 +57,7 @@ class ProduceResponse_TopicProduceResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(ProduceRequest)
+    o = ProduceRequest()
     o.acks, o.timeout_ms, n0 = _S0(b, p)
     p += 10
     if n0 < 0:
@@ -66,7 +66,7 @@ def _r2(b, p):
         raise Malformed
     o.topic_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceRequest_TopicProduceData)
+        o1 = ProduceRequest_TopicProduceData()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -81,7 +81,7 @@ def _r2(b, p):
             raise Malformed
         o1.partition_data = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceRequest_PartitionProduceData)
+            o2 = ProduceRequest_PartitionProduceData()
             o2.index, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
@@ -102,7 +102,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(ProduceRequest)
+    o = ProduceRequest()
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -120,7 +120,7 @@ def _r3(b, p):
         raise Malformed
     o.topic_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceRequest_TopicProduceData)
+        o1 = ProduceRequest_TopicProduceData()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -135,7 +135,7 @@ def _r3(b, p):
             raise Malformed
         o1.partition_data = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceRequest_PartitionProduceData)
+            o2 = ProduceRequest_PartitionProduceData()
             o2.index, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
@@ -155,7 +155,7 @@ def _r3(b, p):
 
 
 def _r6(b, p):
-    o = _new(ProduceRequest)
+    o = ProduceRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -177,7 +177,7 @@ def _r6(b, p):
         raise Malformed
     o.topic_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceRequest_TopicProduceData)
+        o1 = ProduceRequest_TopicProduceData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -198,7 +198,7 @@ def _r6(b, p):
             raise Malformed
         o1.partition_data = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceRequest_PartitionProduceData)
+            o2 = ProduceRequest_PartitionProduceData()
             o2.index, n2 = _S6(b, p)
             p += 5
             if n2 > 127:
@@ -231,7 +231,7 @@ def _r6(b, p):
 
 
 def _r8(b, p):
-    o = _new(ProduceRequest)
+    o = ProduceRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -253,7 +253,7 @@ def _r8(b, p):
         raise Malformed
     o.topic_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceRequest_TopicProduceData)
+        o1 = ProduceRequest_TopicProduceData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -267,7 +267,7 @@ def _r8(b, p):
             raise Malformed
         o1.partition_data = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceRequest_PartitionProduceData)
+            o2 = ProduceRequest_PartitionProduceData()
             o2.index, n2 = _S6(b, p)
             p += 5
             if n2 > 127:
@@ -300,7 +300,7 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -309,7 +309,7 @@ def _r11(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -323,17 +323,30 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for v in _I7(b[p:p + 14 * n1]):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
-            o2.index, o2.error_code, o2.base_offset = v
-            o2.log_append_time_ms = -1
-            o2.log_start_offset = -1
-            o2.record_errors = []
-            o2.error_message = None
-            o2.current_leader = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I7(b[p:p + 14 * n1]):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.index, o2.error_code, o2.base_offset = v
+                o2.log_append_time_ms = -1
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.log_append_time_ms = -1
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                p += 14
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -344,7 +357,7 @@ def _r11(b, p):
 
 
 def _r12(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -353,7 +366,7 @@ def _r12(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -367,17 +380,30 @@ def _r12(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for v in _I7(b[p:p + 14 * n1]):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
-            o2.index, o2.error_code, o2.base_offset = v
-            o2.log_append_time_ms = -1
-            o2.log_start_offset = -1
-            o2.record_errors = []
-            o2.error_message = None
-            o2.current_leader = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 14 * n1
+        if n1 > 3:
+            for v in _I7(b[p:p + 14 * n1]):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.index, o2.error_code, o2.base_offset = v
+                o2.log_append_time_ms = -1
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 14 * n1
+        else:
+            for _ in range(n1):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.log_append_time_ms = -1
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                p += 14
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -389,7 +415,7 @@ def _r12(b, p):
 
 
 def _r15(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -398,7 +424,7 @@ def _r15(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -412,16 +438,28 @@ def _r15(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for v in _I8(b[p:p + 22 * n1]):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
-            o2.log_start_offset = -1
-            o2.record_errors = []
-            o2.error_message = None
-            o2.current_leader = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 22 * n1
+        if n1 > 3:
+            for v in _I8(b[p:p + 22 * n1]):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 22 * n1
+        else:
+            for _ in range(n1):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.log_start_offset = -1
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
+                p += 22
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -433,7 +471,7 @@ def _r15(b, p):
 
 
 def _r18(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -442,7 +480,7 @@ def _r18(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -456,15 +494,26 @@ def _r18(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_responses = l1 = []
-        for v in _I9(b[p:p + 30 * n1]):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
-            o2.record_errors = []
-            o2.error_message = None
-            o2.current_leader = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 30 * n1
+        if n1 > 3:
+            for v in _I9(b[p:p + 30 * n1]):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 30 * n1
+        else:
+            for _ in range(n1):
+                o2 = ProduceResponse_PartitionProduceResponse()
+                o2.record_errors = []
+                o2.error_message = None
+                o2.current_leader = None
+                o2.unknown_tags = None
+                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
+                p += 30
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -476,7 +525,7 @@ def _r18(b, p):
 
 
 def _r22(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -485,7 +534,7 @@ def _r22(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -500,7 +549,7 @@ def _r22(b, p):
             raise Malformed
         o1.partition_responses = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2 = ProduceResponse_PartitionProduceResponse()
             o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S10(b, p)
             p += 34
             if n2 < 0:
@@ -509,7 +558,7 @@ def _r22(b, p):
                 raise Malformed
             o2.record_errors = l2 = []
             for _ in range(n2):
-                o3 = _new(ProduceResponse_BatchIndexAndErrorMessage)
+                o3 = ProduceResponse_BatchIndexAndErrorMessage()
                 o3.batch_index, n3 = _S11(b, p)
                 p += 6
                 if n3 < 0:
@@ -544,7 +593,7 @@ def _r22(b, p):
 
 
 def _r26(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -556,7 +605,7 @@ def _r26(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -577,7 +626,7 @@ def _r26(b, p):
             raise Malformed
         o1.partition_responses = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2 = ProduceResponse_PartitionProduceResponse()
             o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
             p += 31
             if n2 > 127:
@@ -589,7 +638,7 @@ def _r26(b, p):
                 raise Malformed
             o2.record_errors = l2 = []
             for _ in range(n2):
-                o3 = _new(ProduceResponse_BatchIndexAndErrorMessage)
+                o3 = ProduceResponse_BatchIndexAndErrorMessage()
                 o3.batch_index, n3 = _S6(b, p)
                 p += 5
                 if n3 > 127:
@@ -640,7 +689,7 @@ def _r26(b, p):
 
 
 def _r31(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -652,7 +701,7 @@ def _r31(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -673,7 +722,7 @@ def _r31(b, p):
             raise Malformed
         o1.partition_responses = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2 = ProduceResponse_PartitionProduceResponse()
             o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
             p += 31
             if n2 > 127:
@@ -685,7 +734,7 @@ def _r31(b, p):
                 raise Malformed
             o2.record_errors = l2 = []
             for _ in range(n2):
-                o3 = _new(ProduceResponse_BatchIndexAndErrorMessage)
+                o3 = ProduceResponse_BatchIndexAndErrorMessage()
                 o3.batch_index, n3 = _S6(b, p)
                 p += 5
                 if n3 > 127:
@@ -712,7 +761,7 @@ def _r31(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            d2 = _new(ProduceResponse_LeaderIdAndEpoch)
+            d2 = ProduceResponse_LeaderIdAndEpoch()
             d2.leader_id = -1
             d2.leader_epoch = -1
             d2.unknown_tags = None
@@ -740,7 +789,7 @@ def _r31(b, p):
 
 
 def _r33(b, p):
-    o = _new(ProduceResponse)
+    o = ProduceResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -752,7 +801,7 @@ def _r33(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ProduceResponse_TopicProduceResponse)
+        o1 = ProduceResponse_TopicProduceResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -766,7 +815,7 @@ def _r33(b, p):
             raise Malformed
         o1.partition_responses = l1 = []
         for _ in range(n1):
-            o2 = _new(ProduceResponse_PartitionProduceResponse)
+            o2 = ProduceResponse_PartitionProduceResponse()
             o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
             p += 31
             if n2 > 127:
@@ -778,7 +827,7 @@ def _r33(b, p):
                 raise Malformed
             o2.record_errors = l2 = []
             for _ in range(n2):
-                o3 = _new(ProduceResponse_BatchIndexAndErrorMessage)
+                o3 = ProduceResponse_BatchIndexAndErrorMessage()
                 o3.batch_index, n3 = _S6(b, p)
                 p += 5
                 if n3 > 127:
@@ -805,7 +854,7 @@ def _r33(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            d2 = _new(ProduceResponse_LeaderIdAndEpoch)
+            d2 = ProduceResponse_LeaderIdAndEpoch()
             d2.leader_id = -1
             d2.leader_epoch = -1
             d2.unknown_tags = None
@@ -1066,7 +1115,7 @@ def _t28(b, p, o):
         if e > len(b):
             raise Malformed
         if t == 0:
-            o1 = _new(ProduceResponse_LeaderIdAndEpoch)
+            o1 = ProduceResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
             o1.leader_id, o1.leader_epoch, n1 = _S13(b, p)
             p += 9
@@ -1136,7 +1185,7 @@ def _t31(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(ProduceResponse_NodeEndpoint)
+                o1 = ProduceResponse_NodeEndpoint()
                 o1.node_id, n1 = _S6(b, p)
                 p += 5
                 if n1 > 127:
@@ -1225,7 +1274,7 @@ def _t33(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(ProduceResponse_NodeEndpoint)
+                o1 = ProduceResponse_NodeEndpoint()
                 o1.node_id, n1 = _S6(b, p)
                 p += 5
                 if n1 > 127:

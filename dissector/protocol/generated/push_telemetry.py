@@ -15,7 +15,7 @@ class PushTelemetryResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(PushTelemetryRequest)
+    o = PushTelemetryRequest()
     o.client_instance_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     o.subscription_id, o.terminating, o.compression_type, n0 = _S0(b, p)
@@ -36,7 +36,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(PushTelemetryResponse)
+    o = PushTelemetryResponse()
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7

@@ -2,12 +2,14 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iiB').unpack_from
-_S2 = Struct('>ihB').unpack_from
-_S3 = Struct('>iqB').unpack_from
-_S4 = Struct('>qqbhB').unpack_from
-_I1 = Struct('>iiB').iter_unpack
-_I4 = Struct('>qqbhB').iter_unpack
+_S1 = Struct('>iix').unpack_from
+_S2 = Struct('>iiB').unpack_from
+_S3 = Struct('>ihB').unpack_from
+_S4 = Struct('>iqB').unpack_from
+_S5 = Struct('>qqbhx').unpack_from
+_S6 = Struct('>qqbhB').unpack_from
+_I1 = Struct('>iix').iter_unpack
+_I5 = Struct('>qqbhx').iter_unpack
 
 
 class ReadShareGroupStateRequest(Body):
@@ -39,7 +41,7 @@ class ReadShareGroupStateResponse_StateBatch(Body):
 
 
 def _r2(b, p):
-    o = _new(ReadShareGroupStateRequest)
+    o = ReadShareGroupStateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -60,7 +62,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ReadShareGroupStateRequest_ReadStateData)
+        o1 = ReadShareGroupStateRequest_ReadStateData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -73,22 +75,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 9 * n1]):
-            o2 = _new(ReadShareGroupStateRequest_PartitionData)
-            o2.partition, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 9 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(ReadShareGroupStateRequest_PartitionData)
-            o2.unknown_tags = None
-            o2.partition, o2.leader_epoch, n2 = _S1(b, p)
-            p += 9
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+            for v in _I1(s1):
+                o2 = ReadShareGroupStateRequest_PartitionData()
+                o2.partition, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 9 * n1
+        else:
+            for _ in range(n1):
+                o2 = ReadShareGroupStateRequest_PartitionData()
+                o2.unknown_tags = None
+                o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                p += 9
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -104,7 +106,7 @@ def _r2(b, p):
 
 
 def _r6(b, p):
-    o = _new(ReadShareGroupStateResponse)
+    o = ReadShareGroupStateResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -116,7 +118,7 @@ def _r6(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(ReadShareGroupStateResponse_ReadStateResult)
+        o1 = ReadShareGroupStateResponse_ReadStateResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -130,8 +132,8 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ReadShareGroupStateResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S2(b, p)
+            o2 = ReadShareGroupStateResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -141,7 +143,7 @@ def _r6(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            o2.state_epoch, o2.start_offset, n2 = _S3(b, p)
+            o2.state_epoch, o2.start_offset, n2 = _S4(b, p)
             p += 13
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -151,22 +153,22 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for v in _I4(b[p:p + 20 * n2]):
-                o3 = _new(ReadShareGroupStateResponse_StateBatch)
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 20 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(ReadShareGroupStateResponse_StateBatch)
-                o3.unknown_tags = None
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S4(b, p)
-                p += 20
-                if n3:
-                    p = _t3(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                for v in _I5(s2):
+                    o3 = ReadShareGroupStateResponse_StateBatch()
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 20 * n2
+            else:
+                for _ in range(n2):
+                    o3 = ReadShareGroupStateResponse_StateBatch()
+                    o3.unknown_tags = None
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S6(b, p)
+                    p += 20
+                    if n3:
+                        p = _t3(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1

@@ -2,11 +2,12 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iiB').unpack_from
-_S2 = Struct('>ihB').unpack_from
-_S3 = Struct('>iiqB').unpack_from
-_S4 = Struct('>iiqiB').unpack_from
-_I1 = Struct('>iiB').iter_unpack
+_S1 = Struct('>iix').unpack_from
+_S2 = Struct('>iiB').unpack_from
+_S3 = Struct('>ihB').unpack_from
+_S4 = Struct('>iiqB').unpack_from
+_S5 = Struct('>iiqiB').unpack_from
+_I1 = Struct('>iix').iter_unpack
 
 
 class ReadShareGroupStateSummaryRequest(Body):
@@ -34,7 +35,7 @@ class ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(Body):
 
 
 def _r2(b, p):
-    o = _new(ReadShareGroupStateSummaryRequest)
+    o = ReadShareGroupStateSummaryRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -55,7 +56,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ReadShareGroupStateSummaryRequest_ReadStateSummaryData)
+        o1 = ReadShareGroupStateSummaryRequest_ReadStateSummaryData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -68,22 +69,22 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 9 * n1]):
-            o2 = _new(ReadShareGroupStateSummaryRequest_PartitionData)
-            o2.partition, o2.leader_epoch, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 9 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(ReadShareGroupStateSummaryRequest_PartitionData)
-            o2.unknown_tags = None
-            o2.partition, o2.leader_epoch, n2 = _S1(b, p)
-            p += 9
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+            for v in _I1(s1):
+                o2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                o2.partition, o2.leader_epoch = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 9 * n1
+        else:
+            for _ in range(n1):
+                o2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                o2.unknown_tags = None
+                o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                p += 9
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -99,7 +100,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(ReadShareGroupStateSummaryResponse)
+    o = ReadShareGroupStateSummaryResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -111,7 +112,7 @@ def _r5(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(ReadShareGroupStateSummaryResponse_ReadStateSummaryResult)
+        o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -125,8 +126,8 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ReadShareGroupStateSummaryResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S2(b, p)
+            o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -138,7 +139,7 @@ def _r5(b, p):
                 p += n2
             o2.delivery_complete_count = -1
             o2.unknown_tags = None
-            o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S3(b, p)
+            o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S4(b, p)
             p += 17
             if n2:
                 p = _t3(b, p - 1, o2)
@@ -158,7 +159,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(ReadShareGroupStateSummaryResponse)
+    o = ReadShareGroupStateSummaryResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -170,7 +171,7 @@ def _r8(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(ReadShareGroupStateSummaryResponse_ReadStateSummaryResult)
+        o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -184,8 +185,8 @@ def _r8(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ReadShareGroupStateSummaryResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S2(b, p)
+            o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S3(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -196,7 +197,7 @@ def _r8(b, p):
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
+            o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S5(b, p)
             p += 21
             if n2:
                 p = _t6(b, p - 1, o2)

@@ -15,7 +15,7 @@ class RemoveRaftVoterResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(RemoveRaftVoterRequest)
+    o = RemoveRaftVoterRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -39,7 +39,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(RemoveRaftVoterResponse)
+    o = RemoveRaftVoterResponse()
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7
     if n0 > 127:

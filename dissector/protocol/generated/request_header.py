@@ -11,7 +11,7 @@ class RequestHeader(Body):
 
 
 def _r0(b, p):
-    o = _new(RequestHeader)
+    o = RequestHeader()
     o.client_id = ''
     o.unknown_tags = None
     o.request_api_key, o.request_api_version, o.correlation_id = _S0(b, p)
@@ -20,7 +20,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(RequestHeader)
+    o = RequestHeader()
     o.request_api_key, o.request_api_version, o.correlation_id, n0 = _S1(b, p)
     p += 10
     if n0 < 0:
@@ -35,7 +35,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(RequestHeader)
+    o = RequestHeader()
     o.request_api_key, o.request_api_version, o.correlation_id, n0 = _S1(b, p)
     p += 10
     if n0 < 0:

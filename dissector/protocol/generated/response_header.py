@@ -10,7 +10,7 @@ class ResponseHeader(Body):
 
 
 def _r0(b, p):
-    o = _new(ResponseHeader)
+    o = ResponseHeader()
     o.unknown_tags = None
     o.correlation_id = _S0(b, p)[0]
     p += 4
@@ -18,7 +18,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(ResponseHeader)
+    o = ResponseHeader()
     o.unknown_tags = None
     o.correlation_id, n0 = _S1(b, p)
     p += 5

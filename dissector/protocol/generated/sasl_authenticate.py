@@ -18,7 +18,7 @@ class SaslAuthenticateResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(SaslAuthenticateRequest)
+    o = SaslAuthenticateRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -30,7 +30,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(SaslAuthenticateRequest)
+    o = SaslAuthenticateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -49,7 +49,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(SaslAuthenticateResponse)
+    o = SaslAuthenticateResponse()
     o.error_code, n0 = _S2(b, p)
     p += 4
     if n0 < 0:
@@ -71,7 +71,7 @@ def _r2(b, p):
 
 
 def _r3(b, p):
-    o = _new(SaslAuthenticateResponse)
+    o = SaslAuthenticateResponse()
     o.error_code, n0 = _S2(b, p)
     p += 4
     if n0 < 0:
@@ -94,7 +94,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(SaslAuthenticateResponse)
+    o = SaslAuthenticateResponse()
     o.error_code, n0 = _S4(b, p)
     p += 3
     if n0 > 127:

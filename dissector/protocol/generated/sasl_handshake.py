@@ -14,7 +14,7 @@ class SaslHandshakeResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(SaslHandshakeRequest)
+    o = SaslHandshakeRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -26,7 +26,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(SaslHandshakeResponse)
+    o = SaslHandshakeResponse()
     o.error_code, n0 = _S1(b, p)
     p += 6
     if n0 < 0:

@@ -47,7 +47,7 @@ class ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(Body):
 
 
 def _r3(b, p):
-    o = _new(ShareAcknowledgeRequest)
+    o = ShareAcknowledgeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -79,7 +79,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeRequest_AcknowledgeTopic)
+        o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -93,7 +93,7 @@ def _r3(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareAcknowledgeRequest_AcknowledgePartition)
+            o2 = ShareAcknowledgeRequest_AcknowledgePartition()
             o2.partition_index, n2 = _S1(b, p)
             p += 5
             if n2 > 127:
@@ -105,7 +105,7 @@ def _r3(b, p):
                 raise Malformed
             o2.acknowledgement_batches = l2 = []
             for _ in range(n2):
-                o3 = _new(ShareAcknowledgeRequest_AcknowledgementBatch)
+                o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
                 o3.first_offset, o3.last_offset, n3 = _S2(b, p)
                 p += 17
                 if n3 > 127:
@@ -113,7 +113,7 @@ def _r3(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.acknowledge_types = list(_Ab[n3](b, p) if n3 < 16 else _su('>%db' % n3, b, p))
+                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -143,7 +143,7 @@ def _r3(b, p):
 
 
 def _r4(b, p):
-    o = _new(ShareAcknowledgeRequest)
+    o = ShareAcknowledgeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -175,7 +175,7 @@ def _r4(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeRequest_AcknowledgeTopic)
+        o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -189,7 +189,7 @@ def _r4(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareAcknowledgeRequest_AcknowledgePartition)
+            o2 = ShareAcknowledgeRequest_AcknowledgePartition()
             o2.partition_index, n2 = _S1(b, p)
             p += 5
             if n2 > 127:
@@ -201,7 +201,7 @@ def _r4(b, p):
                 raise Malformed
             o2.acknowledgement_batches = l2 = []
             for _ in range(n2):
-                o3 = _new(ShareAcknowledgeRequest_AcknowledgementBatch)
+                o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
                 o3.first_offset, o3.last_offset, n3 = _S2(b, p)
                 p += 17
                 if n3 > 127:
@@ -209,7 +209,7 @@ def _r4(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.acknowledge_types = list(_Ab[n3](b, p) if n3 < 16 else _su('>%db' % n3, b, p))
+                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -238,7 +238,7 @@ def _r4(b, p):
 
 
 def _r9(b, p):
-    o = _new(ShareAcknowledgeResponse)
+    o = ShareAcknowledgeResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
@@ -260,7 +260,7 @@ def _r9(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+        o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -274,7 +274,7 @@ def _r9(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareAcknowledgeResponse_PartitionData)
+            o2 = ShareAcknowledgeResponse_PartitionData()
             o2.partition_index, o2.error_code, n2 = _S4(b, p)
             p += 7
             if n2 > 127:
@@ -285,7 +285,7 @@ def _r9(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ShareAcknowledgeResponse_LeaderIdAndEpoch)
+            o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
             o3.unknown_tags = None
             o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
             p += 9
@@ -315,7 +315,7 @@ def _r9(b, p):
         raise Malformed
     o.node_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeResponse_NodeEndpoint)
+        o1 = ShareAcknowledgeResponse_NodeEndpoint()
         o1.node_id, n1 = _S1(b, p)
         p += 5
         if n1 > 127:
@@ -351,7 +351,7 @@ def _r9(b, p):
 
 
 def _r10(b, p):
-    o = _new(ShareAcknowledgeResponse)
+    o = ShareAcknowledgeResponse()
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
@@ -373,7 +373,7 @@ def _r10(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+        o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -387,7 +387,7 @@ def _r10(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareAcknowledgeResponse_PartitionData)
+            o2 = ShareAcknowledgeResponse_PartitionData()
             o2.partition_index, o2.error_code, n2 = _S4(b, p)
             p += 7
             if n2 > 127:
@@ -398,7 +398,7 @@ def _r10(b, p):
             else:
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ShareAcknowledgeResponse_LeaderIdAndEpoch)
+            o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
             o3.unknown_tags = None
             o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
             p += 9
@@ -428,7 +428,7 @@ def _r10(b, p):
         raise Malformed
     o.node_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareAcknowledgeResponse_NodeEndpoint)
+        o1 = ShareAcknowledgeResponse_NodeEndpoint()
         o1.node_id, n1 = _S1(b, p)
         p += 5
         if n1 > 127:

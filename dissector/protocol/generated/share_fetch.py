@@ -10,8 +10,9 @@ _S5 = Struct('>iB').unpack_from
 _S6 = Struct('>iiiiiib?B').unpack_from
 _S7 = Struct('>ihB').unpack_from
 _S8 = Struct('>hB').unpack_from
-_S9 = Struct('>qqhB').unpack_from
-_I9 = Struct('>qqhB').iter_unpack
+_S9 = Struct('>qqhx').unpack_from
+_S10 = Struct('>qqhB').unpack_from
+_I9 = Struct('>qqhx').iter_unpack
 _Ab = ARRAYS['b']
 _Ai = ARRAYS['i']
 
@@ -61,7 +62,7 @@ class ShareFetchResponse_ShareFetchableTopicResponse(Body):
 
 
 def _r4(b, p):
-    o = _new(ShareFetchRequest)
+    o = ShareFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -93,7 +94,7 @@ def _r4(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_FetchTopic)
+        o1 = ShareFetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -107,7 +108,7 @@ def _r4(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareFetchRequest_FetchPartition)
+            o2 = ShareFetchRequest_FetchPartition()
             o2.partition_index, o2.partition_max_bytes, n2 = _S2(b, p)
             p += 9
             if n2 > 127:
@@ -119,7 +120,7 @@ def _r4(b, p):
                 raise Malformed
             o2.acknowledgement_batches = l2 = []
             for _ in range(n2):
-                o3 = _new(ShareFetchRequest_AcknowledgementBatch)
+                o3 = ShareFetchRequest_AcknowledgementBatch()
                 o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                 p += 17
                 if n3 > 127:
@@ -127,7 +128,7 @@ def _r4(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.acknowledge_types = list(_Ab[n3](b, p) if n3 < 16 else _su('>%db' % n3, b, p))
+                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -158,7 +159,7 @@ def _r4(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_ForgottenTopic)
+        o1 = ShareFetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -168,7 +169,7 @@ def _r4(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -189,7 +190,7 @@ def _r4(b, p):
 
 
 def _r7(b, p):
-    o = _new(ShareFetchRequest)
+    o = ShareFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -221,7 +222,7 @@ def _r7(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_FetchTopic)
+        o1 = ShareFetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -235,7 +236,7 @@ def _r7(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareFetchRequest_FetchPartition)
+            o2 = ShareFetchRequest_FetchPartition()
             o2.partition_index, n2 = _S5(b, p)
             p += 5
             if n2 > 127:
@@ -247,7 +248,7 @@ def _r7(b, p):
                 raise Malformed
             o2.acknowledgement_batches = l2 = []
             for _ in range(n2):
-                o3 = _new(ShareFetchRequest_AcknowledgementBatch)
+                o3 = ShareFetchRequest_AcknowledgementBatch()
                 o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                 p += 17
                 if n3 > 127:
@@ -255,7 +256,7 @@ def _r7(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.acknowledge_types = list(_Ab[n3](b, p) if n3 < 16 else _su('>%db' % n3, b, p))
+                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -287,7 +288,7 @@ def _r7(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_ForgottenTopic)
+        o1 = ShareFetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -297,7 +298,7 @@ def _r7(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -316,7 +317,7 @@ def _r7(b, p):
 
 
 def _r8(b, p):
-    o = _new(ShareFetchRequest)
+    o = ShareFetchRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -348,7 +349,7 @@ def _r8(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_FetchTopic)
+        o1 = ShareFetchRequest_FetchTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -362,7 +363,7 @@ def _r8(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareFetchRequest_FetchPartition)
+            o2 = ShareFetchRequest_FetchPartition()
             o2.partition_index, n2 = _S5(b, p)
             p += 5
             if n2 > 127:
@@ -374,7 +375,7 @@ def _r8(b, p):
                 raise Malformed
             o2.acknowledgement_batches = l2 = []
             for _ in range(n2):
-                o3 = _new(ShareFetchRequest_AcknowledgementBatch)
+                o3 = ShareFetchRequest_AcknowledgementBatch()
                 o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                 p += 17
                 if n3 > 127:
@@ -382,7 +383,7 @@ def _r8(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.acknowledge_types = list(_Ab[n3](b, p) if n3 < 16 else _su('>%db' % n3, b, p))
+                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -414,7 +415,7 @@ def _r8(b, p):
         raise Malformed
     o.forgotten_topics_data = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchRequest_ForgottenTopic)
+        o1 = ShareFetchRequest_ForgottenTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -424,7 +425,7 @@ def _r8(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -441,7 +442,7 @@ def _r8(b, p):
 
 
 def _r14(b, p):
-    o = _new(ShareFetchResponse)
+    o = ShareFetchResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
@@ -463,7 +464,7 @@ def _r14(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchResponse_ShareFetchableTopicResponse)
+        o1 = ShareFetchResponse_ShareFetchableTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -477,7 +478,7 @@ def _r14(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareFetchResponse_PartitionData)
+            o2 = ShareFetchResponse_PartitionData()
             o2.partition_index, o2.error_code, n2 = _S7(b, p)
             p += 7
             if n2 > 127:
@@ -498,7 +499,7 @@ def _r14(b, p):
             else:
                 o2.acknowledge_error_message = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ShareFetchResponse_LeaderIdAndEpoch)
+            o3 = ShareFetchResponse_LeaderIdAndEpoch()
             o3.unknown_tags = None
             o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
             p += 9
@@ -525,22 +526,22 @@ def _r14(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.acquired_records = l2 = []
-            for v in _I9(b[p:p + 19 * n2]):
-                o3 = _new(ShareFetchResponse_AcquiredRecords)
-                o3.first_offset, o3.last_offset, o3.delivery_count, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 19 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(ShareFetchResponse_AcquiredRecords)
-                o3.unknown_tags = None
-                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S9(b, p)
-                p += 19
-                if n3:
-                    p = _t10(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                for v in _I9(s2):
+                    o3 = ShareFetchResponse_AcquiredRecords()
+                    o3.first_offset, o3.last_offset, o3.delivery_count = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 19 * n2
+            else:
+                for _ in range(n2):
+                    o3 = ShareFetchResponse_AcquiredRecords()
+                    o3.unknown_tags = None
+                    o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                    p += 19
+                    if n3:
+                        p = _t10(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -564,7 +565,7 @@ def _r14(b, p):
         raise Malformed
     o.node_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchResponse_NodeEndpoint)
+        o1 = ShareFetchResponse_NodeEndpoint()
         o1.node_id, n1 = _S5(b, p)
         p += 5
         if n1 > 127:
@@ -600,7 +601,7 @@ def _r14(b, p):
 
 
 def _r17(b, p):
-    o = _new(ShareFetchResponse)
+    o = ShareFetchResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
@@ -622,7 +623,7 @@ def _r17(b, p):
         raise Malformed
     o.responses = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchResponse_ShareFetchableTopicResponse)
+        o1 = ShareFetchResponse_ShareFetchableTopicResponse()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -636,7 +637,7 @@ def _r17(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareFetchResponse_PartitionData)
+            o2 = ShareFetchResponse_PartitionData()
             o2.partition_index, o2.error_code, n2 = _S7(b, p)
             p += 7
             if n2 > 127:
@@ -657,7 +658,7 @@ def _r17(b, p):
             else:
                 o2.acknowledge_error_message = b[p:p + n2].decode()
                 p += n2
-            o3 = _new(ShareFetchResponse_LeaderIdAndEpoch)
+            o3 = ShareFetchResponse_LeaderIdAndEpoch()
             o3.unknown_tags = None
             o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
             p += 9
@@ -683,22 +684,22 @@ def _r17(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.acquired_records = l2 = []
-            for v in _I9(b[p:p + 19 * n2]):
-                o3 = _new(ShareFetchResponse_AcquiredRecords)
-                o3.first_offset, o3.last_offset, o3.delivery_count, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 19 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(ShareFetchResponse_AcquiredRecords)
-                o3.unknown_tags = None
-                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S9(b, p)
-                p += 19
-                if n3:
-                    p = _t10(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                for v in _I9(s2):
+                    o3 = ShareFetchResponse_AcquiredRecords()
+                    o3.first_offset, o3.last_offset, o3.delivery_count = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 19 * n2
+            else:
+                for _ in range(n2):
+                    o3 = ShareFetchResponse_AcquiredRecords()
+                    o3.unknown_tags = None
+                    o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                    p += 19
+                    if n3:
+                        p = _t10(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -722,7 +723,7 @@ def _r17(b, p):
         raise Malformed
     o.node_endpoints = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareFetchResponse_NodeEndpoint)
+        o1 = ShareFetchResponse_NodeEndpoint()
         o1.node_id, n1 = _S5(b, p)
         p += 5
         if n1 > 127:

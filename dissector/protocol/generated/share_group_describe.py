@@ -34,7 +34,7 @@ class ShareGroupDescribeResponse_TopicPartitions(Body):
 
 
 def _r0(b, p):
-    o = _new(ShareGroupDescribeRequest)
+    o = ShareGroupDescribeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,7 +66,7 @@ def _r0(b, p):
 
 
 def _r5(b, p):
-    o = _new(ShareGroupDescribeResponse)
+    o = ShareGroupDescribeResponse()
     o.throttle_time_ms, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -78,7 +78,7 @@ def _r5(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(ShareGroupDescribeResponse_DescribedGroup)
+        o1 = ShareGroupDescribeResponse_DescribedGroup()
         o1.error_code, n1 = _S3(b, p)
         p += 3
         if n1 > 127:
@@ -127,7 +127,7 @@ def _r5(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareGroupDescribeResponse_Member)
+            o2 = ShareGroupDescribeResponse_Member()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -187,7 +187,7 @@ def _r5(b, p):
                 c = b[p:p + n3].decode()
                 p += n3
                 l2.append(c)
-            o3 = _new(ShareGroupDescribeResponse_Assignment)
+            o3 = ShareGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -199,7 +199,7 @@ def _r5(b, p):
                 raise Malformed
             o3.topic_partitions = l3 = []
             for _ in range(n3):
-                o4 = _new(ShareGroupDescribeResponse_TopicPartitions)
+                o4 = ShareGroupDescribeResponse_TopicPartitions()
                 o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 n4 = b[p]
@@ -218,7 +218,7 @@ def _r5(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]

@@ -25,7 +25,7 @@ class ShareGroupHeartbeatResponse_TopicPartitions(Body):
 
 
 def _r0(b, p):
-    o = _new(ShareGroupHeartbeatRequest)
+    o = ShareGroupHeartbeatRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -86,7 +86,7 @@ def _r0(b, p):
 
 
 def _r3(b, p):
-    o = _new(ShareGroupHeartbeatResponse)
+    o = ShareGroupHeartbeatResponse()
     o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
     p += 7
     if n0 > 127:
@@ -112,7 +112,7 @@ def _r3(b, p):
     if n0 > 127:
         o.assignment = None
     else:
-        o1 = _new(ShareGroupHeartbeatResponse_Assignment)
+        o1 = ShareGroupHeartbeatResponse_Assignment()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -124,7 +124,7 @@ def _r3(b, p):
             raise Malformed
         o1.topic_partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(ShareGroupHeartbeatResponse_TopicPartitions)
+            o2 = ShareGroupHeartbeatResponse_TopicPartitions()
             o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n2 = b[p]
@@ -134,7 +134,7 @@ def _r3(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]

@@ -9,7 +9,7 @@ class SnapshotFooterRecord(Body):
 
 
 def _r0(b, p):
-    o = _new(SnapshotFooterRecord)
+    o = SnapshotFooterRecord()
     o.unknown_tags = None
     o.version, n0 = _S0(b, p)
     p += 3

@@ -9,7 +9,7 @@ class SnapshotHeaderRecord(Body):
 
 
 def _r0(b, p):
-    o = _new(SnapshotHeaderRecord)
+    o = SnapshotHeaderRecord()
     o.unknown_tags = None
     o.version, o.last_contained_log_timestamp, n0 = _S0(b, p)
     p += 11

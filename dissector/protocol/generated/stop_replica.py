@@ -8,13 +8,14 @@ _S3 = Struct('>iiq?i').unpack_from
 _S4 = Struct('>iiq?B').unpack_from
 _S5 = Struct('>B').unpack_from
 _S6 = Struct('>iiqB').unpack_from
-_S7 = Struct('>ii?B').unpack_from
-_S8 = Struct('>i?iqB').unpack_from
-_S9 = Struct('>hi').unpack_from
-_S10 = Struct('>ih').unpack_from
-_S11 = Struct('>hB').unpack_from
-_S12 = Struct('>ihB').unpack_from
-_I7 = Struct('>ii?B').iter_unpack
+_S7 = Struct('>ii?x').unpack_from
+_S8 = Struct('>ii?B').unpack_from
+_S9 = Struct('>i?iqB').unpack_from
+_S10 = Struct('>hi').unpack_from
+_S11 = Struct('>ih').unpack_from
+_S12 = Struct('>hB').unpack_from
+_S13 = Struct('>ihB').unpack_from
+_I7 = Struct('>ii?x').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -47,7 +48,7 @@ class StopReplicaResponse_StopReplicaPartitionError(Body):
 
 
 def _r1(b, p):
-    o = _new(StopReplicaRequest)
+    o = StopReplicaRequest()
     o.controller_id, o.controller_epoch, o.delete_partitions, n0 = _S0(b, p)
     p += 13
     if n0 < 0:
@@ -56,7 +57,7 @@ def _r1(b, p):
         raise Malformed
     o.ungrouped_partitions = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaRequest_StopReplicaPartitionV0)
+        o1 = StopReplicaRequest_StopReplicaPartitionV0()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -76,7 +77,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(StopReplicaRequest)
+    o = StopReplicaRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions, n0 = _S3(b, p)
     p += 21
     if n0 < 0:
@@ -85,7 +86,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaRequest_StopReplicaTopicV1)
+        o1 = StopReplicaRequest_StopReplicaTopicV1()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -96,7 +97,7 @@ def _r3(b, p):
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -108,7 +109,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(StopReplicaRequest)
+    o = StopReplicaRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions, n0 = _S4(b, p)
     p += 18
     if n0 > 127:
@@ -120,7 +121,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaRequest_StopReplicaTopicV1)
+        o1 = StopReplicaRequest_StopReplicaTopicV1()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -137,7 +138,7 @@ def _r5(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.partition_indexes = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         n1 = b[p]
@@ -157,7 +158,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(StopReplicaRequest)
+    o = StopReplicaRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S6(b, p)
     p += 17
     if n0 > 127:
@@ -169,7 +170,7 @@ def _r8(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaRequest_StopReplicaTopicState)
+        o1 = StopReplicaRequest_StopReplicaTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -189,22 +190,22 @@ def _r8(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_states = l1 = []
-        for v in _I7(b[p:p + 10 * n1]):
-            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
-            o2.partition_index, o2.leader_epoch, o2.delete_partition, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 10 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
-            o2.unknown_tags = None
-            o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S7(b, p)
-            p += 10
-            if n2:
-                p = _t6(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+            for v in _I7(s1):
+                o2 = StopReplicaRequest_StopReplicaPartitionState()
+                o2.partition_index, o2.leader_epoch, o2.delete_partition = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 10 * n1
+        else:
+            for _ in range(n1):
+                o2 = StopReplicaRequest_StopReplicaPartitionState()
+                o2.unknown_tags = None
+                o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                p += 10
+                if n2:
+                    p = _t6(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -224,8 +225,8 @@ def _r8(b, p):
 
 
 def _r9(b, p):
-    o = _new(StopReplicaRequest)
-    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, n0 = _S8(b, p)
+    o = StopReplicaRequest()
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, n0 = _S9(b, p)
     p += 18
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -236,7 +237,7 @@ def _r9(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaRequest_StopReplicaTopicState)
+        o1 = StopReplicaRequest_StopReplicaTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -256,22 +257,22 @@ def _r9(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partition_states = l1 = []
-        for v in _I7(b[p:p + 10 * n1]):
-            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
-            o2.partition_index, o2.leader_epoch, o2.delete_partition, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 10 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(StopReplicaRequest_StopReplicaPartitionState)
-            o2.unknown_tags = None
-            o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S7(b, p)
-            p += 10
-            if n2:
-                p = _t6(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+            for v in _I7(s1):
+                o2 = StopReplicaRequest_StopReplicaPartitionState()
+                o2.partition_index, o2.leader_epoch, o2.delete_partition = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 10 * n1
+        else:
+            for _ in range(n1):
+                o2 = StopReplicaRequest_StopReplicaPartitionState()
+                o2.unknown_tags = None
+                o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                p += 10
+                if n2:
+                    p = _t6(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -290,8 +291,8 @@ def _r9(b, p):
 
 
 def _r11(b, p):
-    o = _new(StopReplicaResponse)
-    o.error_code, n0 = _S9(b, p)
+    o = StopReplicaResponse()
+    o.error_code, n0 = _S10(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
@@ -299,7 +300,7 @@ def _r11(b, p):
         raise Malformed
     o.partition_errors = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaResponse_StopReplicaPartitionError)
+        o1 = StopReplicaResponse_StopReplicaPartitionError()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -307,7 +308,7 @@ def _r11(b, p):
         o1.topic_name = b[p:p + n1].decode()
         p += n1
         o1.unknown_tags = None
-        o1.partition_index, o1.error_code = _S10(b, p)
+        o1.partition_index, o1.error_code = _S11(b, p)
         p += 6
         l0.append(o1)
     o.unknown_tags = None
@@ -315,8 +316,8 @@ def _r11(b, p):
 
 
 def _r13(b, p):
-    o = _new(StopReplicaResponse)
-    o.error_code, n0 = _S11(b, p)
+    o = StopReplicaResponse()
+    o.error_code, n0 = _S12(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -327,7 +328,7 @@ def _r13(b, p):
         raise Malformed
     o.partition_errors = l0 = []
     for _ in range(n0):
-        o1 = _new(StopReplicaResponse_StopReplicaPartitionError)
+        o1 = StopReplicaResponse_StopReplicaPartitionError()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -338,7 +339,7 @@ def _r13(b, p):
         o1.topic_name = b[p:p + n1].decode()
         p += n1
         o1.unknown_tags = None
-        o1.partition_index, o1.error_code, n1 = _S12(b, p)
+        o1.partition_index, o1.error_code, n1 = _S13(b, p)
         p += 7
         if n1:
             p = _t12(b, p - 1, o1)

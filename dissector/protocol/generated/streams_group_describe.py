@@ -79,7 +79,7 @@ class StreamsGroupDescribeResponse_TopologyDescriptionSubtopology(Body):
 
 
 def _r0(b, p):
-    o = _new(StreamsGroupDescribeRequest)
+    o = StreamsGroupDescribeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -112,7 +112,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(StreamsGroupDescribeRequest)
+    o = StreamsGroupDescribeRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -144,7 +144,7 @@ def _r1(b, p):
 
 
 def _r12(b, p):
-    o = _new(StreamsGroupDescribeResponse)
+    o = StreamsGroupDescribeResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -156,7 +156,7 @@ def _r12(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(StreamsGroupDescribeResponse_DescribedGroup)
+        o1 = StreamsGroupDescribeResponse_DescribedGroup()
         o1.error_code, n1 = _S4(b, p)
         p += 3
         if n1 > 127:
@@ -190,7 +190,7 @@ def _r12(b, p):
         if n1 > 127:
             o1.topology = None
         else:
-            o2 = _new(StreamsGroupDescribeResponse_Topology)
+            o2 = StreamsGroupDescribeResponse_Topology()
             o2.epoch, n2 = _S3(b, p)
             p += 5
             if n2 > 127:
@@ -203,7 +203,7 @@ def _r12(b, p):
                     raise Malformed
                 o2.subtopologies = l2 = []
                 for _ in range(n2):
-                    o3 = _new(StreamsGroupDescribeResponse_Subtopology)
+                    o3 = StreamsGroupDescribeResponse_Subtopology()
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -268,7 +268,7 @@ def _r12(b, p):
                         raise Malformed
                     o3.state_changelog_topics = l3 = []
                     for _ in range(n3):
-                        o4 = _new(StreamsGroupDescribeResponse_TopicInfo)
+                        o4 = StreamsGroupDescribeResponse_TopicInfo()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -289,7 +289,7 @@ def _r12(b, p):
                             raise Malformed
                         o4.topic_configs = l4 = []
                         for _ in range(n4):
-                            o5 = _new(StreamsGroupDescribeResponse_KeyValue)
+                            o5 = StreamsGroupDescribeResponse_KeyValue()
                             n5 = b[p]
                             p += 1
                             if n5 > 127:
@@ -331,7 +331,7 @@ def _r12(b, p):
                         raise Malformed
                     o3.repartition_source_topics = l3 = []
                     for _ in range(n3):
-                        o4 = _new(StreamsGroupDescribeResponse_TopicInfo)
+                        o4 = StreamsGroupDescribeResponse_TopicInfo()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -352,7 +352,7 @@ def _r12(b, p):
                             raise Malformed
                         o4.topic_configs = l4 = []
                         for _ in range(n4):
-                            o5 = _new(StreamsGroupDescribeResponse_KeyValue)
+                            o5 = StreamsGroupDescribeResponse_KeyValue()
                             n5 = b[p]
                             p += 1
                             if n5 > 127:
@@ -406,7 +406,7 @@ def _r12(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(StreamsGroupDescribeResponse_Member)
+            o2 = StreamsGroupDescribeResponse_Member()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -468,7 +468,7 @@ def _r12(b, p):
             if n2 > 127:
                 o2.user_endpoint = None
             else:
-                o3 = _new(StreamsGroupDescribeResponse_Endpoint)
+                o3 = StreamsGroupDescribeResponse_Endpoint()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -495,7 +495,7 @@ def _r12(b, p):
                 raise Malformed
             o2.client_tags = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_KeyValue)
+                o3 = StreamsGroupDescribeResponse_KeyValue()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -531,7 +531,7 @@ def _r12(b, p):
                 raise Malformed
             o2.task_offsets = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TaskOffset)
+                o3 = StreamsGroupDescribeResponse_TaskOffset()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -558,7 +558,7 @@ def _r12(b, p):
                 raise Malformed
             o2.task_end_offsets = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TaskOffset)
+                o3 = StreamsGroupDescribeResponse_TaskOffset()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -574,7 +574,7 @@ def _r12(b, p):
                 if n3:
                     p = _t7(b, p - 1, o3)
                 l2.append(o3)
-            o3 = _new(StreamsGroupDescribeResponse_Assignment)
+            o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -586,7 +586,7 @@ def _r12(b, p):
                 raise Malformed
             o3.active_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -603,7 +603,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -622,7 +622,7 @@ def _r12(b, p):
                 raise Malformed
             o3.standby_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -639,7 +639,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -658,7 +658,7 @@ def _r12(b, p):
                 raise Malformed
             o3.warmup_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -675,7 +675,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -689,7 +689,7 @@ def _r12(b, p):
             if n3:
                 p = _t9(b, p - 1, o3)
             o2.assignment = o3
-            o3 = _new(StreamsGroupDescribeResponse_Assignment)
+            o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -701,7 +701,7 @@ def _r12(b, p):
                 raise Malformed
             o3.active_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -718,7 +718,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -737,7 +737,7 @@ def _r12(b, p):
                 raise Malformed
             o3.standby_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -754,7 +754,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -773,7 +773,7 @@ def _r12(b, p):
                 raise Malformed
             o3.warmup_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -790,7 +790,7 @@ def _r12(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -828,7 +828,7 @@ def _r12(b, p):
 
 
 def _r18(b, p):
-    o = _new(StreamsGroupDescribeResponse)
+    o = StreamsGroupDescribeResponse()
     o.throttle_time_ms, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -840,7 +840,7 @@ def _r18(b, p):
         raise Malformed
     o.groups = l0 = []
     for _ in range(n0):
-        o1 = _new(StreamsGroupDescribeResponse_DescribedGroup)
+        o1 = StreamsGroupDescribeResponse_DescribedGroup()
         o1.error_code, n1 = _S4(b, p)
         p += 3
         if n1 > 127:
@@ -874,7 +874,7 @@ def _r18(b, p):
         if n1 > 127:
             o1.topology = None
         else:
-            o2 = _new(StreamsGroupDescribeResponse_Topology)
+            o2 = StreamsGroupDescribeResponse_Topology()
             o2.epoch, n2 = _S3(b, p)
             p += 5
             if n2 > 127:
@@ -887,7 +887,7 @@ def _r18(b, p):
                     raise Malformed
                 o2.subtopologies = l2 = []
                 for _ in range(n2):
-                    o3 = _new(StreamsGroupDescribeResponse_Subtopology)
+                    o3 = StreamsGroupDescribeResponse_Subtopology()
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -952,7 +952,7 @@ def _r18(b, p):
                         raise Malformed
                     o3.state_changelog_topics = l3 = []
                     for _ in range(n3):
-                        o4 = _new(StreamsGroupDescribeResponse_TopicInfo)
+                        o4 = StreamsGroupDescribeResponse_TopicInfo()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -973,7 +973,7 @@ def _r18(b, p):
                             raise Malformed
                         o4.topic_configs = l4 = []
                         for _ in range(n4):
-                            o5 = _new(StreamsGroupDescribeResponse_KeyValue)
+                            o5 = StreamsGroupDescribeResponse_KeyValue()
                             n5 = b[p]
                             p += 1
                             if n5 > 127:
@@ -1015,7 +1015,7 @@ def _r18(b, p):
                         raise Malformed
                     o3.repartition_source_topics = l3 = []
                     for _ in range(n3):
-                        o4 = _new(StreamsGroupDescribeResponse_TopicInfo)
+                        o4 = StreamsGroupDescribeResponse_TopicInfo()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1036,7 +1036,7 @@ def _r18(b, p):
                             raise Malformed
                         o4.topic_configs = l4 = []
                         for _ in range(n4):
-                            o5 = _new(StreamsGroupDescribeResponse_KeyValue)
+                            o5 = StreamsGroupDescribeResponse_KeyValue()
                             n5 = b[p]
                             p += 1
                             if n5 > 127:
@@ -1090,7 +1090,7 @@ def _r18(b, p):
             raise Malformed
         o1.members = l1 = []
         for _ in range(n1):
-            o2 = _new(StreamsGroupDescribeResponse_Member)
+            o2 = StreamsGroupDescribeResponse_Member()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -1152,7 +1152,7 @@ def _r18(b, p):
             if n2 > 127:
                 o2.user_endpoint = None
             else:
-                o3 = _new(StreamsGroupDescribeResponse_Endpoint)
+                o3 = StreamsGroupDescribeResponse_Endpoint()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -1179,7 +1179,7 @@ def _r18(b, p):
                 raise Malformed
             o2.client_tags = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_KeyValue)
+                o3 = StreamsGroupDescribeResponse_KeyValue()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -1215,7 +1215,7 @@ def _r18(b, p):
                 raise Malformed
             o2.task_offsets = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TaskOffset)
+                o3 = StreamsGroupDescribeResponse_TaskOffset()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -1242,7 +1242,7 @@ def _r18(b, p):
                 raise Malformed
             o2.task_end_offsets = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TaskOffset)
+                o3 = StreamsGroupDescribeResponse_TaskOffset()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -1258,7 +1258,7 @@ def _r18(b, p):
                 if n3:
                     p = _t7(b, p - 1, o3)
                 l2.append(o3)
-            o3 = _new(StreamsGroupDescribeResponse_Assignment)
+            o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -1270,7 +1270,7 @@ def _r18(b, p):
                 raise Malformed
             o3.active_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1287,7 +1287,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1306,7 +1306,7 @@ def _r18(b, p):
                 raise Malformed
             o3.standby_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1323,7 +1323,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1342,7 +1342,7 @@ def _r18(b, p):
                 raise Malformed
             o3.warmup_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1359,7 +1359,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1373,7 +1373,7 @@ def _r18(b, p):
             if n3:
                 p = _t9(b, p - 1, o3)
             o2.assignment = o3
-            o3 = _new(StreamsGroupDescribeResponse_Assignment)
+            o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -1385,7 +1385,7 @@ def _r18(b, p):
                 raise Malformed
             o3.active_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1402,7 +1402,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1421,7 +1421,7 @@ def _r18(b, p):
                 raise Malformed
             o3.standby_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1438,7 +1438,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1457,7 +1457,7 @@ def _r18(b, p):
                 raise Malformed
             o3.warmup_tasks = l3 = []
             for _ in range(n3):
-                o4 = _new(StreamsGroupDescribeResponse_TaskIds)
+                o4 = StreamsGroupDescribeResponse_TaskIds()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1474,7 +1474,7 @@ def _r18(b, p):
                 n4 -= 1
                 if n4 < 0:
                     raise Malformed
-                o4.partitions = list(_Ai[n4](b, p) if n4 < 16 else _su('>%di' % n4, b, p))
+                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
                 n4 = b[p]
@@ -1499,7 +1499,7 @@ def _r18(b, p):
         if n1 > 127:
             o1.topology_description = None
         else:
-            o2 = _new(StreamsGroupDescribeResponse_TopologyDescription)
+            o2 = StreamsGroupDescribeResponse_TopologyDescription()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -1511,7 +1511,7 @@ def _r18(b, p):
                 raise Malformed
             o2.subtopologies = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TopologyDescriptionSubtopology)
+                o3 = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -1532,7 +1532,7 @@ def _r18(b, p):
                     raise Malformed
                 o3.nodes = l3 = []
                 for _ in range(n3):
-                    o4 = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                    o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                     n4 = b[p]
                     p += 1
                     if n4 > 127:
@@ -1641,8 +1641,8 @@ def _r18(b, p):
                 raise Malformed
             o2.global_stores = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore)
-                o4 = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                o3 = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore()
+                o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:
@@ -1734,7 +1734,7 @@ def _r18(b, p):
                 if n4:
                     p = _t13(b, p - 1, o4)
                 o3.source = o4
-                o4 = _new(StreamsGroupDescribeResponse_TopologyDescriptionNode)
+                o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                 n4 = b[p]
                 p += 1
                 if n4 > 127:

@@ -77,7 +77,7 @@ class StreamsGroupHeartbeatResponse_TopicPartition(Body):
 
 
 def _r8(b, p):
-    o = _new(StreamsGroupHeartbeatRequest)
+    o = StreamsGroupHeartbeatRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -121,7 +121,7 @@ def _r8(b, p):
     if n0 > 127:
         o.topology = None
     else:
-        o1 = _new(StreamsGroupHeartbeatRequest_Topology)
+        o1 = StreamsGroupHeartbeatRequest_Topology()
         o1.epoch, n1 = _S2(b, p)
         p += 5
         if n1 > 127:
@@ -133,7 +133,7 @@ def _r8(b, p):
             raise Malformed
         o1.subtopologies = l1 = []
         for _ in range(n1):
-            o2 = _new(StreamsGroupHeartbeatRequest_Subtopology)
+            o2 = StreamsGroupHeartbeatRequest_Subtopology()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -198,7 +198,7 @@ def _r8(b, p):
                 raise Malformed
             o2.state_changelog_topics = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupHeartbeatRequest_TopicInfo)
+                o3 = StreamsGroupHeartbeatRequest_TopicInfo()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -219,7 +219,7 @@ def _r8(b, p):
                     raise Malformed
                 o3.topic_configs = l3 = []
                 for _ in range(n3):
-                    o4 = _new(StreamsGroupHeartbeatRequest_KeyValue)
+                    o4 = StreamsGroupHeartbeatRequest_KeyValue()
                     n4 = b[p]
                     p += 1
                     if n4 > 127:
@@ -283,7 +283,7 @@ def _r8(b, p):
                 raise Malformed
             o2.repartition_source_topics = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupHeartbeatRequest_TopicInfo)
+                o3 = StreamsGroupHeartbeatRequest_TopicInfo()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -304,7 +304,7 @@ def _r8(b, p):
                     raise Malformed
                 o3.topic_configs = l3 = []
                 for _ in range(n3):
-                    o4 = _new(StreamsGroupHeartbeatRequest_KeyValue)
+                    o4 = StreamsGroupHeartbeatRequest_KeyValue()
                     n4 = b[p]
                     p += 1
                     if n4 > 127:
@@ -346,7 +346,7 @@ def _r8(b, p):
                 raise Malformed
             o2.copartition_groups = l2 = []
             for _ in range(n2):
-                o3 = _new(StreamsGroupHeartbeatRequest_CopartitionGroup)
+                o3 = StreamsGroupHeartbeatRequest_CopartitionGroup()
                 n3 = b[p]
                 p += 1
                 if n3 > 127:
@@ -354,7 +354,7 @@ def _r8(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.source_topics = list(_Ah[n3](b, p) if n3 < 16 else _su('>%dh' % n3, b, p))
+                o3.source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
                 p += 2 * n3
                 n3 = b[p]
                 p += 1
@@ -363,7 +363,7 @@ def _r8(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.source_topic_regex = list(_Ah[n3](b, p) if n3 < 16 else _su('>%dh' % n3, b, p))
+                o3.source_topic_regex = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
                 p += 2 * n3
                 n3 = b[p]
                 p += 1
@@ -372,7 +372,7 @@ def _r8(b, p):
                 n3 -= 1
                 if n3 < 0:
                     raise Malformed
-                o3.repartition_source_topics = list(_Ah[n3](b, p) if n3 < 16 else _su('>%dh' % n3, b, p))
+                o3.repartition_source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
                 p += 2 * n3
                 o3.unknown_tags = None
                 n3 = b[p]
@@ -404,7 +404,7 @@ def _r8(b, p):
             raise Malformed
         o.active_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_TaskIds)
+            o1 = StreamsGroupHeartbeatRequest_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -421,7 +421,7 @@ def _r8(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -441,7 +441,7 @@ def _r8(b, p):
             raise Malformed
         o.standby_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_TaskIds)
+            o1 = StreamsGroupHeartbeatRequest_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -458,7 +458,7 @@ def _r8(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -478,7 +478,7 @@ def _r8(b, p):
             raise Malformed
         o.warmup_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_TaskIds)
+            o1 = StreamsGroupHeartbeatRequest_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -495,7 +495,7 @@ def _r8(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -518,7 +518,7 @@ def _r8(b, p):
     if n0 > 127:
         o.user_endpoint = None
     else:
-        o1 = _new(StreamsGroupHeartbeatRequest_Endpoint)
+        o1 = StreamsGroupHeartbeatRequest_Endpoint()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -546,7 +546,7 @@ def _r8(b, p):
             raise Malformed
         o.client_tags = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_KeyValue)
+            o1 = StreamsGroupHeartbeatRequest_KeyValue()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -583,7 +583,7 @@ def _r8(b, p):
             raise Malformed
         o.task_offsets = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_TaskOffset)
+            o1 = StreamsGroupHeartbeatRequest_TaskOffset()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -611,7 +611,7 @@ def _r8(b, p):
             raise Malformed
         o.task_end_offsets = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatRequest_TaskOffset)
+            o1 = StreamsGroupHeartbeatRequest_TaskOffset()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -636,7 +636,7 @@ def _r8(b, p):
 
 
 def _r14(b, p):
-    o = _new(StreamsGroupHeartbeatResponse)
+    o = StreamsGroupHeartbeatResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -668,7 +668,7 @@ def _r14(b, p):
             raise Malformed
         o.status = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_Status)
+            o1 = StreamsGroupHeartbeatResponse_Status()
             o1.status_code, n1 = _S8(b, p)
             p += 2
             if n1 > 127:
@@ -696,7 +696,7 @@ def _r14(b, p):
             raise Malformed
         o.active_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -713,7 +713,7 @@ def _r14(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -733,7 +733,7 @@ def _r14(b, p):
             raise Malformed
         o.standby_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -750,7 +750,7 @@ def _r14(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -770,7 +770,7 @@ def _r14(b, p):
             raise Malformed
         o.warmup_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -787,7 +787,7 @@ def _r14(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -807,8 +807,8 @@ def _r14(b, p):
             raise Malformed
         o.partitions_by_user_endpoint = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_EndpointToPartitions)
-            o2 = _new(StreamsGroupHeartbeatResponse_Endpoint)
+            o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
+            o2 = StreamsGroupHeartbeatResponse_Endpoint()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -835,7 +835,7 @@ def _r14(b, p):
                 raise Malformed
             o1.active_partitions = l1 = []
             for _ in range(n1):
-                o2 = _new(StreamsGroupHeartbeatResponse_TopicPartition)
+                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -852,7 +852,7 @@ def _r14(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]
@@ -871,7 +871,7 @@ def _r14(b, p):
                 raise Malformed
             o1.standby_partitions = l1 = []
             for _ in range(n1):
-                o2 = _new(StreamsGroupHeartbeatResponse_TopicPartition)
+                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -888,7 +888,7 @@ def _r14(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]
@@ -913,7 +913,7 @@ def _r14(b, p):
 
 
 def _r15(b, p):
-    o = _new(StreamsGroupHeartbeatResponse)
+    o = StreamsGroupHeartbeatResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:
@@ -945,7 +945,7 @@ def _r15(b, p):
             raise Malformed
         o.status = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_Status)
+            o1 = StreamsGroupHeartbeatResponse_Status()
             o1.status_code, n1 = _S8(b, p)
             p += 2
             if n1 > 127:
@@ -973,7 +973,7 @@ def _r15(b, p):
             raise Malformed
         o.active_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -990,7 +990,7 @@ def _r15(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -1010,7 +1010,7 @@ def _r15(b, p):
             raise Malformed
         o.standby_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -1027,7 +1027,7 @@ def _r15(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -1047,7 +1047,7 @@ def _r15(b, p):
             raise Malformed
         o.warmup_tasks = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_TaskIds)
+            o1 = StreamsGroupHeartbeatResponse_TaskIds()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -1064,7 +1064,7 @@ def _r15(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
             n1 = b[p]
@@ -1084,8 +1084,8 @@ def _r15(b, p):
             raise Malformed
         o.partitions_by_user_endpoint = l0 = []
         for _ in range(n0):
-            o1 = _new(StreamsGroupHeartbeatResponse_EndpointToPartitions)
-            o2 = _new(StreamsGroupHeartbeatResponse_Endpoint)
+            o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
+            o2 = StreamsGroupHeartbeatResponse_Endpoint()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -1112,7 +1112,7 @@ def _r15(b, p):
                 raise Malformed
             o1.active_partitions = l1 = []
             for _ in range(n1):
-                o2 = _new(StreamsGroupHeartbeatResponse_TopicPartition)
+                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -1129,7 +1129,7 @@ def _r15(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]
@@ -1148,7 +1148,7 @@ def _r15(b, p):
                 raise Malformed
             o1.standby_partitions = l1 = []
             for _ in range(n1):
-                o2 = _new(StreamsGroupHeartbeatResponse_TopicPartition)
+                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -1165,7 +1165,7 @@ def _r15(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.partitions = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
                 n2 = b[p]

@@ -32,7 +32,7 @@ class StreamsGroupTopologyDescriptionUpdateResponse(Body):
 
 
 def _r4(b, p):
-    o = _new(StreamsGroupTopologyDescriptionUpdateRequest)
+    o = StreamsGroupTopologyDescriptionUpdateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -53,7 +53,7 @@ def _r4(b, p):
     p += n0
     o.topology_epoch = _S1(b, p)[0]
     p += 4
-    o1 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription)
+    o1 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription()
     n1 = b[p]
     p += 1
     if n1 > 127:
@@ -65,7 +65,7 @@ def _r4(b, p):
         raise Malformed
     o1.subtopologies = l1 = []
     for _ in range(n1):
-        o2 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology)
+        o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology()
         n2 = b[p]
         p += 1
         if n2 > 127:
@@ -86,7 +86,7 @@ def _r4(b, p):
             raise Malformed
         o2.nodes = l2 = []
         for _ in range(n2):
-            o3 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode)
+            o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -195,8 +195,8 @@ def _r4(b, p):
         raise Malformed
     o1.global_stores = l1 = []
     for _ in range(n1):
-        o2 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore)
-        o3 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode)
+        o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore()
+        o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
         n3 = b[p]
         p += 1
         if n3 > 127:
@@ -288,7 +288,7 @@ def _r4(b, p):
         if n3:
             p = _t0(b, p - 1, o3)
         o2.source = o3
-        o3 = _new(StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode)
+        o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
         n3 = b[p]
         p += 1
         if n3 > 127:
@@ -401,7 +401,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(StreamsGroupTopologyDescriptionUpdateResponse)
+    o = StreamsGroupTopologyDescriptionUpdateResponse()
     o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
     p += 7
     if n0 > 127:

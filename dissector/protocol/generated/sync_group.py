@@ -24,7 +24,7 @@ class SyncGroupResponse(Body):
 
 
 def _r1(b, p):
-    o = _new(SyncGroupRequest)
+    o = SyncGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -45,7 +45,7 @@ def _r1(b, p):
         raise Malformed
     o.assignments = l0 = []
     for _ in range(n0):
-        o1 = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -68,7 +68,7 @@ def _r1(b, p):
 
 
 def _r2(b, p):
-    o = _new(SyncGroupRequest)
+    o = SyncGroupRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -98,7 +98,7 @@ def _r2(b, p):
         raise Malformed
     o.assignments = l0 = []
     for _ in range(n0):
-        o1 = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -120,7 +120,7 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(SyncGroupRequest)
+    o = SyncGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -160,7 +160,7 @@ def _r4(b, p):
         raise Malformed
     o.assignments = l0 = []
     for _ in range(n0):
-        o1 = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -196,7 +196,7 @@ def _r4(b, p):
 
 
 def _r5(b, p):
-    o = _new(SyncGroupRequest)
+    o = SyncGroupRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -256,7 +256,7 @@ def _r5(b, p):
         raise Malformed
     o.assignments = l0 = []
     for _ in range(n0):
-        o1 = _new(SyncGroupRequest_SyncGroupRequestAssignment)
+        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -290,7 +290,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(SyncGroupResponse)
+    o = SyncGroupResponse()
     o.error_code, n0 = _S5(b, p)
     p += 6
     if n0 < 0:
@@ -305,7 +305,7 @@ def _r6(b, p):
 
 
 def _r7(b, p):
-    o = _new(SyncGroupResponse)
+    o = SyncGroupResponse()
     o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 10
     if n0 < 0:
@@ -319,7 +319,7 @@ def _r7(b, p):
 
 
 def _r8(b, p):
-    o = _new(SyncGroupResponse)
+    o = SyncGroupResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
@@ -340,7 +340,7 @@ def _r8(b, p):
 
 
 def _r9(b, p):
-    o = _new(SyncGroupResponse)
+    o = SyncGroupResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:

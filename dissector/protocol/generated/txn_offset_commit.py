@@ -12,9 +12,10 @@ _S7 = Struct('>iqiB').unpack_from
 _S8 = Struct('>ii').unpack_from
 _S9 = Struct('>ih').unpack_from
 _S10 = Struct('>iB').unpack_from
-_S11 = Struct('>ihB').unpack_from
+_S11 = Struct('>ihx').unpack_from
+_S12 = Struct('>ihB').unpack_from
 _I9 = Struct('>ih').iter_unpack
-_I11 = Struct('>ihB').iter_unpack
+_I11 = Struct('>ihx').iter_unpack
 
 
 class TxnOffsetCommitRequest(Body):
@@ -42,7 +43,7 @@ class TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(Body):
 
 
 def _r2(b, p):
-    o = _new(TxnOffsetCommitRequest)
+    o = TxnOffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -63,7 +64,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -78,7 +79,7 @@ def _r2(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, n2 = _S3(b, p)
             p += 14
             if n2 < 0:
@@ -102,7 +103,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(TxnOffsetCommitRequest)
+    o = TxnOffsetCommitRequest()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -123,7 +124,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -138,7 +139,7 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S4(b, p)
             p += 18
             if n2 < 0:
@@ -161,7 +162,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(TxnOffsetCommitRequest)
+    o = TxnOffsetCommitRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -210,7 +211,7 @@ def _r8(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -231,7 +232,7 @@ def _r8(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
             p += 17
             if n2 > 127:
@@ -264,7 +265,7 @@ def _r8(b, p):
 
 
 def _r10(b, p):
-    o = _new(TxnOffsetCommitRequest)
+    o = TxnOffsetCommitRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -313,7 +314,7 @@ def _r10(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -327,7 +328,7 @@ def _r10(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
             o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
             p += 17
             if n2 > 127:
@@ -360,7 +361,7 @@ def _r10(b, p):
 
 
 def _r13(b, p):
-    o = _new(TxnOffsetCommitResponse)
+    o = TxnOffsetCommitResponse()
     o.throttle_time_ms, n0 = _S8(b, p)
     p += 8
     if n0 < 0:
@@ -369,7 +370,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
         n1 = _S0(b, p)[0]
         p += 2
         if n1 < 0:
@@ -383,12 +384,20 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I9(b[p:p + 6 * n1]):
-            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code = v
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 6 * n1
+        if n1 > 3:
+            for v in _I9(b[p:p + 6 * n1]):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 6 * n1
+        else:
+            for _ in range(n1):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code = _S9(b, p)
+                p += 6
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         l0.append(o1)
@@ -397,7 +406,7 @@ def _r13(b, p):
 
 
 def _r16(b, p):
-    o = _new(TxnOffsetCommitResponse)
+    o = TxnOffsetCommitResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 5
     if n0 > 127:
@@ -409,7 +418,7 @@ def _r16(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -429,22 +438,22 @@ def _r16(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 7 * n1]):
-            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S11(b, p)
-            p += 7
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I11(s1):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                p += 7
+                if n2:
+                    p = _t14(b, p - 1, o2)
+                l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
         n1 = b[p]
@@ -461,7 +470,7 @@ def _r16(b, p):
 
 
 def _r18(b, p):
-    o = _new(TxnOffsetCommitResponse)
+    o = TxnOffsetCommitResponse()
     o.throttle_time_ms, n0 = _S10(b, p)
     p += 5
     if n0 > 127:
@@ -473,7 +482,7 @@ def _r18(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -486,22 +495,22 @@ def _r18(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I11(b[p:p + 7 * n1]):
-            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-            o2.partition_index, o2.error_code, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 7 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, n2 = _S11(b, p)
-            p += 7
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+            for v in _I11(s1):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.partition_index, o2.error_code = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 7 * n1
+        else:
+            for _ in range(n1):
+                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                p += 7
+                if n2:
+                    p = _t14(b, p - 1, o2)
+                l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
         n1 = b[p]

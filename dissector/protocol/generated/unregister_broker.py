@@ -15,7 +15,7 @@ class UnregisterBrokerResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(UnregisterBrokerRequest)
+    o = UnregisterBrokerRequest()
     o.unknown_tags = None
     o.broker_id, n0 = _S0(b, p)
     p += 5
@@ -25,7 +25,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(UnregisterBrokerResponse)
+    o = UnregisterBrokerResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:

@@ -15,7 +15,7 @@ class UnregisterControllerResponse(Body):
 
 
 def _r0(b, p):
-    o = _new(UnregisterControllerRequest)
+    o = UnregisterControllerRequest()
     o.unknown_tags = None
     o.controller_id, n0 = _S0(b, p)
     p += 5
@@ -25,7 +25,7 @@ def _r0(b, p):
 
 
 def _r1(b, p):
-    o = _new(UnregisterControllerResponse)
+    o = UnregisterControllerResponse()
     o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0 > 127:

@@ -27,7 +27,7 @@ class UpdateFeaturesResponse_UpdatableFeatureResult(Body):
 
 
 def _r1(b, p):
-    o = _new(UpdateFeaturesRequest)
+    o = UpdateFeaturesRequest()
     o.timeout_ms, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -39,7 +39,7 @@ def _r1(b, p):
         raise Malformed
     o.feature_updates = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateFeaturesRequest_FeatureUpdateKey)
+        o1 = UpdateFeaturesRequest_FeatureUpdateKey()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -66,7 +66,7 @@ def _r1(b, p):
 
 
 def _r3(b, p):
-    o = _new(UpdateFeaturesRequest)
+    o = UpdateFeaturesRequest()
     o.timeout_ms, n0 = _S0(b, p)
     p += 5
     if n0 > 127:
@@ -78,7 +78,7 @@ def _r3(b, p):
         raise Malformed
     o.feature_updates = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateFeaturesRequest_FeatureUpdateKey)
+        o1 = UpdateFeaturesRequest_FeatureUpdateKey()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -104,7 +104,7 @@ def _r3(b, p):
 
 
 def _r5(b, p):
-    o = _new(UpdateFeaturesResponse)
+    o = UpdateFeaturesResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -126,7 +126,7 @@ def _r5(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateFeaturesResponse_UpdatableFeatureResult)
+        o1 = UpdateFeaturesResponse_UpdatableFeatureResult()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -161,7 +161,7 @@ def _r5(b, p):
 
 
 def _r6(b, p):
-    o = _new(UpdateFeaturesResponse)
+    o = UpdateFeaturesResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:

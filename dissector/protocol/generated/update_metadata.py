@@ -43,7 +43,7 @@ class UpdateMetadataResponse(Body):
 
 
 def _r2(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -52,7 +52,7 @@ def _r2(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -63,13 +63,13 @@ def _r2(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.zk_version, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.offline_replicas = []
         o1.unknown_tags = None
@@ -82,7 +82,7 @@ def _r2(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S5(b, p)
         p += 6
         if n1 < 0:
@@ -104,7 +104,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -113,7 +113,7 @@ def _r5(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -124,13 +124,13 @@ def _r5(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.zk_version, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.offline_replicas = []
         o1.unknown_tags = None
@@ -143,7 +143,7 @@ def _r5(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
@@ -152,7 +152,7 @@ def _r5(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S5(b, p)
             p += 6
             if n2 < 0:
@@ -178,7 +178,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -187,7 +187,7 @@ def _r7(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -198,13 +198,13 @@ def _r7(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.zk_version, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.offline_replicas = []
         o1.unknown_tags = None
@@ -217,7 +217,7 @@ def _r7(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
@@ -226,7 +226,7 @@ def _r7(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S5(b, p)
             p += 6
             if n2 < 0:
@@ -260,7 +260,7 @@ def _r7(b, p):
 
 
 def _r10(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -269,7 +269,7 @@ def _r10(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -280,13 +280,13 @@ def _r10(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.zk_version, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.offline_replicas = []
         o1.unknown_tags = None
@@ -299,7 +299,7 @@ def _r10(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
@@ -308,7 +308,7 @@ def _r10(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S5(b, p)
             p += 6
             if n2 < 0:
@@ -347,7 +347,7 @@ def _r10(b, p):
 
 
 def _r12(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, n0 = _S0(b, p)
     p += 12
     if n0 < 0:
@@ -356,7 +356,7 @@ def _r12(b, p):
         raise Malformed
     o.ungrouped_partition_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -367,19 +367,19 @@ def _r12(b, p):
         p += 20
         if n1 < 0:
             raise Malformed
-        o1.isr = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.zk_version, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
             raise Malformed
-        o1.replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         n1 = _S4(b, p)[0]
         p += 4
         if n1 < 0:
             raise Malformed
-        o1.offline_replicas = list(_Ai[n1](b, p) if n1 < 16 else _su('>%di' % n1, b, p))
+        o1.offline_replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
         l0.append(o1)
@@ -391,7 +391,7 @@ def _r12(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
@@ -400,7 +400,7 @@ def _r12(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S5(b, p)
             p += 6
             if n2 < 0:
@@ -439,7 +439,7 @@ def _r12(b, p):
 
 
 def _r15(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S6(b, p)
     p += 20
     if n0 < 0:
@@ -448,7 +448,7 @@ def _r15(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataTopicState)
+        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
         n1 = _S1(b, p)[0]
         p += 2
         if n1 < 0:
@@ -463,24 +463,24 @@ def _r15(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
             p += 20
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.zk_version, n2 = _S3(b, p)
             p += 8
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = _S4(b, p)[0]
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -496,7 +496,7 @@ def _r15(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S3(b, p)
         p += 8
         if n1 < 0:
@@ -505,7 +505,7 @@ def _r15(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S5(b, p)
             p += 6
             if n2 < 0:
@@ -543,7 +543,7 @@ def _r15(b, p):
 
 
 def _r20(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S7(b, p)
     p += 17
     if n0 > 127:
@@ -555,7 +555,7 @@ def _r20(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataTopicState)
+        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -576,7 +576,7 @@ def _r20(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
             p += 17
             if n2 > 127:
@@ -584,7 +584,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.zk_version, n2 = _S10(b, p)
             p += 5
@@ -593,7 +593,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -602,7 +602,7 @@ def _r20(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -629,7 +629,7 @@ def _r20(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S10(b, p)
         p += 5
         if n1 > 127:
@@ -641,7 +641,7 @@ def _r20(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S10(b, p)
             p += 5
             if n2 > 127:
@@ -696,7 +696,7 @@ def _r20(b, p):
 
 
 def _r22(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.controller_epoch, o.broker_epoch, n0 = _S7(b, p)
     p += 17
     if n0 > 127:
@@ -708,7 +708,7 @@ def _r22(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataTopicState)
+        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -731,7 +731,7 @@ def _r22(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
             p += 17
             if n2 > 127:
@@ -739,7 +739,7 @@ def _r22(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.zk_version, n2 = _S10(b, p)
             p += 5
@@ -748,7 +748,7 @@ def _r22(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -757,7 +757,7 @@ def _r22(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -783,7 +783,7 @@ def _r22(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S10(b, p)
         p += 5
         if n1 > 127:
@@ -795,7 +795,7 @@ def _r22(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S10(b, p)
             p += 5
             if n2 > 127:
@@ -850,7 +850,7 @@ def _r22(b, p):
 
 
 def _r23(b, p):
-    o = _new(UpdateMetadataRequest)
+    o = UpdateMetadataRequest()
     o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, n0 = _S12(b, p)
     p += 18
     if n0 > 127:
@@ -862,7 +862,7 @@ def _r23(b, p):
         raise Malformed
     o.topic_states = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataTopicState)
+        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -885,7 +885,7 @@ def _r23(b, p):
             raise Malformed
         o1.partition_states = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataPartitionState)
+            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
             p += 17
             if n2 > 127:
@@ -893,7 +893,7 @@ def _r23(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.isr = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.zk_version, n2 = _S10(b, p)
             p += 5
@@ -902,7 +902,7 @@ def _r23(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             n2 = b[p]
             p += 1
@@ -911,7 +911,7 @@ def _r23(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.offline_replicas = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
@@ -937,7 +937,7 @@ def _r23(b, p):
         raise Malformed
     o.live_brokers = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateMetadataRequest_UpdateMetadataBroker)
+        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
         o1.id, n1 = _S10(b, p)
         p += 5
         if n1 > 127:
@@ -949,7 +949,7 @@ def _r23(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(UpdateMetadataRequest_UpdateMetadataEndpoint)
+            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
             o2.port, n2 = _S10(b, p)
             p += 5
             if n2 > 127:
@@ -1003,7 +1003,7 @@ def _r23(b, p):
 
 
 def _r24(b, p):
-    o = _new(UpdateMetadataResponse)
+    o = UpdateMetadataResponse()
     o.unknown_tags = None
     o.error_code = _S1(b, p)[0]
     p += 2
@@ -1011,7 +1011,7 @@ def _r24(b, p):
 
 
 def _r25(b, p):
-    o = _new(UpdateMetadataResponse)
+    o = UpdateMetadataResponse()
     o.unknown_tags = None
     o.error_code, n0 = _S11(b, p)
     p += 3

@@ -31,7 +31,7 @@ class UpdateRaftVoterResponse_CurrentLeader(Body):
 
 
 def _r2(b, p):
-    o = _new(UpdateRaftVoterRequest)
+    o = UpdateRaftVoterRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -57,7 +57,7 @@ def _r2(b, p):
         raise Malformed
     o.listeners = l0 = []
     for _ in range(n0):
-        o1 = _new(UpdateRaftVoterRequest_Listener)
+        o1 = UpdateRaftVoterRequest_Listener()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -82,7 +82,7 @@ def _r2(b, p):
         if n1:
             p = _t0(b, p - 1, o1)
         l0.append(o1)
-    o1 = _new(UpdateRaftVoterRequest_KRaftVersionFeature)
+    o1 = UpdateRaftVoterRequest_KRaftVersionFeature()
     o1.unknown_tags = None
     o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
     p += 5
@@ -98,8 +98,8 @@ def _r2(b, p):
 
 
 def _r4(b, p):
-    o = _new(UpdateRaftVoterResponse)
-    d0 = _new(UpdateRaftVoterResponse_CurrentLeader)
+    o = UpdateRaftVoterResponse()
+    d0 = UpdateRaftVoterResponse_CurrentLeader()
     d0.leader_id = -1
     d0.leader_epoch = -1
     d0.host = ''
@@ -204,7 +204,7 @@ def _t4(b, p, o):
         if e > len(b):
             raise Malformed
         if t == 0:
-            o1 = _new(UpdateRaftVoterResponse_CurrentLeader)
+            o1 = UpdateRaftVoterResponse_CurrentLeader()
             o1.leader_id, o1.leader_epoch, n1 = _S5(b, p)
             p += 9
             if n1 > 127:

@@ -2,16 +2,18 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>B').unpack_from
-_S1 = Struct('>iiiiqB').unpack_from
-_S2 = Struct('>iB').unpack_from
-_S3 = Struct('>iii').unpack_from
-_S4 = Struct('>iqB').unpack_from
-_S5 = Struct('>iq?B').unpack_from
-_S6 = Struct('>hB').unpack_from
-_S7 = Struct('>ihii?B').unpack_from
-_S8 = Struct('>HB').unpack_from
-_I1 = Struct('>iiiiqB').iter_unpack
-_I7 = Struct('>ihii?B').iter_unpack
+_S1 = Struct('>iiiiqx').unpack_from
+_S2 = Struct('>iiiiqB').unpack_from
+_S3 = Struct('>iB').unpack_from
+_S4 = Struct('>iii').unpack_from
+_S5 = Struct('>iqB').unpack_from
+_S6 = Struct('>iq?B').unpack_from
+_S7 = Struct('>hB').unpack_from
+_S8 = Struct('>ihii?x').unpack_from
+_S9 = Struct('>ihii?B').unpack_from
+_S10 = Struct('>HB').unpack_from
+_I1 = Struct('>iiiiqx').iter_unpack
+_I8 = Struct('>ihii?x').iter_unpack
 
 
 class VoteRequest(Body):
@@ -43,7 +45,7 @@ class VoteResponse_TopicData(Body):
 
 
 def _r2(b, p):
-    o = _new(VoteRequest)
+    o = VoteRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -65,7 +67,7 @@ def _r2(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(VoteRequest_TopicData)
+        o1 = VoteRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -85,28 +87,28 @@ def _r2(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I1(b[p:p + 25 * n1]):
-            o2 = _new(VoteRequest_PartitionData)
-            o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, t = v
-            if t:
-                break
-            o2.replica_directory_id = UUID0
-            o2.voter_directory_id = UUID0
-            o2.pre_vote = False
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 25 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(VoteRequest_PartitionData)
-            o2.replica_directory_id = UUID0
-            o2.voter_directory_id = UUID0
-            o2.pre_vote = False
-            o2.unknown_tags = None
-            o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S1(b, p)
-            p += 25
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
+            for v in _I1(s1):
+                o2 = VoteRequest_PartitionData()
+                o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = v
+                o2.replica_directory_id = UUID0
+                o2.voter_directory_id = UUID0
+                o2.pre_vote = False
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 25 * n1
+        else:
+            for _ in range(n1):
+                o2 = VoteRequest_PartitionData()
+                o2.replica_directory_id = UUID0
+                o2.voter_directory_id = UUID0
+                o2.pre_vote = False
+                o2.unknown_tags = None
+                o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S2(b, p)
+                p += 25
+                if n2:
+                    p = _t0(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -123,7 +125,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(VoteRequest)
+    o = VoteRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -134,7 +136,7 @@ def _r5(b, p):
     else:
         o.cluster_id = b[p:p + n0].decode()
         p += n0
-    o.voter_id, n0 = _S2(b, p)
+    o.voter_id, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -145,7 +147,7 @@ def _r5(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(VoteRequest_TopicData)
+        o1 = VoteRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -166,8 +168,8 @@ def _r5(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(VoteRequest_PartitionData)
-            o2.partition_index, o2.replica_epoch, o2.replica_id = _S3(b, p)
+            o2 = VoteRequest_PartitionData()
+            o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
             p += 12
             o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -175,7 +177,7 @@ def _r5(b, p):
             p += 16
             o2.pre_vote = False
             o2.unknown_tags = None
-            o2.last_offset_epoch, o2.last_offset, n2 = _S4(b, p)
+            o2.last_offset_epoch, o2.last_offset, n2 = _S5(b, p)
             p += 13
             if n2:
                 p = _t3(b, p - 1, o2)
@@ -195,7 +197,7 @@ def _r5(b, p):
 
 
 def _r8(b, p):
-    o = _new(VoteRequest)
+    o = VoteRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -206,7 +208,7 @@ def _r8(b, p):
     else:
         o.cluster_id = b[p:p + n0].decode()
         p += n0
-    o.voter_id, n0 = _S2(b, p)
+    o.voter_id, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -217,7 +219,7 @@ def _r8(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(VoteRequest_TopicData)
+        o1 = VoteRequest_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -238,15 +240,15 @@ def _r8(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(VoteRequest_PartitionData)
-            o2.partition_index, o2.replica_epoch, o2.replica_id = _S3(b, p)
+            o2 = VoteRequest_PartitionData()
+            o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
             p += 12
             o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o2.unknown_tags = None
-            o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S5(b, p)
+            o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S6(b, p)
             p += 14
             if n2:
                 p = _t6(b, p - 1, o2)
@@ -266,8 +268,8 @@ def _r8(b, p):
 
 
 def _r11(b, p):
-    o = _new(VoteResponse)
-    o.error_code, n0 = _S6(b, p)
+    o = VoteResponse()
+    o.error_code, n0 = _S7(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -278,7 +280,7 @@ def _r11(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(VoteResponse_TopicData)
+        o1 = VoteResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -298,22 +300,22 @@ def _r11(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I7(b[p:p + 16 * n1]):
-            o2 = _new(VoteResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(VoteResponse_PartitionData)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S7(b, p)
-            p += 16
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+            for v in _I8(s1):
+                o2 = VoteResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = VoteResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                p += 16
+                if n2:
+                    p = _t9(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -330,8 +332,8 @@ def _r11(b, p):
 
 
 def _r13(b, p):
-    o = _new(VoteResponse)
-    o.error_code, n0 = _S6(b, p)
+    o = VoteResponse()
+    o.error_code, n0 = _S7(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -342,7 +344,7 @@ def _r13(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(VoteResponse_TopicData)
+        o1 = VoteResponse_TopicData()
         n1 = b[p]
         p += 1
         if n1 > 127:
@@ -362,22 +364,22 @@ def _r13(b, p):
         if n1 > len(b) - p:
             raise Malformed
         o1.partitions = l1 = []
-        for v in _I7(b[p:p + 16 * n1]):
-            o2 = _new(VoteResponse_PartitionData)
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, t = v
-            if t:
-                break
-            o2.unknown_tags = None
-            l1.append(o2)
-        p += 16 * len(l1)
-        for _ in range(n1 - len(l1)):
-            o2 = _new(VoteResponse_PartitionData)
-            o2.unknown_tags = None
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S7(b, p)
-            p += 16
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
+        if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+            for v in _I8(s1):
+                o2 = VoteResponse_PartitionData()
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
+                o2.unknown_tags = None
+                l1.append(o2)
+            p += 16 * n1
+        else:
+            for _ in range(n1):
+                o2 = VoteResponse_PartitionData()
+                o2.unknown_tags = None
+                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                p += 16
+                if n2:
+                    p = _t9(b, p - 1, o2)
+                l1.append(o2)
         o1.unknown_tags = None
         n1 = b[p]
         p += 1
@@ -710,8 +712,8 @@ def _t13(b, p, o):
                 raise Malformed
             o.node_endpoints = l0 = []
             for _ in range(n0):
-                o1 = _new(VoteResponse_NodeEndpoint)
-                o1.node_id, n1 = _S2(b, p)
+                o1 = VoteResponse_NodeEndpoint()
+                o1.node_id, n1 = _S3(b, p)
                 p += 5
                 if n1 > 127:
                     n1, p = _uv(b, p - 1)
@@ -721,7 +723,7 @@ def _t13(b, p, o):
                 o1.host = b[p:p + n1].decode()
                 p += n1
                 o1.unknown_tags = None
-                o1.port, n1 = _S8(b, p)
+                o1.port, n1 = _S10(b, p)
                 p += 3
                 if n1:
                     p = _t12(b, p - 1, o1)

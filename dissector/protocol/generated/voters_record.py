@@ -25,7 +25,7 @@ class VotersRecord_Voter(Body):
 
 
 def _r3(b, p):
-    o = _new(VotersRecord)
+    o = VotersRecord()
     o.version, n0 = _S0(b, p)
     p += 3
     if n0 > 127:
@@ -37,7 +37,7 @@ def _r3(b, p):
         raise Malformed
     o.voters = l0 = []
     for _ in range(n0):
-        o1 = _new(VotersRecord_Voter)
+        o1 = VotersRecord_Voter()
         o1.voter_id = _S1(b, p)[0]
         p += 4
         o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -53,7 +53,7 @@ def _r3(b, p):
             raise Malformed
         o1.endpoints = l1 = []
         for _ in range(n1):
-            o2 = _new(VotersRecord_Endpoint)
+            o2 = VotersRecord_Endpoint()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -78,7 +78,7 @@ def _r3(b, p):
             if n2:
                 p = _t0(b, p - 1, o2)
             l1.append(o2)
-        o2 = _new(VotersRecord_KRaftVersionFeature)
+        o2 = VotersRecord_KRaftVersionFeature()
         o2.unknown_tags = None
         o2.min_supported_version, o2.max_supported_version, n2 = _S4(b, p)
         p += 5

@@ -3,10 +3,11 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iiiqB').unpack_from
-_S2 = Struct('>qqbhB').unpack_from
-_S3 = Struct('>iiiqiB').unpack_from
-_S4 = Struct('>ihB').unpack_from
-_I2 = Struct('>qqbhB').iter_unpack
+_S2 = Struct('>qqbhx').unpack_from
+_S3 = Struct('>qqbhB').unpack_from
+_S4 = Struct('>iiiqiB').unpack_from
+_S5 = Struct('>ihB').unpack_from
+_I2 = Struct('>qqbhx').iter_unpack
 
 
 class WriteShareGroupStateRequest(Body):
@@ -38,7 +39,7 @@ class WriteShareGroupStateResponse_WriteStateResult(Body):
 
 
 def _r3(b, p):
-    o = _new(WriteShareGroupStateRequest)
+    o = WriteShareGroupStateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -59,7 +60,7 @@ def _r3(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteShareGroupStateRequest_WriteStateData)
+        o1 = WriteShareGroupStateRequest_WriteStateData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -73,7 +74,7 @@ def _r3(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteShareGroupStateRequest_PartitionData)
+            o2 = WriteShareGroupStateRequest_PartitionData()
             o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S1(b, p)
             p += 21
             if n2 > 127:
@@ -84,22 +85,22 @@ def _r3(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for v in _I2(b[p:p + 20 * n2]):
-                o3 = _new(WriteShareGroupStateRequest_StateBatch)
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 20 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(WriteShareGroupStateRequest_StateBatch)
-                o3.unknown_tags = None
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S2(b, p)
-                p += 20
-                if n3:
-                    p = _t0(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                for v in _I2(s2):
+                    o3 = WriteShareGroupStateRequest_StateBatch()
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 20 * n2
+            else:
+                for _ in range(n2):
+                    o3 = WriteShareGroupStateRequest_StateBatch()
+                    o3.unknown_tags = None
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                    p += 20
+                    if n3:
+                        p = _t0(b, p - 1, o3)
+                    l2.append(o3)
             o2.delivery_complete_count = -1
             o2.unknown_tags = None
             n2 = b[p]
@@ -122,7 +123,7 @@ def _r3(b, p):
 
 
 def _r6(b, p):
-    o = _new(WriteShareGroupStateRequest)
+    o = WriteShareGroupStateRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -143,7 +144,7 @@ def _r6(b, p):
         raise Malformed
     o.topics = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteShareGroupStateRequest_WriteStateData)
+        o1 = WriteShareGroupStateRequest_WriteStateData()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -157,8 +158,8 @@ def _r6(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteShareGroupStateRequest_PartitionData)
-            o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S3(b, p)
+            o2 = WriteShareGroupStateRequest_PartitionData()
+            o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
             p += 25
             if n2 > 127:
                 n2, p = _uv(b, p - 1)
@@ -168,22 +169,22 @@ def _r6(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.state_batches = l2 = []
-            for v in _I2(b[p:p + 20 * n2]):
-                o3 = _new(WriteShareGroupStateRequest_StateBatch)
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 20 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(WriteShareGroupStateRequest_StateBatch)
-                o3.unknown_tags = None
-                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S2(b, p)
-                p += 20
-                if n3:
-                    p = _t0(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                for v in _I2(s2):
+                    o3 = WriteShareGroupStateRequest_StateBatch()
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 20 * n2
+            else:
+                for _ in range(n2):
+                    o3 = WriteShareGroupStateRequest_StateBatch()
+                    o3.unknown_tags = None
+                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                    p += 20
+                    if n3:
+                        p = _t0(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
@@ -205,7 +206,7 @@ def _r6(b, p):
 
 
 def _r9(b, p):
-    o = _new(WriteShareGroupStateResponse)
+    o = WriteShareGroupStateResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -217,7 +218,7 @@ def _r9(b, p):
         raise Malformed
     o.results = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteShareGroupStateResponse_WriteStateResult)
+        o1 = WriteShareGroupStateResponse_WriteStateResult()
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         n1 = b[p]
@@ -231,8 +232,8 @@ def _r9(b, p):
             raise Malformed
         o1.partitions = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteShareGroupStateResponse_PartitionResult)
-            o2.partition, o2.error_code, n2 = _S4(b, p)
+            o2 = WriteShareGroupStateResponse_PartitionResult()
+            o2.partition, o2.error_code, n2 = _S5(b, p)
             p += 7
             if n2 > 127:
                 n2, p = _uv(b, p - 1)

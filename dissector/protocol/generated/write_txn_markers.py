@@ -11,9 +11,10 @@ _S6 = Struct('>ibB').unpack_from
 _S7 = Struct('>qi').unpack_from
 _S8 = Struct('>ih').unpack_from
 _S9 = Struct('>qB').unpack_from
-_S10 = Struct('>ihB').unpack_from
+_S10 = Struct('>ihx').unpack_from
+_S11 = Struct('>ihB').unpack_from
 _I8 = Struct('>ih').iter_unpack
-_I10 = Struct('>ihB').iter_unpack
+_I10 = Struct('>ihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -46,7 +47,7 @@ class WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(Body):
 
 
 def _r2(b, p):
-    o = _new(WriteTxnMarkersRequest)
+    o = WriteTxnMarkersRequest()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -55,7 +56,7 @@ def _r2(b, p):
         raise Malformed
     o.markers = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteTxnMarkersRequest_WritableTxnMarker)
+        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
         o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S1(b, p)
         p += 15
         if n1 < 0:
@@ -64,7 +65,7 @@ def _r2(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -75,7 +76,7 @@ def _r2(b, p):
             p += 4
             if n2 < 0:
                 raise Malformed
-            o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             l1.append(o2)
@@ -89,7 +90,7 @@ def _r2(b, p):
 
 
 def _r5(b, p):
-    o = _new(WriteTxnMarkersRequest)
+    o = WriteTxnMarkersRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -101,7 +102,7 @@ def _r5(b, p):
         raise Malformed
     o.markers = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteTxnMarkersRequest_WritableTxnMarker)
+        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
         o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
         p += 12
         if n1 > 127:
@@ -113,7 +114,7 @@ def _r5(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -130,7 +131,7 @@ def _r5(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -154,7 +155,7 @@ def _r5(b, p):
 
 
 def _r7(b, p):
-    o = _new(WriteTxnMarkersRequest)
+    o = WriteTxnMarkersRequest()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -166,7 +167,7 @@ def _r7(b, p):
         raise Malformed
     o.markers = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteTxnMarkersRequest_WritableTxnMarker)
+        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
         o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
         p += 12
         if n1 > 127:
@@ -178,7 +179,7 @@ def _r7(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -195,7 +196,7 @@ def _r7(b, p):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.partition_indexes = list(_Ai[n2](b, p) if n2 < 16 else _su('>%di' % n2, b, p))
+            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
             n2 = b[p]
@@ -218,7 +219,7 @@ def _r7(b, p):
 
 
 def _r11(b, p):
-    o = _new(WriteTxnMarkersResponse)
+    o = WriteTxnMarkersResponse()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -227,7 +228,7 @@ def _r11(b, p):
         raise Malformed
     o.markers = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteTxnMarkersResponse_WritableTxnMarkerResult)
+        o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
         o1.producer_id, n1 = _S7(b, p)
         p += 12
         if n1 < 0:
@@ -236,7 +237,7 @@ def _r11(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+            o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
             n2 = _S2(b, p)[0]
             p += 2
             if n2 < 0:
@@ -250,12 +251,20 @@ def _r11(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I8(b[p:p + 6 * n2]):
-                o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-                o3.partition_index, o3.error_code = v
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 6 * n2
+            if n2 > 3:
+                for v in _I8(b[p:p + 6 * n2]):
+                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                    o3.partition_index, o3.error_code = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 6 * n2
+            else:
+                for _ in range(n2):
+                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.error_code = _S8(b, p)
+                    p += 6
+                    l2.append(o3)
             o2.unknown_tags = None
             l1.append(o2)
         o1.unknown_tags = None
@@ -265,7 +274,7 @@ def _r11(b, p):
 
 
 def _r15(b, p):
-    o = _new(WriteTxnMarkersResponse)
+    o = WriteTxnMarkersResponse()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -277,7 +286,7 @@ def _r15(b, p):
         raise Malformed
     o.markers = l0 = []
     for _ in range(n0):
-        o1 = _new(WriteTxnMarkersResponse_WritableTxnMarkerResult)
+        o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
         o1.producer_id, n1 = _S9(b, p)
         p += 9
         if n1 > 127:
@@ -289,7 +298,7 @@ def _r15(b, p):
             raise Malformed
         o1.topics = l1 = []
         for _ in range(n1):
-            o2 = _new(WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+            o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -309,22 +318,22 @@ def _r15(b, p):
             if n2 > len(b) - p:
                 raise Malformed
             o2.partitions = l2 = []
-            for v in _I10(b[p:p + 7 * n2]):
-                o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-                o3.partition_index, o3.error_code, t = v
-                if t:
-                    break
-                o3.unknown_tags = None
-                l2.append(o3)
-            p += 7 * len(l2)
-            for _ in range(n2 - len(l2)):
-                o3 = _new(WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-                o3.unknown_tags = None
-                o3.partition_index, o3.error_code, n3 = _S10(b, p)
-                p += 7
-                if n3:
-                    p = _t12(b, p - 1, o3)
-                l2.append(o3)
+            if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                for v in _I10(s2):
+                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                    o3.partition_index, o3.error_code = v
+                    o3.unknown_tags = None
+                    l2.append(o3)
+                p += 7 * n2
+            else:
+                for _ in range(n2):
+                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                    o3.unknown_tags = None
+                    o3.partition_index, o3.error_code, n3 = _S11(b, p)
+                    p += 7
+                    if n3:
+                        p = _t12(b, p - 1, o3)
+                    l2.append(o3)
             o2.unknown_tags = None
             n2 = b[p]
             p += 1
