@@ -26,9 +26,10 @@ from dissector.model import ERROR, Issue
 from dissector.pipeline import Dissector
 
 from ..load import _Collector
-from .extract import CHUNK, RAW, SUMMARY, segments
+from .extract import RAW, SEGMENT, SUMMARY
 from .schemas import EXCHANGE_TABLES, TABLES, to_union
 
+SYN_FIN = SYN | FIN
 AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
 OPENED_AT_END = 1 << 60
 
@@ -46,20 +47,23 @@ class Options:
 
 def _segments_in_order(table: pa.Table):
     """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment."""
-    cols = table.select(["packet", "src", "dst", "sport", "dport", "seq", "payload", "meta",
+    cols = table.select(["src", "dst", "sport", "dport", "seq", "payload", "meta",
                          "offset"]).to_pydict()
     out = []
+    add = out.append
     for src, dst, sport, dport, seq, payload, meta, offset in zip(
             cols["src"], cols["dst"], cols["sport"], cols["dport"], cols["seq"],
             cols["payload"], cols["meta"], cols["offset"]):
         view = memoryview(payload)
         pos = 0
-        for packet, ts, n, ack, flags in segments(meta):
-            out.append((packet + offset, ts, src, dst, sport, dport, seq, ack, flags,
-                        view[pos:pos + n]))
+        for packet, ts, n, ack, flags in SEGMENT.iter_unpack(meta):
+            add((packet + offset, ts, src, dst, sport, dport, seq, ack, flags,
+                 view[pos:pos + n]))
             pos += n
-            seq = (seq + n + (1 if flags & (SYN | FIN) else 0)) & 0xFFFFFFFF
-    out.sort(key=lambda s: s[0])   # runs are sorted already: timsort merges them
+            seq = (seq + n + (1 if flags & SYN_FIN else 0)) & 0xFFFFFFFF
+    # packet numbers are unique, so tuples compare on them alone; the runs of each direction
+    # are sorted already and timsort merges them
+    out.sort()
     return out
 
 

@@ -152,7 +152,3 @@ def extract_file(path, file=None):
     out.add(kind=SUMMARY, ts=first_ts, count=count, error=error)
     yield out.batch()
 
-
-def segments(meta: bytes):
-    """The (local packet number, ts_ns, length, ack, flags) records of a run's meta."""
-    return SEGMENT.iter_unpack(meta)
