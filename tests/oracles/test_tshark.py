@@ -1,0 +1,80 @@
+"""Differential test against tshark's Kafka dissector (Wireshark, an implementation nobody here
+wrote) on the project's real captures: for every Kafka PDU tshark decodes, we must have a message
+ending in the same packet with the same direction, correlation id and, where tshark names them,
+the same api key and version."""
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.support import require_tool
+from dissector.model import REQUEST
+from dissector.pipeline import dissect
+
+CAPTURES = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))
+FIELDS = ("frame.number", "kafka.request_key", "kafka.request.version", "kafka.response_key",
+          "kafka.response.version", "kafka.correlation_id")
+
+
+def _ints(text):
+    return [int(x) for x in text.split("|") if x != ""]
+
+
+def tshark_pdus(path, port):
+    """{packet number: (direction, keys, versions, correlation ids)} for frames tshark decodes
+    as Kafka (one entry per packet; lists hold every PDU that ends in it)."""
+    cmd = [require_tool("tshark"), "-n", "-r", path, "-d", f"tcp.port=={port},kafka", "-Y", "kafka",
+           "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for f in FIELDS:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    pdus = {}
+    for line in out.splitlines():
+        frame, rkey, rver, skey, sver, corr = (line.split("\t") + [""] * 6)[:6]
+        if not corr:
+            continue
+        request = rkey != ""
+        pdus[int(frame)] = ("request" if request else "response",
+                            _ints(rkey if request else skey), _ints(rver if request else sver),
+                            _ints(corr))
+    return pdus
+
+
+def our_pdus(path):
+    """({packet number: [(direction, api key, version, correlation id)]}, broker ports)."""
+    run = dissect(path, auto=True, level="headers")
+    pdus = defaultdict(list)
+    for ex in run:
+        if ex.raw_sasl:
+            continue
+        if ex.request is not None:
+            pdus[ex.request.last_packet].append(("request", ex.api_key, ex.api_version,
+                                                 ex.correlation_id))
+        if ex.response is not None:
+            corr = int.from_bytes(bytes(ex.response.data[:4]), "big", signed=True)
+            pdus[ex.response.last_packet].append(("response", ex.api_key, ex.api_version, corr))
+    ports = {c.broker_port for c in run.connections}
+    for items in pdus.values():
+        items.sort(key=lambda x: x[3])
+    return pdus, ports
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[Path(p).name for p in CAPTURES])
+def test_api_key_version_and_correlation_id_match_tshark(path):
+    ours, ports = our_pdus(path)
+    assert len(ports) == 1
+    theirs = tshark_pdus(path, ports.pop())
+    assert len(theirs) > 10
+    checked = 0
+    for frame, (direction, keys, versions, corrs) in sorted(theirs.items()):
+        mine = [p for p in ours.get(frame, []) if p[0] == direction]
+        assert sorted(corrs) == [p[3] for p in mine], f"packet {frame}"
+        if len(keys) == len(mine):   # tshark names the api of every PDU in this packet
+            by_corr = sorted(zip(corrs, keys, versions if len(versions) == len(keys) else [None] * len(keys)))
+            for (corr, key, version), p in zip(by_corr, mine):
+                assert (key, corr) == (p[1], p[3]), f"packet {frame}"
+                if version is not None:
+                    assert version == p[2], f"packet {frame}"
+            checked += len(keys)
+    assert checked > 10
