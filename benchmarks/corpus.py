@@ -140,8 +140,7 @@ def _shifted(packets, port, seq_shift, ts_shift):
             yield ts + ts_shift, linktype, data
             continue
         tcp = off + ((data[off] & 0x0F) * 4 if data[off] >> 4 == 4 else 40)
-        sport, dport = _ports.unpack_from(data, tcp)
-        mine, theirs = (c2b, b2c) if dport == port else (b2c, c2b)
+        mine, theirs = (c2b, b2c) if _ports.unpack_from(data, tcp)[1] == port else (b2c, c2b)
         seq, ack = _seq_ack.unpack_from(data, tcp + 4)
         buf = bytearray(data)
         has_ack = data[tcp + 13] & 0x10
@@ -184,7 +183,7 @@ def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rnd = random.Random(9)
-    written = n_packets = replica = 0
+    written = n_packets = replica = t_base = 0
     with open(out, "wb", buffering=1 << 20) as f:
         w = PcapWriter(f, LT_ETHERNET)
         while written < size_bytes:
@@ -194,9 +193,10 @@ def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
             for k in range(group):
                 r = replica + k
                 shift = (rnd.getrandbits(32), rnd.getrandbits(32))
-                ts_shift = replica // parallel * span + k * 7_919_000  # overlap within a group
+                ts_shift = t_base + k * 7_919_000  # the group's replicas overlap in time
                 streams.append(resegment(_shifted(packets, port, shift, ts_shift), mss,
                                          remap=_remapper(r, port)))
+            t_base += span
             for ts, frame in heapq.merge(*streams, key=lambda p: p[0]):
                 w.write(ts, frame)
                 n_packets += 1
