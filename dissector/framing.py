@@ -35,6 +35,12 @@ PROBATION = 4             # frames checked with sink.plausible after a resync (t
 CHAIN = 16                # frames followed past a resync candidate to confirm it
 
 _size_at = struct.Struct(">i").unpack_from
+_request_head = struct.Struct(">hhi").unpack_from
+
+# A frame larger than this that spans segments is followed only if it starts like a Kafka message
+# (see _looks_right): a garbage size under max_frame would otherwise swallow the rest of the
+# stream. Smaller ones are taken on their size alone (they can swallow at most this much).
+TRUST_SIZE = 64 << 10
 
 # Smallest frame a resync accepts (requests: api key, version, correlation id; responses: a
 # correlation id) and bytes needed at a candidate for sink.plausible (requests: up to the client
@@ -212,6 +218,11 @@ class Framer:
                             break
                     end = pos + 4 + size
                     if end > n:
+                        if size > TRUST_SIZE and not self._looks_right(data, pos, n):
+                            self._lose_sync(WARNING, base + pos)
+                            self._skipped = 1
+                            pos += 1
+                            break
                         self._start = base + pos
                         self._first_pkt = self._last_pkt = pkt
                         self._first_ts = self._last_ts = ts
@@ -296,6 +307,18 @@ class Framer:
         while replay:
             data, pos, base, pkt, ts = replay.popleft()
             self._take(data, pos, len(data), base, pkt, ts)
+
+    def _looks_right(self, data, pos, n):
+        """Whether the frame at data[pos] starts like a Kafka message: a request's api key and
+        version in range and its correlation id non-negative (loose on purpose: versions newer
+        than this build's specs must pass); a response answering a request in flight (the
+        session's check). A header not yet in view is given the benefit of the doubt."""
+        if self.direction == 0:
+            if n - pos < 12:
+                return True
+            api_key, api_version, corr = _request_head(data, pos + 4)
+            return 0 <= api_key < 1024 and 0 <= api_version < 1024 and corr >= 0
+        return n - pos < 8 or self.sink.plausible(1, data, pos)
 
     # -- resynchronisation -----------------------------------------------------------------------
 

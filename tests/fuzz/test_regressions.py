@@ -121,3 +121,53 @@ def test_read_out_into_a_missing_directory_is_a_usage_error(tmp_path):
                           timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"kafka-dissect: error: --out {out}: No such file or directory"
+
+
+def _splice_busiest(direction, seed):
+    """librdkafka_produce_consume.pcap with the payload of one packet in the middle of its
+    busiest connection (client->broker if direction 0) replaced by garbage."""
+    import socket
+    from dissector.pipeline import dissect
+    from tests.support import CAPTURES
+    from .splice import splice_garbage, tcp_layout
+    from .support import REAL_PORTS, packets
+    path = CAPTURES / "librdkafka_produce_consume.pcap"
+    full = list(dissect(path, REAL_PORTS))
+    conn = max({e.connection for e in full},
+               key=lambda c: sum(e.connection is c for e in full))
+    flow = (socket.inet_aton(conn.client_ip), socket.inet_aton(conn.broker_ip),
+            conn.client_port, conn.broker_port)
+    if direction:
+        flow = (flow[1], flow[0], flow[3], flow[2])
+    pkts = packets(path)
+    carrying = sum(1 for _, _, d in pkts if tcp_layout(d)[:4] == flow
+                   and tcp_layout(d)[5] > tcp_layout(d)[4])
+    raw, damaged = splice_garbage(pkts, flow, {carrying // 2}, seed)
+    return full, conn, raw, damaged
+
+
+def _after_damage_survives(tmp_path, direction, seed):
+    from dissector.pipeline import dissect
+    from .support import REAL_PORTS, exchange_key
+    full, conn, raw, damaged = _splice_busiest(direction, seed)
+    path = tmp_path / "spliced.pcap"
+    path.write_bytes(raw)
+    got = {exchange_key(e) for e in dissect(path, REAL_PORTS)}
+    after = [e for e in full if e.connection.connection_id == conn.connection_id
+             and e.request.first_packet > damaged[-1]]
+    assert len(after) >= 2
+    assert [e for e in after if exchange_key(e) not in got] == []
+
+
+def test_garbage_request_size_under_the_cap_does_not_swallow_the_stream(tmp_path):
+    """Found: garbage whose first 4 bytes read as a 17 MB request size (under the 100 MiB cap)
+    made the framer wait for 17 MB: every later request of the connection was lost and their
+    responses became orphans. Large frames spanning segments must now start like a request."""
+    _after_damage_survives(tmp_path, 0, 36838)
+
+
+def test_garbage_response_size_under_the_cap_does_not_swallow_the_stream(tmp_path):
+    """Found: the same in the broker's stream (a 94 MB size): every later response was lost
+    and their requests became `unanswered`. A large spanning response must now answer a
+    request in flight."""
+    _after_damage_survives(tmp_path, 1, 7345)
