@@ -3,9 +3,11 @@
 Collects every request and response body of the real captures in captures/ (or the captures
 given on the command line), keeps those kio can read too, decodes them all REPEAT times with
 each decoder and prints side-by-side medians in messages/s and the ratio (target: ours >= 0.8x
-kio). With --tshark, also times tshark's Kafka dissector over the same captures.
+kio). Times are CPU time of this process (the machine is shared: wall time includes the
+neighbours' load). With --by-api, also the ratio per (api, version, direction), slowest first;
+with --tshark, also times tshark's Kafka dissector over the same captures.
 
-    .venv/bin/python benchmarks/decode_bodies.py [CAPTURE...] [--repeat 7] [--tshark]
+    .venv/bin/python benchmarks/decode_bodies.py [CAPTURE...] [--repeat 7] [--by-api] [--tshark]
 """
 from __future__ import annotations
 
@@ -16,12 +18,14 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dissector.pipeline import dissect  # noqa: E402
+from dissector.protocol.generated.apis import APIS  # noqa: E402
 from dissector.protocol.decode import tables  # noqa: E402
 from dissector.protocol.headers import parse_request_header, parse_response_header  # noqa: E402
 
@@ -44,6 +48,7 @@ def collect(paths):
 
 
 def kio_readers(messages):
+    """[(kio reader, data, offset, (api_key, api_version, direction))] for the messages kio reads."""
     from kio.index import load_request_schema, load_response_schema
     from kio.serial import entity_reader
     readers, kept = {}, []
@@ -61,7 +66,7 @@ def kio_readers(messages):
             r(data, off)
         except Exception:
             continue  # a message kio cannot read (e.g. a broker quirk): not comparable
-        kept.append((r, data, off))
+        kept.append((r, data, off, key))
     return kept
 
 
@@ -74,10 +79,25 @@ def ours(messages):
 
 
 def run(jobs):
-    t = time.perf_counter()
+    t = time.process_time()
     for reader, data, off in jobs:
         reader(data, off)
-    return time.perf_counter() - t
+    return time.process_time() - t
+
+
+def by_api(our_jobs, kio_jobs, repeat, copies):
+    """Per (api, version, direction): best-of-`repeat` times of both decoders, slowest ratio first."""
+    groups = defaultdict(lambda: ([], []))
+    for ours_job, (r, data, off, key) in zip(our_jobs, kio_jobs):
+        groups[key][0].append(ours_job)
+        groups[key][1].append((r, data, off))
+    rows = []
+    for (k, v, d), (mine, theirs) in groups.items():
+        t = [min(sum(run(jobs) for _ in range(copies)) for _ in range(repeat)) for jobs in (mine, theirs)]
+        rows.append((t[1] / t[0], f"{APIS[k][0]} v{v} {'response' if d else 'request'}", len(mine), t))
+    print(f"{'api':<40}{'messages':>9}{'ours ms':>10}{'kio ms':>10}{'ratio':>7}")
+    for ratio, name, n, (mine, theirs) in sorted(rows):
+        print(f"{name:<40}{n:>9}{mine * 1e3:>10.2f}{theirs * 1e3:>10.2f}{ratio:>7.2f}")
 
 
 def main(argv=None):
@@ -85,11 +105,13 @@ def main(argv=None):
     ap.add_argument("captures", nargs="*", type=Path)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--copies", type=int, default=20, help="passes over the messages per timing")
+    ap.add_argument("--by-api", action="store_true", help="ratios per api, version and direction")
     ap.add_argument("--tshark", action="store_true")
     args = ap.parse_args(argv)
     paths = args.captures or sorted(p for p in (ROOT / "captures").glob("*.pcap") if "mss" not in p.name)
     messages = collect(paths)
-    kio_jobs = kio_readers(messages)
+    kio_keyed = kio_readers(messages)
+    kio_jobs = [(r, data, off) for r, data, off, _ in kio_keyed]
     comparable = {id(data) for _, data, _ in kio_jobs}
     our_jobs = [j for j in ours(messages) if id(j[1]) in comparable]
     # The fast readers are what decode_request_body runs first; check they accept every message.
@@ -107,10 +129,14 @@ def main(argv=None):
         times["kio"].append(sum(run(kio_jobs) for _ in range(args.copies)))
     gc.enable()
     rate = {name: n * args.copies / statistics.median(ts) for name, ts in times.items()}
-    print(f"{'decoder':<10}{'median s':>12}{'messages/s':>14}")
+    print(f"{'decoder':<10}{'median CPU s':>14}{'messages/s':>14}")
     for name, ts in times.items():
-        print(f"{name:<10}{statistics.median(ts):>12.4f}{rate[name]:>14,.0f}")
+        print(f"{name:<10}{statistics.median(ts):>14.4f}{rate[name]:>14,.0f}")
     print(f"ratio ours/kio: {rate['ours'] / rate['kio']:.2f}x (target >= 0.8x)")
+    if args.by_api:
+        gc.disable()
+        by_api(our_jobs, kio_keyed, args.repeat, args.copies)
+        gc.enable()
     if args.tshark:
         tshark = shutil.which("tshark")
         if not tshark:

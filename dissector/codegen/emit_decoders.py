@@ -159,10 +159,14 @@ class Module:
         lines.append(f"{pad}{ov}.unknown_tags = None")
         if layout.flexible:
             # the tagged-field count: one byte unless there are tags (then a varint, re-read by _tN)
+            self.tag_funcs.add(self.lid(layout))
+            t = f"_t{self.lid(layout)}"
+            if not run:
+                return lines + [f"{pad}if b[p]:", f"{pad}    p = {t}(b, p, {ov})", f"{pad}else:",
+                                f"{pad}    p += 1"]
             run.append((n, "B"))
             flush()
-            self.tag_funcs.add(self.lid(layout))
-            lines += [f"{pad}if {n}:", f"{pad}    p = _t{self.lid(layout)}(b, p - 1, {ov})"]
+            lines += [f"{pad}if {n}:", f"{pad}    p = {t}(b, p - 1, {ov})"]
         else:
             flush()
         return lines

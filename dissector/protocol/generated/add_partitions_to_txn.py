@@ -123,17 +123,17 @@ def _r3(b, p):
         o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.transactions = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -191,26 +191,26 @@ def _r5(b, p):
             o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t2(b, p - 1, o2)
+            if b[p]:
+                p = _t2(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.v3_and_below_transactional_id = ''
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
     o.v3_and_below_topics = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -310,18 +310,18 @@ def _r11(b, p):
                     p = _t9(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.error_code = 0
     o.results_by_transaction = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -396,23 +396,23 @@ def _r13(b, p):
                         p = _t9(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t10(b, p - 1, o2)
+            if b[p]:
+                p = _t10(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.results_by_topic_v3_and_below = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

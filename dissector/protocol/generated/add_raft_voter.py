@@ -74,10 +74,10 @@ def _r1(b, p):
         l0.append(o1)
     o.ack_when_committed = True
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -154,10 +154,10 @@ def _r3(b, p):
         o.error_message = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -152,10 +152,10 @@ def _r7(b, p):
                 o2.entity_name = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         n1 = b[p]
         p += 1
@@ -185,10 +185,10 @@ def _r7(b, p):
                 p = _t5(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t6(b, p - 1, o1)
+        if b[p]:
+            p = _t6(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.validate_only, n0 = _S6(b, p)
@@ -306,22 +306,22 @@ def _r13(b, p):
                 o2.entity_name = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t11(b, p - 1, o2)
+            if b[p]:
+                p = _t11(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

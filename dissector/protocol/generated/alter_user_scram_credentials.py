@@ -97,16 +97,16 @@ def _r2(b, p):
         o1.salted_password = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t1(b, p - 1, o1)
+        if b[p]:
+            p = _t1(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -144,16 +144,16 @@ def _r4(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -69,10 +69,10 @@ def _r1(b, p):
     o.cluster_id = None
     o.node_id = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

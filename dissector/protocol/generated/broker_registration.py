@@ -116,10 +116,10 @@ def _r2(b, p):
     o.log_dirs = []
     o.previous_broker_epoch = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -320,10 +320,10 @@ def _r4(b, p):
         p += 16
     o.previous_broker_epoch = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -242,16 +242,16 @@ def _r5(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t1(b, p - 1, o4)
+                if b[p]:
+                    p = _t1(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t2(b, p - 1, o3)
+            if b[p]:
+                p = _t2(b, p, o3)
+            else:
+                p += 1
             o2.assignment = o3
             o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
@@ -287,23 +287,23 @@ def _r5(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t1(b, p - 1, o4)
+                if b[p]:
+                    p = _t1(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t2(b, p - 1, o3)
+            if b[p]:
+                p = _t2(b, p, o3)
+            else:
+                p += 1
             o2.target_assignment = o3
             o2.member_type = -1
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t3(b, p - 1, o2)
+            if b[p]:
+                p = _t3(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.authorized_operations, n1 = _S2(b, p)
@@ -312,10 +312,10 @@ def _r5(b, p):
             p = _t4(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -495,16 +495,16 @@ def _r8(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t1(b, p - 1, o4)
+                if b[p]:
+                    p = _t1(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t2(b, p - 1, o3)
+            if b[p]:
+                p = _t2(b, p, o3)
+            else:
+                p += 1
             o2.assignment = o3
             o3 = ConsumerGroupDescribeResponse_Assignment()
             n3 = b[p]
@@ -540,16 +540,16 @@ def _r8(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t1(b, p - 1, o4)
+                if b[p]:
+                    p = _t1(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t2(b, p - 1, o3)
+            if b[p]:
+                p = _t2(b, p, o3)
+            else:
+                p += 1
             o2.target_assignment = o3
             o2.unknown_tags = None
             o2.member_type, n2 = _S5(b, p)
@@ -564,10 +564,10 @@ def _r8(b, p):
             p = _t7(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

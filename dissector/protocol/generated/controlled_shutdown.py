@@ -105,10 +105,10 @@ def _r6(b, p):
             p = _t5(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -91,10 +91,10 @@ def _r3(b, p):
         o1.principal_name = b[p:p + n1].decode()
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.owner_principal_type = ''
     o.owner_principal_name = ''
@@ -159,10 +159,10 @@ def _r4(b, p):
         o1.principal_name = b[p:p + n1].decode()
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.max_lifetime_ms, n0 = _S4(b, p)

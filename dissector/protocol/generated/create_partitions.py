@@ -124,16 +124,16 @@ def _r5(b, p):
                 o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t3(b, p - 1, o2)
+                if b[p]:
+                    p = _t3(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S6(b, p)
@@ -209,16 +209,16 @@ def _r9(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t8(b, p - 1, o1)
+        if b[p]:
+            p = _t8(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t9(b, p - 1, o)
+    if b[p]:
+        p = _t9(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

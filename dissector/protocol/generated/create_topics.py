@@ -226,10 +226,10 @@ def _r8(b, p):
             o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t5(b, p - 1, o2)
+            if b[p]:
+                p = _t5(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         n1 = b[p]
         p += 1
@@ -263,16 +263,16 @@ def _r8(b, p):
                 o2.value = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t6(b, p - 1, o2)
+            if b[p]:
+                p = _t6(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S8(b, p)
@@ -463,16 +463,16 @@ def _r16(b, p):
         o1.topic_id = UUID0
         o1.topic_config_error_code = 0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -551,16 +551,16 @@ def _r18(b, p):
                 l1.append(o2)
         o1.topic_config_error_code = 0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t17(b, p - 1, o1)
+        if b[p]:
+            p = _t17(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t18(b, p - 1, o)
+    if b[p]:
+        p = _t18(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

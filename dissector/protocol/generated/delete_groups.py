@@ -67,10 +67,10 @@ def _r1(b, p):
         p += n1
         l0.append(c)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -131,10 +131,10 @@ def _r5(b, p):
             p = _t4(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -172,16 +172,16 @@ def _r7(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t6(b, p - 1, o1)
+        if b[p]:
+            p = _t6(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t7(b, p - 1, o)
+    if b[p]:
+        p = _t7(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

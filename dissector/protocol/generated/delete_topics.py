@@ -109,10 +109,10 @@ def _r3(b, p):
         o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.topic_names = []
     o.unknown_tags = None
@@ -210,10 +210,10 @@ def _r8(b, p):
             p = _t7(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -252,16 +252,16 @@ def _r10(b, p):
             p += n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -302,16 +302,16 @@ def _r12(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t11(b, p - 1, o1)
+        if b[p]:
+            p = _t11(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t12(b, p - 1, o)
+    if b[p]:
+        p = _t12(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -325,16 +325,16 @@ def _r10(b, p):
                 p = _t8(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

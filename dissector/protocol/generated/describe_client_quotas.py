@@ -106,10 +106,10 @@ def _r3(b, p):
             o1.match = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.strict, n0 = _S6(b, p)
@@ -250,10 +250,10 @@ def _r11(b, p):
                     o2.entity_name = b[p:p + n2].decode()
                     p += n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t8(b, p - 1, o2)
+                if b[p]:
+                    p = _t8(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
             n1 = b[p]
             p += 1
@@ -283,16 +283,16 @@ def _r11(b, p):
                     p = _t9(b, p - 1, o2)
                 l1.append(o2)
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

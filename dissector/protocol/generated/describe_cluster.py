@@ -109,10 +109,10 @@ def _r4(b, p):
             p += n1
         o1.is_fenced = False
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.endpoint_type = 1
     o.unknown_tags = None
@@ -177,10 +177,10 @@ def _r5(b, p):
             p += n1
         o1.is_fenced = False
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)

@@ -220,10 +220,10 @@ def _r5(b, p):
                 p += n2
                 l1.append(c)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.include_synonyms, o.include_documentation, n0 = _S7(b, p)
@@ -595,22 +595,22 @@ def _r19(b, p):
                 p += n2
             o2.is_default = False
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t17(b, p - 1, o2)
+            if b[p]:
+                p = _t17(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t19(b, p - 1, o)
+    if b[p]:
+        p = _t19(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -97,16 +97,16 @@ def _r3(b, p):
             o1.principal_name = b[p:p + n1].decode()
             p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t2(b, p - 1, o1)
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -259,18 +259,18 @@ def _r9(b, p):
             o2.principal_name = b[p:p + n2].decode()
             p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t7(b, p - 1, o2)
+            if b[p]:
+                p = _t7(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.token_requester_principal_type = ''
         o1.token_requester_principal_name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t8(b, p - 1, o1)
+        if b[p]:
+            p = _t8(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)
@@ -379,16 +379,16 @@ def _r11(b, p):
             o2.principal_name = b[p:p + n2].decode()
             p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t7(b, p - 1, o2)
+            if b[p]:
+                p = _t7(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)

@@ -574,10 +574,10 @@ def _r14(b, p):
             o2.member_assignment = b[p:p + n2]
             p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t12(b, p - 1, o2)
+            if b[p]:
+                p = _t12(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.error_message = None
         o1.unknown_tags = None
@@ -587,10 +587,10 @@ def _r14(b, p):
             p = _t13(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -722,10 +722,10 @@ def _r16(b, p):
             o2.member_assignment = b[p:p + n2]
             p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t12(b, p - 1, o2)
+            if b[p]:
+                p = _t12(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.authorized_operations, n1 = _S7(b, p)
@@ -734,10 +734,10 @@ def _r16(b, p):
             p = _t15(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -109,16 +109,16 @@ def _r3(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t2(b, p - 1, o1)
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -258,26 +258,26 @@ def _r11(b, p):
                         p = _t8(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.total_bytes = -1
         o1.usable_bytes = -1
         o1.is_cordoned = False
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -352,25 +352,25 @@ def _r12(b, p):
                         p = _t8(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.total_bytes = -1
         o1.usable_bytes = -1
         o1.is_cordoned = False
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t12(b, p - 1, o)
+    if b[p]:
+        p = _t12(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -445,10 +445,10 @@ def _r14(b, p):
                         p = _t8(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.is_cordoned = False
         o1.unknown_tags = None
@@ -458,10 +458,10 @@ def _r14(b, p):
             p = _t13(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -536,10 +536,10 @@ def _r16(b, p):
                         p = _t8(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
@@ -548,10 +548,10 @@ def _r16(b, p):
             p = _t15(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -106,16 +106,16 @@ def _r2(b, p):
                     p = _t0(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t1(b, p - 1, o1)
+        if b[p]:
+            p = _t1(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -220,24 +220,24 @@ def _r6(b, p):
                     l2.append(o3)
             o2.error_message = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t5(b, p - 1, o1)
+        if b[p]:
+            p = _t5(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -334,24 +334,24 @@ def _r10(b, p):
                     l2.append(o3)
             o2.error_message = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t8(b, p - 1, o2)
+            if b[p]:
+                p = _t8(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -455,16 +455,16 @@ def _r16(b, p):
                     p = _t11(b, p - 1, o3)
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t12(b, p - 1, o2)
+            if b[p]:
+                p = _t12(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t13(b, p - 1, o1)
+        if b[p]:
+            p = _t13(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -515,16 +515,16 @@ def _r16(b, p):
                 p = _t14(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

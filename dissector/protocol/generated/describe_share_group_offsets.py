@@ -92,22 +92,22 @@ def _r2(b, p):
                 o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t0(b, p - 1, o2)
+                if b[p]:
+                    p = _t0(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t1(b, p - 1, o1)
+        if b[p]:
+            p = _t1(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -181,16 +181,16 @@ def _r6(b, p):
                     p += n3
                 o3.lag = -1
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t3(b, p - 1, o3)
+                if b[p]:
+                    p = _t3(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.error_code, n1 = _S3(b, p)
         p += 3
@@ -203,16 +203,16 @@ def _r6(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t5(b, p - 1, o1)
+        if b[p]:
+            p = _t5(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -285,16 +285,16 @@ def _r10(b, p):
                     o3.error_message = b[p:p + n3].decode()
                     p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t7(b, p - 1, o3)
+                if b[p]:
+                    p = _t7(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t8(b, p - 1, o2)
+            if b[p]:
+                p = _t8(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.error_code, n1 = _S3(b, p)
         p += 3
@@ -307,16 +307,16 @@ def _r10(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

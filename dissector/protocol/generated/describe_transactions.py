@@ -49,10 +49,10 @@ def _r0(b, p):
         p += n1
         l0.append(c)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t0(b, p - 1, o)
+    if b[p]:
+        p = _t0(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -119,22 +119,22 @@ def _r3(b, p):
             o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t1(b, p - 1, o2)
+            if b[p]:
+                p = _t1(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -137,10 +137,10 @@ def _r4(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t3(b, p - 1, o1)
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, n0 = _S5(b, p)
@@ -283,22 +283,22 @@ def _r11(b, p):
                 o2.error_message = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -167,23 +167,23 @@ def _r7(b, p):
                 o3.candidate_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t3(b, p - 1, o3)
+                if b[p]:
+                    p = _t3(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.preferred_successors = []
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t5(b, p - 1, o1)
+        if b[p]:
+            p = _t5(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -222,10 +222,10 @@ def _r7(b, p):
             p = _t6(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t7(b, p - 1, o)
+    if b[p]:
+        p = _t7(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -324,17 +324,17 @@ def _r14(b, p):
                     p = _t11(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -44,10 +44,10 @@ def _r0(b, p):
     o.client_host_address = b[p:p + n0]
     p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t0(b, p - 1, o)
+    if b[p]:
+        p = _t0(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

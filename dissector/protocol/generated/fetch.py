@@ -632,10 +632,10 @@ def _r17(b, p):
                 l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -669,10 +669,10 @@ def _r17(b, p):
         p += 4 * n1
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t16(b, p - 1, o1)
+        if b[p]:
+            p = _t16(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -686,10 +686,10 @@ def _r17(b, p):
     o.replica_state = None
     o.cluster_id = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t17(b, p - 1, o)
+    if b[p]:
+        p = _t17(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -741,10 +741,10 @@ def _r20(b, p):
                 l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -771,10 +771,10 @@ def _r20(b, p):
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -788,10 +788,10 @@ def _r20(b, p):
     o.replica_state = None
     o.cluster_id = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t20(b, p - 1, o)
+    if b[p]:
+        p = _t20(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -843,10 +843,10 @@ def _r22(b, p):
                 l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -873,10 +873,10 @@ def _r22(b, p):
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -895,10 +895,10 @@ def _r22(b, p):
     d0.unknown_tags = None
     o.replica_state = d0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t22(b, p - 1, o)
+    if b[p]:
+        p = _t22(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -950,10 +950,10 @@ def _r25(b, p):
                 l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t24(b, p - 1, o1)
+        if b[p]:
+            p = _t24(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -980,10 +980,10 @@ def _r25(b, p):
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1002,10 +1002,10 @@ def _r25(b, p):
     d0.unknown_tags = None
     o.replica_state = d0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t25(b, p - 1, o)
+    if b[p]:
+        p = _t25(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1057,10 +1057,10 @@ def _r28(b, p):
                 l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1087,10 +1087,10 @@ def _r28(b, p):
         p += 4 * n1
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1109,10 +1109,10 @@ def _r28(b, p):
     d0.unknown_tags = None
     o.replica_state = d0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t28(b, p - 1, o)
+    if b[p]:
+        p = _t28(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1609,24 +1609,24 @@ def _r50(b, p):
             d2.unknown_tags = None
             o2.snapshot_id = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t48(b, p - 1, o2)
+            if b[p]:
+                p = _t48(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t49(b, p - 1, o1)
+        if b[p]:
+            p = _t49(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t50(b, p - 1, o)
+    if b[p]:
+        p = _t50(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1711,24 +1711,24 @@ def _r52(b, p):
             d2.unknown_tags = None
             o2.snapshot_id = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t48(b, p - 1, o2)
+            if b[p]:
+                p = _t48(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t51(b, p - 1, o1)
+        if b[p]:
+            p = _t51(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t52(b, p - 1, o)
+    if b[p]:
+        p = _t52(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1813,24 +1813,24 @@ def _r54(b, p):
             d2.unknown_tags = None
             o2.snapshot_id = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t48(b, p - 1, o2)
+            if b[p]:
+                p = _t48(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t51(b, p - 1, o1)
+        if b[p]:
+            p = _t51(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t54(b, p - 1, o)
+    if b[p]:
+        p = _t54(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -2512,10 +2512,10 @@ def _t54(b, p, o):
                     o1.rack = b[p:p + n1].decode()
                     p += n1
                 o1.unknown_tags = None
-                n1 = b[p]
-                p += 1
-                if n1:
-                    p = _t53(b, p - 1, o1)
+                if b[p]:
+                    p = _t53(b, p, o1)
+                else:
+                    p += 1
                 l0.append(o1)
             if p != e:
                 raise Malformed

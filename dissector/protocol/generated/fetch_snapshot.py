@@ -105,17 +105,17 @@ def _r3(b, p):
                 p = _t1(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.cluster_id = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -171,17 +171,17 @@ def _r6(b, p):
                 p = _t4(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t5(b, p - 1, o1)
+        if b[p]:
+            p = _t5(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.cluster_id = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -244,23 +244,23 @@ def _r11(b, p):
             d2.unknown_tags = None
             o2.current_leader = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -323,23 +323,23 @@ def _r13(b, p):
             d2.unknown_tags = None
             o2.current_leader = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t9(b, p - 1, o2)
+            if b[p]:
+                p = _t9(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -100,10 +100,10 @@ def _r3(b, p):
         l0.append(c)
     o.key = ''
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -221,10 +221,10 @@ def _r8(b, p):
             o1.error_message = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.error_code = 0
     o.error_message = ''
@@ -232,10 +232,10 @@ def _r8(b, p):
     o.host = ''
     o.port = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

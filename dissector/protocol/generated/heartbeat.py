@@ -93,10 +93,10 @@ def _r2(b, p):
         o.group_instance_id = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -255,17 +255,17 @@ def _r5(b, p):
         o1.metadata = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.reason = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -339,10 +339,10 @@ def _r6(b, p):
         o1.metadata = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -355,10 +355,10 @@ def _r6(b, p):
         o.reason = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -591,18 +591,18 @@ def _r13(b, p):
         o1.metadata = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -687,17 +687,17 @@ def _r14(b, p):
         o1.metadata = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.skip_assignment = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -782,16 +782,16 @@ def _r15(b, p):
         o1.metadata = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t15(b, p - 1, o)
+    if b[p]:
+        p = _t15(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -419,10 +419,10 @@ def _r14(b, p):
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -455,10 +455,10 @@ def _r14(b, p):
     o.type = 0
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -544,10 +544,10 @@ def _r16(b, p):
                 p = _t11(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -579,10 +579,10 @@ def _r16(b, p):
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -667,10 +667,10 @@ def _r19(b, p):
                 p = _t17(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -702,10 +702,10 @@ def _r19(b, p):
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t19(b, p - 1, o)
+    if b[p]:
+        p = _t19(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -790,10 +790,10 @@ def _r20(b, p):
                 p = _t17(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -824,10 +824,10 @@ def _r20(b, p):
         l0.append(o1)
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t20(b, p - 1, o)
+    if b[p]:
+        p = _t20(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -888,10 +888,10 @@ def _r24(b, p):
         l0.append(o1)
     o.topics = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t24(b, p - 1, o)
+    if b[p]:
+        p = _t24(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -940,17 +940,17 @@ def _r27(b, p):
                     p = _t25(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t26(b, p - 1, o1)
+        if b[p]:
+            p = _t26(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.partition_errors = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t27(b, p - 1, o)
+    if b[p]:
+        p = _t27(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

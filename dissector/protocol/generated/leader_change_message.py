@@ -76,10 +76,10 @@ def _r1(b, p):
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -102,10 +102,10 @@ def _r3(b, p):
         o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -124,16 +124,16 @@ def _r3(b, p):
         o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
         p += 16
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

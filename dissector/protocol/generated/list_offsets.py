@@ -298,17 +298,17 @@ def _r12(b, p):
                     p = _t10(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t11(b, p - 1, o1)
+        if b[p]:
+            p = _t11(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.timeout_ms = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t12(b, p - 1, o)
+    if b[p]:
+        p = _t12(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -364,10 +364,10 @@ def _r13(b, p):
                     p = _t10(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t11(b, p - 1, o1)
+        if b[p]:
+            p = _t11(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, n0 = _S11(b, p)
@@ -616,16 +616,16 @@ def _r26(b, p):
                     p = _t24(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t25(b, p - 1, o1)
+        if b[p]:
+            p = _t25(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t26(b, p - 1, o)
+    if b[p]:
+        p = _t26(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

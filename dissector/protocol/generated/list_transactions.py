@@ -55,10 +55,10 @@ def _r0(b, p):
     o.duration_filter = -1
     o.transactional_id_pattern = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t0(b, p - 1, o)
+    if b[p]:
+        p = _t0(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -148,10 +148,10 @@ def _r2(b, p):
         o.transactional_id_pattern = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -210,16 +210,16 @@ def _r4(b, p):
         o1.transaction_state = b[p:p + n1].decode()
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -188,10 +188,10 @@ def _r6(b, p):
             p += n1
             o1.topic_id = UUID0
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t5(b, p - 1, o1)
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
@@ -229,10 +229,10 @@ def _r8(b, p):
                 o1.name = b[p:p + n1].decode()
                 p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t7(b, p - 1, o1)
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
@@ -270,10 +270,10 @@ def _r9(b, p):
                 o1.name = b[p:p + n1].decode()
                 p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t7(b, p - 1, o1)
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.include_cluster_authorized_operations = False
     o.unknown_tags = None
@@ -925,10 +925,10 @@ def _r30(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1001,10 +1001,10 @@ def _r30(b, p):
             o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
@@ -1056,10 +1056,10 @@ def _r32(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1134,10 +1134,10 @@ def _r32(b, p):
             o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.topic_authorized_operations, n1 = _S13(b, p)
@@ -1188,10 +1188,10 @@ def _r33(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1266,10 +1266,10 @@ def _r33(b, p):
             o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.topic_authorized_operations, n1 = _S13(b, p)
@@ -1280,10 +1280,10 @@ def _r33(b, p):
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t33(b, p - 1, o)
+    if b[p]:
+        p = _t33(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1321,10 +1321,10 @@ def _r35(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1400,10 +1400,10 @@ def _r35(b, p):
             o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.topic_authorized_operations, n1 = _S13(b, p)
@@ -1414,10 +1414,10 @@ def _r35(b, p):
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t35(b, p - 1, o)
+    if b[p]:
+        p = _t35(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -1455,10 +1455,10 @@ def _r36(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t27(b, p - 1, o1)
+        if b[p]:
+            p = _t27(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1534,10 +1534,10 @@ def _r36(b, p):
             o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.topic_authorized_operations, n1 = _S13(b, p)

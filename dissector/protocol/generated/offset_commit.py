@@ -477,24 +477,24 @@ def _r14(b, p):
                 p += n2
             o2.commit_timestamp = -1
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t12(b, p - 1, o2)
+            if b[p]:
+                p = _t12(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t13(b, p - 1, o1)
+        if b[p]:
+            p = _t13(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.retention_time_ms = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -566,24 +566,24 @@ def _r16(b, p):
                 p += n2
             o2.commit_timestamp = -1
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t12(b, p - 1, o2)
+            if b[p]:
+                p = _t12(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.retention_time_ms = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -729,16 +729,16 @@ def _r23(b, p):
                 l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t22(b, p - 1, o1)
+        if b[p]:
+            p = _t22(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t23(b, p - 1, o)
+    if b[p]:
+        p = _t23(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -786,16 +786,16 @@ def _r25(b, p):
                 l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t24(b, p - 1, o1)
+        if b[p]:
+            p = _t24(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t25(b, p - 1, o)
+    if b[p]:
+        p = _t25(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -174,18 +174,18 @@ def _r4(b, p):
             o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t3(b, p - 1, o1)
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -232,10 +232,10 @@ def _r5(b, p):
             o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t3(b, p - 1, o1)
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.groups = []
     o.unknown_tags = None
@@ -302,18 +302,18 @@ def _r8(b, p):
                 p += 4 * n2
                 o2.topic_id = UUID0
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t6(b, p - 1, o2)
+                if b[p]:
+                    p = _t6(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
         o1.member_id = None
         o1.member_epoch = -1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.group_id = ''
     o.topics = []
@@ -391,16 +391,16 @@ def _r10(b, p):
                 p += 4 * n2
                 o2.topic_id = UUID0
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t6(b, p - 1, o2)
+                if b[p]:
+                    p = _t6(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.group_id = ''
     o.topics = []
@@ -471,16 +471,16 @@ def _r13(b, p):
                 p += 4 * n2
                 o2.name = ''
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t11(b, p - 1, o2)
+                if b[p]:
+                    p = _t11(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.group_id = ''
     o.topics = []
@@ -740,10 +740,10 @@ def _r24(b, p):
                 p = _t22(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t23(b, p - 1, o1)
+        if b[p]:
+            p = _t23(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.groups = []
     o.unknown_tags = None
@@ -828,10 +828,10 @@ def _r28(b, p):
                 l2.append(o3)
             o2.topic_id = UUID0
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t26(b, p - 1, o2)
+            if b[p]:
+                p = _t26(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.error_code, n1 = _S9(b, p)
@@ -842,10 +842,10 @@ def _r28(b, p):
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t28(b, p - 1, o)
+    if b[p]:
+        p = _t28(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -916,10 +916,10 @@ def _r31(b, p):
                 l2.append(o3)
             o2.name = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t29(b, p - 1, o2)
+            if b[p]:
+                p = _t29(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.error_code, n1 = _S9(b, p)
@@ -930,10 +930,10 @@ def _r31(b, p):
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t31(b, p - 1, o)
+    if b[p]:
+        p = _t31(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

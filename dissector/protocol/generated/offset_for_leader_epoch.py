@@ -231,16 +231,16 @@ def _r9(b, p):
                     p = _t7(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t8(b, p - 1, o1)
+        if b[p]:
+            p = _t8(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t9(b, p - 1, o)
+    if b[p]:
+        p = _t9(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -430,16 +430,16 @@ def _r19(b, p):
                     p = _t17(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t18(b, p - 1, o1)
+        if b[p]:
+            p = _t18(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t19(b, p - 1, o)
+    if b[p]:
+        p = _t19(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

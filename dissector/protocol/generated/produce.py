@@ -210,23 +210,23 @@ def _r6(b, p):
                 o2.records = memoryview(b)[p:p + n2]
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t5(b, p - 1, o1)
+        if b[p]:
+            p = _t5(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t6(b, p - 1, o)
+    if b[p]:
+        p = _t6(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -279,23 +279,23 @@ def _r8(b, p):
                 o2.records = memoryview(b)[p:p + n2]
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t4(b, p - 1, o2)
+            if b[p]:
+                p = _t4(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -650,10 +650,10 @@ def _r26(b, p):
                     o3.batch_index_error_message = b[p:p + n3].decode()
                     p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t23(b, p - 1, o3)
+                if b[p]:
+                    p = _t23(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -667,17 +667,17 @@ def _r26(b, p):
                 p += n2
             o2.current_leader = None
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t24(b, p - 1, o2)
+            if b[p]:
+                p = _t24(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t25(b, p - 1, o1)
+        if b[p]:
+            p = _t25(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
@@ -746,10 +746,10 @@ def _r31(b, p):
                     o3.batch_index_error_message = b[p:p + n3].decode()
                     p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t23(b, p - 1, o3)
+                if b[p]:
+                    p = _t23(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -767,17 +767,17 @@ def _r31(b, p):
             d2.unknown_tags = None
             o2.current_leader = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t29(b, p - 1, o1)
+        if b[p]:
+            p = _t29(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
@@ -839,10 +839,10 @@ def _r33(b, p):
                     o3.batch_index_error_message = b[p:p + n3].decode()
                     p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t23(b, p - 1, o3)
+                if b[p]:
+                    p = _t23(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -860,17 +860,17 @@ def _r33(b, p):
             d2.unknown_tags = None
             o2.current_leader = d2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t28(b, p - 1, o2)
+            if b[p]:
+                p = _t28(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t32(b, p - 1, o1)
+        if b[p]:
+            p = _t32(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
@@ -1206,10 +1206,10 @@ def _t31(b, p, o):
                     o1.rack = b[p:p + n1].decode()
                     p += n1
                 o1.unknown_tags = None
-                n1 = b[p]
-                p += 1
-                if n1:
-                    p = _t30(b, p - 1, o1)
+                if b[p]:
+                    p = _t30(b, p, o1)
+                else:
+                    p += 1
                 l0.append(o1)
             if p != e:
                 raise Malformed
@@ -1295,10 +1295,10 @@ def _t33(b, p, o):
                     o1.rack = b[p:p + n1].decode()
                     p += n1
                 o1.unknown_tags = None
-                n1 = b[p]
-                p += 1
-                if n1:
-                    p = _t30(b, p - 1, o1)
+                if b[p]:
+                    p = _t30(b, p, o1)
+                else:
+                    p += 1
                 l0.append(o1)
             if p != e:
                 raise Malformed

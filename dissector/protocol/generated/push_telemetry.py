@@ -2,8 +2,7 @@
 from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids
 
 _S0 = Struct('>i?bB').unpack_from
-_S1 = Struct('>B').unpack_from
-_S2 = Struct('>ihB').unpack_from
+_S1 = Struct('>ihB').unpack_from
 
 
 class PushTelemetryRequest(Body):
@@ -28,17 +27,17 @@ def _r0(b, p):
     o.metrics = b[p:p + n0]
     p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t0(b, p - 1, o)
+    if b[p]:
+        p = _t0(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
 def _r1(b, p):
     o = PushTelemetryResponse()
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code, n0 = _S2(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S1(b, p)
     p += 7
     if n0:
         p = _t1(b, p - 1, o)

@@ -31,10 +31,10 @@ def _r0(b, p):
     o.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t0(b, p - 1, o)
+    if b[p]:
+        p = _t0(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -51,10 +51,10 @@ def _r1(b, p):
         o.error_message = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -3,7 +3,6 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>hhi').unpack_from
 _S1 = Struct('>hhih').unpack_from
-_S2 = Struct('>B').unpack_from
 
 
 class RequestHeader(Body):
@@ -46,10 +45,10 @@ def _r2(b, p):
         o.client_id = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

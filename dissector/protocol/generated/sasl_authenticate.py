@@ -41,10 +41,10 @@ def _r1(b, p):
     o.auth_bytes = b[p:p + n0]
     p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

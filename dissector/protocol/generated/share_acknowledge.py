@@ -116,29 +116,29 @@ def _r3(b, p):
                 o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t0(b, p - 1, o3)
+                if b[p]:
+                    p = _t0(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t1(b, p - 1, o2)
+            if b[p]:
+                p = _t1(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.is_renew_ack = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t3(b, p - 1, o)
+    if b[p]:
+        p = _t3(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -212,28 +212,28 @@ def _r4(b, p):
                 o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t0(b, p - 1, o3)
+                if b[p]:
+                    p = _t0(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t1(b, p - 1, o2)
+            if b[p]:
+                p = _t1(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -293,16 +293,16 @@ def _r9(b, p):
                 p = _t5(b, p - 1, o3)
             o2.current_leader = o3
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t6(b, p - 1, o2)
+            if b[p]:
+                p = _t6(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -336,17 +336,17 @@ def _r9(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t8(b, p - 1, o1)
+        if b[p]:
+            p = _t8(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t9(b, p - 1, o)
+    if b[p]:
+        p = _t9(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -406,16 +406,16 @@ def _r10(b, p):
                 p = _t5(b, p - 1, o3)
             o2.current_leader = o3
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t6(b, p - 1, o2)
+            if b[p]:
+                p = _t6(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -449,16 +449,16 @@ def _r10(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t8(b, p - 1, o1)
+        if b[p]:
+            p = _t8(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

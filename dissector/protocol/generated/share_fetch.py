@@ -131,22 +131,22 @@ def _r4(b, p):
                 o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t0(b, p - 1, o3)
+                if b[p]:
+                    p = _t0(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t1(b, p - 1, o2)
+            if b[p]:
+                p = _t1(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t2(b, p - 1, o1)
+        if b[p]:
+            p = _t2(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -172,20 +172,20 @@ def _r4(b, p):
         o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.max_records = 0
     o.batch_size = 0
     o.share_acquire_mode = 0
     o.is_renew_ack = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -259,23 +259,23 @@ def _r7(b, p):
                 o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t0(b, p - 1, o3)
+                if b[p]:
+                    p = _t0(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.partition_max_bytes = 0
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t5(b, p - 1, o2)
+            if b[p]:
+                p = _t5(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t6(b, p - 1, o1)
+        if b[p]:
+            p = _t6(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -301,18 +301,18 @@ def _r7(b, p):
         o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.share_acquire_mode = 0
     o.is_renew_ack = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t7(b, p - 1, o)
+    if b[p]:
+        p = _t7(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -386,23 +386,23 @@ def _r8(b, p):
                 o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
                 p += 1 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t0(b, p - 1, o3)
+                if b[p]:
+                    p = _t0(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.partition_max_bytes = 0
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t5(b, p - 1, o2)
+            if b[p]:
+                p = _t5(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t6(b, p - 1, o1)
+        if b[p]:
+            p = _t6(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -428,16 +428,16 @@ def _r8(b, p):
         o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -543,16 +543,16 @@ def _r14(b, p):
                         p = _t10(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t11(b, p - 1, o2)
+            if b[p]:
+                p = _t11(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t12(b, p - 1, o1)
+        if b[p]:
+            p = _t12(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -586,17 +586,17 @@ def _r14(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t13(b, p - 1, o1)
+        if b[p]:
+            p = _t13(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -701,16 +701,16 @@ def _r17(b, p):
                         p = _t10(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t15(b, p - 1, o2)
+            if b[p]:
+                p = _t15(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t16(b, p - 1, o1)
+        if b[p]:
+            p = _t16(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -744,16 +744,16 @@ def _r17(b, p):
             o1.rack = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t13(b, p - 1, o1)
+        if b[p]:
+            p = _t13(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t17(b, p - 1, o)
+    if b[p]:
+        p = _t17(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

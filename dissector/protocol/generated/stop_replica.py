@@ -141,19 +141,19 @@ def _r5(b, p):
         o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
         p += 4 * n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -207,20 +207,20 @@ def _r8(b, p):
                     p = _t6(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.is_k_raft_controller = False
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -274,19 +274,19 @@ def _r9(b, p):
                     p = _t6(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t9(b, p - 1, o)
+    if b[p]:
+        p = _t9(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -345,10 +345,10 @@ def _r13(b, p):
             p = _t12(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -309,16 +309,16 @@ def _r12(b, p):
                             o5.value = b[p:p + n5].decode()
                             p += n5
                             o5.unknown_tags = None
-                            n5 = b[p]
-                            p += 1
-                            if n5:
-                                p = _t2(b, p - 1, o5)
+                            if b[p]:
+                                p = _t2(b, p, o5)
+                            else:
+                                p += 1
                             l4.append(o5)
                         o4.unknown_tags = None
-                        n4 = b[p]
-                        p += 1
-                        if n4:
-                            p = _t3(b, p - 1, o4)
+                        if b[p]:
+                            p = _t3(b, p, o4)
+                        else:
+                            p += 1
                         l3.append(o4)
                     n3 = b[p]
                     p += 1
@@ -372,28 +372,28 @@ def _r12(b, p):
                             o5.value = b[p:p + n5].decode()
                             p += n5
                             o5.unknown_tags = None
-                            n5 = b[p]
-                            p += 1
-                            if n5:
-                                p = _t2(b, p - 1, o5)
+                            if b[p]:
+                                p = _t2(b, p, o5)
+                            else:
+                                p += 1
                             l4.append(o5)
                         o4.unknown_tags = None
-                        n4 = b[p]
-                        p += 1
-                        if n4:
-                            p = _t3(b, p - 1, o4)
+                        if b[p]:
+                            p = _t3(b, p, o4)
+                        else:
+                            p += 1
                         l3.append(o4)
                     o3.unknown_tags = None
-                    n3 = b[p]
-                    p += 1
-                    if n3:
-                        p = _t4(b, p - 1, o3)
+                    if b[p]:
+                        p = _t4(b, p, o3)
+                    else:
+                        p += 1
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t5(b, p - 1, o2)
+            if b[p]:
+                p = _t5(b, p, o2)
+            else:
+                p += 1
             o1.topology = o2
         n1 = b[p]
         p += 1
@@ -515,10 +515,10 @@ def _r12(b, p):
                 o3.value = b[p:p + n3].decode()
                 p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t2(b, p - 1, o3)
+                if b[p]:
+                    p = _t2(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -606,10 +606,10 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -642,10 +642,10 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -678,16 +678,16 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t9(b, p - 1, o3)
+            if b[p]:
+                p = _t9(b, p, o3)
+            else:
+                p += 1
             o2.assignment = o3
             o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
@@ -721,10 +721,10 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -757,10 +757,10 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -793,16 +793,16 @@ def _r12(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t9(b, p - 1, o3)
+            if b[p]:
+                p = _t9(b, p, o3)
+            else:
+                p += 1
             o2.target_assignment = o3
             o2.unknown_tags = None
             o2.is_classic, n2 = _S1(b, p)
@@ -820,10 +820,10 @@ def _r12(b, p):
             p = _t11(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t12(b, p - 1, o)
+    if b[p]:
+        p = _t12(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -993,16 +993,16 @@ def _r18(b, p):
                             o5.value = b[p:p + n5].decode()
                             p += n5
                             o5.unknown_tags = None
-                            n5 = b[p]
-                            p += 1
-                            if n5:
-                                p = _t2(b, p - 1, o5)
+                            if b[p]:
+                                p = _t2(b, p, o5)
+                            else:
+                                p += 1
                             l4.append(o5)
                         o4.unknown_tags = None
-                        n4 = b[p]
-                        p += 1
-                        if n4:
-                            p = _t3(b, p - 1, o4)
+                        if b[p]:
+                            p = _t3(b, p, o4)
+                        else:
+                            p += 1
                         l3.append(o4)
                     n3 = b[p]
                     p += 1
@@ -1056,28 +1056,28 @@ def _r18(b, p):
                             o5.value = b[p:p + n5].decode()
                             p += n5
                             o5.unknown_tags = None
-                            n5 = b[p]
-                            p += 1
-                            if n5:
-                                p = _t2(b, p - 1, o5)
+                            if b[p]:
+                                p = _t2(b, p, o5)
+                            else:
+                                p += 1
                             l4.append(o5)
                         o4.unknown_tags = None
-                        n4 = b[p]
-                        p += 1
-                        if n4:
-                            p = _t3(b, p - 1, o4)
+                        if b[p]:
+                            p = _t3(b, p, o4)
+                        else:
+                            p += 1
                         l3.append(o4)
                     o3.unknown_tags = None
-                    n3 = b[p]
-                    p += 1
-                    if n3:
-                        p = _t4(b, p - 1, o3)
+                    if b[p]:
+                        p = _t4(b, p, o3)
+                    else:
+                        p += 1
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t5(b, p - 1, o2)
+            if b[p]:
+                p = _t5(b, p, o2)
+            else:
+                p += 1
             o1.topology = o2
         n1 = b[p]
         p += 1
@@ -1199,10 +1199,10 @@ def _r18(b, p):
                 o3.value = b[p:p + n3].decode()
                 p += n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t2(b, p - 1, o3)
+                if b[p]:
+                    p = _t2(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -1290,10 +1290,10 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -1326,10 +1326,10 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -1362,16 +1362,16 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t9(b, p - 1, o3)
+            if b[p]:
+                p = _t9(b, p, o3)
+            else:
+                p += 1
             o2.assignment = o3
             o3 = StreamsGroupDescribeResponse_Assignment()
             n3 = b[p]
@@ -1405,10 +1405,10 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -1441,10 +1441,10 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             n3 = b[p]
             p += 1
@@ -1477,16 +1477,16 @@ def _r18(b, p):
                 o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
                 p += 4 * n4
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t8(b, p - 1, o4)
+                if b[p]:
+                    p = _t8(b, p, o4)
+                else:
+                    p += 1
                 l3.append(o4)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t9(b, p - 1, o3)
+            if b[p]:
+                p = _t9(b, p, o3)
+            else:
+                p += 1
             o2.target_assignment = o3
             o2.unknown_tags = None
             o2.is_classic, n2 = _S1(b, p)
@@ -1619,16 +1619,16 @@ def _r18(b, p):
                         p += n5
                         l4.append(c)
                     o4.unknown_tags = None
-                    n4 = b[p]
-                    p += 1
-                    if n4:
-                        p = _t13(b, p - 1, o4)
+                    if b[p]:
+                        p = _t13(b, p, o4)
+                    else:
+                        p += 1
                     l3.append(o4)
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t14(b, p - 1, o3)
+                if b[p]:
+                    p = _t14(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -1729,10 +1729,10 @@ def _r18(b, p):
                     p += n5
                     l4.append(c)
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t13(b, p - 1, o4)
+                if b[p]:
+                    p = _t13(b, p, o4)
+                else:
+                    p += 1
                 o3.source = o4
                 o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                 n4 = b[p]
@@ -1821,22 +1821,22 @@ def _r18(b, p):
                     p += n5
                     l4.append(c)
                 o4.unknown_tags = None
-                n4 = b[p]
-                p += 1
-                if n4:
-                    p = _t13(b, p - 1, o4)
+                if b[p]:
+                    p = _t13(b, p, o4)
+                else:
+                    p += 1
                 o3.processor = o4
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t15(b, p - 1, o3)
+                if b[p]:
+                    p = _t15(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t16(b, p - 1, o2)
+            if b[p]:
+                p = _t16(b, p, o2)
+            else:
+                p += 1
             o1.topology_description = o2
         o1.topology_description_status, n1 = _S9(b, p)
         p += 2
@@ -1849,16 +1849,16 @@ def _r18(b, p):
             o1.assignor_name = b[p:p + n1].decode()
             p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t17(b, p - 1, o1)
+        if b[p]:
+            p = _t17(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t18(b, p - 1, o)
+    if b[p]:
+        p = _t18(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

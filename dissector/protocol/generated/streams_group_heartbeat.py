@@ -239,16 +239,16 @@ def _r8(b, p):
                     o4.value = b[p:p + n4].decode()
                     p += n4
                     o4.unknown_tags = None
-                    n4 = b[p]
-                    p += 1
-                    if n4:
-                        p = _t0(b, p - 1, o4)
+                    if b[p]:
+                        p = _t0(b, p, o4)
+                    else:
+                        p += 1
                     l3.append(o4)
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t1(b, p - 1, o3)
+                if b[p]:
+                    p = _t1(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -324,16 +324,16 @@ def _r8(b, p):
                     o4.value = b[p:p + n4].decode()
                     p += n4
                     o4.unknown_tags = None
-                    n4 = b[p]
-                    p += 1
-                    if n4:
-                        p = _t0(b, p - 1, o4)
+                    if b[p]:
+                        p = _t0(b, p, o4)
+                    else:
+                        p += 1
                     l3.append(o4)
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t1(b, p - 1, o3)
+                if b[p]:
+                    p = _t1(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             n2 = b[p]
             p += 1
@@ -375,22 +375,22 @@ def _r8(b, p):
                 o3.repartition_source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
                 p += 2 * n3
                 o3.unknown_tags = None
-                n3 = b[p]
-                p += 1
-                if n3:
-                    p = _t2(b, p - 1, o3)
+                if b[p]:
+                    p = _t2(b, p, o3)
+                else:
+                    p += 1
                 l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t3(b, p - 1, o2)
+            if b[p]:
+                p = _t3(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         o.topology = o1
     n0 = b[p]
     p += 1
@@ -424,10 +424,10 @@ def _r8(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t5(b, p - 1, o1)
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -461,10 +461,10 @@ def _r8(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t5(b, p - 1, o1)
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -498,10 +498,10 @@ def _r8(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t5(b, p - 1, o1)
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -566,10 +566,10 @@ def _r8(b, p):
             o1.value = b[p:p + n1].decode()
             p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t0(b, p - 1, o1)
+            if b[p]:
+                p = _t0(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -679,10 +679,10 @@ def _r14(b, p):
             o1.status_detail = b[p:p + n1].decode()
             p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t9(b, p - 1, o1)
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -716,10 +716,10 @@ def _r14(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -753,10 +753,10 @@ def _r14(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -790,10 +790,10 @@ def _r14(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.endpoint_information_epoch, n0 = _S2(b, p)
     p += 5
@@ -855,10 +855,10 @@ def _r14(b, p):
                 o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t12(b, p - 1, o2)
+                if b[p]:
+                    p = _t12(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
             n1 = b[p]
             p += 1
@@ -891,24 +891,24 @@ def _r14(b, p):
                 o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t12(b, p - 1, o2)
+                if b[p]:
+                    p = _t12(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t13(b, p - 1, o1)
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.acceptable_recovery_lag = -1
     o.topology_description_required = False
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t14(b, p - 1, o)
+    if b[p]:
+        p = _t14(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -956,10 +956,10 @@ def _r15(b, p):
             o1.status_detail = b[p:p + n1].decode()
             p += n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t9(b, p - 1, o1)
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -993,10 +993,10 @@ def _r15(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1030,10 +1030,10 @@ def _r15(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     n0 = b[p]
     p += 1
@@ -1067,10 +1067,10 @@ def _r15(b, p):
             o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
             p += 4 * n1
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t10(b, p - 1, o1)
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.topology_description_required, o.endpoint_information_epoch, n0 = _S10(b, p)
     p += 6
@@ -1132,10 +1132,10 @@ def _r15(b, p):
                 o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t12(b, p - 1, o2)
+                if b[p]:
+                    p = _t12(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
             n1 = b[p]
             p += 1
@@ -1168,23 +1168,23 @@ def _r15(b, p):
                 o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
                 p += 4 * n2
                 o2.unknown_tags = None
-                n2 = b[p]
-                p += 1
-                if n2:
-                    p = _t12(b, p - 1, o2)
+                if b[p]:
+                    p = _t12(b, p, o2)
+                else:
+                    p += 1
                 l1.append(o2)
             o1.unknown_tags = None
-            n1 = b[p]
-            p += 1
-            if n1:
-                p = _t13(b, p - 1, o1)
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
             l0.append(o1)
     o.acceptable_recovery_lag_legacy = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t15(b, p - 1, o)
+    if b[p]:
+        p = _t15(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

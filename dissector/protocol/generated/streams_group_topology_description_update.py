@@ -173,16 +173,16 @@ def _r4(b, p):
                 p += n4
                 l3.append(c)
             o3.unknown_tags = None
-            n3 = b[p]
-            p += 1
-            if n3:
-                p = _t0(b, p - 1, o3)
+            if b[p]:
+                p = _t0(b, p, o3)
+            else:
+                p += 1
             l2.append(o3)
         o2.unknown_tags = None
-        n2 = b[p]
-        p += 1
-        if n2:
-            p = _t1(b, p - 1, o2)
+        if b[p]:
+            p = _t1(b, p, o2)
+        else:
+            p += 1
         l1.append(o2)
     n1 = b[p]
     p += 1
@@ -283,10 +283,10 @@ def _r4(b, p):
             p += n4
             l3.append(c)
         o3.unknown_tags = None
-        n3 = b[p]
-        p += 1
-        if n3:
-            p = _t0(b, p - 1, o3)
+        if b[p]:
+            p = _t0(b, p, o3)
+        else:
+            p += 1
         o2.source = o3
         o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
         n3 = b[p]
@@ -375,28 +375,28 @@ def _r4(b, p):
             p += n4
             l3.append(c)
         o3.unknown_tags = None
-        n3 = b[p]
-        p += 1
-        if n3:
-            p = _t0(b, p - 1, o3)
+        if b[p]:
+            p = _t0(b, p, o3)
+        else:
+            p += 1
         o2.processor = o3
         o2.unknown_tags = None
-        n2 = b[p]
-        p += 1
-        if n2:
-            p = _t2(b, p - 1, o2)
+        if b[p]:
+            p = _t2(b, p, o2)
+        else:
+            p += 1
         l1.append(o2)
     o1.unknown_tags = None
-    n1 = b[p]
-    p += 1
-    if n1:
-        p = _t3(b, p - 1, o1)
+    if b[p]:
+        p = _t3(b, p, o1)
+    else:
+        p += 1
     o.topology_description = o1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -413,10 +413,10 @@ def _r5(b, p):
         o.error_message = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -180,18 +180,18 @@ def _r4(b, p):
         o1.assignment = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t4(b, p - 1, o)
+    if b[p]:
+        p = _t4(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -276,16 +276,16 @@ def _r5(b, p):
         o1.assignment = b[p:p + n1]
         p += n1
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t3(b, p - 1, o1)
+        if b[p]:
+            p = _t3(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -332,10 +332,10 @@ def _r8(b, p):
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -371,10 +371,10 @@ def _r9(b, p):
     o.assignment = b[p:p + n0]
     p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t9(b, p - 1, o)
+    if b[p]:
+        p = _t9(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

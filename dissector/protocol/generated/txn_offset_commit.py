@@ -244,23 +244,23 @@ def _r8(b, p):
                 o2.committed_metadata = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t6(b, p - 1, o2)
+            if b[p]:
+                p = _t6(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -340,23 +340,23 @@ def _r10(b, p):
                 o2.committed_metadata = b[p:p + n2].decode()
                 p += n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t6(b, p - 1, o2)
+            if b[p]:
+                p = _t6(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t9(b, p - 1, o1)
+        if b[p]:
+            p = _t9(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t10(b, p - 1, o)
+    if b[p]:
+        p = _t10(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -456,16 +456,16 @@ def _r16(b, p):
                 l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t15(b, p - 1, o1)
+        if b[p]:
+            p = _t15(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t16(b, p - 1, o)
+    if b[p]:
+        p = _t16(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -513,16 +513,16 @@ def _r18(b, p):
                 l1.append(o2)
         o1.name = ''
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t17(b, p - 1, o1)
+        if b[p]:
+            p = _t17(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t18(b, p - 1, o)
+    if b[p]:
+        p = _t18(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

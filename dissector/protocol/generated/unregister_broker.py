@@ -3,7 +3,6 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>iB').unpack_from
 _S1 = Struct('>ihB').unpack_from
-_S2 = Struct('>B').unpack_from
 
 
 class UnregisterBrokerRequest(Body):
@@ -37,10 +36,10 @@ def _r1(b, p):
         o.error_message = b[p:p + n0].decode()
         p += n0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t1(b, p - 1, o)
+    if b[p]:
+        p = _t1(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -606,17 +606,17 @@ def _r20(b, p):
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t16(b, p - 1, o2)
+            if b[p]:
+                p = _t16(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.topic_id = UUID0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t17(b, p - 1, o1)
+        if b[p]:
+            p = _t17(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -679,19 +679,19 @@ def _r20(b, p):
         o1.v0_host = ''
         o1.v0_port = 0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t20(b, p - 1, o)
+    if b[p]:
+        p = _t20(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -761,16 +761,16 @@ def _r22(b, p):
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t16(b, p - 1, o2)
+            if b[p]:
+                p = _t16(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t21(b, p - 1, o1)
+        if b[p]:
+            p = _t21(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -833,19 +833,19 @@ def _r22(b, p):
         o1.v0_host = ''
         o1.v0_port = 0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t22(b, p - 1, o)
+    if b[p]:
+        p = _t22(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -915,16 +915,16 @@ def _r23(b, p):
             p += 4 * n2
             o2.topic_name = ''
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t16(b, p - 1, o2)
+            if b[p]:
+                p = _t16(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t21(b, p - 1, o1)
+        if b[p]:
+            p = _t21(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     n0 = b[p]
     p += 1
@@ -987,18 +987,18 @@ def _r23(b, p):
         o1.v0_host = ''
         o1.v0_port = 0
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t19(b, p - 1, o1)
+        if b[p]:
+            p = _t19(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.ungrouped_partition_states = []
     o.type = 0
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t23(b, p - 1, o)
+    if b[p]:
+        p = _t23(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

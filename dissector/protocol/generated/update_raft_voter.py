@@ -90,10 +90,10 @@ def _r2(b, p):
         p = _t1(b, p - 1, o1)
     o.k_raft_version_feature = o1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

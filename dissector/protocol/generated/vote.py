@@ -110,17 +110,17 @@ def _r2(b, p):
                     p = _t0(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t1(b, p - 1, o1)
+        if b[p]:
+            p = _t1(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.voter_id = -1
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t2(b, p - 1, o)
+    if b[p]:
+        p = _t2(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -183,16 +183,16 @@ def _r5(b, p):
                 p = _t3(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t4(b, p - 1, o1)
+        if b[p]:
+            p = _t4(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -254,16 +254,16 @@ def _r8(b, p):
                 p = _t6(b, p - 1, o2)
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t7(b, p - 1, o1)
+        if b[p]:
+            p = _t7(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t8(b, p - 1, o)
+    if b[p]:
+        p = _t8(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -317,17 +317,17 @@ def _r11(b, p):
                     p = _t9(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t11(b, p - 1, o)
+    if b[p]:
+        p = _t11(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -381,17 +381,17 @@ def _r13(b, p):
                     p = _t9(b, p - 1, o2)
                 l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t10(b, p - 1, o1)
+        if b[p]:
+            p = _t10(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t13(b, p - 1, o)
+    if b[p]:
+        p = _t13(b, p, o)
+    else:
+        p += 1
     return o, p
 
 

@@ -134,10 +134,10 @@ def _r5(b, p):
             o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t3(b, p - 1, o2)
+            if b[p]:
+                p = _t3(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.transaction_version = 0
         o1.unknown_tags = None
@@ -147,10 +147,10 @@ def _r5(b, p):
             p = _t4(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t5(b, p - 1, o)
+    if b[p]:
+        p = _t5(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -199,10 +199,10 @@ def _r7(b, p):
             o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
             p += 4 * n2
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t3(b, p - 1, o2)
+            if b[p]:
+                p = _t3(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
         o1.coordinator_epoch, o1.transaction_version, n1 = _S6(b, p)
@@ -211,10 +211,10 @@ def _r7(b, p):
             p = _t6(b, p - 1, o1)
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t7(b, p - 1, o)
+    if b[p]:
+        p = _t7(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
@@ -335,22 +335,22 @@ def _r15(b, p):
                         p = _t12(b, p - 1, o3)
                     l2.append(o3)
             o2.unknown_tags = None
-            n2 = b[p]
-            p += 1
-            if n2:
-                p = _t13(b, p - 1, o2)
+            if b[p]:
+                p = _t13(b, p, o2)
+            else:
+                p += 1
             l1.append(o2)
         o1.unknown_tags = None
-        n1 = b[p]
-        p += 1
-        if n1:
-            p = _t14(b, p - 1, o1)
+        if b[p]:
+            p = _t14(b, p, o1)
+        else:
+            p += 1
         l0.append(o1)
     o.unknown_tags = None
-    n0 = b[p]
-    p += 1
-    if n0:
-        p = _t15(b, p - 1, o)
+    if b[p]:
+        p = _t15(b, p, o)
+    else:
+        p += 1
     return o, p
 
 
