@@ -4,7 +4,7 @@
   body and error 35 (UNSUPPORTED_VERSION); such a reply is decoded with the v0 layout.
 - Envelope (key 58): the inner request (`request_data`, header + body) and, given the inner
   request, the inner response (`response_data`) are decoded recursively; `request_principal`
-  is a version-prefixed DefaultPrincipalData.
+  is decoded when it is a version-prefixed DefaultPrincipalData (the default serialisation).
 - JoinGroup / SyncGroup: metadata and assignments of protocol type "consumer" are
   version-prefixed ConsumerProtocolSubscription / ConsumerProtocolAssignment structures.
   When the message does not say its protocol type (JoinGroup responses before v7, SyncGroup
@@ -140,8 +140,10 @@ def _envelope(body, which, issues, where, request):
         raw = body.request_data
         if raw:
             body.request_data = Embedded(raw, None, decode_request(raw))
+        # principal serialisation is pluggable in Kafka (KafkaPrincipalSerde): another form
+        # is not an error, so only a clean DefaultPrincipalData is kept
         body.request_principal = _versioned(body.request_principal, "default_principal_data",
-                                            True, issues, where)
+                                            False, issues, where)
         return
     raw = body.response_data
     inner = getattr(request, "request_data", None) if request is not None else None
