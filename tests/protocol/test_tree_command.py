@@ -97,3 +97,19 @@ def _walk(node):
 def test_tree_unknown_exchange_is_a_usage_error(capsys, tmp_path):
     code, _, err = run(capsys, "tree", capture(tmp_path), "--exchange", 9)
     assert code == 2 and "no exchange 9" in err
+
+
+def test_tree_of_a_raw_sasl_token_exchange_is_hex_only(capsys, tmp_path):
+    cap = Capture()
+    c = cap.connection(broker_port=19094, ts=ms(0))
+    c.request(ms(10), request_bytes(17, 0, 1, s16("SCRAM-SHA-512")))
+    c.response(ms(11), response_bytes(1, struct.pack(">hi", 0, 1) + s16("SCRAM-SHA-512")))
+    token = b"n,,n=user,r=abc"
+    c.request(ms(20), struct.pack(">i", len(token)) + token)
+    c.response(ms(21), struct.pack(">i", 5) + b"r=abc")
+    path = cap.write(tmp_path / "sasl.pcap")
+    code, out, _ = run(capsys, "tree", path, "--exchange", 2, "--port", 19094)
+    assert code == 0
+    assert "SASL token (raw, after SaslHandshake v0)" in out
+    assert out.count("(no Kafka header: raw bytes)") == 2
+    assert "00000000  6e 2c 2c 6e 3d 75 73 65  72 2c 72 3d 61 62 63     n,,n=user,r=abc" in out
