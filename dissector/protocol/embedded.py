@@ -109,15 +109,14 @@ def _consumer(protocol_type):
 def _join_group(body, which, api_version, issues, where):
     if which == 0:
         decode, strict = _consumer(body.protocol_type)
-        items = [(p, "metadata") for p in body.protocols]
-        name = "consumer_protocol_subscription"
+        items = body.protocols
     else:
         decode, strict = _consumer(body.protocol_type if api_version >= 7 else _NO)
-        items = [(m, "metadata") for m in body.members]
-        name = "consumer_protocol_subscription"
+        items = body.members
     if decode:
-        for obj, attr in items:
-            setattr(obj, attr, _versioned(getattr(obj, attr), name, strict, issues, where))
+        for item in items or ():
+            item.metadata = _versioned(item.metadata, "consumer_protocol_subscription", strict,
+                                       issues, where)
 
 
 def _sync_group(body, which, api_version, issues, where):
@@ -126,7 +125,7 @@ def _sync_group(body, which, api_version, issues, where):
         return
     name = "consumer_protocol_assignment"
     if which == 0:
-        for a in body.assignments:
+        for a in body.assignments or ():
             a.assignment = _versioned(a.assignment, name, strict, issues, where)
     else:
         body.assignment = _versioned(body.assignment, name, strict, issues, where)
@@ -138,7 +137,7 @@ def _envelope(body, which, issues, where, request):
     from .decode import decode_request, decode_response
     if which == 0:
         raw = body.request_data
-        if raw:
+        if raw and raw[:2] != b"\x00\x3a":   # Kafka never nests envelopes: no deep recursion
             body.request_data = Embedded(raw, None, decode_request(raw))
         # principal serialisation is pluggable in Kafka (KafkaPrincipalSerde): another form
         # is not an error, so only a clean DefaultPrincipalData is kept

@@ -256,3 +256,10 @@ def test_fetch_topic_ids_resolved_from_metadata(tmp_path):
     f = rows[1]
     assert (f["topics"], f["partition_count"], f["throttle_time_ms"]) == (["orders"], 2, 7)
     assert (f["error_code"], f["error_name"], f["error_count"]) == (1, "OFFSET_OUT_OF_RANGE", 1)
+
+
+def test_nested_envelopes_are_not_followed():
+    inner = struct.pack(">hhi", 58, 0, 1) + s16("x") + b"\x00" + b"\x01\x01\x01\x00"  # an Envelope
+    env_req = bytes([len(inner) + 1]) + inner + b"\x01" + b"\x01" + b"\x00"
+    msg = decode_request(request_bytes(58, 0, 3, env_req, flexible=True)[4:])
+    assert msg.issues == [] and type(msg.body.request_data) is bytes and msg.body.request_data == inner
