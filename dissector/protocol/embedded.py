@@ -32,8 +32,8 @@ _NO = object()  # "protocol type not carried by this message"
 
 class Embedded(bytes):
     """Raw bytes of a field that holds an embedded structure, with the structure decoded:
-    `version` (its int16 version prefix, None for whole messages) and `decoded` (a body, a
-    Message, or None when it could not be decoded)."""
+    `version` (its int16 version prefix, None for whole messages) and `decoded` (a body, or a
+    Message for Envelope's inner messages). Fields that do not decode stay plain bytes."""
 
     def __new__(cls, raw, version=None, decoded=None, structure=None):
         self = super().__new__(cls, raw)
