@@ -125,6 +125,10 @@ class BodyDecoder:
                     setattr(obj, name_attr, name)
             if in_topic and isinstance(name, str) and name not in s.topics:
                 s.topics.append(name)
+        elif in_topic and "topic_id" in slots:   # id-only topics (ShareFetch, ShareAcknowledge)
+            name = self.topic_names.get(getattr(obj, "topic_id", None))
+            if name is not None and name not in s.topics:
+                s.topics.append(name)
         if in_partition:
             s.partitions += 1
         for attr in slots:
