@@ -4,10 +4,17 @@ from __future__ import annotations
 import csv
 import json
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from .tables import EXCHANGE_COLUMN_NAMES, TIMESTAMP_COLUMNS, exchange_api_name, exchange_row
 
 FORMATS = ("text", "jsonl", "csv")
+
+
+@lru_cache(maxsize=4096)
+def _iso_seconds(secs: int) -> str:
+    # four timestamps per exchange share a handful of seconds: strftime once per second
+    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def iso_ns(ts_ns: int | None) -> str | None:
@@ -15,7 +22,7 @@ def iso_ns(ts_ns: int | None) -> str | None:
     if ts_ns is None:
         return None
     secs, ns = divmod(ts_ns, 1_000_000_000)
-    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{ns:09d}Z"
+    return f"{_iso_seconds(secs)}.{ns:09d}Z"
 
 
 def exchange_record(ex) -> dict:
