@@ -1,0 +1,46 @@
+"""`kafka-dissect` as a user runs it, on mutated real captures: exit status 0 or 2, never a
+traceback or an internal error, and a status-2 run says what is wrong in one line per file."""
+import gzip
+import random
+import subprocess
+import sys
+
+from hypothesis import given, strategies as st
+
+from tests.support import ROOT
+
+from .support import REAL, fuzz_settings, mutate, packets, write_pcap, write_pcapng
+
+COMMANDS = [
+    ["read"],
+    ["read", "--format", "jsonl", "--bodies", "--level", "records"],
+    ["read", "--format", "csv", "--level", "headers"],
+    ["records", "--format", "jsonl"],
+    ["stats"],
+]
+
+
+@fuzz_settings(12)
+@given(which=st.sampled_from(REAL), seed=st.integers(0, 2**32), fmt=st.sampled_from(
+    ["pcap", "pcapng"]), zipped=st.booleans(), damage_file=st.booleans(),
+    command=st.sampled_from(COMMANDS))
+def test_cli_on_mutated_captures(tmp_path_factory, which, seed, fmt, zipped, damage_file, command):
+    rnd = random.Random(seed)
+    pkts = list(packets(which))
+    for _ in range(rnd.randint(1, 8)):
+        i = rnd.randrange(len(pkts))
+        ts, lt, data = pkts[i]
+        pkts[i] = (ts, lt, mutate(data, rnd, 3))
+    raw = write_pcap(pkts) if fmt == "pcap" else write_pcapng(pkts)
+    if damage_file:
+        raw = mutate(raw, rnd, 2)
+    path = tmp_path_factory.mktemp("cli") / "fuzzed.cap"
+    path.write_bytes(gzip.compress(raw) if zipped else raw)
+    proc = subprocess.run([sys.executable, "-m", "dissector", *command, str(path), "--port", "auto"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "internal error" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode in (0, 2), (proc.returncode, proc.stderr[-3000:])
+    if proc.returncode == 2:
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("kafka-dissect:")]
+        assert errors and all(str(path) in line for line in errors), proc.stderr
