@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.support import require_tool
-from dissector.model import REQUEST
 from dissector.pipeline import dissect
 
 CAPTURES = sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "captures").glob("*.pcap"))

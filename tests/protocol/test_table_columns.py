@@ -14,7 +14,7 @@ pytest.importorskip("kafka")
 
 from kio.schema.errors import ErrorCode as E  # noqa: E402
 from kio.schema.types import BrokerId, TopicName  # noqa: E402
-from kio.static.primitive import i16, i32, i64  # noqa: E402
+from kio.static.primitive import i32, i64  # noqa: E402
 
 from tests.analysis.build import kio_response  # noqa: E402
 from tests.oracles.kafka_python import build, encode_request, framed  # noqa: E402
