@@ -296,3 +296,23 @@ def test_memory_per_half_open_connection_is_bounded():
         print(json.dumps({"per_connection": grown / n}))
     """)
     assert result["per_connection"] < 8192, result
+
+
+def test_envelopes_nested_deeply():
+    """Envelope requests wrapped in Envelope requests 2000 deep (each level a whole request in
+    `request_data`): decoding ends, without recursion errors, in bounded memory."""
+    from dissector.protocol.tree import new_body
+    from tests.protocol.encoder import encode
+    schema = tables(58)[0][0][1]
+    msg = struct.pack(">hhih", 18, 3, 1, 0) + b"\x00" + b"\x02x\x021\x00"  # ApiVersions v3
+    for corr in range(2000):
+        body = new_body(schema)
+        body.request_data = msg
+        body.request_principal = b""
+        body.client_host_address = b"\x7f\x00\x00\x01"
+        msg = struct.pack(">hhih", 58, 0, corr, 5) + b"admin" + b"\x00" + encode(schema, body)
+    t = time.process_time()
+    m, top = peak(lambda: decode_request(msg))
+    assert m.api_key == 58 and m.correlation_id == 1999
+    assert time.process_time() - t < 10
+    assert top < 64 * len(msg) + (1 << 20), top
