@@ -1,8 +1,12 @@
-"""Typed column builders: values go into one Python list per column, then into Arrow arrays.
+"""Typed column builders: values go into one Python list per column, and every batch of rows
+becomes Arrow arrays, so Python objects are only ever held for one batch.
 
-No row dicts and no temporary files: a row is appended value by value to its column lists, and
-`table()` converts each list once with its Arrow type (names in CATEGORICAL are dictionary-encoded,
-which pandas shows as categories).
+No row dicts and no temporary files: a row is appended value by value to its column lists. A batch
+is cut every `BATCH_ROWS` rows or once its string and binary values pass `BATCH_BYTES` (checked
+every CHECK_EVERY rows: a sum over the last rows, not a cost on each append). A full batch is
+either kept (in-memory tables: `table()` concatenates the batches) or handed to a sink such as
+ParquetSink (streaming export: memory bounded by one batch per table). Names in CATEGORICAL are
+dictionary-encoded, which pandas shows as categories.
 """
 from __future__ import annotations
 
@@ -11,30 +15,108 @@ import pyarrow as pa
 
 from .schema import CATEGORICAL, arrow_type
 
+# ~1.5 kB of Python objects per exchange row: 16384 rows stay near 25 MB per table
+BATCH_ROWS = 16384
+BATCH_BYTES = 16 << 20   # string and binary payload (record keys and values) of one batch
+CHECK_EVERY = 1024
+_SIZED = ("string", "binary")
+
+
+def table_schema(columns) -> pa.Schema:
+    """The Arrow schema of a table built from `columns` ((name, type name) pairs)."""
+    return pa.schema([pa.field(name, _field_type(name, kind)) for name, kind in columns])
+
+
+def _field_type(name, kind) -> pa.DataType:
+    typ = arrow_type(kind)
+    return pa.dictionary(pa.int32(), typ) if name in CATEGORICAL else typ
+
 
 class ColumnBuilder:
-    def __init__(self, columns):
+    """Rows appended as sequences of values in column order. `sink(record_batch)` receives each
+    full batch (and the last one on `finish()`); without a sink the batches are kept for
+    `table()`. len() is the number of rows appended so far."""
+
+    def __init__(self, columns, sink=None, batch_rows=None, batch_bytes=None):
         self.columns = tuple(columns)
         self.names = tuple(name for name, _ in self.columns)
+        self.schema = table_schema(self.columns)
+        self._types = tuple(arrow_type(kind) for _, kind in self.columns)
+        self._encode = tuple(name in CATEGORICAL for name in self.names)
+        self._sized = tuple(i for i, (_, kind) in enumerate(self.columns) if kind in _SIZED)
+        self._sink = sink
+        self._batch_rows = batch_rows or BATCH_ROWS
+        self._batch_bytes = batch_bytes or BATCH_BYTES
+        self._chunks = []     # kept batches (no sink): one list of plain arrays each
+        self._done = 0        # rows in earlier batches
+        self._new_lists()
+
+    def _new_lists(self):
         self._lists = [[] for _ in self.columns]
         self._appends = tuple(lst.append for lst in self._lists)
+        self._first = self._lists[0]
+        self._check_at = min(CHECK_EVERY, self._batch_rows)
+        self._measured = 0    # rows whose payload is counted in _bytes
+        self._bytes = 0
 
     def __len__(self):
-        return len(self._lists[0]) if self._lists else 0
+        return self._done + len(self._first)
 
     def append(self, row) -> None:
         """Append one row given as a sequence of values in column order."""
         for add, value in zip(self._appends, row, strict=True):
             add(value)
+        if len(self._first) >= self._check_at:
+            self._check()
+
+    def _check(self) -> None:
+        rows = len(self._first)
+        start, self._measured = self._measured, rows
+        for i in self._sized:
+            self._bytes += _payload(self._lists[i], start, rows)
+        if rows >= self._batch_rows or self._bytes >= self._batch_bytes:
+            self._cut()
+        else:
+            self._check_at = min(rows + CHECK_EVERY, self._batch_rows)
+
+    def _cut(self) -> None:
+        """Turn the pending rows into one batch (kept or handed to the sink)."""
+        if not self._first:
+            return
+        arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
+        self._done += len(self._first)
+        self._new_lists()
+        if self._sink is None:
+            self._chunks.append(arrays)
+        else:
+            self._sink(pa.RecordBatch.from_arrays(self._encoded(arrays), schema=self.schema))
+
+    def _encoded(self, arrays):
+        return [a.dictionary_encode() if enc else a for a, enc in zip(arrays, self._encode)]
+
+    def finish(self) -> None:
+        """Hand the last rows to the sink."""
+        self._cut()
 
     def table(self) -> pa.Table:
+        """All rows as one table (no sink): one array per column, dictionaries over all rows."""
+        self._cut()
         arrays = []
-        for (name, kind), values in zip(self.columns, self._lists):
-            arr = _array(values, arrow_type(kind))
-            if name in CATEGORICAL:
-                arr = arr.dictionary_encode()
-            arrays.append(arr)
-        return pa.Table.from_arrays(arrays, names=list(self.names))
+        for i, typ in enumerate(self._types):
+            parts = [chunk[i] for chunk in self._chunks]
+            arrays.append(parts[0] if len(parts) == 1 else
+                          pa.concat_arrays(parts) if parts else pa.array([], type=typ))
+        self._chunks = [arrays] if len(self) else []
+        return pa.Table.from_arrays(self._encoded(arrays), schema=self.schema)
+
+
+def _payload(values, start, stop) -> int:
+    """Length of the non-empty str/bytes values in values[start:stop] (a damaged body may put
+    another type there: counted as nothing)."""
+    try:
+        return sum(map(len, filter(None, values[start:stop])))
+    except TypeError:
+        return sum(len(v) for v in values[start:stop] if isinstance(v, (str, bytes)))
 
 
 def _array(values, typ) -> pa.Array:
@@ -52,6 +134,22 @@ def _scalar(value, typ):
         return value
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         return None
+
+
+class ParquetSink:
+    """Writes each batch it is given as one row group of a Parquet file."""
+
+    def __init__(self, path, schema: pa.Schema):
+        import pyarrow.parquet as pq
+        self._writer = pq.ParquetWriter(path, schema)
+        self.rows = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> None:
+        self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """Captures -> pandas tables (exchanges, partitions, records, issues, connections), and Parquet.
 
 Exchanges are streamed from the dissector straight into typed column builders; no Exchange object
-is kept once its values are appended.
+is kept once its values are appended. `load()` keeps every table in memory (as Arrow batches);
+`export()` streams each table's batches into its Parquet file, so its memory stays flat as
+captures grow.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pyarrow.parquet as pq
 from dissector.records.rows import RECORD_COLUMNS, record_rows
 from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row, issue_row
 
-from .columns import ColumnBuilder, to_pandas
+from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
 from .partitions import partition_rows
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
@@ -21,6 +23,13 @@ from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUM
 
 TABLES = ("exchanges", "partitions", "records", "issues", "connections")
 EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
+
+
+def table_columns(name: str) -> tuple:
+    """The (column, type name) pairs of table `name`."""
+    return {"exchanges": exchange_columns(), "partitions": PARTITION_COLUMNS,
+            "records": RECORD_COLUMNS, "issues": issue_columns(),
+            "connections": CONNECTION_COLUMNS}[name]
 
 
 class Tables:
@@ -52,13 +61,14 @@ class Tables:
 
 
 class _Collector:
-    """Column builders for one load, fed exchange by exchange."""
+    """Column builders for one load, fed exchange by exchange. `sinks` maps table names to
+    where their full batches go (export); tables without one are kept for arrow()."""
 
-    def __init__(self, records: bool, keep=None):
-        self.exchanges = ColumnBuilder(exchange_columns())
-        self.partitions = ColumnBuilder(PARTITION_COLUMNS)
-        self.records = ColumnBuilder(RECORD_COLUMNS)
-        self.issues = ColumnBuilder(issue_columns())
+    def __init__(self, records: bool, keep=None, sinks=None):
+        self.sinks = sinks or {}
+        self.exchanges, self.partitions, self.records, self.issues = (
+            ColumnBuilder(table_columns(name), self.sinks.get(name))
+            for name in ("exchanges", "partitions", "records", "issues"))
         self.conn_stats = {}   # connection_id -> [exchanges, request bytes, response bytes, ids]
         self.want_records = records
         self.keep = keep
@@ -87,13 +97,15 @@ class _Collector:
     def finish(self, run, capture: str) -> None:
         for issue in run.issues:
             self.issues.append(issue_row(issue))
-        conns = ColumnBuilder(CONNECTION_COLUMNS)
+        conns = ColumnBuilder(CONNECTION_COLUMNS, self.sinks.get("connections"))
         for c in run.connections:
             s = self.conn_stats.get(c.connection_id, (0, 0, 0, []))
             conns.append((c.connection_id, capture, c.client_ip, c.client_port, c.broker_ip,
                           c.broker_port, c.first_ts, c.last_ts, c.first_packet, s[0], s[1], s[2],
                           s[3]))
         self.connections = conns
+        for name in TABLES:
+            getattr(self, name).finish()
 
     def arrow(self) -> dict:
         return {"exchanges": self.exchanges.table(), "partitions": self.partitions.table(),
@@ -116,9 +128,10 @@ def _ports(port):
     return (ports or DEFAULT_PORTS) if not auto else ports, auto
 
 
-def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None):
+def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
+            sinks=None):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
-    exchanges. Returns (collector, dissection)."""
+    exchanges; `sinks` as for _Collector. Returns (collector, dissection)."""
     from dissector.pipeline import dissect   # imported here: the core's heavy part
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
@@ -126,7 +139,7 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
     ports, auto = _ports(port)
     kwargs = {} if max_frame is None else {"max_frame": max_frame}
     run = dissect(paths, ports, auto=auto, level=level, progress=progress, **kwargs)
-    col = _Collector(level == "records", keep)
+    col = _Collector(level == "records", keep, sinks)
     for ex in run:
         col.add(ex)
     col.finish(run, ", ".join(os.path.basename(p) for p in paths))
@@ -152,6 +165,26 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
     return Tables(col.arrow(), run.errors)
 
 
+def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,
+           max_frame=None):
+    """Dissect `paths` like load() and write the tables as Parquet files in `directory` (created
+    if needed) as they fill, batch by batch (one row group each): memory stays bounded however
+    large the captures. load_parquet(directory) reads back what load() returns. Returns
+    (collector, dissection): len(collector.exchanges) etc. count the rows written, and
+    dissection.errors lists damaged captures."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    sinks = {}
+    try:
+        for name in TABLES:
+            sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)))
+        return collect(paths, port, level=level, keep=keep, progress=progress,
+                       max_frame=max_frame, sinks=sinks)
+    finally:
+        for sink in sinks.values():
+            sink.close()
+
+
 def load_parquet(directory) -> Tables:
     """Read back the tables written by Tables.write_parquet / `kafka-dissect export`."""
     d = Path(directory)
@@ -160,6 +193,7 @@ def load_parquet(directory) -> Tables:
         path = d / f"{name}.parquet"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: missing (not written by kafka-dissect export?)")
-        arrow[name] = pq.read_table(path)
+        # row groups written batch by batch have dictionaries of their own: one for all, as load()
+        arrow[name] = pq.read_table(path).unify_dictionaries()
     return Tables(arrow)
 

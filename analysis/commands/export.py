@@ -1,11 +1,15 @@
-"""`kafka-dissect export`: the analysis tables of captures as Parquet files."""
+"""`kafka-dissect export`: the analysis tables of captures as Parquet files, streamed batch by
+batch (analysis.load.export) so memory stays flat however large the captures."""
 from __future__ import annotations
 
+import os
 import sys
 
-from dissector.commands.common import report_errors
+from dissector.commands.common import Progress, parse_ports, report_errors
+from dissector.filters import compile_filter_option
 
-from .options import add_analysis_options, load_from_args
+from ..load import EXCHANGE_NAMES, TABLES, export
+from .options import add_analysis_options
 
 
 def add_parser(sub) -> None:
@@ -19,9 +23,20 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    tables = load_from_args(args)
-    paths = tables.write_parquet(args.out)
-    print(f"{len(tables.exchanges)} exchanges, {len(tables.partitions)} partition rows, "
-          f"{len(tables.records)} records, {len(tables.issues)} issues -> "
-          f"{len(paths)} files in {args.out}", file=sys.stderr)
-    return report_errors(tables)
+    from dissector.cli import UsageError
+    keep = compile_filter_option(args.filter, EXCHANGE_NAMES)
+    ports, auto = parse_ports(args.port)
+    for path in args.captures:
+        if not os.path.exists(path):
+            raise UsageError(f"{path}: no such file")
+    progress = Progress(args.captures)
+    try:
+        col, dissection = export(args.captures, args.out, list(ports) + (["auto"] if auto else []),
+                                 level=args.level, keep=keep, progress=progress,
+                                 max_frame=args.max_frame)
+    finally:
+        progress.done()
+    print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
+          f"{len(col.records)} records, {len(col.issues)} issues -> "
+          f"{len(TABLES)} files in {args.out}", file=sys.stderr)
+    return report_errors(dissection)

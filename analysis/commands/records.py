@@ -1,7 +1,7 @@
 """`kafka-dissect records`: one row per record in Produce requests and Fetch/ShareFetch responses.
 
-Rows stream out exchange by exchange; Parquet is written in row groups of ROW_GROUP rows, so
-memory stays bounded on large captures.
+Rows stream out exchange by exchange; Parquet is written in row groups of at most ROW_GROUP rows
+or about ROW_GROUP_BYTES of keys and values, so memory stays bounded on large captures.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dissector.records.rows import RECORD_COLUMN_NAMES, RECORD_COLUMNS, record_r
 
 FORMATS = ("text", "jsonl", "csv", "parquet")
 ROW_GROUP = 65536
+ROW_GROUP_BYTES = 16 << 20
 _TS = RECORD_COLUMN_NAMES.index("timestamp")
 
 
@@ -115,33 +116,17 @@ def _csv(rows, out) -> int:
 
 
 def _write_parquet(rows, path) -> int:
-    import pyarrow.parquet as pq
-
-    from ..columns import ColumnBuilder
-    writer = None
-    n = 0
-    builder = ColumnBuilder(RECORD_COLUMNS)
+    from ..columns import ColumnBuilder, ParquetSink, table_schema
+    sink = ParquetSink(path, table_schema(RECORD_COLUMNS))
     try:
+        builder = ColumnBuilder(RECORD_COLUMNS, sink, batch_rows=ROW_GROUP,
+                                batch_bytes=ROW_GROUP_BYTES)
         for r in rows:
             builder.append(r)
-            n += 1
-            if len(builder) >= ROW_GROUP:
-                writer = _flush(builder, writer, path, pq)
-                builder = ColumnBuilder(RECORD_COLUMNS)
-        writer = _flush(builder, writer, path, pq)
+        builder.finish()
     finally:
-        if writer is not None:
-            writer.close()
-    return n
-
-
-def _flush(builder, writer, path, pq):
-    table = builder.table()
-    if writer is None:
-        writer = pq.ParquetWriter(path, table.schema)
-    if len(builder) or writer is not None:
-        writer.write_table(table.cast(writer.schema) if table.schema != writer.schema else table)
-    return writer
+        sink.close()
+    return sink.rows
 
 
 _WRITERS = {"text": _text, "jsonl": _jsonl, "csv": _csv}
