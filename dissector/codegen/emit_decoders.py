@@ -220,7 +220,9 @@ class Module:
         return lines
 
     def _array(self, f, target, ind, depth):
-        pad = "    " * ind
+        """Lines after the element count in n{depth} (not negative) was read. Empty arrays,
+        common in responses, skip the loop set-up entirely."""
+        pad, inner = "    " * ind, "    " * (ind + 1)
         n = f"n{depth}"
         elem = f.elem
         if elem in FIXED:
@@ -228,14 +230,17 @@ class Module:
             ch = FIXED[elem]
             self.arrays.add(ch)
             arr = "_Abool" if ch == "?" else f"_A{ch}"
-            return [f"{pad}{target} = [*{arr}[{n}](b, p)] if {n} < 16 else [*_su('>%d{ch}' % {n}, b, p)]",
-                    f"{pad}p += {FIXED_SIZE[ch]} * {n}"]
-        lines = [f"{pad}if {n} > len(b) - p:", f"{pad}    raise Malformed"]
+            return [f"{pad}if {n}:",
+                    f"{inner}{target} = [*{arr}[{n}](b, p)] if {n} < 16 else [*_su('>%d{ch}' % {n}, b, p)]",
+                    f"{inner}p += {FIXED_SIZE[ch]} * {n}", f"{pad}else:", f"{inner}{target} = []"]
         lst = f"l{depth}"
+        lines = [f"{pad}{target} = {lst} = []", f"{pad}if {n}:", f"{inner}if {n} > len(b) - p:",
+                 f"{inner}    raise Malformed"]
         if elem == "struct" and f.struct.fields and all(x.kind in FIXED for x in f.struct.fields):
-            return lines + self._flat_array(f, target, ind, depth)
-        lines += [f"{pad}{target} = {lst} = []", f"{pad}for _ in range({n}):"]
-        inner = pad + "    "
+            return lines + self._flat_array(f, ind + 1, depth)
+        lines.append(f"{inner}for _ in range({n}):")
+        ind += 1
+        pad, inner = inner, inner + "    "
         if elem == "struct":
             child = f"o{depth + 1}"
             lines += self._struct(f.struct, child, ind + 1, depth + 1)
@@ -256,7 +261,7 @@ class Module:
         lines.append(f"{inner}{lst}.append(c)")
         return lines
 
-    def _flat_array(self, f, target, ind, depth):
+    def _flat_array(self, f, ind, depth):
         """An array of structs made of fixed-size fields only: more than FLAT_MIN elements are
         read by one Struct.iter_unpack over the whole array. In flexible versions each element
         ends with its tag count: the fast loop runs only when every count is zero (checked on
@@ -269,7 +274,7 @@ class Module:
         it = self.iter_struct(">" + chars)
         targets = [f"{child}.{x.attr}" for x in layout.fields]
         inner, deeper = pad + "    ", pad + "        "
-        lines = [f"{pad}{target} = {lst} = []"]
+        lines = []
         if layout.flexible:
             s = f"s{depth}"
             lines += [f"{pad}if {n} > {FLAT_MIN} and ({s} := b[p:p + {size} * {n}])[{size - 1}::{size}].count(0) == {n}:",

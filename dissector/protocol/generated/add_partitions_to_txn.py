@@ -57,25 +57,29 @@ def _r1(b, p):
     p += 14
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.v3_and_below_topics = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            l0.append(o1)
     o.transactions = []
     o.unknown_tags = None
     return o, p
@@ -99,35 +103,39 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.v3_and_below_topics = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.transactions = []
     o.unknown_tags = None
     if b[p]:
@@ -146,62 +154,67 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.transactions = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.transactional_id = b[p:p + n1].decode()
-        p += n1
-        o1.producer_id, o1.producer_epoch, o1.verify_only, n1 = _S5(b, p)
-        p += 12
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            o1.transactional_id = b[p:p + n1].decode()
+            p += n1
+            o1.producer_id, o1.producer_epoch, o1.verify_only, n1 = _S5(b, p)
+            p += 12
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partitions = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t2(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t2(b, p, o2)
+                p = _t4(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.v3_and_below_transactional_id = ''
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
@@ -220,40 +233,42 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results_by_topic_v3_and_below = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.results_by_partition = l1 = []
-        if n1 > 3:
-            for v in _I7(b[p:p + 6 * n1]):
-                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                o2.partition_index, o2.partition_error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.partition_error_code = _S7(b, p)
-                p += 6
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.results_by_partition = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I7(b[p:p + 6 * n1]):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.partition_index, o2.partition_error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code = _S7(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.error_code = 0
     o.results_by_transaction = []
     o.unknown_tags = None
@@ -269,52 +284,54 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results_by_topic_v3_and_below = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.results_by_partition = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I9(s1):
-                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                o2.partition_index, o2.partition_error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.partition_error_code, n2 = _S10(b, p)
-                p += 7
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.results_by_partition = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I9(s1):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.partition_index, o2.partition_error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code, n2 = _S10(b, p)
+                        p += 7
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.error_code = 0
     o.results_by_transaction = []
     o.unknown_tags = None
@@ -334,79 +351,82 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results_by_transaction = l0 = []
-    for _ in range(n0):
-        o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.transactional_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topic_results = l1 = []
-        for _ in range(n1):
-            o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnResult()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.transactional_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.results_by_partition = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
-                for v in _I9(s2):
-                    o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                    o3.partition_index, o3.partition_error_code = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 7 * n2
-            else:
-                for _ in range(n2):
-                    o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_error_code, n3 = _S10(b, p)
-                    p += 7
-                    if n3:
-                        p = _t9(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.topic_results = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.results_by_partition = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                            for v in _I9(s2):
+                                o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                                o3.partition_index, o3.partition_error_code = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 7 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_error_code, n3 = _S10(b, p)
+                                p += 7
+                                if n3:
+                                    p = _t9(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t10(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t10(b, p, o2)
+                p = _t12(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.results_by_topic_v3_and_below = []
     o.unknown_tags = None
     if b[p]:

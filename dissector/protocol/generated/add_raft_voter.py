@@ -43,35 +43,36 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = AddRaftVoterRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S2(b, p)
-        p += 3
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AddRaftVoterRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S2(b, p)
+            p += 3
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     o.ack_when_committed = True
     o.unknown_tags = None
     if b[p]:
@@ -104,35 +105,36 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = AddRaftVoterRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S2(b, p)
-        p += 3
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AddRaftVoterRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S2(b, p)
+            p += 3
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.ack_when_committed, n0 = _S3(b, p)
     p += 2

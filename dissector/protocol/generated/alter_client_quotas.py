@@ -48,58 +48,61 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.entries = l0 = []
-    for _ in range(n0):
-        o1 = AlterClientQuotasRequest_EntryData()
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.entity = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasRequest_EntityData()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = AlterClientQuotasRequest_EntryData()
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.entity_type = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+            o1.entity = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.entity_name = None
-            else:
-                o2.entity_name = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.ops = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasRequest_OpData()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+                for _ in range(n1):
+                    o2 = AlterClientQuotasRequest_EntityData()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.entity_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.entity_name = None
+                    else:
+                        o2.entity_name = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.key = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.value, o2.remove = _S2(b, p)
-            p += 9
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.ops = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterClientQuotasRequest_OpData()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.key = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.value, o2.remove = _S2(b, p)
+                    p += 9
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.validate_only = _S3(b, p)[0]
     p += 1
@@ -115,81 +118,84 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.entries = l0 = []
-    for _ in range(n0):
-        o1 = AlterClientQuotasRequest_EntryData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.entity = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasRequest_EntityData()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = AlterClientQuotasRequest_EntryData()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.entity_type = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.entity = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterClientQuotasRequest_EntityData()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.entity_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.entity_name = None
+                    else:
+                        o2.entity_name = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.entity_name = None
-            else:
-                o2.entity_name = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.ops = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterClientQuotasRequest_OpData()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.key = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.value, o2.remove, n2 = _S5(b, p)
+                    p += 10
+                    if n2:
+                        p = _t5(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t6(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.ops = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasRequest_OpData()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.key = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.value, o2.remove, n2 = _S5(b, p)
-            p += 10
-            if n2:
-                p = _t5(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t6(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.validate_only, n0 = _S6(b, p)
     p += 2
@@ -204,48 +210,50 @@ def _r10(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.entries = l0 = []
-    for _ in range(n0):
-        o1 = AlterClientQuotasResponse_EntryData()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.entity = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasResponse_EntityData()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.entity_type = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = AlterClientQuotasResponse_EntryData()
+            o1.error_code, n1 = _S8(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.entity_name = None
+                o1.error_message = None
             else:
-                o2.entity_name = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.entity = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterClientQuotasResponse_EntityData()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.entity_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.entity_name = None
+                    else:
+                        o2.entity_name = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -259,64 +267,66 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.entries = l0 = []
-    for _ in range(n0):
-        o1 = AlterClientQuotasResponse_EntryData()
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.entity = l1 = []
-        for _ in range(n1):
-            o2 = AlterClientQuotasResponse_EntityData()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.entity_type = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.entity_name = None
+        for _ in range(n0):
+            o1 = AlterClientQuotasResponse_EntryData()
+            o1.error_code, n1 = _S10(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
             else:
-                o2.entity_name = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.entity = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterClientQuotasResponse_EntityData()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.entity_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.entity_name = None
+                    else:
+                        o2.entity_name = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t11(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t11(b, p, o2)
+                p = _t12(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t13(b, p, o)

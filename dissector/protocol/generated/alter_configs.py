@@ -40,45 +40,47 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = AlterConfigsRequest_AlterConfigsResource()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = AlterConfigsRequest_AlterableConfig()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = AlterConfigsRequest_AlterConfigsResource()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.value = None
-            else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = AlterConfigsRequest_AlterableConfig()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.validate_only = _S3(b, p)[0]
     p += 1
@@ -94,63 +96,65 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = AlterConfigsRequest_AlterConfigsResource()
-        o1.resource_type, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = AlterConfigsRequest_AlterableConfig()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = AlterConfigsRequest_AlterConfigsResource()
+            o1.resource_type, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.value = None
-            else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterConfigsRequest_AlterableConfig()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t3(b, p, o2)
+                p = _t4(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.validate_only, n0 = _S6(b, p)
     p += 2
@@ -165,28 +169,29 @@ def _r7(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
+            o1.error_code, n1 = _S8(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -200,36 +205,37 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AlterConfigsResponse_AlterConfigsResourceResponse()
+            o1.error_code, n1 = _S10(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -50,56 +50,61 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionRequest_PartitionData()
-            o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
-            p += 9
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.new_isr_with_epochs = []
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.partition_epoch, n2 = _S3(b, p)
-            p += 5
-            if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionRequest_PartitionData()
+                    o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 9
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.new_isr = []
+                    o2.new_isr_with_epochs = []
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.partition_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2:
+                        p = _t0(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -117,55 +122,60 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionRequest_PartitionData()
-            o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
-            p += 9
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.new_isr_with_epochs = []
-            o2.unknown_tags = None
-            o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
-            p += 6
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionRequest_PartitionData()
+                    o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 9
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.new_isr = []
+                    o2.new_isr_with_epochs = []
+                    o2.unknown_tags = None
+                    o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
+                    p += 6
+                    if n2:
+                        p = _t3(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -183,48 +193,53 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionRequest_TopicData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionRequest_PartitionData()
-            o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
-            p += 9
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.new_isr_with_epochs = []
-            o2.unknown_tags = None
-            o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
-            p += 6
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t6(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionRequest_TopicData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionRequest_PartitionData()
+                    o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 9
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.new_isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.new_isr = []
+                    o2.new_isr_with_epochs = []
+                    o2.unknown_tags = None
+                    o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
+                    p += 6
+                    if n2:
+                        p = _t3(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_name = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t6(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -242,65 +257,68 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionRequest_TopicData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionRequest_PartitionData()
-            o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
-            p += 9
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.new_isr_with_epochs = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                for v in _I5(s2):
-                    o3 = AlterPartitionRequest_BrokerState()
-                    o3.broker_id, o3.broker_epoch = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 13 * n2
-            else:
-                for _ in range(n2):
-                    o3 = AlterPartitionRequest_BrokerState()
-                    o3.unknown_tags = None
-                    o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)
-                    p += 13
-                    if n3:
-                        p = _t8(b, p - 1, o3)
-                    l2.append(o3)
-            o2.new_isr = []
-            o2.unknown_tags = None
-            o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
-            p += 6
-            if n2:
-                p = _t9(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionRequest_TopicData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionRequest_PartitionData()
+                    o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 9
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.new_isr_with_epochs = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                            for v in _I5(s2):
+                                o3 = AlterPartitionRequest_BrokerState()
+                                o3.broker_id, o3.broker_epoch = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 13 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = AlterPartitionRequest_BrokerState()
+                                o3.unknown_tags = None
+                                o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)
+                                p += 13
+                                if n3:
+                                    p = _t8(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.new_isr = []
+                    o2.unknown_tags = None
+                    o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
+                    p += 6
+                    if n2:
+                        p = _t9(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_name = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)
@@ -318,55 +336,60 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.partition_epoch, n2 = _S3(b, p)
-            p += 5
-            if n2:
-                p = _t12(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.partition_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2:
+                        p = _t12(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -384,54 +407,59 @@ def _r17(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
-            p += 6
-            if n2:
-                p = _t15(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t16(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.unknown_tags = None
+                    o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
+                    p += 6
+                    if n2:
+                        p = _t15(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t16(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t17(b, p, o)
@@ -449,47 +477,52 @@ def _r19(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = AlterPartitionResponse_TopicData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = AlterPartitionResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
-            p += 6
-            if n2:
-                p = _t15(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterPartitionResponse_TopicData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterPartitionResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.unknown_tags = None
+                    o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
+                    p += 6
+                    if n2:
+                        p = _t15(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_name = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

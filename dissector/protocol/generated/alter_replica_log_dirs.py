@@ -44,42 +44,47 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.dirs = l0 = []
-    for _ in range(n0):
-        o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.path = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
-            n2 = _S1(b, p)[0]
+        for _ in range(n0):
+            o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+            o1.path = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partitions = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -93,62 +98,67 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.dirs = l0 = []
-    for _ in range(n0):
-        o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.path = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.path = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partitions = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t3(b, p, o2)
+                p = _t4(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -163,40 +173,42 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I4(b[p:p + 6 * n1]):
-                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code = _S4(b, p)
-                p += 6
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I4(b[p:p + 6 * n1]):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S4(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -210,52 +222,54 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I6(s1):
-                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S7(b, p)
-                p += 7
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I6(s1):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S7(b, p)
+                        p += 7
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

@@ -120,23 +120,24 @@ def _r4(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.api_keys = l0 = []
-    if n0 > 3:
-        for v in _I3(b[p:p + 6 * n0]):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.api_key, o1.min_version, o1.max_version = v
-            o1.unknown_tags = None
-            l0.append(o1)
-        p += 6 * n0
-    else:
-        for _ in range(n0):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.unknown_tags = None
-            o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
-            p += 6
-            l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        if n0 > 3:
+            for v in _I3(b[p:p + 6 * n0]):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.api_key, o1.min_version, o1.max_version = v
+                o1.unknown_tags = None
+                l0.append(o1)
+            p += 6 * n0
+        else:
+            for _ in range(n0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
+                p += 6
+                l0.append(o1)
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -152,23 +153,24 @@ def _r5(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.api_keys = l0 = []
-    if n0 > 3:
-        for v in _I3(b[p:p + 6 * n0]):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.api_key, o1.min_version, o1.max_version = v
-            o1.unknown_tags = None
-            l0.append(o1)
-        p += 6 * n0
-    else:
-        for _ in range(n0):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.unknown_tags = None
-            o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
-            p += 6
-            l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        if n0 > 3:
+            for v in _I3(b[p:p + 6 * n0]):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.api_key, o1.min_version, o1.max_version = v
+                o1.unknown_tags = None
+                l0.append(o1)
+            p += 6 * n0
+        else:
+            for _ in range(n0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
+                p += 6
+                l0.append(o1)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -188,25 +190,26 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.api_keys = l0 = []
-    if n0 > 3 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
-        for v in _I6(s0):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.api_key, o1.min_version, o1.max_version = v
-            o1.unknown_tags = None
-            l0.append(o1)
-        p += 7 * n0
-    else:
-        for _ in range(n0):
-            o1 = ApiVersionsResponse_ApiVersion()
-            o1.unknown_tags = None
-            o1.api_key, o1.min_version, o1.max_version, n1 = _S7(b, p)
-            p += 7
-            if n1:
-                p = _t6(b, p - 1, o1)
-            l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        if n0 > 3 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
+            for v in _I6(s0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.api_key, o1.min_version, o1.max_version = v
+                o1.unknown_tags = None
+                l0.append(o1)
+            p += 7 * n0
+        else:
+            for _ in range(n0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version, n1 = _S7(b, p)
+                p += 7
+                if n1:
+                    p = _t6(b, p - 1, o1)
+                l0.append(o1)
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -316,26 +319,27 @@ def _t9(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.supported_features = l0 = []
-            for _ in range(n0):
-                o1 = ApiVersionsResponse_SupportedFeatureKey()
-                n1 = b[p]
-                p += 1
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.min_version, o1.max_version, n1 = _S8(b, p)
-                p += 5
-                if n1:
-                    p = _t7(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = ApiVersionsResponse_SupportedFeatureKey()
+                    n1 = b[p]
+                    p += 1
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.name = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.min_version, o1.max_version, n1 = _S8(b, p)
+                    p += 5
+                    if n1:
+                        p = _t7(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -351,26 +355,27 @@ def _t9(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.finalized_features = l0 = []
-            for _ in range(n0):
-                o1 = ApiVersionsResponse_FinalizedFeatureKey()
-                n1 = b[p]
-                p += 1
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.max_version_level, o1.min_version_level, n1 = _S8(b, p)
-                p += 5
-                if n1:
-                    p = _t8(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = ApiVersionsResponse_FinalizedFeatureKey()
+                    n1 = b[p]
+                    p += 1
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.name = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.max_version_level, o1.min_version_level, n1 = _S8(b, p)
+                    p += 5
+                    if n1:
+                        p = _t8(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         elif t == 3:

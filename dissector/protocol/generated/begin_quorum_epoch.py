@@ -65,42 +65,44 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = BeginQuorumEpochRequest_TopicData()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I2(b[p:p + 12 * n1]):
-                o2 = BeginQuorumEpochRequest_PartitionData()
-                o2.partition_index, o2.leader_id, o2.leader_epoch = v
-                o2.voter_directory_id = UUID0
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = BeginQuorumEpochRequest_PartitionData()
-                o2.voter_directory_id = UUID0
-                o2.unknown_tags = None
-                o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BeginQuorumEpochRequest_TopicData()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I2(b[p:p + 12 * n1]):
+                        o2 = BeginQuorumEpochRequest_PartitionData()
+                        o2.partition_index, o2.leader_id, o2.leader_epoch = v
+                        o2.voter_directory_id = UUID0
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = BeginQuorumEpochRequest_PartitionData()
+                        o2.voter_directory_id = UUID0
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.voter_id = -1
     o.leader_endpoints = []
     o.unknown_tags = None
@@ -126,48 +128,50 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = BeginQuorumEpochRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = BeginQuorumEpochRequest_PartitionData()
-            o2.partition_index = _S1(b, p)[0]
-            p += 4
-            o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            o2.unknown_tags = None
-            o2.leader_id, o2.leader_epoch, n2 = _S5(b, p)
-            p += 9
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = BeginQuorumEpochRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = BeginQuorumEpochRequest_PartitionData()
+                    o2.partition_index = _S1(b, p)[0]
+                    p += 4
+                    o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    o2.unknown_tags = None
+                    o2.leader_id, o2.leader_epoch, n2 = _S5(b, p)
+                    p += 9
+                    if n2:
+                        p = _t3(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -175,35 +179,36 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.leader_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = BeginQuorumEpochRequest_LeaderEndpoint()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S6(b, p)
-        p += 3
-        if n1:
-            p = _t5(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BeginQuorumEpochRequest_LeaderEndpoint()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S6(b, p)
+            p += 3
+            if n1:
+                p = _t5(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -218,40 +223,42 @@ def _r9(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = BeginQuorumEpochResponse_TopicData()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 14 * n1]):
-                o2 = BeginQuorumEpochResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = BeginQuorumEpochResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
-                p += 14
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BeginQuorumEpochResponse_TopicData()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 14 * n1]):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -266,52 +273,54 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = BeginQuorumEpochResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-            for v in _I10(s1):
-                o2 = BeginQuorumEpochResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 15 * n1
-        else:
-            for _ in range(n1):
-                o2 = BeginQuorumEpochResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S11(b, p)
-                p += 15
-                if n2:
-                    p = _t10(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t11(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = BeginQuorumEpochResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                    for v in _I10(s1):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 15 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S11(b, p)
+                        p += 15
+                        if n2:
+                            p = _t10(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t11(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -490,26 +499,27 @@ def _t13(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = BeginQuorumEpochResponse_NodeEndpoint()
-                o1.node_id, n1 = _S4(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.port, n1 = _S6(b, p)
-                p += 3
-                if n1:
-                    p = _t12(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = BeginQuorumEpochResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S4(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.port, n1 = _S6(b, p)
+                    p += 3
+                    if n1:
+                        p = _t12(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

@@ -109,12 +109,13 @@ def _t1(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.offline_log_dirs = l0 = []
-            for _ in range(n0):
-                l0.append(_uuid(b, p))
-                p += 16
+            if n0:
+                if n0 > len(b) - p:
+                    raise Malformed
+                for _ in range(n0):
+                    l0.append(_uuid(b, p))
+                    p += 16
             if p != e:
                 raise Malformed
         else:
@@ -150,12 +151,13 @@ def _t2(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.offline_log_dirs = l0 = []
-            for _ in range(n0):
-                l0.append(_uuid(b, p))
-                p += 16
+            if n0:
+                if n0 > len(b) - p:
+                    raise Malformed
+                for _ in range(n0):
+                    l0.append(_uuid(b, p))
+                    p += 16
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -167,12 +169,13 @@ def _t2(b, p, o):
             if n0 < 0:
                 o.cordoned_log_dirs = None
             else:
-                if n0 > len(b) - p:
-                    raise Malformed
                 o.cordoned_log_dirs = l0 = []
-                for _ in range(n0):
-                    l0.append(_uuid(b, p))
-                    p += 16
+                if n0:
+                    if n0 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n0):
+                        l0.append(_uuid(b, p))
+                        p += 16
             if p != e:
                 raise Malformed
         else:

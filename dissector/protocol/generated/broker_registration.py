@@ -46,35 +46,36 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, o1.security_protocol, n1 = _S2(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, o1.security_protocol, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -82,26 +83,27 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.features = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Feature()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t1(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Feature()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
+            p += 5
+            if n1:
+                p = _t1(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -143,35 +145,36 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, o1.security_protocol, n1 = _S2(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, o1.security_protocol, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -179,26 +182,27 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.features = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Feature()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t1(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Feature()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
+            p += 5
+            if n1:
+                p = _t1(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -239,35 +243,36 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, o1.security_protocol, n1 = _S2(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, o1.security_protocol, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -275,26 +280,27 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.features = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Feature()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t1(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Feature()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
+            p += 5
+            if n1:
+                p = _t1(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -312,12 +318,13 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.log_dirs = l0 = []
-    for _ in range(n0):
-        l0.append(_uuid(b, p))
-        p += 16
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            l0.append(_uuid(b, p))
+            p += 16
     o.previous_broker_epoch = -1
     o.unknown_tags = None
     if b[p]:
@@ -347,35 +354,36 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, o1.security_protocol, n1 = _S2(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, o1.security_protocol, n1 = _S2(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -383,26 +391,27 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.features = l0 = []
-    for _ in range(n0):
-        o1 = BrokerRegistrationRequest_Feature()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t1(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = BrokerRegistrationRequest_Feature()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
+            p += 5
+            if n1:
+                p = _t1(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -420,12 +429,13 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.log_dirs = l0 = []
-    for _ in range(n0):
-        l0.append(_uuid(b, p))
-        p += 16
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            l0.append(_uuid(b, p))
+            p += 16
     o.unknown_tags = None
     o.previous_broker_epoch, n0 = _S5(b, p)
     p += 9

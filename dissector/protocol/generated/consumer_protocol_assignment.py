@@ -20,25 +20,29 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.assigned_partitions = l0 = []
-    for _ in range(n0):
-        o1 = ConsumerProtocolAssignment_TopicPartition()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ConsumerProtocolAssignment_TopicPartition()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:

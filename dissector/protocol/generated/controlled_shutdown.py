@@ -56,21 +56,22 @@ def _r4(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.remaining_partitions = l0 = []
-    for _ in range(n0):
-        o1 = ControlledShutdownResponse_RemainingPartition()
-        n1 = _S4(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ControlledShutdownResponse_RemainingPartition()
+            n1 = _S4(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index = _S0(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -84,26 +85,27 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.remaining_partitions = l0 = []
-    for _ in range(n0):
-        o1 = ControlledShutdownResponse_RemainingPartition()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index, n1 = _S7(b, p)
-        p += 5
-        if n1:
-            p = _t5(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ControlledShutdownResponse_RemainingPartition()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index, n1 = _S7(b, p)
+            p += 5
+            if n1:
+                p = _t5(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)

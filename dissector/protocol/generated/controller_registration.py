@@ -38,35 +38,36 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.listeners = l0 = []
-    for _ in range(n0):
-        o1 = ControllerRegistrationRequest_Listener()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, o1.security_protocol, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ControllerRegistrationRequest_Listener()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, o1.security_protocol, n1 = _S3(b, p)
+            p += 5
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -74,26 +75,27 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.features = l0 = []
-    for _ in range(n0):
-        o1 = ControllerRegistrationRequest_Feature()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.min_supported_version, o1.max_supported_version, n1 = _S4(b, p)
-        p += 5
-        if n1:
-            p = _t1(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ControllerRegistrationRequest_Feature()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.min_supported_version, o1.max_supported_version, n1 = _S4(b, p)
+            p += 5
+            if n1:
+                p = _t1(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)

@@ -36,34 +36,35 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.creations = l0 = []
-    for _ in range(n0):
-        o1 = CreateAclsRequest_AclCreation()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.principal = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.resource_pattern_type = 3
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type = _S3(b, p)
-        p += 2
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = CreateAclsRequest_AclCreation()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.principal = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.resource_pattern_type = 3
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type = _S3(b, p)
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -74,33 +75,34 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.creations = l0 = []
-    for _ in range(n0):
-        o1 = CreateAclsRequest_AclCreation()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.resource_pattern_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
-            raise Malformed
-        o1.principal = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type = _S3(b, p)
-        p += 2
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = CreateAclsRequest_AclCreation()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.resource_pattern_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                raise Malformed
+            o1.principal = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type = _S3(b, p)
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -114,44 +116,45 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.creations = l0 = []
-    for _ in range(n0):
-        o1 = CreateAclsRequest_AclCreation()
-        o1.resource_type, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.resource_pattern_type, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.principal = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type, n1 = _S6(b, p)
-        p += 3
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = CreateAclsRequest_AclCreation()
+            o1.resource_type, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.resource_pattern_type, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.principal = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type, n1 = _S6(b, p)
+            p += 3
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -166,22 +169,23 @@ def _r7(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = CreateAclsResponse_AclCreationResult()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = CreateAclsResponse_AclCreationResult()
+            o1.error_code, n1 = _S8(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -195,27 +199,28 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = CreateAclsResponse_AclCreationResult()
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = CreateAclsResponse_AclCreationResult()
+            o1.error_code, n1 = _S10(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

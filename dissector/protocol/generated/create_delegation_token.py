@@ -31,25 +31,26 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.renewers = l0 = []
-    for _ in range(n0):
-        o1 = CreateDelegationTokenRequest_CreatableRenewers()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = CreateDelegationTokenRequest_CreatableRenewers()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     o.unknown_tags = None
@@ -67,35 +68,36 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.renewers = l0 = []
-    for _ in range(n0):
-        o1 = CreateDelegationTokenRequest_CreatableRenewers()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreateDelegationTokenRequest_CreatableRenewers()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     o.unknown_tags = None
@@ -135,35 +137,36 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.renewers = l0 = []
-    for _ in range(n0):
-        o1 = CreateDelegationTokenRequest_CreatableRenewers()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreateDelegationTokenRequest_CreatableRenewers()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.max_lifetime_ms, n0 = _S4(b, p)
     p += 9

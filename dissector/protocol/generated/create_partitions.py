@@ -39,39 +39,44 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreatePartitionsRequest_CreatePartitionsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.count, n1 = _S2(b, p)
-        p += 8
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = CreatePartitionsRequest_CreatePartitionsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.assignments = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.assignments = l1 = []
-            for _ in range(n1):
-                o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
-                n2 = _S0(b, p)[0]
-                p += 4
-                if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.count, n1 = _S2(b, p)
+            p += 8
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.unknown_tags = None
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                o1.assignments = None
+            else:
+                o1.assignments = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
+                        n2 = _S0(b, p)[0]
+                        p += 4
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.broker_ids = []
+                        o2.unknown_tags = None
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only = _S3(b, p)
     p += 5
@@ -87,54 +92,59 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreatePartitionsRequest_CreatePartitionsTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.count, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.assignments = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.assignments = l1 = []
-            for _ in range(n1):
-                o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t3(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreatePartitionsRequest_CreatePartitionsTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.count, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.assignments = None
+            else:
+                o1.assignments = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.broker_ids = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t3(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S6(b, p)
     p += 6
@@ -149,28 +159,29 @@ def _r7(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S7(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
+            o1.name = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.error_code, n1 = _S7(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -184,36 +195,37 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S8(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.error_code, n1 = _S8(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -50,62 +50,68 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsRequest_CreatableTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
-        p += 10
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.assignments = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
-            o2.partition_index, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                raise Malformed
-            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableTopicConfig()
-            n2 = _S1(b, p)[0]
+        for _ in range(n0):
+            o1 = CreateTopicsRequest_CreatableTopic()
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
+            p += 10
+            if n1 < 0:
+                raise Malformed
+            o1.assignments = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.value = None
-            else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableReplicaAssignment()
+                    o2.partition_index, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.broker_ids = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableTopicConfig()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.validate_only = False
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -119,62 +125,68 @@ def _r4(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsRequest_CreatableTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
-        p += 10
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.assignments = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
-            o2.partition_index, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                raise Malformed
-            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableTopicConfig()
-            n2 = _S1(b, p)[0]
+        for _ in range(n0):
+            o1 = CreateTopicsRequest_CreatableTopic()
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
+            p += 10
+            if n1 < 0:
+                raise Malformed
+            o1.assignments = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.value = None
-            else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableReplicaAssignment()
+                    o2.partition_index, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.broker_ids = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableTopicConfig()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only = _S4(b, p)
     p += 5
@@ -190,90 +202,96 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsRequest_CreatableTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
-        p += 7
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.assignments = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableReplicaAssignment()
-            o2.partition_index, n2 = _S7(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = CreateTopicsRequest_CreatableTopic()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
+            p += 7
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.assignments = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableReplicaAssignment()
+                    o2.partition_index, n2 = _S7(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.broker_ids = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.broker_ids = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t5(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = CreateTopicsRequest_CreatableTopicConfig()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t6(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t5(b, p, o2)
+                p = _t7(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = CreateTopicsRequest_CreatableTopicConfig()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.value = None
-            else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t6(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S8(b, p)
     p += 6
@@ -288,27 +306,28 @@ def _r10(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsResponse_CreatableTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = UUID0
-        o1.error_message = ''
-        o1.topic_config_error_code = 0
-        o1.num_partitions = -1
-        o1.replication_factor = -1
-        o1.configs = []
-        o1.unknown_tags = None
-        o1.error_code = _S1(b, p)[0]
-        p += 2
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = CreateTopicsResponse_CreatableTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = UUID0
+            o1.error_message = ''
+            o1.topic_config_error_code = 0
+            o1.num_partitions = -1
+            o1.replication_factor = -1
+            o1.configs = []
+            o1.unknown_tags = None
+            o1.error_code = _S1(b, p)[0]
+            p += 2
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -320,33 +339,34 @@ def _r12(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsResponse_CreatableTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S9(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = CreateTopicsResponse_CreatableTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
+            o1.name = b[p:p + n1].decode()
             p += n1
-        o1.topic_id = UUID0
-        o1.topic_config_error_code = 0
-        o1.num_partitions = -1
-        o1.replication_factor = -1
-        o1.configs = []
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.error_code, n1 = _S9(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = UUID0
+            o1.topic_config_error_code = 0
+            o1.num_partitions = -1
+            o1.replication_factor = -1
+            o1.configs = []
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -358,33 +378,34 @@ def _r13(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsResponse_CreatableTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S9(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = CreateTopicsResponse_CreatableTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
+            o1.name = b[p:p + n1].decode()
             p += n1
-        o1.topic_id = UUID0
-        o1.topic_config_error_code = 0
-        o1.num_partitions = -1
-        o1.replication_factor = -1
-        o1.configs = []
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.error_code, n1 = _S9(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = UUID0
+            o1.topic_config_error_code = 0
+            o1.num_partitions = -1
+            o1.replication_factor = -1
+            o1.configs = []
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -398,76 +419,78 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsResponse_CreatableTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
-        p += 7
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.configs = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.configs = l1 = []
-            for _ in range(n1):
-                o2 = CreateTopicsResponse_CreatableTopicConfigs()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.name = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    o2.value = None
-                else:
-                    o2.value = b[p:p + n2].decode()
-                    p += n2
-                o2.unknown_tags = None
-                o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
-                p += 4
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_config_error_code = 0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreateTopicsResponse_CreatableTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.error_code, n1 = _S10(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
+            p += 7
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.configs = None
+            else:
+                o1.configs = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = CreateTopicsResponse_CreatableTopicConfigs()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.name = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.value = None
+                        else:
+                            o2.value = b[p:p + n2].decode()
+                            p += n2
+                        o2.unknown_tags = None
+                        o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
+                        p += 4
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_config_error_code = 0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t15(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)
@@ -485,77 +508,79 @@ def _r18(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = CreateTopicsResponse_CreatableTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
-        p += 7
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.configs = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.configs = l1 = []
-            for _ in range(n1):
-                o2 = CreateTopicsResponse_CreatableTopicConfigs()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.name = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    o2.value = None
-                else:
-                    o2.value = b[p:p + n2].decode()
-                    p += n2
-                o2.unknown_tags = None
-                o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
-                p += 4
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic_config_error_code = 0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t17(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = CreateTopicsResponse_CreatableTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.error_code, n1 = _S10(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
+            p += 7
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.configs = None
+            else:
+                o1.configs = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = CreateTopicsResponse_CreatableTopicConfigs()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.name = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.value = None
+                        else:
+                            o2.value = b[p:p + n2].decode()
+                            p += n2
+                        o2.unknown_tags = None
+                        o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
+                        p += 4
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic_config_error_code = 0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t17(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

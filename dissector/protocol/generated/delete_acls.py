@@ -40,43 +40,44 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filters = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsRequest_DeleteAclsFilter()
-        o1.resource_type_filter, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.resource_name_filter = None
-        else:
-            o1.resource_name_filter = b[p:p + n1].decode()
-            p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.principal_filter = None
-        else:
-            o1.principal_filter = b[p:p + n1].decode()
-            p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.host_filter = None
-        else:
-            o1.host_filter = b[p:p + n1].decode()
-            p += n1
-        o1.pattern_type_filter = 3
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type = _S3(b, p)
-        p += 2
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DeleteAclsRequest_DeleteAclsFilter()
+            o1.resource_type_filter, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.resource_name_filter = None
+            else:
+                o1.resource_name_filter = b[p:p + n1].decode()
+                p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.principal_filter = None
+            else:
+                o1.principal_filter = b[p:p + n1].decode()
+                p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.host_filter = None
+            else:
+                o1.host_filter = b[p:p + n1].decode()
+                p += n1
+            o1.pattern_type_filter = 3
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type = _S3(b, p)
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -87,42 +88,43 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filters = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsRequest_DeleteAclsFilter()
-        o1.resource_type_filter, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.resource_name_filter = None
-        else:
-            o1.resource_name_filter = b[p:p + n1].decode()
-            p += n1
-        o1.pattern_type_filter, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.principal_filter = None
-        else:
-            o1.principal_filter = b[p:p + n1].decode()
-            p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.host_filter = None
-        else:
-            o1.host_filter = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type = _S3(b, p)
-        p += 2
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DeleteAclsRequest_DeleteAclsFilter()
+            o1.resource_type_filter, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.resource_name_filter = None
+            else:
+                o1.resource_name_filter = b[p:p + n1].decode()
+                p += n1
+            o1.pattern_type_filter, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.principal_filter = None
+            else:
+                o1.principal_filter = b[p:p + n1].decode()
+                p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.host_filter = None
+            else:
+                o1.host_filter = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type = _S3(b, p)
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -136,47 +138,48 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filters = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsRequest_DeleteAclsFilter()
-        o1.resource_type_filter, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.resource_name_filter = None
-        else:
-            o1.resource_name_filter = b[p:p + n1].decode()
-            p += n1
-        o1.pattern_type_filter, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.principal_filter = None
-        else:
-            o1.principal_filter = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.host_filter = None
-        else:
-            o1.host_filter = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        o1.operation, o1.permission_type, n1 = _S6(b, p)
-        p += 3
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DeleteAclsRequest_DeleteAclsFilter()
+            o1.resource_type_filter, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.resource_name_filter = None
+            else:
+                o1.resource_name_filter = b[p:p + n1].decode()
+                p += n1
+            o1.pattern_type_filter, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.principal_filter = None
+            else:
+                o1.principal_filter = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.host_filter = None
+            else:
+                o1.host_filter = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            o1.operation, o1.permission_type, n1 = _S6(b, p)
+            p += 3
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -191,63 +194,65 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filter_results = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.matching_acls = l1 = []
-        for _ in range(n1):
-            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
-            o2.error_code, n2 = _S8(b, p)
+        for _ in range(n0):
+            o1 = DeleteAclsResponse_DeleteAclsFilterResult()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.error_message = None
+                o1.error_message = None
             else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.resource_type, n2 = _S1(b, p)
-            p += 3
-            if n2 < 0:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.resource_name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.pattern_type = 3
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type = _S3(b, p)
-            p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.matching_acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
+                    o2.error_code, n2 = _S8(b, p)
+                    p += 4
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.resource_type, n2 = _S1(b, p)
+                    p += 3
+                    if n2 < 0:
+                        raise Malformed
+                    o2.resource_name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.pattern_type = 3
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type = _S3(b, p)
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -258,62 +263,64 @@ def _r11(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filter_results = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.matching_acls = l1 = []
-        for _ in range(n1):
-            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
-            o2.error_code, n2 = _S8(b, p)
+        for _ in range(n0):
+            o1 = DeleteAclsResponse_DeleteAclsFilterResult()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.error_message = None
+                o1.error_message = None
             else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.resource_type, n2 = _S1(b, p)
-            p += 3
-            if n2 < 0:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.resource_name = b[p:p + n2].decode()
-            p += n2
-            o2.pattern_type, n2 = _S1(b, p)
-            p += 3
-            if n2 < 0:
-                raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type = _S3(b, p)
-            p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.matching_acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
+                    o2.error_code, n2 = _S8(b, p)
+                    p += 4
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.resource_type, n2 = _S1(b, p)
+                    p += 3
+                    if n2 < 0:
+                        raise Malformed
+                    o2.resource_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.pattern_type, n2 = _S1(b, p)
+                    p += 3
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type = _S3(b, p)
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -327,82 +334,84 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.filter_results = l0 = []
-    for _ in range(n0):
-        o1 = DeleteAclsResponse_DeleteAclsFilterResult()
-        o1.error_code, n1 = _S10(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.matching_acls = l1 = []
-        for _ in range(n1):
-            o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
-            o2.error_code, n2 = _S10(b, p)
+        for _ in range(n0):
+            o1 = DeleteAclsResponse_DeleteAclsFilterResult()
+            o1.error_code, n1 = _S10(b, p)
             p += 3
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
             else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.resource_type, n2 = _S5(b, p)
-            p += 2
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.resource_name = b[p:p + n2].decode()
-            p += n2
-            o2.pattern_type, n2 = _S5(b, p)
-            p += 2
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type, n2 = _S6(b, p)
-            p += 3
-            if n2:
-                p = _t12(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.matching_acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
+                    o2.error_code, n2 = _S10(b, p)
+                    p += 3
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.resource_type, n2 = _S5(b, p)
+                    p += 2
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.resource_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.pattern_type, n2 = _S5(b, p)
+                    p += 2
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type, n2 = _S6(b, p)
+                    p += 3
+                    if n2:
+                        p = _t12(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)

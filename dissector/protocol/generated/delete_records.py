@@ -48,40 +48,42 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DeleteRecordsRequest_DeleteRecordsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I2(b[p:p + 12 * n1]):
-                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                o2.partition_index, o2.offset = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.offset = _S2(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = DeleteRecordsRequest_DeleteRecordsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I2(b[p:p + 12 * n1]):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.partition_index, o2.offset = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.offset = _S2(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
     p += 4
@@ -97,52 +99,54 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DeleteRecordsRequest_DeleteRecordsTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
-            for v in _I4(s1):
-                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                o2.partition_index, o2.offset = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 13 * n1
-        else:
-            for _ in range(n1):
-                o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.offset, n2 = _S5(b, p)
-                p += 13
-                if n2:
-                    p = _t3(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DeleteRecordsRequest_DeleteRecordsTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+                    for v in _I4(s1):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.partition_index, o2.offset = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 13 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.offset, n2 = _S5(b, p)
+                        p += 13
+                        if n2:
+                            p = _t3(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, n0 = _S6(b, p)
     p += 5
@@ -157,40 +161,42 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 14 * n1]):
-                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                o2.partition_index, o2.low_watermark, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.low_watermark, o2.error_code = _S8(b, p)
-                p += 14
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 14 * n1]):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.partition_index, o2.low_watermark, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S8(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -204,52 +210,54 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-            for v in _I9(s1):
-                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                o2.partition_index, o2.low_watermark, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 15 * n1
-        else:
-            for _ in range(n1):
-                o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                o2.unknown_tags = None
-                o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S10(b, p)
-                p += 15
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                    for v in _I9(s1):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.partition_index, o2.low_watermark, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 15 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S10(b, p)
+                        p += 15
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

@@ -31,17 +31,18 @@ def _r0(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_names = l0 = []
-    for _ in range(n0):
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.topics = []
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -58,21 +59,22 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_names = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.topics = []
     o.unknown_tags = None
     o.timeout_ms, n0 = _S3(b, p)
@@ -91,29 +93,30 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsRequest_DeleteTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.name = None
-        else:
-            o1.name = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DeleteTopicsRequest_DeleteTopicState()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.name = None
+            else:
+                o1.name = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.topic_names = []
     o.unknown_tags = None
     o.timeout_ms, n0 = _S3(b, p)
@@ -129,23 +132,24 @@ def _r5(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsResponse_DeletableTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = UUID0
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.error_code = _S1(b, p)[0]
-        p += 2
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = DeleteTopicsResponse_DeletableTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = UUID0
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.error_code = _S1(b, p)[0]
+            p += 2
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -157,23 +161,24 @@ def _r6(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsResponse_DeletableTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = UUID0
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.error_code = _S1(b, p)[0]
-        p += 2
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = DeleteTopicsResponse_DeletableTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = UUID0
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.error_code = _S1(b, p)[0]
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -187,28 +192,29 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsResponse_DeletableTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = UUID0
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.error_code, n1 = _S5(b, p)
-        p += 3
-        if n1:
-            p = _t7(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = DeleteTopicsResponse_DeletableTopicResult()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = UUID0
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.error_code, n1 = _S5(b, p)
+            p += 3
+            if n1:
+                p = _t7(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -226,37 +232,38 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsResponse_DeletableTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S5(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DeleteTopicsResponse_DeletableTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.error_code, n1 = _S5(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -274,39 +281,40 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = DeleteTopicsResponse_DeletableTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.name = None
-        else:
-            o1.name = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.error_code, n1 = _S5(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t11(b, p, o1)
-        else:
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DeleteTopicsResponse_DeletableTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.name = None
+            else:
+                o1.name = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.error_code, n1 = _S5(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t11(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

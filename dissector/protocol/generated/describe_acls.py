@@ -155,45 +155,47 @@ def _r5(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeAclsResponse_DescribeAclsResource()
-        o1.resource_type, n1 = _S0(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S7(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.acls = l1 = []
-        for _ in range(n1):
-            o2 = DescribeAclsResponse_AclDescription()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeAclsResponse_DescribeAclsResource()
+            o1.resource_type, n1 = _S0(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S7(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type = _S2(b, p)
-            p += 2
-            l1.append(o2)
-        o1.pattern_type = 3
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeAclsResponse_AclDescription()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type = _S2(b, p)
+                    p += 2
+                    l1.append(o2)
+            o1.pattern_type = 3
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -213,44 +215,46 @@ def _r7(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeAclsResponse_DescribeAclsResource()
-        o1.resource_type, n1 = _S0(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.pattern_type, n1 = _S8(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.acls = l1 = []
-        for _ in range(n1):
-            o2 = DescribeAclsResponse_AclDescription()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeAclsResponse_DescribeAclsResource()
+            o1.resource_type, n1 = _S0(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.pattern_type, n1 = _S8(b, p)
+            p += 5
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type = _S2(b, p)
-            p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeAclsResponse_AclDescription()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type = _S2(b, p)
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -274,62 +278,64 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeAclsResponse_DescribeAclsResource()
-        o1.resource_type, n1 = _S3(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.pattern_type, n1 = _S3(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.acls = l1 = []
-        for _ in range(n1):
-            o2 = DescribeAclsResponse_AclDescription()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeAclsResponse_DescribeAclsResource()
+            o1.resource_type, n1 = _S3(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.principal = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.pattern_type, n1 = _S3(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.operation, o2.permission_type, n2 = _S5(b, p)
-            p += 3
-            if n2:
-                p = _t8(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.acls = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeAclsResponse_AclDescription()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.operation, o2.permission_type, n2 = _S5(b, p)
+                    p += 3
+                    if n2:
+                        p = _t8(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

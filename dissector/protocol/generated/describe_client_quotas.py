@@ -44,28 +44,29 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.components = l0 = []
-    for _ in range(n0):
-        o1 = DescribeClientQuotasRequest_ComponentData()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.entity_type = b[p:p + n1].decode()
-        p += n1
-        o1.match_type, n1 = _S2(b, p)
-        p += 3
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = DescribeClientQuotasRequest_ComponentData()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.match = None
-        else:
-            o1.match = b[p:p + n1].decode()
+            o1.entity_type = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.match_type, n1 = _S2(b, p)
+            p += 3
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.match = None
+            else:
+                o1.match = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.strict = _S3(b, p)[0]
     p += 1
@@ -81,36 +82,37 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.components = l0 = []
-    for _ in range(n0):
-        o1 = DescribeClientQuotasRequest_ComponentData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.entity_type = b[p:p + n1].decode()
-        p += n1
-        o1.match_type, n1 = _S5(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.match = None
-        else:
-            o1.match = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeClientQuotasRequest_ComponentData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.entity_type = b[p:p + n1].decode()
+            p += n1
+            o1.match_type, n1 = _S5(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.match = None
+            else:
+                o1.match = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.strict, n0 = _S6(b, p)
     p += 2
@@ -137,58 +139,61 @@ def _r7(b, p):
             raise Malformed
         o.entries = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.entries = l0 = []
-        for _ in range(n0):
-            o1 = DescribeClientQuotasResponse_EntryData()
-            n1 = _S0(b, p)[0]
-            p += 4
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.entity = l1 = []
-            for _ in range(n1):
-                o2 = DescribeClientQuotasResponse_EntityData()
-                n2 = _S1(b, p)[0]
-                p += 2
-                if n2 < 0:
+            for _ in range(n0):
+                o1 = DescribeClientQuotasResponse_EntryData()
+                n1 = _S0(b, p)[0]
+                p += 4
+                if n1 < 0:
                     raise Malformed
-                o2.entity_type = b[p:p + n2].decode()
-                p += n2
-                n2 = _S1(b, p)[0]
-                p += 2
-                if n2 < 0:
-                    if n2 != -1:
+                o1.entity = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
                         raise Malformed
-                    o2.entity_name = None
-                else:
-                    o2.entity_name = b[p:p + n2].decode()
-                    p += n2
-                o2.unknown_tags = None
-                l1.append(o2)
-            n1 = _S0(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.values = l1 = []
-            for _ in range(n1):
-                o2 = DescribeClientQuotasResponse_ValueData()
-                n2 = _S1(b, p)[0]
-                p += 2
-                if n2 < 0:
+                    for _ in range(n1):
+                        o2 = DescribeClientQuotasResponse_EntityData()
+                        n2 = _S1(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            raise Malformed
+                        o2.entity_type = b[p:p + n2].decode()
+                        p += n2
+                        n2 = _S1(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            if n2 != -1:
+                                raise Malformed
+                            o2.entity_name = None
+                        else:
+                            o2.entity_name = b[p:p + n2].decode()
+                            p += n2
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                n1 = _S0(b, p)[0]
+                p += 4
+                if n1 < 0:
                     raise Malformed
-                o2.key = b[p:p + n2].decode()
-                p += n2
-                o2.unknown_tags = None
-                o2.value = _S8(b, p)[0]
-                p += 8
-                l1.append(o2)
-            o1.unknown_tags = None
-            l0.append(o1)
+                o1.values = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = DescribeClientQuotasResponse_ValueData()
+                        n2 = _S1(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            raise Malformed
+                        o2.key = b[p:p + n2].decode()
+                        p += n2
+                        o2.unknown_tags = None
+                        o2.value = _S8(b, p)[0]
+                        p += 8
+                        l1.append(o2)
+                o1.unknown_tags = None
+                l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -213,81 +218,84 @@ def _r11(b, p):
     if n0 < 0:
         o.entries = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.entries = l0 = []
-        for _ in range(n0):
-            o1 = DescribeClientQuotasResponse_EntryData()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.entity = l1 = []
-            for _ in range(n1):
-                o2 = DescribeClientQuotasResponse_EntityData()
-                n2 = b[p]
+            for _ in range(n0):
+                o1 = DescribeClientQuotasResponse_EntryData()
+                n1 = b[p]
                 p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
                     raise Malformed
-                o2.entity_type = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
+                o1.entity = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = DescribeClientQuotasResponse_EntityData()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.entity_type = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.entity_name = None
+                        else:
+                            o2.entity_name = b[p:p + n2].decode()
+                            p += n2
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t8(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+                n1 = b[p]
                 p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    o2.entity_name = None
-                else:
-                    o2.entity_name = b[p:p + n2].decode()
-                    p += n2
-                o2.unknown_tags = None
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.values = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = DescribeClientQuotasResponse_ValueData()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.key = b[p:p + n2].decode()
+                        p += n2
+                        o2.unknown_tags = None
+                        o2.value, n2 = _S10(b, p)
+                        p += 9
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+                o1.unknown_tags = None
                 if b[p]:
-                    p = _t8(b, p, o2)
+                    p = _t10(b, p, o1)
                 else:
                     p += 1
-                l1.append(o2)
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.values = l1 = []
-            for _ in range(n1):
-                o2 = DescribeClientQuotasResponse_ValueData()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.key = b[p:p + n2].decode()
-                p += n2
-                o2.unknown_tags = None
-                o2.value, n2 = _S10(b, p)
-                p += 9
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
-                p += 1
-            l0.append(o1)
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

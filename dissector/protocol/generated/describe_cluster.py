@@ -83,37 +83,38 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = DescribeClusterResponse_DescribeClusterBroker()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = DescribeClusterResponse_DescribeClusterBroker()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.is_fenced = False
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.is_fenced = False
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.endpoint_type = 1
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
@@ -151,37 +152,38 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = DescribeClusterResponse_DescribeClusterBroker()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = DescribeClusterResponse_DescribeClusterBroker()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.is_fenced = False
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.is_fenced = False
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
     p += 5
@@ -218,36 +220,37 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = DescribeClusterResponse_DescribeClusterBroker()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = DescribeClusterResponse_DescribeClusterBroker()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        o1.is_fenced, n1 = _S0(b, p)
-        p += 2
-        if n1:
-            p = _t6(b, p - 1, o1)
-        l0.append(o1)
+            o1.port, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            o1.is_fenced, n1 = _S0(b, p)
+            p += 2
+            if n1:
+                p = _t6(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
     p += 5

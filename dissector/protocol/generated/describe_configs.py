@@ -49,37 +49,39 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsRequest_DescribeConfigsResource()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsRequest_DescribeConfigsResource()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o1.configuration_keys = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.configuration_keys = l1 = []
-            for _ in range(n1):
-                n2 = _S2(b, p)[0]
-                p += 2
-                if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                c = b[p:p + n2].decode()
-                p += n2
-                l1.append(c)
-        o1.unknown_tags = None
-        l0.append(o1)
+                o1.configuration_keys = None
+            else:
+                o1.configuration_keys = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        n2 = _S2(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            raise Malformed
+                        c = b[p:p + n2].decode()
+                        p += n2
+                        l1.append(c)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.include_synonyms = False
     o.include_documentation = False
     o.unknown_tags = None
@@ -92,37 +94,39 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsRequest_DescribeConfigsResource()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsRequest_DescribeConfigsResource()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o1.configuration_keys = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.configuration_keys = l1 = []
-            for _ in range(n1):
-                n2 = _S2(b, p)[0]
-                p += 2
-                if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                c = b[p:p + n2].decode()
-                p += n2
-                l1.append(c)
-        o1.unknown_tags = None
-        l0.append(o1)
+                o1.configuration_keys = None
+            else:
+                o1.configuration_keys = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        n2 = _S2(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            raise Malformed
+                        c = b[p:p + n2].decode()
+                        p += n2
+                        l1.append(c)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.include_documentation = False
     o.unknown_tags = None
     o.include_synonyms = _S3(b, p)[0]
@@ -136,37 +140,39 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsRequest_DescribeConfigsResource()
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsRequest_DescribeConfigsResource()
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            o1.configuration_keys = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.configuration_keys = l1 = []
-            for _ in range(n1):
-                n2 = _S2(b, p)[0]
-                p += 2
-                if n2 < 0:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                c = b[p:p + n2].decode()
-                p += n2
-                l1.append(c)
-        o1.unknown_tags = None
-        l0.append(o1)
+                o1.configuration_keys = None
+            else:
+                o1.configuration_keys = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        n2 = _S2(b, p)[0]
+                        p += 2
+                        if n2 < 0:
+                            raise Malformed
+                        c = b[p:p + n2].decode()
+                        p += n2
+                        l1.append(c)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.include_synonyms, o.include_documentation = _S4(b, p)
     p += 2
@@ -182,49 +188,51 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.resources = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsRequest_DescribeConfigsResource()
-        o1.resource_type, n1 = _S6(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.configuration_keys = None
-        else:
-            if n1 > len(b) - p:
+        for _ in range(n0):
+            o1 = DescribeConfigsRequest_DescribeConfigsResource()
+            o1.resource_type, n1 = _S6(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o1.configuration_keys = l1 = []
-            for _ in range(n1):
-                n2 = b[p]
-                if n2 > 127:
-                    n2, p = _uv(b, p)
-                else:
-                    p += 1
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                c = b[p:p + n2].decode()
-                p += n2
-                l1.append(c)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.configuration_keys = None
+            else:
+                o1.configuration_keys = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        n2 = b[p]
+                        if n2 > 127:
+                            n2, p = _uv(b, p)
+                        else:
+                            p += 1
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        c = b[p:p + n2].decode()
+                        p += n2
+                        l1.append(c)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.include_synonyms, o.include_documentation, n0 = _S7(b, p)
     p += 3
@@ -239,60 +247,62 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsResponse_DescribeConfigsResult()
-        o1.error_code, n1 = _S9(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsResponse_DescribeConfigsResult()
+            o1.error_code, n1 = _S9(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.value = None
+                o1.error_message = None
             else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.config_source = -1
-            o2.synonyms = []
-            o2.config_type = 0
-            o2.documentation = ''
-            o2.unknown_tags = None
-            o2.read_only, o2.is_default, o2.is_sensitive = _S10(b, p)
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S1(b, p)
             p += 3
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.config_source = -1
+                    o2.synonyms = []
+                    o2.config_type = 0
+                    o2.documentation = ''
+                    o2.unknown_tags = None
+                    o2.read_only, o2.is_default, o2.is_sensitive = _S10(b, p)
+                    p += 3
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -303,85 +313,88 @@ def _r12(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsResponse_DescribeConfigsResult()
-        o1.error_code, n1 = _S9(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsResponse_DescribeConfigsResult()
+            o1.error_code, n1 = _S9(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.value = None
+                o1.error_message = None
             else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
-            p += 7
-            if n2 < 0:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S1(b, p)
+            p += 3
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.synonyms = l2 = []
-            for _ in range(n2):
-                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
-                n3 = _S2(b, p)[0]
-                p += 2
-                if n3 < 0:
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.name = b[p:p + n3].decode()
-                p += n3
-                n3 = _S2(b, p)[0]
-                p += 2
-                if n3 < 0:
-                    if n3 != -1:
+                for _ in range(n1):
+                    o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
                         raise Malformed
-                    o3.value = None
-                else:
-                    o3.value = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                o3.source = _S12(b, p)[0]
-                p += 1
-                l2.append(o3)
-            o2.config_type = 0
-            o2.documentation = ''
-            o2.is_default = False
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
+                    p += 7
+                    if n2 < 0:
+                        raise Malformed
+                    o2.synonyms = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
+                            n3 = _S2(b, p)[0]
+                            p += 2
+                            if n3 < 0:
+                                raise Malformed
+                            o3.name = b[p:p + n3].decode()
+                            p += n3
+                            n3 = _S2(b, p)[0]
+                            p += 2
+                            if n3 < 0:
+                                if n3 != -1:
+                                    raise Malformed
+                                o3.value = None
+                            else:
+                                o3.value = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            o3.source = _S12(b, p)[0]
+                            p += 1
+                            l2.append(o3)
+                    o2.config_type = 0
+                    o2.documentation = ''
+                    o2.is_default = False
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -392,92 +405,95 @@ def _r15(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsResponse_DescribeConfigsResult()
-        o1.error_code, n1 = _S9(b, p)
-        p += 4
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S1(b, p)
-        p += 3
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = DescribeConfigsResponse_DescribeConfigsResult()
+            o1.error_code, n1 = _S9(b, p)
+            p += 4
+            if n1 < 0:
+                if n1 != -1:
                     raise Malformed
-                o2.value = None
+                o1.error_message = None
             else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
-            p += 7
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.synonyms = l2 = []
-            for _ in range(n2):
-                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
-                n3 = _S2(b, p)[0]
-                p += 2
-                if n3 < 0:
-                    raise Malformed
-                o3.name = b[p:p + n3].decode()
-                p += n3
-                n3 = _S2(b, p)[0]
-                p += 2
-                if n3 < 0:
-                    if n3 != -1:
-                        raise Malformed
-                    o3.value = None
-                else:
-                    o3.value = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                o3.source = _S12(b, p)[0]
-                p += 1
-                l2.append(o3)
-            o2.config_type, n2 = _S1(b, p)
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S1(b, p)
             p += 3
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.documentation = None
-            else:
-                o2.documentation = b[p:p + n2].decode()
-                p += n2
-            o2.is_default = False
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
+                    p += 7
+                    if n2 < 0:
+                        raise Malformed
+                    o2.synonyms = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
+                            n3 = _S2(b, p)[0]
+                            p += 2
+                            if n3 < 0:
+                                raise Malformed
+                            o3.name = b[p:p + n3].decode()
+                            p += n3
+                            n3 = _S2(b, p)[0]
+                            p += 2
+                            if n3 < 0:
+                                if n3 != -1:
+                                    raise Malformed
+                                o3.value = None
+                            else:
+                                o3.value = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            o3.source = _S12(b, p)[0]
+                            p += 1
+                            l2.append(o3)
+                    o2.config_type, n2 = _S1(b, p)
+                    p += 3
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.documentation = None
+                    else:
+                        o2.documentation = b[p:p + n2].decode()
+                        p += n2
+                    o2.is_default = False
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -491,121 +507,124 @@ def _r19(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeConfigsResponse_DescribeConfigsResult()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.resource_type, n1 = _S6(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.configs = l1 = []
-        for _ in range(n1):
-            o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.value = None
+        for _ in range(n0):
+            o1 = DescribeConfigsResponse_DescribeConfigsResult()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
             else:
-                o2.value = b[p:p + n2].decode()
-                p += n2
-            o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S15(b, p)
-            p += 4
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.synonyms = l2 = []
-            for _ in range(n2):
-                o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.name = b[p:p + n3].decode()
-                p += n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.value = None
-                else:
-                    o3.value = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                o3.source, n3 = _S6(b, p)
-                p += 2
-                if n3:
-                    p = _t16(b, p - 1, o3)
-                l2.append(o3)
-            o2.config_type, n2 = _S6(b, p)
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.resource_type, n1 = _S6(b, p)
             p += 2
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.documentation = None
-            else:
-                o2.documentation = b[p:p + n2].decode()
-                p += n2
-            o2.is_default = False
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.configs = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.value = None
+                    else:
+                        o2.value = b[p:p + n2].decode()
+                        p += n2
+                    o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S15(b, p)
+                    p += 4
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.synonyms = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.name = b[p:p + n3].decode()
+                            p += n3
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.value = None
+                            else:
+                                o3.value = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            o3.source, n3 = _S6(b, p)
+                            p += 2
+                            if n3:
+                                p = _t16(b, p - 1, o3)
+                            l2.append(o3)
+                    o2.config_type, n2 = _S6(b, p)
+                    p += 2
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.documentation = None
+                    else:
+                        o2.documentation = b[p:p + n2].decode()
+                        p += n2
+                    o2.is_default = False
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t17(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t17(b, p, o2)
+                p = _t18(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

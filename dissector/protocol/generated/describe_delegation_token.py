@@ -40,25 +40,26 @@ def _r1(b, p):
             raise Malformed
         o.owners = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.owners = l0 = []
-        for _ in range(n0):
-            o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
-                raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.principal_type = b[p:p + n1].decode()
+                p += n1
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.principal_name = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -73,35 +74,36 @@ def _r3(b, p):
     if n0 < 0:
         o.owners = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.owners = l0 = []
-        for _ in range(n0):
-            o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t2(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.principal_type = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.principal_name = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t2(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -116,62 +118,64 @@ def _r6(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.tokens = l0 = []
-    for _ in range(n0):
-        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S4(b, p)
-        p += 26
-        if n1 < 0:
-            raise Malformed
-        o1.token_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.hmac = b[p:p + n1]
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.renewers = l1 = []
-        for _ in range(n1):
-            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
-            n2 = _S1(b, p)[0]
+        for _ in range(n0):
+            o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.principal_type = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.principal_name = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.token_requester_principal_type = ''
-        o1.token_requester_principal_name = ''
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S4(b, p)
+            p += 26
+            if n1 < 0:
+                raise Malformed
+            o1.token_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.hmac = b[p:p + n1]
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.renewers = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.token_requester_principal_type = ''
+            o1.token_requester_principal_name = ''
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     o.throttle_time_ms = _S0(b, p)[0]
     p += 4
@@ -187,91 +191,93 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.tokens = l0 = []
-    for _ in range(n0):
-        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
-        p += 25
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.token_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.hmac = b[p:p + n1]
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.renewers = l1 = []
-        for _ in range(n1):
-            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.principal_type = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.principal_name = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
+            p += 25
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.token_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.hmac = b[p:p + n1]
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.renewers = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t7(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.token_requester_principal_type = ''
+            o1.token_requester_principal_name = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t7(b, p, o2)
+                p = _t8(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.token_requester_principal_type = ''
-        o1.token_requester_principal_name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
@@ -289,107 +295,109 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.tokens = l0 = []
-    for _ in range(n0):
-        o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.principal_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.token_requester_principal_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.token_requester_principal_name = b[p:p + n1].decode()
-        p += n1
-        o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
-        p += 25
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.token_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.hmac = b[p:p + n1]
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.renewers = l1 = []
-        for _ in range(n1):
-            o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.principal_type = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.principal_name = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
+            o1.principal_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.token_requester_principal_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.token_requester_principal_name = b[p:p + n1].decode()
+            p += n1
+            o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
+            p += 25
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.token_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.hmac = b[p:p + n1]
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.renewers = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_type = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.principal_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t7(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t7(b, p, o2)
+                p = _t10(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5

@@ -34,17 +34,18 @@ def _r0(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.include_authorized_operations = False
     o.unknown_tags = None
     return o, p
@@ -56,17 +57,18 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     o.include_authorized_operations = _S2(b, p)[0]
     p += 1
@@ -82,21 +84,22 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S4(b, p)
     p += 2
@@ -111,81 +114,83 @@ def _r5(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S5(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S5(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = _S0(b, p)[0]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.group_instance_id = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.error_message = None
-        o1.authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.group_instance_id = None
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.error_message = None
+            o1.authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -197,81 +202,83 @@ def _r6(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S5(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S5(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = _S0(b, p)[0]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.group_instance_id = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.error_message = None
-        o1.authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.group_instance_id = None
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.error_message = None
+            o1.authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -282,82 +289,84 @@ def _r8(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S5(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S5(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = _S0(b, p)[0]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.group_instance_id = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.authorized_operations = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.group_instance_id = None
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.authorized_operations = _S0(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -368,90 +377,92 @@ def _r11(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S5(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S5(b, p)
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.group_instance_id = None
-            else:
-                o2.group_instance_id = b[p:p + n2].decode()
-                p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.group_instance_id = None
+                    else:
+                        o2.group_instance_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.authorized_operations = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
-                raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = _S0(b, p)[0]
-            p += 4
-            if n2 < 0:
-                raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.authorized_operations = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -465,127 +476,129 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S8(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S8(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.group_instance_id = None
-            else:
-                o2.group_instance_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = b[p]
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t12(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.error_message = None
-        o1.unknown_tags = None
-        o1.authorized_operations, n1 = _S7(b, p)
-        p += 5
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.group_instance_id = None
+                    else:
+                        o2.group_instance_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t12(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.error_message = None
+            o1.unknown_tags = None
+            o1.authorized_operations, n1 = _S7(b, p)
+            p += 5
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -603,136 +616,138 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeGroupsResponse_DescribedGroup()
-        o1.error_code, n1 = _S8(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = DescribeGroupsResponse_DescribedGroup()
+            o1.error_code, n1 = _S8(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
             p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_data = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = DescribeGroupsResponse_DescribedGroupMember()
-            n2 = b[p]
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.group_instance_id = None
-            else:
-                o2.group_instance_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.protocol_data = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_metadata = b[p:p + n2]
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.member_assignment = b[p:p + n2]
-            p += n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t12(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.authorized_operations, n1 = _S7(b, p)
-        p += 5
-        if n1:
-            p = _t15(b, p - 1, o1)
-        l0.append(o1)
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeGroupsResponse_DescribedGroupMember()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.group_instance_id = None
+                    else:
+                        o2.group_instance_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_metadata = b[p:p + n2]
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_assignment = b[p:p + n2]
+                    p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t12(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.authorized_operations, n1 = _S7(b, p)
+            p += 5
+            if n1:
+                p = _t15(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

@@ -52,25 +52,29 @@ def _r1(b, p):
             raise Malformed
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
-            n1 = _S0(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:p + n1].decode()
+                p += n1
+                n1 = _S0(b, p)[0]
+                p += 4
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -85,35 +89,39 @@ def _r3(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t2(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t2(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -128,60 +136,63 @@ def _r7(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-        o1.error_code, n1 = _S4(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.log_dir = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
-            n2 = _S1(b, p)[0]
-            p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
+            o1.error_code, n1 = _S4(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.log_dir = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3:
-                for v in _I5(b[p:p + 21 * n2]):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 21 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(b, p)
-                    p += 21
-                    l2.append(o3)
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.total_bytes = -1
-        o1.usable_bytes = -1
-        o1.is_cordoned = False
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3:
+                            for v in _I5(b[p:p + 21 * n2]):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 21 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(b, p)
+                                p += 21
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.total_bytes = -1
+            o1.usable_bytes = -1
+            o1.is_cordoned = False
+            o1.unknown_tags = None
+            l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
     return o, p
@@ -196,82 +207,85 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-        o1.error_code, n1 = _S7(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.log_dir = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
+            o1.error_code, n1 = _S7(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.log_dir = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                for v in _I8(s2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 22 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
-                    p += 22
-                    if n3:
-                        p = _t8(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                            for v in _I8(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 22 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                p += 22
+                                if n3:
+                                    p = _t8(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.total_bytes = -1
+            o1.usable_bytes = -1
+            o1.is_cordoned = False
+            o1.unknown_tags = None
             if b[p]:
-                p = _t9(b, p, o2)
+                p = _t10(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.total_bytes = -1
-        o1.usable_bytes = -1
-        o1.is_cordoned = False
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
     if b[p]:
@@ -290,82 +304,85 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-        o1.error_code, n1 = _S7(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.log_dir = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
+            o1.error_code, n1 = _S7(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.log_dir = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                for v in _I8(s2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 22 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
-                    p += 22
-                    if n3:
-                        p = _t8(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                            for v in _I8(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 22 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                p += 22
+                                if n3:
+                                    p = _t8(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.total_bytes = -1
+            o1.usable_bytes = -1
+            o1.is_cordoned = False
+            o1.unknown_tags = None
             if b[p]:
-                p = _t9(b, p, o2)
+                p = _t10(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.total_bytes = -1
-        o1.usable_bytes = -1
-        o1.is_cordoned = False
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)
@@ -383,80 +400,83 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-        o1.error_code, n1 = _S7(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.log_dir = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
+            o1.error_code, n1 = _S7(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.log_dir = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                for v in _I8(s2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 22 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
-                    p += 22
-                    if n3:
-                        p = _t8(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.is_cordoned = False
-        o1.unknown_tags = None
-        o1.total_bytes, o1.usable_bytes, n1 = _S11(b, p)
-        p += 17
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                            for v in _I8(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 22 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                p += 22
+                                if n3:
+                                    p = _t8(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.is_cordoned = False
+            o1.unknown_tags = None
+            o1.total_bytes, o1.usable_bytes, n1 = _S11(b, p)
+            p += 17
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -474,79 +494,82 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-        o1.error_code, n1 = _S7(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.log_dir = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
+            o1.error_code, n1 = _S7(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.log_dir = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                for v in _I8(s2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 22 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
-                    p += 22
-                    if n3:
-                        p = _t8(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
-        p += 18
-        if n1:
-            p = _t15(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                            for v in _I8(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 22 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                p += 22
+                                if n3:
+                                    p = _t8(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
+            p += 18
+            if n1:
+                p = _t15(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

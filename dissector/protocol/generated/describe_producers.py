@@ -43,35 +43,39 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeProducersRequest_TopicRequest()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t0(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeProducersRequest_TopicRequest()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partition_indexes = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t0(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -89,80 +93,83 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeProducersResponse_TopicResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = DescribeProducersResponse_PartitionResponse()
-            o2.partition_index, o2.error_code, n2 = _S2(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeProducersResponse_TopicResponse()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.active_producers = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
-                for v in _I3(s2):
-                    o3 = DescribeProducersResponse_ProducerState()
-                    o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 37 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeProducersResponse_ProducerState()
-                    o3.unknown_tags = None
-                    o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S4(b, p)
-                    p += 37
-                    if n3:
-                        p = _t2(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeProducersResponse_PartitionResponse()
+                    o2.partition_index, o2.error_code, n2 = _S2(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.active_producers = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
+                            for v in _I3(s2):
+                                o3 = DescribeProducersResponse_ProducerState()
+                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 37 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeProducersResponse_ProducerState()
+                                o3.unknown_tags = None
+                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S4(b, p)
+                                p += 37
+                                if n3:
+                                    p = _t2(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t3(b, p, o2)
+                p = _t4(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

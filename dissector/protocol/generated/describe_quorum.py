@@ -65,52 +65,54 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeQuorumRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
-            for v in _I1(s1):
-                o2 = DescribeQuorumRequest_PartitionData()
-                o2.partition_index, = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 5 * n1
-        else:
-            for _ in range(n1):
-                o2 = DescribeQuorumRequest_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, n2 = _S2(b, p)
-                p += 5
-                if n2:
-                    p = _t0(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeQuorumRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
+                    for v in _I1(s1):
+                        o2 = DescribeQuorumRequest_PartitionData()
+                        o2.partition_index, = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 5 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DescribeQuorumRequest_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, n2 = _S2(b, p)
+                        p += 5
+                        if n2:
+                            p = _t0(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -128,109 +130,113 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeQuorumResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = DescribeQuorumResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
-            p += 23
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.current_voters = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                for v in _I5(s2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_id, o3.log_end_offset = v
-                    o3.replica_directory_id = UUID0
-                    o3.last_fetch_timestamp = -1
-                    o3.last_caught_up_timestamp = -1
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 13 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_directory_id = UUID0
-                    o3.last_fetch_timestamp = -1
-                    o3.last_caught_up_timestamp = -1
-                    o3.unknown_tags = None
-                    o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
-                    p += 13
-                    if n3:
-                        p = _t3(b, p - 1, o3)
-                    l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeQuorumResponse_TopicData()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.observers = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                for v in _I5(s2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_id, o3.log_end_offset = v
-                    o3.replica_directory_id = UUID0
-                    o3.last_fetch_timestamp = -1
-                    o3.last_caught_up_timestamp = -1
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 13 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_directory_id = UUID0
-                    o3.last_fetch_timestamp = -1
-                    o3.last_caught_up_timestamp = -1
-                    o3.unknown_tags = None
-                    o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
-                    p += 13
-                    if n3:
-                        p = _t3(b, p - 1, o3)
-                    l2.append(o3)
-            o2.error_message = ''
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeQuorumResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
+                    p += 23
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.current_voters = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                            for v in _I5(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_id, o3.log_end_offset = v
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 13 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                                p += 13
+                                if n3:
+                                    p = _t3(b, p - 1, o3)
+                                l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.observers = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                            for v in _I5(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_id, o3.log_end_offset = v
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 13 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                                p += 13
+                                if n3:
+                                    p = _t3(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.error_message = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
@@ -250,101 +256,105 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeQuorumResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = DescribeQuorumResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
-            p += 23
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.current_voters = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
-                for v in _I7(s2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
-                    o3.replica_directory_id = UUID0
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 29 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_directory_id = UUID0
-                    o3.unknown_tags = None
-                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
-                    p += 29
-                    if n3:
-                        p = _t7(b, p - 1, o3)
-                    l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeQuorumResponse_TopicData()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.observers = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
-                for v in _I7(s2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
-                    o3.replica_directory_id = UUID0
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 29 * n2
-            else:
-                for _ in range(n2):
-                    o3 = DescribeQuorumResponse_ReplicaState()
-                    o3.replica_directory_id = UUID0
-                    o3.unknown_tags = None
-                    o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
-                    p += 29
-                    if n3:
-                        p = _t7(b, p - 1, o3)
-                    l2.append(o3)
-            o2.error_message = ''
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeQuorumResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
+                    p += 23
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.current_voters = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                            for v in _I7(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 29 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                                p += 29
+                                if n3:
+                                    p = _t7(b, p - 1, o3)
+                                l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.observers = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                            for v in _I7(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 29 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                                p += 29
+                                if n3:
+                                    p = _t7(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.error_message = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t8(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t8(b, p, o2)
+                p = _t9(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
@@ -374,98 +384,102 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeQuorumResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = DescribeQuorumResponse_PartitionData()
-            o2.partition_index, o2.error_code, n2 = _S9(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S10(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.current_voters = l2 = []
-            for _ in range(n2):
-                o3 = DescribeQuorumResponse_ReplicaState()
-                o3.replica_id = _S11(b, p)[0]
-                p += 4
-                o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-                p += 16
-                o3.unknown_tags = None
-                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
-                p += 25
-                if n3:
-                    p = _t11(b, p - 1, o3)
-                l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeQuorumResponse_TopicData()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.observers = l2 = []
-            for _ in range(n2):
-                o3 = DescribeQuorumResponse_ReplicaState()
-                o3.replica_id = _S11(b, p)[0]
-                p += 4
-                o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-                p += 16
-                o3.unknown_tags = None
-                o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
-                p += 25
-                if n3:
-                    p = _t11(b, p - 1, o3)
-                l2.append(o3)
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeQuorumResponse_PartitionData()
+                    o2.partition_index, o2.error_code, n2 = _S9(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S10(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.current_voters = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeQuorumResponse_ReplicaState()
+                            o3.replica_id = _S11(b, p)[0]
+                            p += 4
+                            o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                            p += 16
+                            o3.unknown_tags = None
+                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
+                            p += 25
+                            if n3:
+                                p = _t11(b, p - 1, o3)
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.observers = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeQuorumResponse_ReplicaState()
+                            o3.replica_id = _S11(b, p)[0]
+                            p += 4
+                            o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                            p += 16
+                            o3.unknown_tags = None
+                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
+                            p += 25
+                            if n3:
+                                p = _t11(b, p - 1, o3)
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t12(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t12(b, p, o2)
+                p = _t13(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -473,53 +487,55 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.nodes = l0 = []
-    for _ in range(n0):
-        o1 = DescribeQuorumResponse_Node()
-        o1.node_id, n1 = _S2(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.listeners = l1 = []
-        for _ in range(n1):
-            o2 = DescribeQuorumResponse_Listener()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeQuorumResponse_Node()
+            o1.node_id, n1 = _S2(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.port, n2 = _S13(b, p)
-            p += 3
-            if n2:
-                p = _t14(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.listeners = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeQuorumResponse_Listener()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.port, n2 = _S13(b, p)
+                    p += 3
+                    if n2:
+                        p = _t14(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t15(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

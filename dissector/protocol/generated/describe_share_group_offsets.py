@@ -46,63 +46,68 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.topics = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.topics = l1 = []
-            for _ in range(n1):
-                o2 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.topic_name = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.topics = None
+            else:
+                o1.topics = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.topic_name = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partitions = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t0(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -120,94 +125,97 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.topic_name = b[p:p + n2].decode()
-            p += n2
-            o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n2 = b[p]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            for _ in range(n2):
-                o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
-                o3.partition_index, o3.start_offset, o3.leader_epoch, o3.error_code, n3 = _S2(b, p)
-                p += 19
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.error_message = None
-                else:
-                    o3.error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.lag = -1
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t3(b, p, o3)
-                else:
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
+                    n2 = b[p]
                     p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.topic_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
+                            o3.partition_index, o3.start_offset, o3.leader_epoch, o3.error_code, n3 = _S2(b, p)
+                            p += 19
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.error_message = None
+                            else:
+                                o3.error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.lag = -1
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t3(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.error_code, n1 = _S3(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.error_code, n1 = _S3(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -225,93 +233,96 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.topic_name = b[p:p + n2].decode()
-            p += n2
-            o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n2 = b[p]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            for _ in range(n2):
-                o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
-                o3.partition_index, o3.start_offset, o3.leader_epoch, o3.lag, o3.error_code, n3 = _S4(b, p)
-                p += 27
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.error_message = None
-                else:
-                    o3.error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t7(b, p, o3)
-                else:
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
+                    n2 = b[p]
                     p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.topic_name = b[p:p + n2].decode()
+                    p += n2
+                    o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
+                            o3.partition_index, o3.start_offset, o3.leader_epoch, o3.lag, o3.error_code, n3 = _S4(b, p)
+                            p += 27
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.error_message = None
+                            else:
+                                o3.error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t7(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t8(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.error_code, n1 = _S3(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
             if b[p]:
-                p = _t8(b, p, o2)
+                p = _t9(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.error_code, n1 = _S3(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

@@ -46,26 +46,27 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeTopicPartitionsRequest_TopicRequest()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t0(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeTopicPartitionsRequest_TopicRequest()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t0(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.response_partition_limit, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -104,94 +105,111 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()
-        o1.error_code, n1 = _S2(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.name = None
-        else:
-            o1.name = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.is_internal, n1 = _S3(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.eligible_leader_replicas = None
+        for _ in range(n0):
+            o1 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()
+            o1.error_code, n1 = _S2(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.name = None
             else:
-                o2.eligible_leader_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.last_known_elr = None
-            else:
-                o2.last_known_elr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+                o1.name = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.is_internal, n1 = _S3(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S1(b, p)
-        p += 5
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.eligible_leader_replicas = None
+                    else:
+                        if n2:
+                            o2.eligible_leader_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.eligible_leader_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.last_known_elr = None
+                    else:
+                        if n2:
+                            o2.last_known_elr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.last_known_elr = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S1(b, p)
+            p += 5
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:

@@ -33,21 +33,22 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.transactional_ids = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     if b[p]:
         p = _t0(b, p, o)
@@ -65,71 +66,76 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.transaction_states = l0 = []
-    for _ in range(n0):
-        o1 = DescribeTransactionsResponse_TransactionState()
-        o1.error_code, n1 = _S2(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.transactional_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.transaction_state = b[p:p + n1].decode()
-        p += n1
-        o1.transaction_timeout_ms, o1.transaction_start_time_ms, o1.producer_id, o1.producer_epoch, n1 = _S3(b, p)
-        p += 23
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = DescribeTransactionsResponse_TopicData()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = DescribeTransactionsResponse_TransactionState()
+            o1.error_code, n1 = _S2(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.topic = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.transactional_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
+            o1.transaction_state = b[p:p + n1].decode()
+            p += n1
+            o1.transaction_timeout_ms, o1.transaction_start_time_ms, o1.producer_id, o1.producer_epoch, n1 = _S3(b, p)
+            p += 23
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = DescribeTransactionsResponse_TopicData()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.topic = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partitions = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t1(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t1(b, p, o2)
+                p = _t2(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

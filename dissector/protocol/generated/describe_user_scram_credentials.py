@@ -39,26 +39,27 @@ def _r1(b, p):
     if n0 < 0:
         o.users = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.users = l0 = []
-        for _ in range(n0):
-            o1 = DescribeUserScramCredentialsRequest_UserName()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t0(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = DescribeUserScramCredentialsRequest_UserName()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t0(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -86,62 +87,64 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.user = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S2(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.credential_infos = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
-            for v in _I3(s1):
-                o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
-                o2.mechanism, o2.iterations = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
-                o2.unknown_tags = None
-                o2.mechanism, o2.iterations, n2 = _S4(b, p)
-                p += 6
-                if n2:
-                    p = _t2(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.user = b[p:p + n1].decode()
+            p += n1
+            o1.error_code, n1 = _S2(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.credential_infos = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
+                    for v in _I3(s1):
+                        o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                        o2.mechanism, o2.iterations = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                        o2.unknown_tags = None
+                        o2.mechanism, o2.iterations, n2 = _S4(b, p)
+                        p += 6
+                        if n2:
+                            p = _t2(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

@@ -43,25 +43,29 @@ def _r1(b, p):
             raise Malformed
         o.topic_partitions = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topic_partitions = l0 = []
-        for _ in range(n0):
-            o1 = ElectLeadersRequest_TopicPartitions()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
-            n1 = _S0(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = ElectLeadersRequest_TopicPartitions()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:p + n1].decode()
+                p += n1
+                n1 = _S0(b, p)[0]
+                p += 4
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                l0.append(o1)
     o.election_type = 0
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -78,25 +82,29 @@ def _r2(b, p):
             raise Malformed
         o.topic_partitions = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topic_partitions = l0 = []
-        for _ in range(n0):
-            o1 = ElectLeadersRequest_TopicPartitions()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
-            n1 = _S0(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = ElectLeadersRequest_TopicPartitions()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:p + n1].decode()
+                p += n1
+                n1 = _S0(b, p)[0]
+                p += 4
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
     p += 4
@@ -113,11 +121,153 @@ def _r4(b, p):
     if n0 < 0:
         o.topic_partitions = None
     else:
+        o.topic_partitions = l0 = []
+        if n0:
+            if n0 > len(b) - p:
+                raise Malformed
+            for _ in range(n0):
+                o1 = ElectLeadersRequest_TopicPartitions()
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t3(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
+    o.unknown_tags = None
+    o.timeout_ms, n0 = _S5(b, p)
+    p += 5
+    if n0:
+        p = _t4(b, p - 1, o)
+    return o, p
+
+
+def _r7(b, p):
+    o = ElectLeadersResponse()
+    o.throttle_time_ms, n0 = _S6(b, p)
+    p += 8
+    if n0 < 0:
+        raise Malformed
+    o.replica_election_results = l0 = []
+    if n0:
         if n0 > len(b) - p:
             raise Malformed
-        o.topic_partitions = l0 = []
         for _ in range(n0):
-            o1 = ElectLeadersRequest_TopicPartitions()
+            o1 = ElectLeadersResponse_ReplicaElectionResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_result = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ElectLeadersResponse_PartitionResult()
+                    o2.partition_id, o2.error_code, n2 = _S7(b, p)
+                    p += 8
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
+    o.error_code = 0
+    o.unknown_tags = None
+    return o, p
+
+
+def _r8(b, p):
+    o = ElectLeadersResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
+    p += 10
+    if n0 < 0:
+        raise Malformed
+    o.replica_election_results = l0 = []
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = ElectLeadersResponse_ReplicaElectionResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_result = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ElectLeadersResponse_PartitionResult()
+                    o2.partition_id, o2.error_code, n2 = _S7(b, p)
+                    p += 8
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
+    o.unknown_tags = None
+    return o, p
+
+
+def _r11(b, p):
+    o = ElectLeadersResponse()
+    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
+    p += 7
+    if n0 > 127:
+        n0, p = _uv(b, p - 1)
+    n0 -= 1
+    if n0 < 0:
+        raise Malformed
+    o.replica_election_results = l0 = []
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = ElectLeadersResponse_ReplicaElectionResult()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -134,166 +284,34 @@ def _r4(b, p):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
+            o1.partition_result = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ElectLeadersResponse_PartitionResult()
+                    o2.partition_id, o2.error_code, n2 = _S9(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
             o1.unknown_tags = None
             if b[p]:
-                p = _t3(b, p, o1)
+                p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
-    o.unknown_tags = None
-    o.timeout_ms, n0 = _S5(b, p)
-    p += 5
-    if n0:
-        p = _t4(b, p - 1, o)
-    return o, p
-
-
-def _r7(b, p):
-    o = ElectLeadersResponse()
-    o.throttle_time_ms, n0 = _S6(b, p)
-    p += 8
-    if n0 < 0:
-        raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
-    o.replica_election_results = l0 = []
-    for _ in range(n0):
-        o1 = ElectLeadersResponse_ReplicaElectionResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_result = l1 = []
-        for _ in range(n1):
-            o2 = ElectLeadersResponse_PartitionResult()
-            o2.partition_id, o2.error_code, n2 = _S7(b, p)
-            p += 8
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
-    o.error_code = 0
-    o.unknown_tags = None
-    return o, p
-
-
-def _r8(b, p):
-    o = ElectLeadersResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
-    p += 10
-    if n0 < 0:
-        raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
-    o.replica_election_results = l0 = []
-    for _ in range(n0):
-        o1 = ElectLeadersResponse_ReplicaElectionResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_result = l1 = []
-        for _ in range(n1):
-            o2 = ElectLeadersResponse_PartitionResult()
-            o2.partition_id, o2.error_code, n2 = _S7(b, p)
-            p += 8
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
-    o.unknown_tags = None
-    return o, p
-
-
-def _r11(b, p):
-    o = ElectLeadersResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S9(b, p)
-    p += 7
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
-    o.replica_election_results = l0 = []
-    for _ in range(n0):
-        o1 = ElectLeadersResponse_ReplicaElectionResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_result = l1 = []
-        for _ in range(n1):
-            o2 = ElectLeadersResponse_PartitionResult()
-            o2.partition_id, o2.error_code, n2 = _S9(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

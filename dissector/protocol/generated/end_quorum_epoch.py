@@ -69,37 +69,42 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = EndQuorumEpochRequest_TopicData()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = EndQuorumEpochRequest_PartitionData()
-            o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S2(b, p)
-            p += 16
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = EndQuorumEpochRequest_TopicData()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o2.preferred_successors = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.preferred_candidates = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = EndQuorumEpochRequest_PartitionData()
+                    o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 16
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.preferred_successors = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.preferred_successors = []
+                    o2.preferred_candidates = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.leader_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -124,67 +129,70 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = EndQuorumEpochRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = EndQuorumEpochRequest_PartitionData()
-            o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
-            p += 13
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = EndQuorumEpochRequest_TopicData()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.preferred_candidates = l2 = []
-            for _ in range(n2):
-                o3 = EndQuorumEpochRequest_ReplicaInfo()
-                o3.candidate_id = _S1(b, p)[0]
-                p += 4
-                o3.candidate_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-                p += 16
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t3(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.preferred_successors = []
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = EndQuorumEpochRequest_PartitionData()
+                    o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
+                    p += 13
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.preferred_candidates = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = EndQuorumEpochRequest_ReplicaInfo()
+                            o3.candidate_id = _S1(b, p)[0]
+                            p += 4
+                            o3.candidate_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                            p += 16
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t3(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.preferred_successors = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -192,35 +200,36 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.leader_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = EndQuorumEpochRequest_LeaderEndpoint()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S5(b, p)
-        p += 3
-        if n1:
-            p = _t6(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = EndQuorumEpochRequest_LeaderEndpoint()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S5(b, p)
+            p += 3
+            if n1:
+                p = _t6(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -235,40 +244,42 @@ def _r10(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = EndQuorumEpochResponse_TopicData()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I7(b[p:p + 14 * n1]):
-                o2 = EndQuorumEpochResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = EndQuorumEpochResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(b, p)
-                p += 14
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = EndQuorumEpochResponse_TopicData()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I7(b[p:p + 14 * n1]):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -283,52 +294,54 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = EndQuorumEpochResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-            for v in _I9(s1):
-                o2 = EndQuorumEpochResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 15 * n1
-        else:
-            for _ in range(n1):
-                o2 = EndQuorumEpochResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
-                p += 15
-                if n2:
-                    p = _t11(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = EndQuorumEpochResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                    for v in _I9(s1):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 15 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
+                        p += 15
+                        if n2:
+                            p = _t11(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -531,26 +544,27 @@ def _t14(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = EndQuorumEpochResponse_NodeEndpoint()
-                o1.node_id, n1 = _S11(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.port, n1 = _S5(b, p)
-                p += 3
-                if n1:
-                    p = _t13(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = EndQuorumEpochResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S11(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.port, n1 = _S5(b, p)
+                    p += 3
+                    if n1:
+                        p = _t13(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

@@ -97,51 +97,53 @@ def _r2(b, p):
     p += 16
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 16 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-                p += 16
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 16 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                        p += 16
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.max_bytes = 2147483647
@@ -160,51 +162,53 @@ def _r3(b, p):
     p += 20
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 16 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-                p += 16
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 16 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                        p += 16
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.isolation_level = 0
@@ -222,51 +226,53 @@ def _r4(b, p):
     p += 21
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 16 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.log_start_offset = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
-                p += 16
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 16 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
+                        p += 16
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.session_id = 0
@@ -283,49 +289,51 @@ def _r7(b, p):
     p += 21
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I6(b[p:p + 24 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 24 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
-                p += 24
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I6(b[p:p + 24 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 24 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                        p += 24
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.session_id = 0
@@ -342,73 +350,79 @@ def _r9(b, p):
     p += 29
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I6(b[p:p + 24 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 24 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.current_leader_epoch = -1
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
-                p += 24
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I6(b[p:p + 24 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 24 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                        p += 24
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.rack_id = ''
@@ -422,71 +436,77 @@ def _r12(b, p):
     p += 29
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 28 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 28 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
-                p += 28
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 28 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 28 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                        p += 28
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_id = None
     o.replica_state = None
     o.rack_id = ''
@@ -500,71 +520,77 @@ def _r13(b, p):
     p += 29
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 28 * n1]):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 28 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.last_fetched_epoch = -1
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
-                p += 28
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 28 * n1]):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 28 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                        p += 28
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -586,57 +612,59 @@ def _r17(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-            for v in _I11(s1):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 33 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
-                p += 33
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 33 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        p += 33
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t15(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -644,36 +672,40 @@ def _r17(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t16(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t16(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -702,50 +734,52 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-            for v in _I11(s1):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 33 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
-                p += 33
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 33 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        p += 33
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -753,29 +787,33 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -804,50 +842,52 @@ def _r22(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-            for v in _I11(s1):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 33 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
-                p += 33
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 33 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        p += 33
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -855,29 +895,33 @@ def _r22(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -911,50 +955,52 @@ def _r25(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-            for v in _I11(s1):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.high_watermark = 9223372036854775807
-                o2.replica_directory_id = UUID0
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 33 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.high_watermark = 9223372036854775807
-                o2.replica_directory_id = UUID0
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
-                p += 33
-                if n2:
-                    p = _t23(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t24(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.high_watermark = 9223372036854775807
+                        o2.replica_directory_id = UUID0
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 33 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.high_watermark = 9223372036854775807
+                        o2.replica_directory_id = UUID0
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        p += 33
+                        if n2:
+                            p = _t23(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t24(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -962,29 +1008,33 @@ def _r25(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1018,50 +1068,52 @@ def _r28(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-            for v in _I11(s1):
-                o2 = FetchRequest_FetchPartition()
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 33 * n1
-        else:
-            for _ in range(n1):
-                o2 = FetchRequest_FetchPartition()
-                o2.replica_directory_id = UUID0
-                o2.high_watermark = 9223372036854775807
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
-                p += 33
-                if n2:
-                    p = _t26(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 33 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        p += 33
+                        if n2:
+                            p = _t26(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1069,29 +1121,33 @@ def _r28(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = FetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.topic = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1122,47 +1178,49 @@ def _r31(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.last_stable_offset = -1
-            o2.log_start_offset = -1
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.aborted_transactions = []
-            o2.preferred_read_replica = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.last_stable_offset = -1
+                    o2.log_start_offset = -1
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.aborted_transactions = []
+                    o2.preferred_read_replica = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.error_code = 0
     o.session_id = 0
@@ -1177,47 +1235,49 @@ def _r32(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.last_stable_offset = -1
-            o2.log_start_offset = -1
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.aborted_transactions = []
-            o2.preferred_read_replica = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.last_stable_offset = -1
+                    o2.log_start_offset = -1
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.aborted_transactions = []
+                    o2.preferred_read_replica = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1231,69 +1291,72 @@ def _r36(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S16(b, p)
-            p += 26
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
-                    raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3:
-                    for v in _I17(b[p:p + 16 * n2]):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 16 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset = _S17(b, p)
-                        p += 16
-                        l2.append(o3)
-            n2 = _S2(b, p)[0]
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
             p += 4
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.log_start_offset = -1
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.preferred_read_replica = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S16(b, p)
+                    p += 26
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3:
+                                for v in _I17(b[p:p + 16 * n2]):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 16 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset = _S17(b, p)
+                                    p += 16
+                                    l2.append(o3)
+                    n2 = _S2(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.log_start_offset = -1
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.preferred_read_replica = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1307,68 +1370,71 @@ def _r39(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-            p += 34
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
-                    raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3:
-                    for v in _I17(b[p:p + 16 * n2]):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 16 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset = _S17(b, p)
-                        p += 16
-                        l2.append(o3)
-            n2 = _S2(b, p)[0]
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
             p += 4
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.preferred_read_replica = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
+                    p += 34
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3:
+                                for v in _I17(b[p:p + 16 * n2]):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 16 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset = _S17(b, p)
+                                    p += 16
+                                    l2.append(o3)
+                    n2 = _S2(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.preferred_read_replica = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1382,68 +1448,71 @@ def _r40(b, p):
     p += 14
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-            p += 34
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
-                    raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3:
-                    for v in _I17(b[p:p + 16 * n2]):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 16 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset = _S17(b, p)
-                        p += 16
-                        l2.append(o3)
-            n2 = _S2(b, p)[0]
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
             p += 4
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.preferred_read_replica = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
+                    p += 34
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3:
+                                for v in _I17(b[p:p + 16 * n2]):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 16 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset = _S17(b, p)
+                                    p += 16
+                                    l2.append(o3)
+                    n2 = _S2(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.preferred_read_replica = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -1455,67 +1524,70 @@ def _r43(b, p):
     p += 14
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-            p += 34
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
-                    raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3:
-                    for v in _I17(b[p:p + 16 * n2]):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 16 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset = _S17(b, p)
-                        p += 16
-                        l2.append(o3)
-            o2.preferred_read_replica, n2 = _S15(b, p)
-            p += 8
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.diverging_epoch = None
-            o2.current_leader = None
-            o2.snapshot_id = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
+                    p += 34
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3:
+                                for v in _I17(b[p:p + 16 * n2]):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 16 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset = _S17(b, p)
+                                    p += 16
+                                    l2.append(o3)
+                    o2.preferred_read_replica, n2 = _S15(b, p)
+                    p += 8
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.diverging_epoch = None
+                    o2.current_leader = None
+                    o2.snapshot_id = None
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -1530,97 +1602,100 @@ def _r50(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                    for v in _I22(s2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 17 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                        p += 17
-                        if n3:
-                            p = _t44(b, p - 1, o3)
-                        l2.append(o3)
-            o2.preferred_read_replica, n2 = _S24(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            d2 = FetchResponse_EpochEndOffset()
-            d2.epoch = -1
-            d2.end_offset = -1
-            d2.unknown_tags = None
-            o2.diverging_epoch = d2
-            d2 = FetchResponse_LeaderIdAndEpoch()
-            d2.leader_id = -1
-            d2.leader_epoch = -1
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            d2 = FetchResponse_SnapshotId()
-            d2.end_offset = -1
-            d2.epoch = -1
-            d2.unknown_tags = None
-            o2.snapshot_id = d2
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                for v in _I22(s2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 17 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                                    p += 17
+                                    if n3:
+                                        p = _t44(b, p - 1, o3)
+                                    l2.append(o3)
+                    o2.preferred_read_replica, n2 = _S24(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    d2 = FetchResponse_EpochEndOffset()
+                    d2.epoch = -1
+                    d2.end_offset = -1
+                    d2.unknown_tags = None
+                    o2.diverging_epoch = d2
+                    d2 = FetchResponse_LeaderIdAndEpoch()
+                    d2.leader_id = -1
+                    d2.leader_epoch = -1
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    d2 = FetchResponse_SnapshotId()
+                    d2.end_offset = -1
+                    d2.epoch = -1
+                    d2.unknown_tags = None
+                    o2.snapshot_id = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t48(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t48(b, p, o2)
+                p = _t49(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t49(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -1639,90 +1714,93 @@ def _r52(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                    for v in _I22(s2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 17 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                        p += 17
-                        if n3:
-                            p = _t44(b, p - 1, o3)
-                        l2.append(o3)
-            o2.preferred_read_replica, n2 = _S24(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            d2 = FetchResponse_EpochEndOffset()
-            d2.epoch = -1
-            d2.end_offset = -1
-            d2.unknown_tags = None
-            o2.diverging_epoch = d2
-            d2 = FetchResponse_LeaderIdAndEpoch()
-            d2.leader_id = -1
-            d2.leader_epoch = -1
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            d2 = FetchResponse_SnapshotId()
-            d2.end_offset = -1
-            d2.epoch = -1
-            d2.unknown_tags = None
-            o2.snapshot_id = d2
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                for v in _I22(s2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 17 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                                    p += 17
+                                    if n3:
+                                        p = _t44(b, p - 1, o3)
+                                    l2.append(o3)
+                    o2.preferred_read_replica, n2 = _S24(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    d2 = FetchResponse_EpochEndOffset()
+                    d2.epoch = -1
+                    d2.end_offset = -1
+                    d2.unknown_tags = None
+                    o2.diverging_epoch = d2
+                    d2 = FetchResponse_LeaderIdAndEpoch()
+                    d2.leader_id = -1
+                    d2.leader_epoch = -1
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    d2 = FetchResponse_SnapshotId()
+                    d2.end_offset = -1
+                    d2.epoch = -1
+                    d2.unknown_tags = None
+                    o2.snapshot_id = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t48(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t48(b, p, o2)
+                p = _t51(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t51(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -1741,90 +1819,93 @@ def _r54(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = FetchResponse_FetchableTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.aborted_transactions = None
-            else:
-                if n2 > len(b) - p:
+        for _ in range(n0):
+            o1 = FetchResponse_FetchableTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.aborted_transactions = l2 = []
-                if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                    for v in _I22(s2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.producer_id, o3.first_offset = v
-                        o3.unknown_tags = None
-                        l2.append(o3)
-                    p += 17 * n2
-                else:
-                    for _ in range(n2):
-                        o3 = FetchResponse_AbortedTransaction()
-                        o3.unknown_tags = None
-                        o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                        p += 17
-                        if n3:
-                            p = _t44(b, p - 1, o3)
-                        l2.append(o3)
-            o2.preferred_read_replica, n2 = _S24(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            d2 = FetchResponse_EpochEndOffset()
-            d2.epoch = -1
-            d2.end_offset = -1
-            d2.unknown_tags = None
-            o2.diverging_epoch = d2
-            d2 = FetchResponse_LeaderIdAndEpoch()
-            d2.leader_id = -1
-            d2.leader_epoch = -1
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            d2 = FetchResponse_SnapshotId()
-            d2.end_offset = -1
-            d2.epoch = -1
-            d2.unknown_tags = None
-            o2.snapshot_id = d2
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = FetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.aborted_transactions = None
+                    else:
+                        o2.aborted_transactions = l2 = []
+                        if n2:
+                            if n2 > len(b) - p:
+                                raise Malformed
+                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                for v in _I22(s2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.producer_id, o3.first_offset = v
+                                    o3.unknown_tags = None
+                                    l2.append(o3)
+                                p += 17 * n2
+                            else:
+                                for _ in range(n2):
+                                    o3 = FetchResponse_AbortedTransaction()
+                                    o3.unknown_tags = None
+                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
+                                    p += 17
+                                    if n3:
+                                        p = _t44(b, p - 1, o3)
+                                    l2.append(o3)
+                    o2.preferred_read_replica, n2 = _S24(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    d2 = FetchResponse_EpochEndOffset()
+                    d2.epoch = -1
+                    d2.end_offset = -1
+                    d2.unknown_tags = None
+                    o2.diverging_epoch = d2
+                    d2 = FetchResponse_LeaderIdAndEpoch()
+                    d2.leader_id = -1
+                    d2.leader_epoch = -1
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    d2 = FetchResponse_SnapshotId()
+                    d2.end_offset = -1
+                    d2.epoch = -1
+                    d2.unknown_tags = None
+                    o2.snapshot_id = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t48(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t48(b, p, o2)
+                p = _t51(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t51(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -2487,36 +2568,37 @@ def _t54(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = FetchResponse_NodeEndpoint()
-                o1.node_id, n1 = _S24(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.port, n1 = _S24(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
-                    o1.rack = None
-                else:
-                    o1.rack = b[p:p + n1].decode()
+                for _ in range(n0):
+                    o1 = FetchResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S24(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
                     p += n1
-                o1.unknown_tags = None
-                if b[p]:
-                    p = _t53(b, p, o1)
-                else:
-                    p += 1
-                l0.append(o1)
+                    o1.port, n1 = _S24(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        o1.rack = None
+                    else:
+                        o1.rack = b[p:p + n1].decode()
+                        p += n1
+                    o1.unknown_tags = None
+                    if b[p]:
+                        p = _t53(b, p, o1)
+                    else:
+                        p += 1
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

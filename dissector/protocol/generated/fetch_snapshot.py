@@ -62,54 +62,56 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchSnapshotRequest_TopicSnapshot()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchSnapshotRequest_PartitionSnapshot()
-            o2.partition, o2.current_leader_epoch = _S2(b, p)
-            p += 8
-            o3 = FetchSnapshotRequest_SnapshotId()
-            o3.unknown_tags = None
-            o3.end_offset, o3.epoch, n3 = _S3(b, p)
-            p += 13
-            if n3:
-                p = _t0(b, p - 1, o3)
-            o2.snapshot_id = o3
-            o2.replica_directory_id = UUID0
-            o2.unknown_tags = None
-            o2.position, n2 = _S4(b, p)
-            p += 9
-            if n2:
-                p = _t1(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchSnapshotRequest_TopicSnapshot()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = FetchSnapshotRequest_PartitionSnapshot()
+                    o2.partition, o2.current_leader_epoch = _S2(b, p)
+                    p += 8
+                    o3 = FetchSnapshotRequest_SnapshotId()
+                    o3.unknown_tags = None
+                    o3.end_offset, o3.epoch, n3 = _S3(b, p)
+                    p += 13
+                    if n3:
+                        p = _t0(b, p - 1, o3)
+                    o2.snapshot_id = o3
+                    o2.replica_directory_id = UUID0
+                    o2.unknown_tags = None
+                    o2.position, n2 = _S4(b, p)
+                    p += 9
+                    if n2:
+                        p = _t1(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.cluster_id = None
     o.unknown_tags = None
     if b[p]:
@@ -128,54 +130,56 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchSnapshotRequest_TopicSnapshot()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchSnapshotRequest_PartitionSnapshot()
-            o2.partition, o2.current_leader_epoch = _S2(b, p)
-            p += 8
-            o3 = FetchSnapshotRequest_SnapshotId()
-            o3.unknown_tags = None
-            o3.end_offset, o3.epoch, n3 = _S3(b, p)
-            p += 13
-            if n3:
-                p = _t0(b, p - 1, o3)
-            o2.snapshot_id = o3
-            o2.replica_directory_id = UUID0
-            o2.unknown_tags = None
-            o2.position, n2 = _S4(b, p)
-            p += 9
-            if n2:
-                p = _t4(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = FetchSnapshotRequest_TopicSnapshot()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = FetchSnapshotRequest_PartitionSnapshot()
+                    o2.partition, o2.current_leader_epoch = _S2(b, p)
+                    p += 8
+                    o3 = FetchSnapshotRequest_SnapshotId()
+                    o3.unknown_tags = None
+                    o3.end_offset, o3.epoch, n3 = _S3(b, p)
+                    p += 13
+                    if n3:
+                        p = _t0(b, p - 1, o3)
+                    o2.snapshot_id = o3
+                    o2.replica_directory_id = UUID0
+                    o2.unknown_tags = None
+                    o2.position, n2 = _S4(b, p)
+                    p += 9
+                    if n2:
+                        p = _t4(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.cluster_id = None
     o.unknown_tags = None
     if b[p]:
@@ -194,67 +198,69 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchSnapshotResponse_TopicSnapshot()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchSnapshotResponse_PartitionSnapshot()
-            o2.index, o2.error_code = _S6(b, p)
-            p += 6
-            o3 = FetchSnapshotResponse_SnapshotId()
-            o3.unknown_tags = None
-            o3.end_offset, o3.epoch, n3 = _S3(b, p)
-            p += 13
-            if n3:
-                p = _t7(b, p - 1, o3)
-            o2.snapshot_id = o3
-            o2.size, o2.position, n2 = _S7(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = FetchSnapshotResponse_TopicSnapshot()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.unaligned_records = memoryview(b)[p:p + n2]
-            p += n2
-            d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
-            d2.leader_id = 0
-            d2.leader_epoch = 0
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            o2.unknown_tags = None
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = FetchSnapshotResponse_PartitionSnapshot()
+                    o2.index, o2.error_code = _S6(b, p)
+                    p += 6
+                    o3 = FetchSnapshotResponse_SnapshotId()
+                    o3.unknown_tags = None
+                    o3.end_offset, o3.epoch, n3 = _S3(b, p)
+                    p += 13
+                    if n3:
+                        p = _t7(b, p - 1, o3)
+                    o2.snapshot_id = o3
+                    o2.size, o2.position, n2 = _S7(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.unaligned_records = memoryview(b)[p:p + n2]
+                    p += n2
+                    d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
+                    d2.leader_id = 0
+                    d2.leader_epoch = 0
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t9(b, p, o2)
+                p = _t10(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -273,67 +279,69 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = FetchSnapshotResponse_TopicSnapshot()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = FetchSnapshotResponse_PartitionSnapshot()
-            o2.index, o2.error_code = _S6(b, p)
-            p += 6
-            o3 = FetchSnapshotResponse_SnapshotId()
-            o3.unknown_tags = None
-            o3.end_offset, o3.epoch, n3 = _S3(b, p)
-            p += 13
-            if n3:
-                p = _t7(b, p - 1, o3)
-            o2.snapshot_id = o3
-            o2.size, o2.position, n2 = _S7(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = FetchSnapshotResponse_TopicSnapshot()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.unaligned_records = memoryview(b)[p:p + n2]
-            p += n2
-            d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
-            d2.leader_id = 0
-            d2.leader_epoch = 0
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            o2.unknown_tags = None
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = FetchSnapshotResponse_PartitionSnapshot()
+                    o2.index, o2.error_code = _S6(b, p)
+                    p += 6
+                    o3 = FetchSnapshotResponse_SnapshotId()
+                    o3.unknown_tags = None
+                    o3.end_offset, o3.epoch, n3 = _S3(b, p)
+                    p += 13
+                    if n3:
+                        p = _t7(b, p - 1, o3)
+                    o2.snapshot_id = o3
+                    o2.size, o2.position, n2 = _S7(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.unaligned_records = memoryview(b)[p:p + n2]
+                    p += n2
+                    d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
+                    d2.leader_id = 0
+                    d2.leader_epoch = 0
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t9(b, p, o2)
+                p = _t10(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -677,26 +685,27 @@ def _t13(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = FetchSnapshotResponse_NodeEndpoint()
-                o1.node_id, n1 = _S8(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.port, n1 = _S9(b, p)
-                p += 3
-                if n1:
-                    p = _t12(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = FetchSnapshotResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S8(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.port, n1 = _S9(b, p)
+                    p += 3
+                    if n1:
+                        p = _t12(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

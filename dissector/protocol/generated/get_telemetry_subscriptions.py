@@ -40,8 +40,11 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.accepted_compression_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
-    p += 1 * n0
+    if n0:
+        o.accepted_compression_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
+        p += 1 * n0
+    else:
+        o.accepted_compression_types = []
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, n0 = _S2(b, p)
     p += 10
     if n0 > 127:
@@ -49,21 +52,22 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.requested_metrics = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)

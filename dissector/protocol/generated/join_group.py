@@ -53,25 +53,26 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.protocols = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = JoinGroupRequest_JoinGroupRequestProtocol()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.rebalance_timeout_ms = -1
     o.group_instance_id = None
     o.reason = None
@@ -103,25 +104,26 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.protocols = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = JoinGroupRequest_JoinGroupRequestProtocol()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.reason = None
     o.unknown_tags = None
@@ -161,25 +163,26 @@ def _r3(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.protocols = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = JoinGroupRequest_JoinGroupRequestProtocol()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.reason = None
     o.unknown_tags = None
     return o, p
@@ -231,35 +234,36 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.protocols = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = JoinGroupRequest_JoinGroupRequestProtocol()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.reason = None
     o.unknown_tags = None
     if b[p]:
@@ -315,35 +319,36 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.protocols = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupRequest_JoinGroupRequestProtocol()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = JoinGroupRequest_JoinGroupRequestProtocol()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -386,26 +391,27 @@ def _r8(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.group_instance_id = None
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.group_instance_id = None
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.skip_assignment = False
@@ -437,26 +443,27 @@ def _r9(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.group_instance_id = None
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.group_instance_id = None
+            o1.unknown_tags = None
+            l0.append(o1)
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -487,34 +494,35 @@ def _r11(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
+            o1.member_id = b[p:p + n1].decode()
             p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -557,45 +565,46 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -653,45 +662,46 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.skip_assignment = False
     o.unknown_tags = None
     if b[p]:
@@ -748,45 +758,46 @@ def _r15(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = JoinGroupResponse_JoinGroupResponseMember()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.metadata = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = JoinGroupResponse_JoinGroupResponseMember()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.metadata = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t15(b, p, o)

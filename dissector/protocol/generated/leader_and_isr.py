@@ -59,54 +59,62 @@ def _r2(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.partition_epoch, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.adding_replicas = []
-        o1.removing_replicas = []
-        o1.is_new = False
-        o1.leader_recovery_state = 0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.partition_epoch, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.adding_replicas = []
+            o1.removing_replicas = []
+            o1.is_new = False
+            o1.leader_recovery_state = 0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port = _S4(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port = _S4(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -121,55 +129,63 @@ def _r4(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.partition_epoch, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.adding_replicas = []
-        o1.removing_replicas = []
-        o1.leader_recovery_state = 0
-        o1.unknown_tags = None
-        o1.is_new = _S6(b, p)[0]
-        p += 1
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.partition_epoch, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.adding_replicas = []
+            o1.removing_replicas = []
+            o1.leader_recovery_state = 0
+            o1.unknown_tags = None
+            o1.is_new = _S6(b, p)[0]
+            p += 1
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port = _S4(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port = _S4(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -184,68 +200,77 @@ def _r7(b, p):
     p += 20
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S4(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
-            p += 20
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S4(b, p)[0]
+            p += 4
+            if n1 < 0:
                 raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.adding_replicas = []
-            o2.removing_replicas = []
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.is_new = _S6(b, p)[0]
-            p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 20
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    o2.topic_name = ''
+                    o2.adding_replicas = []
+                    o2.removing_replicas = []
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.is_new = _S6(b, p)[0]
+                    p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port = _S4(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port = _S4(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -259,78 +284,93 @@ def _r10(b, p):
     p += 20
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S4(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
-            p += 20
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S4(b, p)[0]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S4(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S4(b, p)[0]
-            p += 4
-            if n2 < 0:
-                raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.is_new = _S6(b, p)[0]
-            p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 20
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = _S4(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = _S4(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.topic_name = ''
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.is_new = _S6(b, p)[0]
+                    p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S5(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port = _S4(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S5(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port = _S4(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -347,83 +387,97 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S11(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.is_new, n2 = _S12(b, p)
-            p += 2
-            if n2:
-                p = _t11(b, p - 1, o2)
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S11(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.topic_name = ''
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.is_new, n2 = _S12(b, p)
+                    p += 2
+                    if n2:
+                        p = _t11(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -431,26 +485,27 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S11(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S11(b, p)
-        p += 5
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S11(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S11(b, p)
+            p += 5
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -471,84 +526,98 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S11(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.leader_recovery_state = 0
-            o2.unknown_tags = None
-            o2.is_new, n2 = _S12(b, p)
-            p += 2
-            if n2:
-                p = _t11(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S11(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.topic_name = ''
+                    o2.leader_recovery_state = 0
+                    o2.unknown_tags = None
+                    o2.is_new, n2 = _S12(b, p)
+                    p += 2
+                    if n2:
+                        p = _t11(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t15(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -556,26 +625,27 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S11(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S11(b, p)
-        p += 5
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S11(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S11(b, p)
+            p += 5
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
@@ -595,83 +665,97 @@ def _r19(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S11(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
-            o2.is_new, o2.leader_recovery_state, n2 = _S14(b, p)
-            p += 3
-            if n2:
-                p = _t17(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S11(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    o2.is_new, o2.leader_recovery_state, n2 = _S14(b, p)
+                    p += 3
+                    if n2:
+                        p = _t17(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -679,26 +763,27 @@ def _r19(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S11(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S11(b, p)
-        p += 5
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S11(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S11(b, p)
+            p += 5
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
@@ -718,83 +803,97 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.partition_epoch, n2 = _S11(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
-            o2.is_new, o2.leader_recovery_state, n2 = _S14(b, p)
-            p += 3
-            if n2:
-                p = _t17(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.partition_epoch, n2 = _S11(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    o2.is_new, o2.leader_recovery_state, n2 = _S14(b, p)
+                    p += 3
+                    if n2:
+                        p = _t17(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -802,26 +901,27 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_leaders = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
-        o1.broker_id, n1 = _S11(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.port, n1 = _S11(b, p)
-        p += 5
-        if n1:
-            p = _t13(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
+            o1.broker_id, n1 = _S11(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.port, n1 = _S11(b, p)
+            p += 5
+            if n1:
+                p = _t13(b, p - 1, o1)
+            l0.append(o1)
     o.ungrouped_partition_states = []
     o.unknown_tags = None
     if b[p]:
@@ -837,21 +937,22 @@ def _r22(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.partition_errors = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index, o1.error_code = _S5(b, p)
-        p += 6
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index, o1.error_code = _S5(b, p)
+            p += 6
+            l0.append(o1)
     o.topics = []
     o.unknown_tags = None
     return o, p
@@ -866,26 +967,27 @@ def _r24(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.partition_errors = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index, o1.error_code, n1 = _S18(b, p)
-        p += 7
-        if n1:
-            p = _t23(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index, o1.error_code, n1 = _S18(b, p)
+            p += 7
+            if n1:
+                p = _t23(b, p - 1, o1)
+            l0.append(o1)
     o.topics = []
     o.unknown_tags = None
     if b[p]:
@@ -904,47 +1006,49 @@ def _r27(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = LeaderAndIsrResponse_LeaderAndIsrTopicError()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_errors = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I19(s1):
-                o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
-                o2.partition_index, o2.error_code = v
-                o2.topic_name = ''
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
-                o2.topic_name = ''
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S18(b, p)
-                p += 7
-                if n2:
-                    p = _t25(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t26(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = LeaderAndIsrResponse_LeaderAndIsrTopicError()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_errors = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I19(s1):
+                        o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                        o2.partition_index, o2.error_code = v
+                        o2.topic_name = ''
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                        o2.topic_name = ''
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S18(b, p)
+                        p += 7
+                        if n2:
+                            p = _t25(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t26(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.partition_errors = []
     o.unknown_tags = None
     if b[p]:

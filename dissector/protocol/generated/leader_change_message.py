@@ -26,27 +26,28 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.voters = l0 = []
-    if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
-        for v in _I1(s0):
-            o1 = LeaderChangeMessage_Voter()
-            o1.voter_id, = v
-            o1.voter_directory_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
-        p += 5 * n0
-    else:
-        for _ in range(n0):
-            o1 = LeaderChangeMessage_Voter()
-            o1.voter_directory_id = UUID0
-            o1.unknown_tags = None
-            o1.voter_id, n1 = _S2(b, p)
-            p += 5
-            if n1:
-                p = _t0(b, p - 1, o1)
-            l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+            for v in _I1(s0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_id, = v
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
+            p += 5 * n0
+        else:
+            for _ in range(n0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                o1.voter_id, n1 = _S2(b, p)
+                p += 5
+                if n1:
+                    p = _t0(b, p - 1, o1)
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -54,27 +55,28 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.granting_voters = l0 = []
-    if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
-        for v in _I1(s0):
-            o1 = LeaderChangeMessage_Voter()
-            o1.voter_id, = v
-            o1.voter_directory_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
-        p += 5 * n0
-    else:
-        for _ in range(n0):
-            o1 = LeaderChangeMessage_Voter()
-            o1.voter_directory_id = UUID0
-            o1.unknown_tags = None
-            o1.voter_id, n1 = _S2(b, p)
-            p += 5
-            if n1:
-                p = _t0(b, p - 1, o1)
-            l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+            for v in _I1(s0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_id, = v
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
+            p += 5 * n0
+        else:
+            for _ in range(n0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                o1.voter_id, n1 = _S2(b, p)
+                p += 5
+                if n1:
+                    p = _t0(b, p - 1, o1)
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -92,21 +94,22 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.voters = l0 = []
-    for _ in range(n0):
-        o1 = LeaderChangeMessage_Voter()
-        o1.voter_id = _S4(b, p)[0]
-        p += 4
-        o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_id = _S4(b, p)[0]
+            p += 4
+            o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -114,21 +117,22 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.granting_voters = l0 = []
-    for _ in range(n0):
-        o1 = LeaderChangeMessage_Voter()
-        o1.voter_id = _S4(b, p)[0]
-        p += 4
-        o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = LeaderChangeMessage_Voter()
+            o1.voter_id = _S4(b, p)[0]
+            p += 4
+            o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

@@ -57,29 +57,30 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = LeaveGroupRequest_MemberIdentity()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = LeaveGroupRequest_MemberIdentity()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
+            o1.member_id = b[p:p + n1].decode()
             p += n1
-        o1.reason = None
-        o1.unknown_tags = None
-        l0.append(o1)
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            o1.reason = None
+            o1.unknown_tags = None
+            l0.append(o1)
     o.member_id = ''
     o.unknown_tags = None
     return o, p
@@ -103,37 +104,38 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = LeaveGroupRequest_MemberIdentity()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
-            p += n1
-        o1.reason = None
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = LeaveGroupRequest_MemberIdentity()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            o1.reason = None
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.member_id = ''
     o.unknown_tags = None
     if b[p]:
@@ -161,46 +163,47 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = LeaveGroupRequest_MemberIdentity()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.reason = None
-        else:
-            o1.reason = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = LeaveGroupRequest_MemberIdentity()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.reason = None
+            else:
+                o1.reason = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t5(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.member_id = ''
     o.unknown_tags = None
     if b[p]:
@@ -235,30 +238,31 @@ def _r10(b, p):
     p += 10
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = LeaveGroupResponse_MemberResponse()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = LeaveGroupResponse_MemberResponse()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
+            o1.member_id = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        o1.error_code = _S0(b, p)[0]
-        p += 2
-        l0.append(o1)
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            o1.error_code = _S0(b, p)[0]
+            p += 2
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -272,36 +276,37 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.members = l0 = []
-    for _ in range(n0):
-        o1 = LeaveGroupResponse_MemberResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.group_instance_id = None
-        else:
-            o1.group_instance_id = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = LeaveGroupResponse_MemberResponse()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        o1.error_code, n1 = _S6(b, p)
-        p += 3
-        if n1:
-            p = _t11(b, p - 1, o1)
-        l0.append(o1)
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.group_instance_id = None
+            else:
+                o1.group_instance_id = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            o1.error_code, n1 = _S6(b, p)
+            p += 3
+            if n1:
+                p = _t11(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

@@ -39,8 +39,11 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.resource_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
-    p += 1 * n0
+    if n0:
+        o.resource_types = [*_Ab[n0](b, p)] if n0 < 16 else [*_su('>%db' % n0, b, p)]
+        p += 1 * n0
+    else:
+        o.resource_types = []
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -58,27 +61,28 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.config_resources = l0 = []
-    for _ in range(n0):
-        o1 = ListConfigResourcesResponse_ConfigResource()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.resource_type = 16
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListConfigResourcesResponse_ConfigResource()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.resource_type = 16
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -96,26 +100,27 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.config_resources = l0 = []
-    for _ in range(n0):
-        o1 = ListConfigResourcesResponse_ConfigResource()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.resource_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.resource_type, n1 = _S2(b, p)
-        p += 2
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListConfigResourcesResponse_ConfigResource()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.resource_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.resource_type, n1 = _S2(b, p)
+            p += 2
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

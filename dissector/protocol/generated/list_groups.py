@@ -49,21 +49,22 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.states_filter = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.types_filter = []
     o.unknown_tags = None
     if b[p]:
@@ -82,21 +83,22 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.states_filter = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -104,21 +106,22 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.types_filter = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -133,27 +136,28 @@ def _r5(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ListGroupsResponse_ListedGroup()
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        o1.group_state = ''
-        o1.group_type = ''
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListGroupsResponse_ListedGroup()
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            o1.group_state = ''
+            o1.group_type = ''
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -165,27 +169,28 @@ def _r6(b, p):
     p += 10
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ListGroupsResponse_ListedGroup()
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 2
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        o1.group_state = ''
-        o1.group_type = ''
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListGroupsResponse_ListedGroup()
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            o1.group_state = ''
+            o1.group_type = ''
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -199,37 +204,38 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ListGroupsResponse_ListedGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        o1.group_state = ''
-        o1.group_type = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListGroupsResponse_ListedGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            o1.group_state = ''
+            o1.group_type = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -247,45 +253,46 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ListGroupsResponse_ListedGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        o1.group_type = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListGroupsResponse_ListedGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            o1.group_type = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -303,53 +310,54 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ListGroupsResponse_ListedGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.protocol_type = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_type = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t11(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListGroupsResponse_ListedGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.protocol_type = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_type = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t11(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

@@ -58,42 +58,44 @@ def _r2(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 16 * n1]):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.timestamp, o2.max_num_offsets = v
-                o2.current_leader_epoch = -1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.current_leader_epoch = -1
-                o2.unknown_tags = None
-                o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(b, p)
-                p += 16
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 16 * n1]):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.timestamp, o2.max_num_offsets = v
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(b, p)
+                        p += 16
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.isolation_level = 0
     o.timeout_ms = 0
     o.unknown_tags = None
@@ -106,44 +108,46 @@ def _r5(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I4(b[p:p + 12 * n1]):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.timestamp = v
-                o2.current_leader_epoch = -1
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.current_leader_epoch = -1
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                o2.partition_index, o2.timestamp = _S4(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I4(b[p:p + 12 * n1]):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.timestamp = v
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp = _S4(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.isolation_level = 0
     o.timeout_ms = 0
     o.unknown_tags = None
@@ -156,44 +160,46 @@ def _r6(b, p):
     p += 9
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I4(b[p:p + 12 * n1]):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.timestamp = v
-                o2.current_leader_epoch = -1
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.current_leader_epoch = -1
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                o2.partition_index, o2.timestamp = _S4(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I4(b[p:p + 12 * n1]):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.timestamp = v
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp = _S4(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.timeout_ms = 0
     o.unknown_tags = None
     return o, p
@@ -205,42 +211,44 @@ def _r9(b, p):
     p += 9
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I6(b[p:p + 16 * n1]):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
-                p += 16
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I6(b[p:p + 16 * n1]):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
+                        p += 16
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.timeout_ms = 0
     o.unknown_tags = None
     return o, p
@@ -255,54 +263,56 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
-            for v in _I9(s1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 17 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
-                p += 17
-                if n2:
-                    p = _t10(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t11(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+                    for v in _I9(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 17 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                        p += 17
+                        if n2:
+                            p = _t10(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t11(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -321,54 +331,56 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsRequest_ListOffsetsTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
-            for v in _I9(s1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 17 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsRequest_ListOffsetsPartition()
-                o2.max_num_offsets = 1
-                o2.unknown_tags = None
-                o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
-                p += 17
-                if n2:
-                    p = _t10(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t11(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListOffsetsRequest_ListOffsetsTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+                    for v in _I9(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 17 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                        p += 17
+                        if n2:
+                            p = _t10(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t11(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     o.timeout_ms, n0 = _S11(b, p)
     p += 5
@@ -383,39 +395,44 @@ def _r16(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-            o2.partition_index, o2.error_code, n2 = _S12(b, p)
-            p += 10
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o2.old_style_offsets = [*_Aq[n2](b, p)] if n2 < 16 else [*_su('>%dq' % n2, b, p)]
-            p += 8 * n2
-            o2.timestamp = -1
-            o2.offset = -1
-            o2.leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                    o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                    p += 10
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.old_style_offsets = [*_Aq[n2](b, p)] if n2 < 16 else [*_su('>%dq' % n2, b, p)]
+                        p += 8 * n2
+                    else:
+                        o2.old_style_offsets = []
+                    o2.timestamp = -1
+                    o2.offset = -1
+                    o2.leader_epoch = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -427,44 +444,46 @@ def _r19(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I13(b[p:p + 22 * n1]):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
-                o2.leader_epoch = -1
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 22 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.leader_epoch = -1
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
-                p += 22
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I13(b[p:p + 22 * n1]):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 22 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                        p += 22
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -476,44 +495,46 @@ def _r20(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I13(b[p:p + 22 * n1]):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
-                o2.leader_epoch = -1
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 22 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.leader_epoch = -1
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
-                p += 22
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I13(b[p:p + 22 * n1]):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 22 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                        p += 22
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -524,42 +545,44 @@ def _r23(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I14(b[p:p + 26 * n1]):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 26 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S14(b, p)
-                p += 26
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I14(b[p:p + 26 * n1]):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 26 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S14(b, p)
+                        p += 26
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -573,54 +596,56 @@ def _r26(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
-            for v in _I15(s1):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 27 * n1
-        else:
-            for _ in range(n1):
-                o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                o2.old_style_offsets = []
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S16(b, p)
-                p += 27
-                if n2:
-                    p = _t24(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t25(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
+                    for v in _I15(s1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 27 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S16(b, p)
+                        p += 27
+                        if n2:
+                            p = _t24(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t25(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t26(b, p, o)

@@ -37,35 +37,39 @@ def _r1(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t0(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partition_indexes = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t0(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -93,71 +97,82 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ListPartitionReassignmentsResponse_OngoingTopicReassignment()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ListPartitionReassignmentsResponse_OngoingPartitionReassignment()
-            o2.partition_index, n2 = _S0(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ListPartitionReassignmentsResponse_OngoingTopicReassignment()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ListPartitionReassignmentsResponse_OngoingPartitionReassignment()
+                    o2.partition_index, n2 = _S0(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.adding_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.adding_replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.removing_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.removing_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t2(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t2(b, p, o2)
+                p = _t3(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

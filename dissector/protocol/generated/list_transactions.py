@@ -28,21 +28,22 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.state_filters = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -50,8 +51,11 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
-    p += 8 * n0
+    if n0:
+        o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
+        p += 8 * n0
+    else:
+        o.producer_id_filters = []
     o.duration_filter = -1
     o.transactional_id_pattern = None
     o.unknown_tags = None
@@ -71,21 +75,22 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.state_filters = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -93,8 +98,11 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
-    p += 8 * n0
+    if n0:
+        o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
+        p += 8 * n0
+    else:
+        o.producer_id_filters = []
     o.transactional_id_pattern = None
     o.unknown_tags = None
     o.duration_filter, n0 = _S1(b, p)
@@ -113,21 +121,22 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.state_filters = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -135,8 +144,11 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
-    p += 8 * n0
+    if n0:
+        o.producer_id_filters = [*_Aq[n0](b, p)] if n0 < 16 else [*_su('>%dq' % n0, b, p)]
+        p += 8 * n0
+    else:
+        o.producer_id_filters = []
     o.duration_filter, n0 = _S1(b, p)
     p += 9
     if n0 > 127:
@@ -164,21 +176,22 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.unknown_state_filters = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -186,35 +199,36 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.transaction_states = l0 = []
-    for _ in range(n0):
-        o1 = ListTransactionsResponse_TransactionState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.transactional_id = b[p:p + n1].decode()
-        p += n1
-        o1.producer_id, n1 = _S1(b, p)
-        p += 9
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.transaction_state = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ListTransactionsResponse_TransactionState()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.transactional_id = b[p:p + n1].decode()
+            p += n1
+            o1.producer_id, n1 = _S1(b, p)
+            p += 9
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.transaction_state = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

@@ -51,20 +51,21 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataRequest_MetadataRequestTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = MetadataRequest_MetadataRequestTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -81,20 +82,21 @@ def _r2(b, p):
             raise Malformed
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -111,20 +113,21 @@ def _r3(b, p):
             raise Malformed
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
     o.unknown_tags = None
@@ -142,20 +145,21 @@ def _r4(b, p):
             raise Malformed
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S3(b, p)
     p += 3
@@ -172,27 +176,28 @@ def _r6(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
     p += 4
@@ -211,29 +216,30 @@ def _r8(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                o1.name = None
-            else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t7(b, p, o1)
-            else:
+        if n0:
+            if n0 > len(b) - p:
+                raise Malformed
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    o1.name = None
+                else:
+                    o1.name = b[p:p + n1].decode()
+                    p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t7(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
     p += 4
@@ -252,29 +258,30 @@ def _r9(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = MetadataRequest_MetadataRequestTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                o1.name = None
-            else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t7(b, p, o1)
-            else:
+        if n0:
+            if n0 > len(b) - p:
+                raise Malformed
+            for _ in range(n0):
+                o1 = MetadataRequest_MetadataRequestTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    o1.name = None
+                else:
+                    o1.name = b[p:p + n1].decode()
+                    p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t7(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.include_cluster_authorized_operations = False
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_topic_authorized_operations, n0 = _S6(b, p)
@@ -290,67 +297,76 @@ def _r13(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.rack = None
-        o1.unknown_tags = None
-        o1.port = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
+            p += n1
+            o1.rack = None
+            o1.unknown_tags = None
+            o1.port = _S0(b, p)[0]
+            p += 4
+            l0.append(o1)
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
-            p += 14
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_epoch = -1
-            o2.offline_replicas = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.is_internal = False
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
+                    p += 14
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.is_internal = False
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.controller_id = -1
@@ -366,72 +382,81 @@ def _r16(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
-            p += 14
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_epoch = -1
-            o2.offline_replicas = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
+                    p += 14
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.cluster_authorized_operations = -2147483648
@@ -446,28 +471,29 @@ def _r17(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -481,46 +507,54 @@ def _r17(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
-            p += 14
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_epoch = -1
-            o2.offline_replicas = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
+                    p += 14
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
@@ -534,28 +568,29 @@ def _r18(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -569,46 +604,54 @@ def _r18(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
-            p += 14
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_epoch = -1
-            o2.offline_replicas = []
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
+                    p += 14
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    o2.leader_epoch = -1
+                    o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -621,28 +664,29 @@ def _r21(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -656,51 +700,62 @@ def _r21(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
-            p += 14
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
-            p += 4
-            if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
+                    p += 14
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.leader_epoch = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -713,28 +768,29 @@ def _r24(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -748,50 +804,61 @@ def _r24(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
-            p += 18
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
-            p += 4
-            if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.topic_authorized_operations = -2147483648
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
+                    p += 18
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.topic_authorized_operations = -2147483648
+            o1.unknown_tags = None
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -804,28 +871,29 @@ def _r26(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S7(b, p)
-        p += 6
-        if n1 < 0:
-            if n1 != -1:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
                 raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.port, n1 = _S7(b, p)
+            p += 6
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -839,51 +907,62 @@ def _r26(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S8(b, p)
-        p += 4
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S11(b, p)
-        p += 5
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
-            p += 18
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S8(b, p)
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S0(b, p)[0]
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S11(b, p)
+            p += 5
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
+                    p += 18
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            o1.topic_authorized_operations = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        o1.topic_authorized_operations = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+            l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations = _S0(b, p)[0]
@@ -900,36 +979,37 @@ def _r30(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -947,72 +1027,83 @@ def _r30(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.is_internal, n1 = _S15(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.is_internal, n1 = _S15(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t28(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S13(b, p)
-        p += 5
-        if n1:
-            p = _t29(b, p - 1, o1)
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S13(b, p)
+            p += 5
+            if n1:
+                p = _t29(b, p - 1, o1)
+            l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S13(b, p)
@@ -1031,36 +1122,37 @@ def _r32(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1078,73 +1170,84 @@ def _r32(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.is_internal, n1 = _S15(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.is_internal, n1 = _S15(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t28(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S13(b, p)
-        p += 5
-        if n1:
-            p = _t31(b, p - 1, o1)
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S13(b, p)
+            p += 5
+            if n1:
+                p = _t31(b, p - 1, o1)
+            l0.append(o1)
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S13(b, p)
@@ -1163,36 +1266,37 @@ def _r33(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1210,73 +1314,84 @@ def _r33(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.is_internal, n1 = _S15(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.is_internal, n1 = _S15(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t28(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S13(b, p)
-        p += 5
-        if n1:
-            p = _t31(b, p - 1, o1)
-        l0.append(o1)
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S13(b, p)
+            p += 5
+            if n1:
+                p = _t31(b, p - 1, o1)
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -1296,36 +1411,37 @@ def _r35(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1343,74 +1459,85 @@ def _r35(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.name = None
-        else:
-            o1.name = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.is_internal, n1 = _S15(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t28(b, p, o2)
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.name = None
             else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S13(b, p)
-        p += 5
-        if n1:
-            p = _t34(b, p - 1, o1)
-        l0.append(o1)
+                o1.name = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.is_internal, n1 = _S15(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S13(b, p)
+            p += 5
+            if n1:
+                p = _t34(b, p - 1, o1)
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -1430,36 +1557,37 @@ def _r36(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.brokers = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseBroker()
-        o1.node_id, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S13(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseBroker()
+            o1.node_id, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t27(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S13(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t27(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1477,74 +1605,85 @@ def _r36(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = MetadataResponse_MetadataResponseTopic()
-        o1.error_code, n1 = _S14(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.name = None
-        else:
-            o1.name = b[p:p + n1].decode()
-            p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        o1.is_internal, n1 = _S15(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = MetadataResponse_MetadataResponsePartition()
-            o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
-            p += 15
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t28(b, p, o2)
+        for _ in range(n0):
+            o1 = MetadataResponse_MetadataResponseTopic()
+            o1.error_code, n1 = _S14(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.name = None
             else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.topic_authorized_operations, n1 = _S13(b, p)
-        p += 5
-        if n1:
-            p = _t34(b, p - 1, o1)
-        l0.append(o1)
+                o1.name = b[p:p + n1].decode()
+                p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            o1.is_internal, n1 = _S15(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = MetadataResponse_MetadataResponsePartition()
+                    o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
+                    p += 15
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replica_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replica_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr_nodes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr_nodes = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.topic_authorized_operations, n1 = _S13(b, p)
+            p += 5
+            if n1:
+                p = _t34(b, p - 1, o1)
+            l0.append(o1)
     o.cluster_authorized_operations = -2147483648
     o.unknown_tags = None
     o.error_code, n0 = _S14(b, p)

@@ -54,42 +54,44 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -116,41 +118,43 @@ def _r5(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.commit_timestamp, n2 = _S4(b, p)
-            p += 22
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.commit_timestamp, n2 = _S4(b, p)
+                    p += 22
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -175,42 +179,44 @@ def _r6(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.unknown_tags = None
     return o, p
@@ -234,42 +240,44 @@ def _r7(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -294,41 +302,43 @@ def _r10(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -362,41 +372,43 @@ def _r11(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.retention_time_ms = -1
     o.unknown_tags = None
     return o, p
@@ -439,56 +451,58 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t12(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t12(b, p, o2)
+                p = _t13(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.retention_time_ms = -1
     o.unknown_tags = None
     if b[p]:
@@ -535,49 +549,51 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.commit_timestamp = -1
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.commit_timestamp = -1
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t12(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t12(b, p, o2)
+                p = _t15(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.retention_time_ms = -1
     o.unknown_tags = None
     if b[p]:
@@ -593,41 +609,43 @@ def _r19(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 6 * n1]):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code = _S3(b, p)
-                p += 6
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 6 * n1]):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S3(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -639,41 +657,43 @@ def _r20(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 6 * n1]):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code = _S3(b, p)
-                p += 6
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 6 * n1]):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S3(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -687,53 +707,55 @@ def _r23(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I11(s1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S12(b, p)
-                p += 7
-                if n2:
-                    p = _t21(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t22(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        p += 7
+                        if n2:
+                            p = _t21(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t22(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t23(b, p, o)
@@ -751,46 +773,48 @@ def _r25(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I11(s1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S12(b, p)
-                p += 7
-                if n2:
-                    p = _t21(b, p - 1, o2)
-                l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t24(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        p += 7
+                        if n2:
+                            p = _t21(b, p - 1, o2)
+                        l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t24(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t25(b, p, o)

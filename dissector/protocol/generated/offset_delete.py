@@ -45,40 +45,42 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetDeleteRequest_OffsetDeleteRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I1(b[p:p + 4 * n1]):
-                o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
-                o2.partition_index, = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 4 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
-                o2.unknown_tags = None
-                o2.partition_index = _S1(b, p)[0]
-                p += 4
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetDeleteRequest_OffsetDeleteRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I1(b[p:p + 4 * n1]):
+                        o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                        o2.partition_index, = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 4 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                        o2.unknown_tags = None
+                        o2.partition_index = _S1(b, p)[0]
+                        p += 4
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -89,40 +91,42 @@ def _r5(b, p):
     p += 10
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetDeleteResponse_OffsetDeleteResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 6 * n1]):
-                o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code = _S3(b, p)
-                p += 6
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetDeleteResponse_OffsetDeleteResponseTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 6 * n1]):
+                        o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S3(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 

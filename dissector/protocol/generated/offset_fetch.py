@@ -66,25 +66,29 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partition_indexes = []
+            o1.unknown_tags = None
+            l0.append(o1)
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -106,25 +110,29 @@ def _r2(b, p):
             raise Malformed
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
-            n1 = _S0(b, p)[0]
-            p += 2
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            n1 = _S1(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
+                n1 = _S0(b, p)[0]
+                p += 2
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                n1 = _S1(b, p)[0]
+                p += 4
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partition_indexes = []
+                o1.unknown_tags = None
+                l0.append(o1)
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -150,35 +158,39 @@ def _r4(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partition_indexes = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t3(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -208,35 +220,39 @@ def _r5(b, p):
     if n0 < 0:
         o.topics = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.topics = l0 = []
-        for _ in range(n0):
-            o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.name = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partition_indexes = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t3(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.groups = []
     o.unknown_tags = None
     o.require_stable, n0 = _S3(b, p)
@@ -255,66 +271,71 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.topics = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.topics = l1 = []
-            for _ in range(n1):
-                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.name = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.topic_id = UUID0
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t6(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-        o1.member_id = None
-        o1.member_epoch = -1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.topics = None
+            else:
+                o1.topics = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.name = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partition_indexes = []
+                        o2.topic_id = UUID0
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t6(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+            o1.member_id = None
+            o1.member_epoch = -1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -334,74 +355,79 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.member_id = None
-        else:
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
-        o1.member_epoch, n1 = _S4(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.topics = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.topics = l1 = []
-            for _ in range(n1):
-                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.name = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.topic_id = UUID0
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t6(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.member_id = None
+            else:
+                o1.member_id = b[p:p + n1].decode()
+                p += n1
+            o1.member_epoch, n1 = _S4(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.topics = None
+            else:
+                o1.topics = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.name = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partition_indexes = []
+                        o2.topic_id = UUID0
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t6(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t9(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -421,67 +447,72 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.member_id = None
-        else:
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
-        o1.member_epoch, n1 = _S4(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.topics = None
-        else:
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.topics = l1 = []
-            for _ in range(n1):
-                o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
-                o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-                p += 16
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.name = ''
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t11(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.member_id = None
+            else:
+                o1.member_id = b[p:p + n1].decode()
+                p += n1
+            o1.member_epoch, n1 = _S4(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.topics = None
+            else:
+                o1.topics = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
+                        o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                        p += 16
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partition_indexes = []
+                        o2.name = ''
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t11(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t12(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -498,42 +529,44 @@ def _r16(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-            o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.metadata = None
-            else:
-                o2.metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.unknown_tags = None
-            o2.error_code = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
+            n1 = _S0(b, p)[0]
             p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.metadata = None
+                    else:
+                        o2.metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.unknown_tags = None
+                    o2.error_code = _S0(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.error_code = 0
     o.groups = []
@@ -547,42 +580,44 @@ def _r17(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-            o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.metadata = None
-            else:
-                o2.metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.unknown_tags = None
-            o2.error_code = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
+            n1 = _S0(b, p)[0]
             p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.metadata = None
+                    else:
+                        o2.metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.unknown_tags = None
+                    o2.error_code = _S0(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.groups = []
     o.unknown_tags = None
@@ -597,42 +632,44 @@ def _r18(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-            o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.metadata = None
-            else:
-                o2.metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.unknown_tags = None
-            o2.error_code = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
+            n1 = _S0(b, p)[0]
             p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.metadata = None
+                    else:
+                        o2.metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.unknown_tags = None
+                    o2.error_code = _S0(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.groups = []
     o.unknown_tags = None
     o.error_code = _S0(b, p)[0]
@@ -646,41 +683,43 @@ def _r21(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S1(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
-                    raise Malformed
-                o2.metadata = None
-            else:
-                o2.metadata = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            o2.error_code = _S0(b, p)[0]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
+            n1 = _S0(b, p)[0]
             p += 2
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S1(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.metadata = None
+                    else:
+                        o2.metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    o2.error_code = _S0(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.groups = []
     o.unknown_tags = None
     o.error_code = _S0(b, p)[0]
@@ -697,54 +736,56 @@ def _r24(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S8(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.metadata = None
-            else:
-                o2.metadata = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            o2.error_code, n2 = _S9(b, p)
-            p += 3
-            if n2:
-                p = _t22(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t23(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S8(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.metadata = None
+                    else:
+                        o2.metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    o2.error_code, n2 = _S9(b, p)
+                    p += 3
+                    if n2:
+                        p = _t22(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t23(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.groups = []
     o.unknown_tags = None
     o.error_code, n0 = _S9(b, p)
@@ -763,82 +804,85 @@ def _r28(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            for _ in range(n2):
-                o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
-                o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.metadata = None
-                else:
-                    o3.metadata = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                o3.error_code, n3 = _S9(b, p)
-                p += 3
-                if n3:
-                    p = _t25(b, p - 1, o3)
-                l2.append(o3)
-            o2.topic_id = UUID0
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t26(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.error_code, n1 = _S9(b, p)
-        p += 3
-        if n1:
-            p = _t27(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
+                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.metadata = None
+                            else:
+                                o3.metadata = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            o3.error_code, n3 = _S9(b, p)
+                            p += 3
+                            if n3:
+                                p = _t25(b, p - 1, o3)
+                            l2.append(o3)
+                    o2.topic_id = UUID0
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t26(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.error_code, n1 = _S9(b, p)
+            p += 3
+            if n1:
+                p = _t27(b, p - 1, o1)
+            l0.append(o1)
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None
@@ -858,75 +902,78 @@ def _r31(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
-            o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.partitions = l2 = []
-            for _ in range(n2):
-                o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
-                o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.metadata = None
-                else:
-                    o3.metadata = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                o3.error_code, n3 = _S9(b, p)
-                p += 3
-                if n3:
-                    p = _t25(b, p - 1, o3)
-                l2.append(o3)
-            o2.name = ''
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t29(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.error_code, n1 = _S9(b, p)
-        p += 3
-        if n1:
-            p = _t30(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
+                    o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
+                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.metadata = None
+                            else:
+                                o3.metadata = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            o3.error_code, n3 = _S9(b, p)
+                            p += 3
+                            if n3:
+                                p = _t25(b, p - 1, o3)
+                            l2.append(o3)
+                    o2.name = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t29(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.error_code, n1 = _S9(b, p)
+            p += 3
+            if n1:
+                p = _t30(b, p - 1, o1)
+            l0.append(o1)
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None

@@ -51,42 +51,44 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I2(b[p:p + 8 * n1]):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.partition, o2.leader_epoch = v
-                o2.current_leader_epoch = -1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 8 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.current_leader_epoch = -1
-                o2.unknown_tags = None
-                o2.partition, o2.leader_epoch = _S2(b, p)
-                p += 8
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I2(b[p:p + 8 * n1]):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.partition, o2.leader_epoch = v
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 8 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch = _S2(b, p)
+                        p += 8
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.replica_id = -2
     o.unknown_tags = None
     return o, p
@@ -98,40 +100,42 @@ def _r5(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 12 * n1]):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 12 * n1]):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.replica_id = -2
     o.unknown_tags = None
     return o, p
@@ -143,40 +147,42 @@ def _r6(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I3(b[p:p + 12 * n1]):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 12 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
-                p += 12
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I3(b[p:p + 12 * n1]):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 12 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                        p += 12
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -190,52 +196,54 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
-            for v in _I6(s1):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 13 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                o2.unknown_tags = None
-                o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S7(b, p)
-                p += 13
-                if n2:
-                    p = _t7(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+                    for v in _I6(s1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 13 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S7(b, p)
+                        p += 13
+                        if n2:
+                            p = _t7(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)
@@ -250,42 +258,44 @@ def _r12(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 14 * n1]):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.error_code, o2.partition, o2.end_offset = v
-                o2.leader_epoch = -1
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.leader_epoch = -1
-                o2.unknown_tags = None
-                o2.error_code, o2.partition, o2.end_offset = _S8(b, p)
-                p += 14
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 14 * n1]):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.error_code, o2.partition, o2.end_offset = v
+                        o2.leader_epoch = -1
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.leader_epoch = -1
+                        o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.end_offset = _S8(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -297,40 +307,42 @@ def _r15(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I9(b[p:p + 18 * n1]):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 18 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.unknown_tags = None
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
-                p += 18
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I9(b[p:p + 18 * n1]):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 18 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                        p += 18
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -342,40 +354,42 @@ def _r16(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = _S0(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I9(b[p:p + 18 * n1]):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 18 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.unknown_tags = None
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
-                p += 18
-                l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = _S0(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I9(b[p:p + 18 * n1]):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 18 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                        p += 18
+                        l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -389,52 +403,54 @@ def _r19(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
-            for v in _I10(s1):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 19 * n1
-        else:
-            for _ in range(n1):
-                o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                o2.unknown_tags = None
-                o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S11(b, p)
-                p += 19
-                if n2:
-                    p = _t17(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t18(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
+                    for v in _I10(s1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 19 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S11(b, p)
+                        p += 19
+                        if n2:
+                            p = _t17(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t18(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

@@ -62,40 +62,42 @@ def _r2(b, p):
     p += 10
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_data = l0 = []
-    for _ in range(n0):
-        o1 = ProduceRequest_TopicProduceData()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_data = l1 = []
-        for _ in range(n1):
-            o2 = ProduceRequest_PartitionProduceData()
-            o2.index, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = ProduceRequest_TopicProduceData()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_data = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = ProduceRequest_PartitionProduceData()
+                    o2.index, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.transactional_id = None
     o.unknown_tags = None
     return o, p
@@ -116,40 +118,42 @@ def _r3(b, p):
     p += 10
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_data = l0 = []
-    for _ in range(n0):
-        o1 = ProduceRequest_TopicProduceData()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_data = l1 = []
-        for _ in range(n1):
-            o2 = ProduceRequest_PartitionProduceData()
-            o2.index, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = ProduceRequest_TopicProduceData()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_data = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = ProduceRequest_PartitionProduceData()
+                    o2.index, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -173,55 +177,57 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_data = l0 = []
-    for _ in range(n0):
-        o1 = ProduceRequest_TopicProduceData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_data = l1 = []
-        for _ in range(n1):
-            o2 = ProduceRequest_PartitionProduceData()
-            o2.index, n2 = _S6(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = ProduceRequest_TopicProduceData()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_data = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ProduceRequest_PartitionProduceData()
+                    o2.index, n2 = _S6(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -249,48 +255,50 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_data = l0 = []
-    for _ in range(n0):
-        o1 = ProduceRequest_TopicProduceData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_data = l1 = []
-        for _ in range(n1):
-            o2 = ProduceRequest_PartitionProduceData()
-            o2.index, n2 = _S6(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = ProduceRequest_TopicProduceData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_data = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ProduceRequest_PartitionProduceData()
+                    o2.index, n2 = _S6(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t7(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -305,51 +313,53 @@ def _r11(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        if n1 > 3:
-            for v in _I7(b[p:p + 14 * n1]):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.index, o2.error_code, o2.base_offset = v
-                o2.log_append_time_ms = -1
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.log_append_time_ms = -1
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                o2.index, o2.error_code, o2.base_offset = _S7(b, p)
-                p += 14
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I7(b[p:p + 14 * n1]):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.index, o2.error_code, o2.base_offset = v
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.throttle_time_ms = 0
     o.node_endpoints = []
     o.unknown_tags = None
@@ -362,51 +372,53 @@ def _r12(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        if n1 > 3:
-            for v in _I7(b[p:p + 14 * n1]):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.index, o2.error_code, o2.base_offset = v
-                o2.log_append_time_ms = -1
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 14 * n1
-        else:
-            for _ in range(n1):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.log_append_time_ms = -1
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                o2.index, o2.error_code, o2.base_offset = _S7(b, p)
-                p += 14
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I7(b[p:p + 14 * n1]):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.index, o2.error_code, o2.base_offset = v
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 14 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                        p += 14
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -420,49 +432,51 @@ def _r15(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        if n1 > 3:
-            for v in _I8(b[p:p + 22 * n1]):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 22 * n1
-        else:
-            for _ in range(n1):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.log_start_offset = -1
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
-                p += 22
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I8(b[p:p + 22 * n1]):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 22 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
+                        p += 22
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -476,47 +490,49 @@ def _r18(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        if n1 > 3:
-            for v in _I9(b[p:p + 30 * n1]):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 30 * n1
-        else:
-            for _ in range(n1):
-                o2 = ProduceResponse_PartitionProduceResponse()
-                o2.record_errors = []
-                o2.error_message = None
-                o2.current_leader = None
-                o2.unknown_tags = None
-                o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
-                p += 30
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I9(b[p:p + 30 * n1]):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 30 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
+                        p += 30
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -530,61 +546,64 @@ def _r22(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        for _ in range(n1):
-            o2 = ProduceResponse_PartitionProduceResponse()
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S10(b, p)
-            p += 34
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.record_errors = l2 = []
-            for _ in range(n2):
-                o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                o3.batch_index, n3 = _S11(b, p)
-                p += 6
-                if n3 < 0:
-                    if n3 != -1:
-                        raise Malformed
-                    o3.batch_index_error_message = None
-                else:
-                    o3.batch_index_error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                l2.append(o3)
-            n2 = _S1(b, p)[0]
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
-                if n2 != -1:
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.current_leader = None
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = ProduceResponse_PartitionProduceResponse()
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S10(b, p)
+                    p += 34
+                    if n2 < 0:
+                        raise Malformed
+                    o2.record_errors = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                            o3.batch_index, n3 = _S11(b, p)
+                            p += 6
+                            if n3 < 0:
+                                if n3 != -1:
+                                    raise Malformed
+                                o3.batch_index_error_message = None
+                            else:
+                                o3.batch_index_error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            l2.append(o3)
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.current_leader = None
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -601,84 +620,87 @@ def _r26(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        for _ in range(n1):
-            o2 = ProduceResponse_PartitionProduceResponse()
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.record_errors = l2 = []
-            for _ in range(n2):
-                o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                o3.batch_index, n3 = _S6(b, p)
-                p += 5
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.batch_index_error_message = None
-                else:
-                    o3.batch_index_error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t23(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.current_leader = None
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ProduceResponse_PartitionProduceResponse()
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.record_errors = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                            o3.batch_index, n3 = _S6(b, p)
+                            p += 5
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.batch_index_error_message = None
+                            else:
+                                o3.batch_index_error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t23(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.current_leader = None
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t24(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t24(b, p, o2)
+                p = _t25(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t25(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -697,88 +719,91 @@ def _r31(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        for _ in range(n1):
-            o2 = ProduceResponse_PartitionProduceResponse()
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.record_errors = l2 = []
-            for _ in range(n2):
-                o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                o3.batch_index, n3 = _S6(b, p)
-                p += 5
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.batch_index_error_message = None
-                else:
-                    o3.batch_index_error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t23(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            d2 = ProduceResponse_LeaderIdAndEpoch()
-            d2.leader_id = -1
-            d2.leader_epoch = -1
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ProduceResponse_PartitionProduceResponse()
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.record_errors = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                            o3.batch_index, n3 = _S6(b, p)
+                            p += 5
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.batch_index_error_message = None
+                            else:
+                                o3.batch_index_error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t23(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    d2 = ProduceResponse_LeaderIdAndEpoch()
+                    d2.leader_id = -1
+                    d2.leader_epoch = -1
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t28(b, p, o2)
+                p = _t29(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t29(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -797,81 +822,84 @@ def _r33(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ProduceResponse_TopicProduceResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_responses = l1 = []
-        for _ in range(n1):
-            o2 = ProduceResponse_PartitionProduceResponse()
-            o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-            p += 31
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.record_errors = l2 = []
-            for _ in range(n2):
-                o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                o3.batch_index, n3 = _S6(b, p)
-                p += 5
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    o3.batch_index_error_message = None
-                else:
-                    o3.batch_index_error_message = b[p:p + n3].decode()
-                    p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t23(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ProduceResponse_TopicProduceResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            d2 = ProduceResponse_LeaderIdAndEpoch()
-            d2.leader_id = -1
-            d2.leader_epoch = -1
-            d2.unknown_tags = None
-            o2.current_leader = d2
-            o2.unknown_tags = None
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_responses = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ProduceResponse_PartitionProduceResponse()
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
+                    p += 31
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.record_errors = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                            o3.batch_index, n3 = _S6(b, p)
+                            p += 5
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                o3.batch_index_error_message = None
+                            else:
+                                o3.batch_index_error_message = b[p:p + n3].decode()
+                                p += n3
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t23(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    d2 = ProduceResponse_LeaderIdAndEpoch()
+                    d2.leader_id = -1
+                    d2.leader_epoch = -1
+                    d2.unknown_tags = None
+                    o2.current_leader = d2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t28(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t28(b, p, o2)
+                p = _t32(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t32(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -1181,36 +1209,37 @@ def _t31(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = ProduceResponse_NodeEndpoint()
-                o1.node_id, n1 = _S6(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.port, n1 = _S6(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
-                    o1.rack = None
-                else:
-                    o1.rack = b[p:p + n1].decode()
+                for _ in range(n0):
+                    o1 = ProduceResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S6(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
                     p += n1
-                o1.unknown_tags = None
-                if b[p]:
-                    p = _t30(b, p, o1)
-                else:
-                    p += 1
-                l0.append(o1)
+                    o1.port, n1 = _S6(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        o1.rack = None
+                    else:
+                        o1.rack = b[p:p + n1].decode()
+                        p += n1
+                    o1.unknown_tags = None
+                    if b[p]:
+                        p = _t30(b, p, o1)
+                    else:
+                        p += 1
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:
@@ -1270,36 +1299,37 @@ def _t33(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = ProduceResponse_NodeEndpoint()
-                o1.node_id, n1 = _S6(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.port, n1 = _S6(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
-                    o1.rack = None
-                else:
-                    o1.rack = b[p:p + n1].decode()
+                for _ in range(n0):
+                    o1 = ProduceResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S6(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
                     p += n1
-                o1.unknown_tags = None
-                if b[p]:
-                    p = _t30(b, p, o1)
-                else:
-                    p += 1
-                l0.append(o1)
+                    o1.port, n1 = _S6(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        o1.rack = None
+                    else:
+                        o1.rack = b[p:p + n1].decode()
+                        p += n1
+                    o1.unknown_tags = None
+                    if b[p]:
+                        p = _t30(b, p, o1)
+                    else:
+                        p += 1
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

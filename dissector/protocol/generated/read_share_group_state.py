@@ -58,45 +58,47 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ReadShareGroupStateRequest_ReadStateData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
-            for v in _I1(s1):
-                o2 = ReadShareGroupStateRequest_PartitionData()
-                o2.partition, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 9 * n1
-        else:
-            for _ in range(n1):
-                o2 = ReadShareGroupStateRequest_PartitionData()
-                o2.unknown_tags = None
-                o2.partition, o2.leader_epoch, n2 = _S2(b, p)
-                p += 9
-                if n2:
-                    p = _t0(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ReadShareGroupStateRequest_ReadStateData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+                    for v in _I1(s1):
+                        o2 = ReadShareGroupStateRequest_PartitionData()
+                        o2.partition, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 9 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ReadShareGroupStateRequest_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                        p += 9
+                        if n2:
+                            p = _t0(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -114,73 +116,76 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = ReadShareGroupStateResponse_ReadStateResult()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ReadShareGroupStateResponse_PartitionResult()
-            o2.partition, o2.error_code, n2 = _S3(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.state_epoch, o2.start_offset, n2 = _S4(b, p)
-            p += 13
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ReadShareGroupStateResponse_ReadStateResult()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.state_batches = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                for v in _I5(s2):
-                    o3 = ReadShareGroupStateResponse_StateBatch()
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 20 * n2
-            else:
-                for _ in range(n2):
-                    o3 = ReadShareGroupStateResponse_StateBatch()
-                    o3.unknown_tags = None
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S6(b, p)
-                    p += 20
-                    if n3:
-                        p = _t3(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ReadShareGroupStateResponse_PartitionResult()
+                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.state_epoch, o2.start_offset, n2 = _S4(b, p)
+                    p += 13
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.state_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                            for v in _I5(s2):
+                                o3 = ReadShareGroupStateResponse_StateBatch()
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 20 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = ReadShareGroupStateResponse_StateBatch()
+                                o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S6(b, p)
+                                p += 20
+                                if n3:
+                                    p = _t3(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)

@@ -52,45 +52,47 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ReadShareGroupStateSummaryRequest_ReadStateSummaryData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
-            for v in _I1(s1):
-                o2 = ReadShareGroupStateSummaryRequest_PartitionData()
-                o2.partition, o2.leader_epoch = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 9 * n1
-        else:
-            for _ in range(n1):
-                o2 = ReadShareGroupStateSummaryRequest_PartitionData()
-                o2.unknown_tags = None
-                o2.partition, o2.leader_epoch, n2 = _S2(b, p)
-                p += 9
-                if n2:
-                    p = _t0(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ReadShareGroupStateSummaryRequest_ReadStateSummaryData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+                    for v in _I1(s1):
+                        o2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                        o2.partition, o2.leader_epoch = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 9 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                        p += 9
+                        if n2:
+                            p = _t0(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -108,48 +110,50 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
-            o2.partition, o2.error_code, n2 = _S3(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.delivery_complete_count = -1
-            o2.unknown_tags = None
-            o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S4(b, p)
-            p += 17
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
+                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.delivery_complete_count = -1
+                    o2.unknown_tags = None
+                    o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S4(b, p)
+                    p += 17
+                    if n2:
+                        p = _t3(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -167,47 +171,49 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
-            o2.partition, o2.error_code, n2 = _S3(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S5(b, p)
-            p += 21
-            if n2:
-                p = _t6(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
+                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S5(b, p)
+                    p += 21
+                    if n2:
+                        p = _t6(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)

@@ -75,64 +75,70 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareAcknowledgeRequest_AcknowledgePartition()
-            o2.partition_index, n2 = _S1(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acknowledgement_batches = l2 = []
-            for _ in range(n2):
-                o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
-                o3.first_offset, o3.last_offset, n3 = _S2(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
-                p += 1 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = ShareAcknowledgeRequest_AcknowledgePartition()
+                    o2.partition_index, n2 = _S1(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acknowledgement_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
+                            o3.first_offset, o3.last_offset, n3 = _S2(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            if n3:
+                                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
+                                p += 1 * n3
+                            else:
+                                o3.acknowledge_types = []
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t0(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t1(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t1(b, p, o2)
+                p = _t2(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.is_renew_ack = False
     o.unknown_tags = None
     if b[p]:
@@ -171,64 +177,70 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareAcknowledgeRequest_AcknowledgePartition()
-            o2.partition_index, n2 = _S1(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acknowledgement_batches = l2 = []
-            for _ in range(n2):
-                o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
-                o3.first_offset, o3.last_offset, n3 = _S2(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
-                p += 1 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = ShareAcknowledgeRequest_AcknowledgePartition()
+                    o2.partition_index, n2 = _S1(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acknowledgement_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
+                            o3.first_offset, o3.last_offset, n3 = _S2(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            if n3:
+                                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
+                                p += 1 * n3
+                            else:
+                                o3.acknowledge_types = []
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t0(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t1(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t1(b, p, o2)
+                p = _t2(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)
@@ -256,54 +268,56 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareAcknowledgeResponse_PartitionData()
-            o2.partition_index, o2.error_code, n2 = _S4(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
-            o3.unknown_tags = None
-            o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
-            p += 9
-            if n3:
-                p = _t5(b, p - 1, o3)
-            o2.current_leader = o3
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ShareAcknowledgeResponse_PartitionData()
+                    o2.partition_index, o2.error_code, n2 = _S4(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
+                    o3.unknown_tags = None
+                    o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
+                    p += 9
+                    if n3:
+                        p = _t5(b, p - 1, o3)
+                    o2.current_leader = o3
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t6(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t6(b, p, o2)
+                p = _t7(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -311,36 +325,37 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.node_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeResponse_NodeEndpoint()
-        o1.node_id, n1 = _S1(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S1(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = ShareAcknowledgeResponse_NodeEndpoint()
+            o1.node_id, n1 = _S1(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S1(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -369,54 +384,56 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareAcknowledgeResponse_PartitionData()
-            o2.partition_index, o2.error_code, n2 = _S4(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
-            o3.unknown_tags = None
-            o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
-            p += 9
-            if n3:
-                p = _t5(b, p - 1, o3)
-            o2.current_leader = o3
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ShareAcknowledgeResponse_PartitionData()
+                    o2.partition_index, o2.error_code, n2 = _S4(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
+                    o3.unknown_tags = None
+                    o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
+                    p += 9
+                    if n3:
+                        p = _t5(b, p - 1, o3)
+                    o2.current_leader = o3
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t6(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t6(b, p, o2)
+                p = _t7(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -424,36 +441,37 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.node_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = ShareAcknowledgeResponse_NodeEndpoint()
-        o1.node_id, n1 = _S1(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S1(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = ShareAcknowledgeResponse_NodeEndpoint()
+            o1.node_id, n1 = _S1(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S1(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t8(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

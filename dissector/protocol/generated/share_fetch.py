@@ -90,64 +90,70 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareFetchRequest_FetchPartition()
-            o2.partition_index, o2.partition_max_bytes, n2 = _S2(b, p)
-            p += 9
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acknowledgement_batches = l2 = []
-            for _ in range(n2):
-                o3 = ShareFetchRequest_AcknowledgementBatch()
-                o3.first_offset, o3.last_offset, n3 = _S3(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
-                p += 1 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = ShareFetchRequest_FetchPartition()
+                    o2.partition_index, o2.partition_max_bytes, n2 = _S2(b, p)
+                    p += 9
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acknowledgement_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ShareFetchRequest_AcknowledgementBatch()
+                            o3.first_offset, o3.last_offset, n3 = _S3(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            if n3:
+                                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
+                                p += 1 * n3
+                            else:
+                                o3.acknowledge_types = []
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t0(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t1(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t1(b, p, o2)
+                p = _t2(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -155,28 +161,32 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.max_records = 0
     o.batch_size = 0
     o.share_acquire_mode = 0
@@ -218,65 +228,71 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareFetchRequest_FetchPartition()
-            o2.partition_index, n2 = _S5(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acknowledgement_batches = l2 = []
-            for _ in range(n2):
-                o3 = ShareFetchRequest_AcknowledgementBatch()
-                o3.first_offset, o3.last_offset, n3 = _S3(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
-                p += 1 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.partition_max_bytes = 0
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = ShareFetchRequest_FetchPartition()
+                    o2.partition_index, n2 = _S5(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acknowledgement_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ShareFetchRequest_AcknowledgementBatch()
+                            o3.first_offset, o3.last_offset, n3 = _S3(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            if n3:
+                                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
+                                p += 1 * n3
+                            else:
+                                o3.acknowledge_types = []
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t0(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.partition_max_bytes = 0
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t5(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t5(b, p, o2)
+                p = _t6(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t6(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -284,28 +300,32 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.share_acquire_mode = 0
     o.is_renew_ack = False
     o.unknown_tags = None
@@ -345,65 +365,71 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_FetchTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareFetchRequest_FetchPartition()
-            o2.partition_index, n2 = _S5(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_FetchTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acknowledgement_batches = l2 = []
-            for _ in range(n2):
-                o3 = ShareFetchRequest_AcknowledgementBatch()
-                o3.first_offset, o3.last_offset, n3 = _S3(b, p)
-                p += 17
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
-                p += 1 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t0(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.partition_max_bytes = 0
-            o2.unknown_tags = None
+                for _ in range(n1):
+                    o2 = ShareFetchRequest_FetchPartition()
+                    o2.partition_index, n2 = _S5(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acknowledgement_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = ShareFetchRequest_AcknowledgementBatch()
+                            o3.first_offset, o3.last_offset, n3 = _S3(b, p)
+                            p += 17
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            if n3:
+                                o3.acknowledge_types = [*_Ab[n3](b, p)] if n3 < 16 else [*_su('>%db' % n3, b, p)]
+                                p += 1 * n3
+                            else:
+                                o3.acknowledge_types = []
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t0(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                    o2.partition_max_bytes = 0
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t5(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t5(b, p, o2)
+                p = _t6(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t6(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -411,28 +437,32 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.forgotten_topics_data = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchRequest_ForgottenTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = ShareFetchRequest_ForgottenTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partitions = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -460,100 +490,103 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchResponse_ShareFetchableTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareFetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, n2 = _S7(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.acknowledge_error_code, n2 = _S8(b, p)
-            p += 3
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.acknowledge_error_message = None
-            else:
-                o2.acknowledge_error_message = b[p:p + n2].decode()
-                p += n2
-            o3 = ShareFetchResponse_LeaderIdAndEpoch()
-            o3.unknown_tags = None
-            o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
-            p += 9
-            if n3:
-                p = _t9(b, p - 1, o3)
-            o2.current_leader = o3
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ShareFetchResponse_ShareFetchableTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.records = None
-            else:
-                o2.records = memoryview(b)[p:p + n2]
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acquired_records = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
-                for v in _I9(s2):
-                    o3 = ShareFetchResponse_AcquiredRecords()
-                    o3.first_offset, o3.last_offset, o3.delivery_count = v
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ShareFetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, n2 = _S7(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.acknowledge_error_code, n2 = _S8(b, p)
+                    p += 3
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.acknowledge_error_message = None
+                    else:
+                        o2.acknowledge_error_message = b[p:p + n2].decode()
+                        p += n2
+                    o3 = ShareFetchResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
-                    l2.append(o3)
-                p += 19 * n2
-            else:
-                for _ in range(n2):
-                    o3 = ShareFetchResponse_AcquiredRecords()
-                    o3.unknown_tags = None
-                    o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
-                    p += 19
+                    o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
+                    p += 9
                     if n3:
-                        p = _t10(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+                        p = _t9(b, p - 1, o3)
+                    o2.current_leader = o3
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.records = None
+                    else:
+                        o2.records = memoryview(b)[p:p + n2]
+                        p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acquired_records = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                            for v in _I9(s2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.first_offset, o3.last_offset, o3.delivery_count = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 19 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                                p += 19
+                                if n3:
+                                    p = _t10(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t11(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t11(b, p, o2)
+                p = _t12(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t12(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -561,36 +594,37 @@ def _r14(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.node_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchResponse_NodeEndpoint()
-        o1.node_id, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = ShareFetchResponse_NodeEndpoint()
+            o1.node_id, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -619,99 +653,102 @@ def _r17(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.responses = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchResponse_ShareFetchableTopicResponse()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareFetchResponse_PartitionData()
-            o2.partition_index, o2.error_code, n2 = _S7(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.acknowledge_error_code, n2 = _S8(b, p)
-            p += 3
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.acknowledge_error_message = None
-            else:
-                o2.acknowledge_error_message = b[p:p + n2].decode()
-                p += n2
-            o3 = ShareFetchResponse_LeaderIdAndEpoch()
-            o3.unknown_tags = None
-            o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
-            p += 9
-            if n3:
-                p = _t9(b, p - 1, o3)
-            o2.current_leader = o3
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = ShareFetchResponse_ShareFetchableTopicResponse()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.records = memoryview(b)[p:p + n2]
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.acquired_records = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
-                for v in _I9(s2):
-                    o3 = ShareFetchResponse_AcquiredRecords()
-                    o3.first_offset, o3.last_offset, o3.delivery_count = v
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ShareFetchResponse_PartitionData()
+                    o2.partition_index, o2.error_code, n2 = _S7(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.acknowledge_error_code, n2 = _S8(b, p)
+                    p += 3
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.acknowledge_error_message = None
+                    else:
+                        o2.acknowledge_error_message = b[p:p + n2].decode()
+                        p += n2
+                    o3 = ShareFetchResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
-                    l2.append(o3)
-                p += 19 * n2
-            else:
-                for _ in range(n2):
-                    o3 = ShareFetchResponse_AcquiredRecords()
-                    o3.unknown_tags = None
-                    o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
-                    p += 19
+                    o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
+                    p += 9
                     if n3:
-                        p = _t10(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+                        p = _t9(b, p - 1, o3)
+                    o2.current_leader = o3
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.records = memoryview(b)[p:p + n2]
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.acquired_records = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                            for v in _I9(s2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.first_offset, o3.last_offset, o3.delivery_count = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 19 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                                p += 19
+                                if n3:
+                                    p = _t10(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t15(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t15(b, p, o2)
+                p = _t16(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t16(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -719,36 +756,37 @@ def _r17(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.node_endpoints = l0 = []
-    for _ in range(n0):
-        o1 = ShareFetchResponse_NodeEndpoint()
-        o1.node_id, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
-        o1.port, n1 = _S5(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
+        for _ in range(n0):
+            o1 = ShareFetchResponse_NodeEndpoint()
+            o1.node_id, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.host = b[p:p + n1].decode()
             p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t13(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            o1.port, n1 = _S5(b, p)
+            p += 5
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t13(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t17(b, p, o)

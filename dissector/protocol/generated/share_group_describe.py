@@ -42,21 +42,22 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.group_ids = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S1(b, p)
     p += 2
@@ -74,176 +75,183 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = ShareGroupDescribeResponse_DescribedGroup()
-        o1.error_code, n1 = _S3(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
+    if n0:
+        if n0 > len(b) - p:
+            raise Malformed
+        for _ in range(n0):
+            o1 = ShareGroupDescribeResponse_DescribedGroup()
+            o1.error_code, n1 = _S3(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
             p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        o1.group_epoch, o1.assignment_epoch, n1 = _S4(b, p)
-        p += 9
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.assignor_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = ShareGroupDescribeResponse_Member()
-            n2 = b[p]
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            o1.group_epoch, o1.assignment_epoch, n1 = _S4(b, p)
+            p += 9
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.assignor_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.rack_id = None
-            else:
-                o2.rack_id = b[p:p + n2].decode()
-                p += n2
-            o2.member_epoch, n2 = _S2(b, p)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = ShareGroupDescribeResponse_Member()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.rack_id = None
+                    else:
+                        o2.rack_id = b[p:p + n2].decode()
+                        p += n2
+                    o2.member_epoch, n2 = _S2(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.subscribed_topic_names = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            n3 = b[p]
+                            if n3 > 127:
+                                n3, p = _uv(b, p)
+                            else:
+                                p += 1
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            c = b[p:p + n3].decode()
+                            p += n3
+                            l2.append(c)
+                    o3 = ShareGroupDescribeResponse_Assignment()
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.topic_partitions = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = ShareGroupDescribeResponse_TopicPartitions()
+                            o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                            p += 16
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.topic_name = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t1(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    o3.unknown_tags = None
+                    if b[p]:
+                        p = _t2(b, p, o3)
+                    else:
+                        p += 1
+                    o2.assignment = o3
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.authorized_operations, n1 = _S2(b, p)
             p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.subscribed_topic_names = l2 = []
-            for _ in range(n2):
-                n3 = b[p]
-                if n3 > 127:
-                    n3, p = _uv(b, p)
-                else:
-                    p += 1
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                c = b[p:p + n3].decode()
-                p += n3
-                l2.append(c)
-            o3 = ShareGroupDescribeResponse_Assignment()
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.topic_partitions = l3 = []
-            for _ in range(n3):
-                o4 = ShareGroupDescribeResponse_TopicPartitions()
-                o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-                p += 16
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.topic_name = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t1(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            o3.unknown_tags = None
-            if b[p]:
-                p = _t2(b, p, o3)
-            else:
-                p += 1
-            o2.assignment = o3
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.authorized_operations, n1 = _S2(b, p)
-        p += 5
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

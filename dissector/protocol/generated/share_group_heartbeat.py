@@ -62,21 +62,22 @@ def _r0(b, p):
     if n0 < 0:
         o.subscribed_topic_names = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.subscribed_topic_names = l0 = []
-        for _ in range(n0):
-            n1 = b[p]
-            if n1 > 127:
-                n1, p = _uv(b, p)
-            else:
-                p += 1
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
-            l0.append(c)
+            for _ in range(n0):
+                n1 = b[p]
+                if n1 > 127:
+                    n1, p = _uv(b, p)
+                else:
+                    p += 1
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                c = b[p:p + n1].decode()
+                p += n1
+                l0.append(c)
     o.unknown_tags = None
     if b[p]:
         p = _t0(b, p, o)
@@ -120,28 +121,32 @@ def _r3(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
         o1.topic_partitions = l1 = []
-        for _ in range(n1):
-            o2 = ShareGroupHeartbeatResponse_TopicPartitions()
-            o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        if n1:
+            if n1 > len(b) - p:
                 raise Malformed
-            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t1(b, p, o2)
-            else:
+            for _ in range(n1):
+                o2 = ShareGroupHeartbeatResponse_TopicPartitions()
+                o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n2 = b[p]
                 p += 1
-            l1.append(o2)
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                if n2:
+                    o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                    p += 4 * n2
+                else:
+                    o2.partitions = []
+                o2.unknown_tags = None
+                if b[p]:
+                    p = _t1(b, p, o2)
+                else:
+                    p += 1
+                l1.append(o2)
         o1.unknown_tags = None
         if b[p]:
             p = _t2(b, p, o1)

@@ -53,21 +53,22 @@ def _r1(b, p):
     p += 13
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partitions = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaRequest_StopReplicaPartitionV0()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index = _S2(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = StopReplicaRequest_StopReplicaPartitionV0()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index = _S2(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.topics = []
@@ -82,25 +83,29 @@ def _r3(b, p):
     p += 21
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaRequest_StopReplicaTopicV1()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = StopReplicaRequest_StopReplicaTopicV1()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partition_indexes = []
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -117,35 +122,39 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaRequest_StopReplicaTopicV1()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = StopReplicaRequest_StopReplicaTopicV1()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.partition_indexes = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.partition_indexes = []
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -166,52 +175,54 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaRequest_StopReplicaTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
-            for v in _I7(s1):
-                o2 = StopReplicaRequest_StopReplicaPartitionState()
-                o2.partition_index, o2.leader_epoch, o2.delete_partition = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 10 * n1
-        else:
-            for _ in range(n1):
-                o2 = StopReplicaRequest_StopReplicaPartitionState()
-                o2.unknown_tags = None
-                o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
-                p += 10
-                if n2:
-                    p = _t6(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = StopReplicaRequest_StopReplicaTopicState()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+                    for v in _I7(s1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 10 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                        p += 10
+                        if n2:
+                            p = _t6(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.delete_partitions = False
     o.ungrouped_partitions = []
@@ -233,52 +244,54 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaRequest_StopReplicaTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
-            for v in _I7(s1):
-                o2 = StopReplicaRequest_StopReplicaPartitionState()
-                o2.partition_index, o2.leader_epoch, o2.delete_partition = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 10 * n1
-        else:
-            for _ in range(n1):
-                o2 = StopReplicaRequest_StopReplicaPartitionState()
-                o2.unknown_tags = None
-                o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
-                p += 10
-                if n2:
-                    p = _t6(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = StopReplicaRequest_StopReplicaTopicState()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+                    for v in _I7(s1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 10 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                        p += 10
+                        if n2:
+                            p = _t6(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
@@ -296,21 +309,22 @@ def _r11(b, p):
     p += 6
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.partition_errors = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaResponse_StopReplicaPartitionError()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index, o1.error_code = _S11(b, p)
-        p += 6
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = StopReplicaResponse_StopReplicaPartitionError()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index, o1.error_code = _S11(b, p)
+            p += 6
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -324,26 +338,27 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.partition_errors = l0 = []
-    for _ in range(n0):
-        o1 = StopReplicaResponse_StopReplicaPartitionError()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.unknown_tags = None
-        o1.partition_index, o1.error_code, n1 = _S13(b, p)
-        p += 7
-        if n1:
-            p = _t12(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = StopReplicaResponse_StopReplicaPartitionError()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.unknown_tags = None
+            o1.partition_index, o1.error_code, n1 = _S13(b, p)
+            p += 7
+            if n1:
+                p = _t12(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t13(b, p, o)

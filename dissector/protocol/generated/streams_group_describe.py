@@ -87,21 +87,22 @@ def _r0(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.group_ids = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.include_topology_description = False
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S1(b, p)
@@ -120,21 +121,22 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.group_ids = l0 = []
-    for _ in range(n0):
-        n1 = b[p]
-        if n1 > 127:
-            n1, p = _uv(b, p)
-        else:
-            p += 1
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        c = b[p:p + n1].decode()
-        p += n1
-        l0.append(c)
+        for _ in range(n0):
+            n1 = b[p]
+            if n1 > 127:
+                n1, p = _uv(b, p)
+            else:
+                p += 1
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            c = b[p:p + n1].decode()
+            p += n1
+            l0.append(c)
     o.unknown_tags = None
     o.include_authorized_operations, o.include_topology_description, n0 = _S2(b, p)
     p += 3
@@ -152,174 +154,441 @@ def _r12(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = StreamsGroupDescribeResponse_DescribedGroup()
-        o1.error_code, n1 = _S4(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
-        p += 9
-        if n1 > 127:
-            o1.topology = None
-        else:
-            o2 = StreamsGroupDescribeResponse_Topology()
-            o2.epoch, n2 = _S3(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.subtopologies = None
+        for _ in range(n0):
+            o1 = StreamsGroupDescribeResponse_DescribedGroup()
+            o1.error_code, n1 = _S4(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
             else:
-                if n2 > len(b) - p:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
+            p += 9
+            if n1 > 127:
+                o1.topology = None
+            else:
+                o2 = StreamsGroupDescribeResponse_Topology()
+                o2.epoch, n2 = _S3(b, p)
+                p += 5
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    o2.subtopologies = None
+                else:
+                    o2.subtopologies = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_Subtopology()
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.source_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    n4 = b[p]
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p)
+                                    else:
+                                        p += 1
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    c = b[p:p + n4].decode()
+                                    p += n4
+                                    l3.append(c)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.repartition_sink_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    n4 = b[p]
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p)
+                                    else:
+                                        p += 1
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    c = b[p:p + n4].decode()
+                                    p += n4
+                                    l3.append(c)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.state_changelog_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    o4 = StreamsGroupDescribeResponse_TopicInfo()
+                                    n4 = b[p]
+                                    p += 1
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.name = b[p:p + n4].decode()
+                                    p += n4
+                                    o4.partitions, o4.replication_factor, n4 = _S6(b, p)
+                                    p += 7
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.topic_configs = l4 = []
+                                    if n4:
+                                        if n4 > len(b) - p:
+                                            raise Malformed
+                                        for _ in range(n4):
+                                            o5 = StreamsGroupDescribeResponse_KeyValue()
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.key = b[p:p + n5].decode()
+                                            p += n5
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.value = b[p:p + n5].decode()
+                                            p += n5
+                                            o5.unknown_tags = None
+                                            if b[p]:
+                                                p = _t2(b, p, o5)
+                                            else:
+                                                p += 1
+                                            l4.append(o5)
+                                    o4.unknown_tags = None
+                                    if b[p]:
+                                        p = _t3(b, p, o4)
+                                    else:
+                                        p += 1
+                                    l3.append(o4)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.repartition_source_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    o4 = StreamsGroupDescribeResponse_TopicInfo()
+                                    n4 = b[p]
+                                    p += 1
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.name = b[p:p + n4].decode()
+                                    p += n4
+                                    o4.partitions, o4.replication_factor, n4 = _S6(b, p)
+                                    p += 7
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.topic_configs = l4 = []
+                                    if n4:
+                                        if n4 > len(b) - p:
+                                            raise Malformed
+                                        for _ in range(n4):
+                                            o5 = StreamsGroupDescribeResponse_KeyValue()
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.key = b[p:p + n5].decode()
+                                            p += n5
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.value = b[p:p + n5].decode()
+                                            p += n5
+                                            o5.unknown_tags = None
+                                            if b[p]:
+                                                p = _t2(b, p, o5)
+                                            else:
+                                                p += 1
+                                            l4.append(o5)
+                                    o4.unknown_tags = None
+                                    if b[p]:
+                                        p = _t3(b, p, o4)
+                                    else:
+                                        p += 1
+                                    l3.append(o4)
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t4(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                o2.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o2)
+                else:
+                    p += 1
+                o1.topology = o2
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.subtopologies = l2 = []
-                for _ in range(n2):
-                    o3 = StreamsGroupDescribeResponse_Subtopology()
-                    n3 = b[p]
+                for _ in range(n1):
+                    o2 = StreamsGroupDescribeResponse_Member()
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    o3.subtopology_id = b[p:p + n3].decode()
-                    p += n3
-                    n3 = b[p]
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    o2.member_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.instance_id = None
+                    else:
+                        o2.instance_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
-                        raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.source_topics = l3 = []
-                    for _ in range(n3):
-                        n4 = b[p]
-                        if n4 > 127:
-                            n4, p = _uv(b, p)
-                        else:
-                            p += 1
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        c = b[p:p + n4].decode()
-                        p += n4
-                        l3.append(c)
-                    n3 = b[p]
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.rack_id = None
+                    else:
+                        o2.rack_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.repartition_sink_topics = l3 = []
-                    for _ in range(n3):
-                        n4 = b[p]
-                        if n4 > 127:
-                            n4, p = _uv(b, p)
-                        else:
-                            p += 1
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        c = b[p:p + n4].decode()
-                        p += n4
-                        l3.append(c)
-                    n3 = b[p]
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    o2.topology_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    o3.state_changelog_topics = l3 = []
-                    for _ in range(n3):
-                        o4 = StreamsGroupDescribeResponse_TopicInfo()
-                        n4 = b[p]
+                    o2.process_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        o2.user_endpoint = None
+                    else:
+                        o3 = StreamsGroupDescribeResponse_Endpoint()
+                        n3 = b[p]
                         p += 1
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
-                        o4.partitions, o4.replication_factor, n4 = _S6(b, p)
-                        p += 7
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                        o3.host = b[p:p + n3].decode()
+                        p += n3
+                        o3.unknown_tags = None
+                        o3.port, n3 = _S7(b, p)
+                        p += 3
+                        if n3:
+                            p = _t6(b, p - 1, o3)
+                        o2.user_endpoint = o3
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_tags = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
                             raise Malformed
-                        if n4 > len(b) - p:
-                            raise Malformed
-                        o4.topic_configs = l4 = []
-                        for _ in range(n4):
-                            o5 = StreamsGroupDescribeResponse_KeyValue()
-                            n5 = b[p]
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_KeyValue()
+                            n3 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
                                 raise Malformed
-                            o5.key = b[p:p + n5].decode()
-                            p += n5
-                            n5 = b[p]
+                            o3.key = b[p:p + n3].decode()
+                            p += n3
+                            n3 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
                                 raise Malformed
-                            o5.value = b[p:p + n5].decode()
-                            p += n5
-                            o5.unknown_tags = None
+                            o3.value = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
                             if b[p]:
-                                p = _t2(b, p, o5)
+                                p = _t2(b, p, o3)
                             else:
                                 p += 1
-                            l4.append(o5)
-                        o4.unknown_tags = None
-                        if b[p]:
-                            p = _t3(b, p, o4)
-                        else:
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.task_offsets = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_TaskOffset()
+                            n3 = b[p]
                             p += 1
-                        l3.append(o4)
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
+                            o3.partition, o3.offset, n3 = _S8(b, p)
+                            p += 13
+                            if n3:
+                                p = _t7(b, p - 1, o3)
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.task_end_offsets = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_TaskOffset()
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
+                            o3.partition, o3.offset, n3 = _S8(b, p)
+                            p += 13
+                            if n3:
+                                p = _t7(b, p - 1, o3)
+                            l2.append(o3)
+                    o3 = StreamsGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -327,498 +596,267 @@ def _r12(b, p):
                     n3 -= 1
                     if n3 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.repartition_source_topics = l3 = []
-                    for _ in range(n3):
-                        o4 = StreamsGroupDescribeResponse_TopicInfo()
-                        n4 = b[p]
-                        p += 1
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                    o3.active_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
-                        o4.partitions, o4.replication_factor, n4 = _S6(b, p)
-                        p += 7
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        if n4 > len(b) - p:
-                            raise Malformed
-                        o4.topic_configs = l4 = []
-                        for _ in range(n4):
-                            o5 = StreamsGroupDescribeResponse_KeyValue()
-                            n5 = b[p]
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
                                 raise Malformed
-                            o5.key = b[p:p + n5].decode()
-                            p += n5
-                            n5 = b[p]
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
                                 raise Malformed
-                            o5.value = b[p:p + n5].decode()
-                            p += n5
-                            o5.unknown_tags = None
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
                             if b[p]:
-                                p = _t2(b, p, o5)
+                                p = _t8(b, p, o4)
                             else:
                                 p += 1
-                            l4.append(o5)
-                        o4.unknown_tags = None
-                        if b[p]:
-                            p = _t3(b, p, o4)
-                        else:
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.standby_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
                             p += 1
-                        l3.append(o4)
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.warmup_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
                     o3.unknown_tags = None
                     if b[p]:
-                        p = _t4(b, p, o3)
+                        p = _t9(b, p, o3)
                     else:
                         p += 1
-                    l2.append(o3)
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o2)
-            else:
-                p += 1
-            o1.topology = o2
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = StreamsGroupDescribeResponse_Member()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            o2.member_epoch, n2 = _S3(b, p)
+                    o2.assignment = o3
+                    o3 = StreamsGroupDescribeResponse_Assignment()
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.active_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.standby_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.warmup_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    o3.unknown_tags = None
+                    if b[p]:
+                        p = _t9(b, p, o3)
+                    else:
+                        p += 1
+                    o2.target_assignment = o3
+                    o2.unknown_tags = None
+                    o2.is_classic, n2 = _S1(b, p)
+                    p += 2
+                    if n2:
+                        p = _t10(b, p - 1, o2)
+                    l1.append(o2)
+            o1.topology_description = None
+            o1.topology_description_status = 0
+            o1.assignor_name = None
+            o1.unknown_tags = None
+            o1.authorized_operations, n1 = _S3(b, p)
             p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.instance_id = None
-            else:
-                o2.instance_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.rack_id = None
-            else:
-                o2.rack_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            o2.topology_epoch, n2 = _S3(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.process_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                o2.user_endpoint = None
-            else:
-                o3 = StreamsGroupDescribeResponse_Endpoint()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.host = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.port, n3 = _S7(b, p)
-                p += 3
-                if n3:
-                    p = _t6(b, p - 1, o3)
-                o2.user_endpoint = o3
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.client_tags = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_KeyValue()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.key = b[p:p + n3].decode()
-                p += n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.value = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t2(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.task_offsets = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TaskOffset()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.subtopology_id = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.partition, o3.offset, n3 = _S8(b, p)
-                p += 13
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.task_end_offsets = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TaskOffset()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.subtopology_id = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.partition, o3.offset, n3 = _S8(b, p)
-                p += 13
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
-            o3 = StreamsGroupDescribeResponse_Assignment()
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.active_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.standby_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.warmup_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            o3.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o3)
-            else:
-                p += 1
-            o2.assignment = o3
-            o3 = StreamsGroupDescribeResponse_Assignment()
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.active_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.standby_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.warmup_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            o3.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o3)
-            else:
-                p += 1
-            o2.target_assignment = o3
-            o2.unknown_tags = None
-            o2.is_classic, n2 = _S1(b, p)
-            p += 2
-            if n2:
-                p = _t10(b, p - 1, o2)
-            l1.append(o2)
-        o1.topology_description = None
-        o1.topology_description_status = 0
-        o1.assignor_name = None
-        o1.unknown_tags = None
-        o1.authorized_operations, n1 = _S3(b, p)
-        p += 5
-        if n1:
-            p = _t11(b, p - 1, o1)
-        l0.append(o1)
+            if n1:
+                p = _t11(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)
@@ -836,174 +874,441 @@ def _r18(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.groups = l0 = []
-    for _ in range(n0):
-        o1 = StreamsGroupDescribeResponse_DescribedGroup()
-        o1.error_code, n1 = _S4(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.group_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.group_state = b[p:p + n1].decode()
-        p += n1
-        o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
-        p += 9
-        if n1 > 127:
-            o1.topology = None
-        else:
-            o2 = StreamsGroupDescribeResponse_Topology()
-            o2.epoch, n2 = _S3(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.subtopologies = None
+        for _ in range(n0):
+            o1 = StreamsGroupDescribeResponse_DescribedGroup()
+            o1.error_code, n1 = _S4(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
             else:
-                if n2 > len(b) - p:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.group_state = b[p:p + n1].decode()
+            p += n1
+            o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
+            p += 9
+            if n1 > 127:
+                o1.topology = None
+            else:
+                o2 = StreamsGroupDescribeResponse_Topology()
+                o2.epoch, n2 = _S3(b, p)
+                p += 5
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    o2.subtopologies = None
+                else:
+                    o2.subtopologies = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_Subtopology()
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.source_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    n4 = b[p]
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p)
+                                    else:
+                                        p += 1
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    c = b[p:p + n4].decode()
+                                    p += n4
+                                    l3.append(c)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.repartition_sink_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    n4 = b[p]
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p)
+                                    else:
+                                        p += 1
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    c = b[p:p + n4].decode()
+                                    p += n4
+                                    l3.append(c)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.state_changelog_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    o4 = StreamsGroupDescribeResponse_TopicInfo()
+                                    n4 = b[p]
+                                    p += 1
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.name = b[p:p + n4].decode()
+                                    p += n4
+                                    o4.partitions, o4.replication_factor, n4 = _S6(b, p)
+                                    p += 7
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.topic_configs = l4 = []
+                                    if n4:
+                                        if n4 > len(b) - p:
+                                            raise Malformed
+                                        for _ in range(n4):
+                                            o5 = StreamsGroupDescribeResponse_KeyValue()
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.key = b[p:p + n5].decode()
+                                            p += n5
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.value = b[p:p + n5].decode()
+                                            p += n5
+                                            o5.unknown_tags = None
+                                            if b[p]:
+                                                p = _t2(b, p, o5)
+                                            else:
+                                                p += 1
+                                            l4.append(o5)
+                                    o4.unknown_tags = None
+                                    if b[p]:
+                                        p = _t3(b, p, o4)
+                                    else:
+                                        p += 1
+                                    l3.append(o4)
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.repartition_source_topics = l3 = []
+                            if n3:
+                                if n3 > len(b) - p:
+                                    raise Malformed
+                                for _ in range(n3):
+                                    o4 = StreamsGroupDescribeResponse_TopicInfo()
+                                    n4 = b[p]
+                                    p += 1
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.name = b[p:p + n4].decode()
+                                    p += n4
+                                    o4.partitions, o4.replication_factor, n4 = _S6(b, p)
+                                    p += 7
+                                    if n4 > 127:
+                                        n4, p = _uv(b, p - 1)
+                                    n4 -= 1
+                                    if n4 < 0:
+                                        raise Malformed
+                                    o4.topic_configs = l4 = []
+                                    if n4:
+                                        if n4 > len(b) - p:
+                                            raise Malformed
+                                        for _ in range(n4):
+                                            o5 = StreamsGroupDescribeResponse_KeyValue()
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.key = b[p:p + n5].decode()
+                                            p += n5
+                                            n5 = b[p]
+                                            p += 1
+                                            if n5 > 127:
+                                                n5, p = _uv(b, p - 1)
+                                            n5 -= 1
+                                            if n5 < 0:
+                                                raise Malformed
+                                            o5.value = b[p:p + n5].decode()
+                                            p += n5
+                                            o5.unknown_tags = None
+                                            if b[p]:
+                                                p = _t2(b, p, o5)
+                                            else:
+                                                p += 1
+                                            l4.append(o5)
+                                    o4.unknown_tags = None
+                                    if b[p]:
+                                        p = _t3(b, p, o4)
+                                    else:
+                                        p += 1
+                                    l3.append(o4)
+                            o3.unknown_tags = None
+                            if b[p]:
+                                p = _t4(b, p, o3)
+                            else:
+                                p += 1
+                            l2.append(o3)
+                o2.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o2)
+                else:
+                    p += 1
+                o1.topology = o2
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.members = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.subtopologies = l2 = []
-                for _ in range(n2):
-                    o3 = StreamsGroupDescribeResponse_Subtopology()
-                    n3 = b[p]
+                for _ in range(n1):
+                    o2 = StreamsGroupDescribeResponse_Member()
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    o3.subtopology_id = b[p:p + n3].decode()
-                    p += n3
-                    n3 = b[p]
+                    o2.member_id = b[p:p + n2].decode()
+                    p += n2
+                    o2.member_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.instance_id = None
+                    else:
+                        o2.instance_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
-                        raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.source_topics = l3 = []
-                    for _ in range(n3):
-                        n4 = b[p]
-                        if n4 > 127:
-                            n4, p = _uv(b, p)
-                        else:
-                            p += 1
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        c = b[p:p + n4].decode()
-                        p += n4
-                        l3.append(c)
-                    n3 = b[p]
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.rack_id = None
+                    else:
+                        o2.rack_id = b[p:p + n2].decode()
+                        p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.repartition_sink_topics = l3 = []
-                    for _ in range(n3):
-                        n4 = b[p]
-                        if n4 > 127:
-                            n4, p = _uv(b, p)
-                        else:
-                            p += 1
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        c = b[p:p + n4].decode()
-                        p += n4
-                        l3.append(c)
-                    n3 = b[p]
+                    o2.client_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
                     p += 1
-                    if n3 > 127:
-                        n3, p = _uv(b, p - 1)
-                    n3 -= 1
-                    if n3 < 0:
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
+                    o2.client_host = b[p:p + n2].decode()
+                    p += n2
+                    o2.topology_epoch, n2 = _S3(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
                         raise Malformed
-                    o3.state_changelog_topics = l3 = []
-                    for _ in range(n3):
-                        o4 = StreamsGroupDescribeResponse_TopicInfo()
-                        n4 = b[p]
+                    o2.process_id = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        o2.user_endpoint = None
+                    else:
+                        o3 = StreamsGroupDescribeResponse_Endpoint()
+                        n3 = b[p]
                         p += 1
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
-                        o4.partitions, o4.replication_factor, n4 = _S6(b, p)
-                        p += 7
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                        o3.host = b[p:p + n3].decode()
+                        p += n3
+                        o3.unknown_tags = None
+                        o3.port, n3 = _S7(b, p)
+                        p += 3
+                        if n3:
+                            p = _t6(b, p - 1, o3)
+                        o2.user_endpoint = o3
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.client_tags = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
                             raise Malformed
-                        if n4 > len(b) - p:
-                            raise Malformed
-                        o4.topic_configs = l4 = []
-                        for _ in range(n4):
-                            o5 = StreamsGroupDescribeResponse_KeyValue()
-                            n5 = b[p]
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_KeyValue()
+                            n3 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
                                 raise Malformed
-                            o5.key = b[p:p + n5].decode()
-                            p += n5
-                            n5 = b[p]
+                            o3.key = b[p:p + n3].decode()
+                            p += n3
+                            n3 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
                                 raise Malformed
-                            o5.value = b[p:p + n5].decode()
-                            p += n5
-                            o5.unknown_tags = None
+                            o3.value = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
                             if b[p]:
-                                p = _t2(b, p, o5)
+                                p = _t2(b, p, o3)
                             else:
                                 p += 1
-                            l4.append(o5)
-                        o4.unknown_tags = None
-                        if b[p]:
-                            p = _t3(b, p, o4)
-                        else:
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.task_offsets = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_TaskOffset()
+                            n3 = b[p]
                             p += 1
-                        l3.append(o4)
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
+                            o3.partition, o3.offset, n3 = _S8(b, p)
+                            p += 13
+                            if n3:
+                                p = _t7(b, p - 1, o3)
+                            l2.append(o3)
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.task_end_offsets = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n2):
+                            o3 = StreamsGroupDescribeResponse_TaskOffset()
+                            n3 = b[p]
+                            p += 1
+                            if n3 > 127:
+                                n3, p = _uv(b, p - 1)
+                            n3 -= 1
+                            if n3 < 0:
+                                raise Malformed
+                            o3.subtopology_id = b[p:p + n3].decode()
+                            p += n3
+                            o3.unknown_tags = None
+                            o3.partition, o3.offset, n3 = _S8(b, p)
+                            p += 13
+                            if n3:
+                                p = _t7(b, p - 1, o3)
+                            l2.append(o3)
+                    o3 = StreamsGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -1011,849 +1316,630 @@ def _r18(b, p):
                     n3 -= 1
                     if n3 < 0:
                         raise Malformed
-                    if n3 > len(b) - p:
-                        raise Malformed
-                    o3.repartition_source_topics = l3 = []
-                    for _ in range(n3):
-                        o4 = StreamsGroupDescribeResponse_TopicInfo()
-                        n4 = b[p]
-                        p += 1
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
+                    o3.active_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
-                        o4.partitions, o4.replication_factor, n4 = _S6(b, p)
-                        p += 7
-                        if n4 > 127:
-                            n4, p = _uv(b, p - 1)
-                        n4 -= 1
-                        if n4 < 0:
-                            raise Malformed
-                        if n4 > len(b) - p:
-                            raise Malformed
-                        o4.topic_configs = l4 = []
-                        for _ in range(n4):
-                            o5 = StreamsGroupDescribeResponse_KeyValue()
-                            n5 = b[p]
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
                                 raise Malformed
-                            o5.key = b[p:p + n5].decode()
-                            p += n5
-                            n5 = b[p]
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
                             p += 1
-                            if n5 > 127:
-                                n5, p = _uv(b, p - 1)
-                            n5 -= 1
-                            if n5 < 0:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
                                 raise Malformed
-                            o5.value = b[p:p + n5].decode()
-                            p += n5
-                            o5.unknown_tags = None
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
                             if b[p]:
-                                p = _t2(b, p, o5)
+                                p = _t8(b, p, o4)
                             else:
                                 p += 1
-                            l4.append(o5)
-                        o4.unknown_tags = None
-                        if b[p]:
-                            p = _t3(b, p, o4)
-                        else:
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.standby_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
                             p += 1
-                        l3.append(o4)
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.warmup_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
                     o3.unknown_tags = None
                     if b[p]:
-                        p = _t4(b, p, o3)
+                        p = _t9(b, p, o3)
                     else:
                         p += 1
-                    l2.append(o3)
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o2)
-            else:
-                p += 1
-            o1.topology = o2
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.members = l1 = []
-        for _ in range(n1):
-            o2 = StreamsGroupDescribeResponse_Member()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.member_id = b[p:p + n2].decode()
-            p += n2
-            o2.member_epoch, n2 = _S3(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.instance_id = None
-            else:
-                o2.instance_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.rack_id = None
-            else:
-                o2.rack_id = b[p:p + n2].decode()
-                p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.client_host = b[p:p + n2].decode()
-            p += n2
-            o2.topology_epoch, n2 = _S3(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.process_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                o2.user_endpoint = None
-            else:
-                o3 = StreamsGroupDescribeResponse_Endpoint()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.host = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.port, n3 = _S7(b, p)
-                p += 3
-                if n3:
-                    p = _t6(b, p - 1, o3)
-                o2.user_endpoint = o3
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.client_tags = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_KeyValue()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.key = b[p:p + n3].decode()
-                p += n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.value = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t2(b, p, o3)
-                else:
+                    o2.assignment = o3
+                    o3 = StreamsGroupDescribeResponse_Assignment()
+                    n3 = b[p]
                     p += 1
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.task_offsets = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TaskOffset()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.subtopology_id = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.partition, o3.offset, n3 = _S8(b, p)
-                p += 13
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.task_end_offsets = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TaskOffset()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.subtopology_id = b[p:p + n3].decode()
-                p += n3
-                o3.unknown_tags = None
-                o3.partition, o3.offset, n3 = _S8(b, p)
-                p += 13
-                if n3:
-                    p = _t7(b, p - 1, o3)
-                l2.append(o3)
-            o3 = StreamsGroupDescribeResponse_Assignment()
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.active_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.standby_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.warmup_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            o3.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o3)
-            else:
-                p += 1
-            o2.assignment = o3
-            o3 = StreamsGroupDescribeResponse_Assignment()
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.active_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.standby_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            n3 = b[p]
-            p += 1
-            if n3 > 127:
-                n3, p = _uv(b, p - 1)
-            n3 -= 1
-            if n3 < 0:
-                raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
-            o3.warmup_tasks = l3 = []
-            for _ in range(n3):
-                o4 = StreamsGroupDescribeResponse_TaskIds()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.subtopology_id = b[p:p + n4].decode()
-                p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
-                p += 4 * n4
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t8(b, p, o4)
-                else:
-                    p += 1
-                l3.append(o4)
-            o3.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o3)
-            else:
-                p += 1
-            o2.target_assignment = o3
-            o2.unknown_tags = None
-            o2.is_classic, n2 = _S1(b, p)
-            p += 2
-            if n2:
-                p = _t10(b, p - 1, o2)
-            l1.append(o2)
-        o1.authorized_operations, n1 = _S3(b, p)
-        p += 5
-        if n1 > 127:
-            o1.topology_description = None
-        else:
-            o2 = StreamsGroupDescribeResponse_TopologyDescription()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.subtopologies = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.subtopology_id = b[p:p + n3].decode()
-                p += n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                if n3 > len(b) - p:
-                    raise Malformed
-                o3.nodes = l3 = []
-                for _ in range(n3):
-                    o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
                         raise Malformed
-                    o4.name = b[p:p + n4].decode()
-                    p += n4
-                    o4.node_type, n4 = _S9(b, p)
-                    p += 2
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
-                        raise Malformed
-                    if n4 > len(b) - p:
-                        raise Malformed
-                    o4.source_topics = l4 = []
-                    for _ in range(n4):
-                        n5 = b[p]
-                        if n5 > 127:
-                            n5, p = _uv(b, p)
-                        else:
-                            p += 1
-                        n5 -= 1
-                        if n5 < 0:
+                    o3.active_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
                             raise Malformed
-                        c = b[p:p + n5].decode()
-                        p += n5
-                        l4.append(c)
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
-                        o4.sink_topic = None
-                    else:
-                        o4.sink_topic = b[p:p + n4].decode()
-                        p += n4
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
-                        raise Malformed
-                    if n4 > len(b) - p:
-                        raise Malformed
-                    o4.stores = l4 = []
-                    for _ in range(n4):
-                        n5 = b[p]
-                        if n5 > 127:
-                            n5, p = _uv(b, p)
-                        else:
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
                             p += 1
-                        n5 -= 1
-                        if n5 < 0:
-                            raise Malformed
-                        c = b[p:p + n5].decode()
-                        p += n5
-                        l4.append(c)
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
-                        raise Malformed
-                    if n4 > len(b) - p:
-                        raise Malformed
-                    o4.successors = l4 = []
-                    for _ in range(n4):
-                        n5 = b[p]
-                        if n5 > 127:
-                            n5, p = _uv(b, p)
-                        else:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
                             p += 1
-                        n5 -= 1
-                        if n5 < 0:
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.standby_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
                             raise Malformed
-                        c = b[p:p + n5].decode()
-                        p += n5
-                        l4.append(c)
-                    o4.unknown_tags = None
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.warmup_tasks = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            o4 = StreamsGroupDescribeResponse_TaskIds()
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            o4.subtopology_id = b[p:p + n4].decode()
+                            p += n4
+                            n4 = b[p]
+                            p += 1
+                            if n4 > 127:
+                                n4, p = _uv(b, p - 1)
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            if n4:
+                                o4.partitions = [*_Ai[n4](b, p)] if n4 < 16 else [*_su('>%di' % n4, b, p)]
+                                p += 4 * n4
+                            else:
+                                o4.partitions = []
+                            o4.unknown_tags = None
+                            if b[p]:
+                                p = _t8(b, p, o4)
+                            else:
+                                p += 1
+                            l3.append(o4)
+                    o3.unknown_tags = None
                     if b[p]:
-                        p = _t13(b, p, o4)
+                        p = _t9(b, p, o3)
                     else:
                         p += 1
-                    l3.append(o4)
-                o3.unknown_tags = None
+                    o2.target_assignment = o3
+                    o2.unknown_tags = None
+                    o2.is_classic, n2 = _S1(b, p)
+                    p += 2
+                    if n2:
+                        p = _t10(b, p - 1, o2)
+                    l1.append(o2)
+            o1.authorized_operations, n1 = _S3(b, p)
+            p += 5
+            if n1 > 127:
+                o1.topology_description = None
+            else:
+                o2 = StreamsGroupDescribeResponse_TopologyDescription()
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.subtopologies = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n2):
+                        o3 = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology()
+                        n3 = b[p]
+                        p += 1
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.subtopology_id = b[p:p + n3].decode()
+                        p += n3
+                        n3 = b[p]
+                        p += 1
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.nodes = l3 = []
+                        if n3:
+                            if n3 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n3):
+                                o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.name = b[p:p + n4].decode()
+                                p += n4
+                                o4.node_type, n4 = _S9(b, p)
+                                p += 2
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.source_topics = l4 = []
+                                if n4:
+                                    if n4 > len(b) - p:
+                                        raise Malformed
+                                    for _ in range(n4):
+                                        n5 = b[p]
+                                        if n5 > 127:
+                                            n5, p = _uv(b, p)
+                                        else:
+                                            p += 1
+                                        n5 -= 1
+                                        if n5 < 0:
+                                            raise Malformed
+                                        c = b[p:p + n5].decode()
+                                        p += n5
+                                        l4.append(c)
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    o4.sink_topic = None
+                                else:
+                                    o4.sink_topic = b[p:p + n4].decode()
+                                    p += n4
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.stores = l4 = []
+                                if n4:
+                                    if n4 > len(b) - p:
+                                        raise Malformed
+                                    for _ in range(n4):
+                                        n5 = b[p]
+                                        if n5 > 127:
+                                            n5, p = _uv(b, p)
+                                        else:
+                                            p += 1
+                                        n5 -= 1
+                                        if n5 < 0:
+                                            raise Malformed
+                                        c = b[p:p + n5].decode()
+                                        p += n5
+                                        l4.append(c)
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.successors = l4 = []
+                                if n4:
+                                    if n4 > len(b) - p:
+                                        raise Malformed
+                                    for _ in range(n4):
+                                        n5 = b[p]
+                                        if n5 > 127:
+                                            n5, p = _uv(b, p)
+                                        else:
+                                            p += 1
+                                        n5 -= 1
+                                        if n5 < 0:
+                                            raise Malformed
+                                        c = b[p:p + n5].decode()
+                                        p += n5
+                                        l4.append(c)
+                                o4.unknown_tags = None
+                                if b[p]:
+                                    p = _t13(b, p, o4)
+                                else:
+                                    p += 1
+                                l3.append(o4)
+                        o3.unknown_tags = None
+                        if b[p]:
+                            p = _t14(b, p, o3)
+                        else:
+                            p += 1
+                        l2.append(o3)
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.global_stores = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n2):
+                        o3 = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore()
+                        o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.name = b[p:p + n4].decode()
+                        p += n4
+                        o4.node_type, n4 = _S9(b, p)
+                        p += 2
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.source_topics = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            o4.sink_topic = None
+                        else:
+                            o4.sink_topic = b[p:p + n4].decode()
+                            p += n4
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.stores = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.successors = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        o4.unknown_tags = None
+                        if b[p]:
+                            p = _t13(b, p, o4)
+                        else:
+                            p += 1
+                        o3.source = o4
+                        o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.name = b[p:p + n4].decode()
+                        p += n4
+                        o4.node_type, n4 = _S9(b, p)
+                        p += 2
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.source_topics = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            o4.sink_topic = None
+                        else:
+                            o4.sink_topic = b[p:p + n4].decode()
+                            p += n4
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.stores = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        n4 = b[p]
+                        p += 1
+                        if n4 > 127:
+                            n4, p = _uv(b, p - 1)
+                        n4 -= 1
+                        if n4 < 0:
+                            raise Malformed
+                        o4.successors = l4 = []
+                        if n4:
+                            if n4 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n4):
+                                n5 = b[p]
+                                if n5 > 127:
+                                    n5, p = _uv(b, p)
+                                else:
+                                    p += 1
+                                n5 -= 1
+                                if n5 < 0:
+                                    raise Malformed
+                                c = b[p:p + n5].decode()
+                                p += n5
+                                l4.append(c)
+                        o4.unknown_tags = None
+                        if b[p]:
+                            p = _t13(b, p, o4)
+                        else:
+                            p += 1
+                        o3.processor = o4
+                        o3.unknown_tags = None
+                        if b[p]:
+                            p = _t15(b, p, o3)
+                        else:
+                            p += 1
+                        l2.append(o3)
+                o2.unknown_tags = None
                 if b[p]:
-                    p = _t14(b, p, o3)
+                    p = _t16(b, p, o2)
                 else:
                     p += 1
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.global_stores = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore()
-                o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.name = b[p:p + n4].decode()
-                p += n4
-                o4.node_type, n4 = _S9(b, p)
-                p += 2
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.source_topics = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    o4.sink_topic = None
-                else:
-                    o4.sink_topic = b[p:p + n4].decode()
-                    p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.stores = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.successors = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t13(b, p, o4)
-                else:
-                    p += 1
-                o3.source = o4
-                o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                o4.name = b[p:p + n4].decode()
-                p += n4
-                o4.node_type, n4 = _S9(b, p)
-                p += 2
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.source_topics = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    o4.sink_topic = None
-                else:
-                    o4.sink_topic = b[p:p + n4].decode()
-                    p += n4
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.stores = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                n4 = b[p]
-                p += 1
-                if n4 > 127:
-                    n4, p = _uv(b, p - 1)
-                n4 -= 1
-                if n4 < 0:
-                    raise Malformed
-                if n4 > len(b) - p:
-                    raise Malformed
-                o4.successors = l4 = []
-                for _ in range(n4):
-                    n5 = b[p]
-                    if n5 > 127:
-                        n5, p = _uv(b, p)
-                    else:
-                        p += 1
-                    n5 -= 1
-                    if n5 < 0:
-                        raise Malformed
-                    c = b[p:p + n5].decode()
-                    p += n5
-                    l4.append(c)
-                o4.unknown_tags = None
-                if b[p]:
-                    p = _t13(b, p, o4)
-                else:
-                    p += 1
-                o3.processor = o4
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t15(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
+                o1.topology_description = o2
+            o1.topology_description_status, n1 = _S9(b, p)
+            p += 2
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.assignor_name = None
+            else:
+                o1.assignor_name = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
             if b[p]:
-                p = _t16(b, p, o2)
+                p = _t17(b, p, o1)
             else:
                 p += 1
-            o1.topology_description = o2
-        o1.topology_description_status, n1 = _S9(b, p)
-        p += 2
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.assignor_name = None
-        else:
-            o1.assignor_name = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t17(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

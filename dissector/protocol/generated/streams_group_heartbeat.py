@@ -129,263 +129,281 @@ def _r8(b, p):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
         o1.subtopologies = l1 = []
-        for _ in range(n1):
-            o2 = StreamsGroupHeartbeatRequest_Subtopology()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        if n1:
+            if n1 > len(b) - p:
                 raise Malformed
-            o2.subtopology_id = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.source_topics = l2 = []
-            for _ in range(n2):
-                n3 = b[p]
-                if n3 > 127:
-                    n3, p = _uv(b, p)
-                else:
-                    p += 1
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                c = b[p:p + n3].decode()
-                p += n3
-                l2.append(c)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.source_topic_regex = l2 = []
-            for _ in range(n2):
-                n3 = b[p]
-                if n3 > 127:
-                    n3, p = _uv(b, p)
-                else:
-                    p += 1
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                c = b[p:p + n3].decode()
-                p += n3
-                l2.append(c)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.state_changelog_topics = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupHeartbeatRequest_TopicInfo()
-                n3 = b[p]
+            for _ in range(n1):
+                o2 = StreamsGroupHeartbeatRequest_Subtopology()
+                n2 = b[p]
                 p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
                     raise Malformed
-                o3.name = b[p:p + n3].decode()
-                p += n3
-                o3.partitions, o3.replication_factor, n3 = _S3(b, p)
-                p += 7
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+                o2.subtopology_id = b[p:p + n2].decode()
+                p += n2
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
                     raise Malformed
-                if n3 > len(b) - p:
-                    raise Malformed
-                o3.topic_configs = l3 = []
-                for _ in range(n3):
-                    o4 = StreamsGroupHeartbeatRequest_KeyValue()
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
+                o2.source_topics = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
                         raise Malformed
-                    o4.key = b[p:p + n4].decode()
-                    p += n4
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
+                    for _ in range(n2):
+                        n3 = b[p]
+                        if n3 > 127:
+                            n3, p = _uv(b, p)
+                        else:
+                            p += 1
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        c = b[p:p + n3].decode()
+                        p += n3
+                        l2.append(c)
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.source_topic_regex = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
                         raise Malformed
-                    o4.value = b[p:p + n4].decode()
-                    p += n4
-                    o4.unknown_tags = None
-                    if b[p]:
-                        p = _t0(b, p, o4)
-                    else:
+                    for _ in range(n2):
+                        n3 = b[p]
+                        if n3 > 127:
+                            n3, p = _uv(b, p)
+                        else:
+                            p += 1
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        c = b[p:p + n3].decode()
+                        p += n3
+                        l2.append(c)
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.state_changelog_topics = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n2):
+                        o3 = StreamsGroupHeartbeatRequest_TopicInfo()
+                        n3 = b[p]
                         p += 1
-                    l3.append(o4)
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t1(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.repartition_sink_topics = l2 = []
-            for _ in range(n2):
-                n3 = b[p]
-                if n3 > 127:
-                    n3, p = _uv(b, p)
-                else:
-                    p += 1
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                c = b[p:p + n3].decode()
-                p += n3
-                l2.append(c)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.repartition_source_topics = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupHeartbeatRequest_TopicInfo()
-                n3 = b[p]
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.name = b[p:p + n3].decode()
+                        p += n3
+                        o3.partitions, o3.replication_factor, n3 = _S3(b, p)
+                        p += 7
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.topic_configs = l3 = []
+                        if n3:
+                            if n3 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n3):
+                                o4 = StreamsGroupHeartbeatRequest_KeyValue()
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.key = b[p:p + n4].decode()
+                                p += n4
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.value = b[p:p + n4].decode()
+                                p += n4
+                                o4.unknown_tags = None
+                                if b[p]:
+                                    p = _t0(b, p, o4)
+                                else:
+                                    p += 1
+                                l3.append(o4)
+                        o3.unknown_tags = None
+                        if b[p]:
+                            p = _t1(b, p, o3)
+                        else:
+                            p += 1
+                        l2.append(o3)
+                n2 = b[p]
                 p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
                     raise Malformed
-                o3.name = b[p:p + n3].decode()
-                p += n3
-                o3.partitions, o3.replication_factor, n3 = _S3(b, p)
-                p += 7
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                if n3 > len(b) - p:
-                    raise Malformed
-                o3.topic_configs = l3 = []
-                for _ in range(n3):
-                    o4 = StreamsGroupHeartbeatRequest_KeyValue()
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
+                o2.repartition_sink_topics = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
                         raise Malformed
-                    o4.key = b[p:p + n4].decode()
-                    p += n4
-                    n4 = b[p]
-                    p += 1
-                    if n4 > 127:
-                        n4, p = _uv(b, p - 1)
-                    n4 -= 1
-                    if n4 < 0:
+                    for _ in range(n2):
+                        n3 = b[p]
+                        if n3 > 127:
+                            n3, p = _uv(b, p)
+                        else:
+                            p += 1
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        c = b[p:p + n3].decode()
+                        p += n3
+                        l2.append(c)
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.repartition_source_topics = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
                         raise Malformed
-                    o4.value = b[p:p + n4].decode()
-                    p += n4
-                    o4.unknown_tags = None
-                    if b[p]:
-                        p = _t0(b, p, o4)
-                    else:
+                    for _ in range(n2):
+                        o3 = StreamsGroupHeartbeatRequest_TopicInfo()
+                        n3 = b[p]
                         p += 1
-                    l3.append(o4)
-                o3.unknown_tags = None
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.name = b[p:p + n3].decode()
+                        p += n3
+                        o3.partitions, o3.replication_factor, n3 = _S3(b, p)
+                        p += 7
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        o3.topic_configs = l3 = []
+                        if n3:
+                            if n3 > len(b) - p:
+                                raise Malformed
+                            for _ in range(n3):
+                                o4 = StreamsGroupHeartbeatRequest_KeyValue()
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.key = b[p:p + n4].decode()
+                                p += n4
+                                n4 = b[p]
+                                p += 1
+                                if n4 > 127:
+                                    n4, p = _uv(b, p - 1)
+                                n4 -= 1
+                                if n4 < 0:
+                                    raise Malformed
+                                o4.value = b[p:p + n4].decode()
+                                p += n4
+                                o4.unknown_tags = None
+                                if b[p]:
+                                    p = _t0(b, p, o4)
+                                else:
+                                    p += 1
+                                l3.append(o4)
+                        o3.unknown_tags = None
+                        if b[p]:
+                            p = _t1(b, p, o3)
+                        else:
+                            p += 1
+                        l2.append(o3)
+                n2 = b[p]
+                p += 1
+                if n2 > 127:
+                    n2, p = _uv(b, p - 1)
+                n2 -= 1
+                if n2 < 0:
+                    raise Malformed
+                o2.copartition_groups = l2 = []
+                if n2:
+                    if n2 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n2):
+                        o3 = StreamsGroupHeartbeatRequest_CopartitionGroup()
+                        n3 = b[p]
+                        p += 1
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        if n3:
+                            o3.source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
+                            p += 2 * n3
+                        else:
+                            o3.source_topics = []
+                        n3 = b[p]
+                        p += 1
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        if n3:
+                            o3.source_topic_regex = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
+                            p += 2 * n3
+                        else:
+                            o3.source_topic_regex = []
+                        n3 = b[p]
+                        p += 1
+                        if n3 > 127:
+                            n3, p = _uv(b, p - 1)
+                        n3 -= 1
+                        if n3 < 0:
+                            raise Malformed
+                        if n3:
+                            o3.repartition_source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
+                            p += 2 * n3
+                        else:
+                            o3.repartition_source_topics = []
+                        o3.unknown_tags = None
+                        if b[p]:
+                            p = _t2(b, p, o3)
+                        else:
+                            p += 1
+                        l2.append(o3)
+                o2.unknown_tags = None
                 if b[p]:
-                    p = _t1(b, p, o3)
+                    p = _t3(b, p, o2)
                 else:
                     p += 1
-                l2.append(o3)
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.copartition_groups = l2 = []
-            for _ in range(n2):
-                o3 = StreamsGroupHeartbeatRequest_CopartitionGroup()
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
-                p += 2 * n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.source_topic_regex = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
-                p += 2 * n3
-                n3 = b[p]
-                p += 1
-                if n3 > 127:
-                    n3, p = _uv(b, p - 1)
-                n3 -= 1
-                if n3 < 0:
-                    raise Malformed
-                o3.repartition_source_topics = [*_Ah[n3](b, p)] if n3 < 16 else [*_su('>%dh' % n3, b, p)]
-                p += 2 * n3
-                o3.unknown_tags = None
-                if b[p]:
-                    p = _t2(b, p, o3)
-                else:
-                    p += 1
-                l2.append(o3)
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
+                l1.append(o2)
         o1.unknown_tags = None
         if b[p]:
             p = _t4(b, p, o1)
@@ -400,35 +418,39 @@ def _r8(b, p):
     if n0 < 0:
         o.active_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.active_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -437,35 +459,39 @@ def _r8(b, p):
     if n0 < 0:
         o.standby_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.standby_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -474,35 +500,39 @@ def _r8(b, p):
     if n0 < 0:
         o.warmup_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.warmup_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t5(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t5(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -542,35 +572,36 @@ def _r8(b, p):
     if n0 < 0:
         o.client_tags = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.client_tags = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_KeyValue()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.key = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.value = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t0(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_KeyValue()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.key = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.value = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t0(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -579,26 +610,27 @@ def _r8(b, p):
     if n0 < 0:
         o.task_offsets = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.task_offsets = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_TaskOffset()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            o1.partition, o1.offset, n1 = _S5(b, p)
-            p += 13
-            if n1:
-                p = _t7(b, p - 1, o1)
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_TaskOffset()
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                o1.partition, o1.offset, n1 = _S5(b, p)
+                p += 13
+                if n1:
+                    p = _t7(b, p - 1, o1)
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -607,26 +639,27 @@ def _r8(b, p):
     if n0 < 0:
         o.task_end_offsets = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.task_end_offsets = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatRequest_TaskOffset()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            o1.partition, o1.offset, n1 = _S5(b, p)
-            p += 13
-            if n1:
-                p = _t7(b, p - 1, o1)
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatRequest_TaskOffset()
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                o1.partition, o1.offset, n1 = _S5(b, p)
+                p += 13
+                if n1:
+                    p = _t7(b, p - 1, o1)
+                l0.append(o1)
     o.unknown_tags = None
     o.shutdown_application, n0 = _S6(b, p)
     p += 2
@@ -664,26 +697,27 @@ def _r14(b, p):
     if n0 < 0:
         o.status = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.status = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_Status()
-            o1.status_code, n1 = _S8(b, p)
-            p += 2
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.status_detail = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o1)
-            else:
-                p += 1
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_Status()
+                o1.status_code, n1 = _S8(b, p)
+                p += 2
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.status_detail = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t9(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -692,35 +726,39 @@ def _r14(b, p):
     if n0 < 0:
         o.active_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.active_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -729,35 +767,39 @@ def _r14(b, p):
     if n0 < 0:
         o.standby_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.standby_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -766,35 +808,39 @@ def _r14(b, p):
     if n0 < 0:
         o.warmup_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.warmup_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.endpoint_information_epoch, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -803,39 +849,13 @@ def _r14(b, p):
     if n0 < 0:
         o.partitions_by_user_endpoint = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.partitions_by_user_endpoint = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
-            o2 = StreamsGroupHeartbeatResponse_Endpoint()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.port, n2 = _S4(b, p)
-            p += 3
-            if n2:
-                p = _t11(b, p - 1, o2)
-            o1.user_endpoint = o2
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.active_partitions = l1 = []
-            for _ in range(n1):
-                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
+                o2 = StreamsGroupHeartbeatResponse_Endpoint()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -843,65 +863,100 @@ def _r14(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.topic = b[p:p + n2].decode()
+                o2.host = b[p:p + n2].decode()
                 p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
                 o2.unknown_tags = None
+                o2.port, n2 = _S4(b, p)
+                p += 3
+                if n2:
+                    p = _t11(b, p - 1, o2)
+                o1.user_endpoint = o2
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.active_partitions = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.topic = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partitions = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t12(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.standby_partitions = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.topic = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partitions = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t12(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+                o1.unknown_tags = None
                 if b[p]:
-                    p = _t12(b, p, o2)
+                    p = _t13(b, p, o1)
                 else:
                     p += 1
-                l1.append(o2)
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.standby_partitions = l1 = []
-            for _ in range(n1):
-                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.topic = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t12(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t13(b, p, o1)
-            else:
-                p += 1
-            l0.append(o1)
+                l0.append(o1)
     o.acceptable_recovery_lag = -1
     o.topology_description_required = False
     o.unknown_tags = None
@@ -941,26 +996,27 @@ def _r15(b, p):
     if n0 < 0:
         o.status = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.status = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_Status()
-            o1.status_code, n1 = _S8(b, p)
-            p += 2
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.status_detail = b[p:p + n1].decode()
-            p += n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t9(b, p, o1)
-            else:
-                p += 1
-            l0.append(o1)
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_Status()
+                o1.status_code, n1 = _S8(b, p)
+                p += 2
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.status_detail = b[p:p + n1].decode()
+                p += n1
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t9(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -969,35 +1025,39 @@ def _r15(b, p):
     if n0 < 0:
         o.active_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.active_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1006,35 +1066,39 @@ def _r15(b, p):
     if n0 < 0:
         o.standby_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.standby_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1043,35 +1107,39 @@ def _r15(b, p):
     if n0 < 0:
         o.warmup_tasks = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.warmup_tasks = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_TaskIds()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o1.subtopology_id = b[p:p + n1].decode()
-            p += n1
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-            p += 4 * n1
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t10(b, p, o1)
-            else:
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_TaskIds()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.subtopology_id = b[p:p + n1].decode()
+                p += n1
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.unknown_tags = None
+                if b[p]:
+                    p = _t10(b, p, o1)
+                else:
+                    p += 1
+                l0.append(o1)
     o.topology_description_required, o.endpoint_information_epoch, n0 = _S10(b, p)
     p += 6
     if n0 > 127:
@@ -1080,39 +1148,13 @@ def _r15(b, p):
     if n0 < 0:
         o.partitions_by_user_endpoint = None
     else:
-        if n0 > len(b) - p:
-            raise Malformed
         o.partitions_by_user_endpoint = l0 = []
-        for _ in range(n0):
-            o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
-            o2 = StreamsGroupHeartbeatResponse_Endpoint()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        if n0:
+            if n0 > len(b) - p:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.port, n2 = _S4(b, p)
-            p += 3
-            if n2:
-                p = _t11(b, p - 1, o2)
-            o1.user_endpoint = o2
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.active_partitions = l1 = []
-            for _ in range(n1):
-                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+            for _ in range(n0):
+                o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
+                o2 = StreamsGroupHeartbeatResponse_Endpoint()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -1120,65 +1162,100 @@ def _r15(b, p):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.topic = b[p:p + n2].decode()
+                o2.host = b[p:p + n2].decode()
                 p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
                 o2.unknown_tags = None
+                o2.port, n2 = _S4(b, p)
+                p += 3
+                if n2:
+                    p = _t11(b, p - 1, o2)
+                o1.user_endpoint = o2
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.active_partitions = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.topic = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partitions = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t12(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.standby_partitions = l1 = []
+                if n1:
+                    if n1 > len(b) - p:
+                        raise Malformed
+                    for _ in range(n1):
+                        o2 = StreamsGroupHeartbeatResponse_TopicPartition()
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        o2.topic = b[p:p + n2].decode()
+                        p += n2
+                        n2 = b[p]
+                        p += 1
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            raise Malformed
+                        if n2:
+                            o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                            p += 4 * n2
+                        else:
+                            o2.partitions = []
+                        o2.unknown_tags = None
+                        if b[p]:
+                            p = _t12(b, p, o2)
+                        else:
+                            p += 1
+                        l1.append(o2)
+                o1.unknown_tags = None
                 if b[p]:
-                    p = _t12(b, p, o2)
+                    p = _t13(b, p, o1)
                 else:
                     p += 1
-                l1.append(o2)
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1 > len(b) - p:
-                raise Malformed
-            o1.standby_partitions = l1 = []
-            for _ in range(n1):
-                o2 = StreamsGroupHeartbeatResponse_TopicPartition()
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.topic = b[p:p + n2].decode()
-                p += n2
-                n2 = b[p]
-                p += 1
-                if n2 > 127:
-                    n2, p = _uv(b, p - 1)
-                n2 -= 1
-                if n2 < 0:
-                    raise Malformed
-                o2.partitions = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-                p += 4 * n2
-                o2.unknown_tags = None
-                if b[p]:
-                    p = _t12(b, p, o2)
-                else:
-                    p += 1
-                l1.append(o2)
-            o1.unknown_tags = None
-            if b[p]:
-                p = _t13(b, p, o1)
-            else:
-                p += 1
-            l0.append(o1)
+                l0.append(o1)
     o.acceptable_recovery_lag_legacy = 0
     o.unknown_tags = None
     if b[p]:

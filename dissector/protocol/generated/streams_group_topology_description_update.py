@@ -61,31 +61,147 @@ def _r4(b, p):
     n1 -= 1
     if n1 < 0:
         raise Malformed
-    if n1 > len(b) - p:
-        raise Malformed
     o1.subtopologies = l1 = []
-    for _ in range(n1):
-        o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology()
-        n2 = b[p]
-        p += 1
-        if n2 > 127:
-            n2, p = _uv(b, p - 1)
-        n2 -= 1
-        if n2 < 0:
+    if n1:
+        if n1 > len(b) - p:
             raise Malformed
-        o2.subtopology_id = b[p:p + n2].decode()
-        p += n2
-        n2 = b[p]
-        p += 1
-        if n2 > 127:
-            n2, p = _uv(b, p - 1)
-        n2 -= 1
-        if n2 < 0:
+        for _ in range(n1):
+            o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology()
+            n2 = b[p]
+            p += 1
+            if n2 > 127:
+                n2, p = _uv(b, p - 1)
+            n2 -= 1
+            if n2 < 0:
+                raise Malformed
+            o2.subtopology_id = b[p:p + n2].decode()
+            p += n2
+            n2 = b[p]
+            p += 1
+            if n2 > 127:
+                n2, p = _uv(b, p - 1)
+            n2 -= 1
+            if n2 < 0:
+                raise Malformed
+            o2.nodes = l2 = []
+            if n2:
+                if n2 > len(b) - p:
+                    raise Malformed
+                for _ in range(n2):
+                    o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.name = b[p:p + n3].decode()
+                    p += n3
+                    o3.node_type, n3 = _S2(b, p)
+                    p += 2
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.source_topics = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            n4 = b[p]
+                            if n4 > 127:
+                                n4, p = _uv(b, p)
+                            else:
+                                p += 1
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            c = b[p:p + n4].decode()
+                            p += n4
+                            l3.append(c)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        o3.sink_topic = None
+                    else:
+                        o3.sink_topic = b[p:p + n3].decode()
+                        p += n3
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.stores = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            n4 = b[p]
+                            if n4 > 127:
+                                n4, p = _uv(b, p)
+                            else:
+                                p += 1
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            c = b[p:p + n4].decode()
+                            p += n4
+                            l3.append(c)
+                    n3 = b[p]
+                    p += 1
+                    if n3 > 127:
+                        n3, p = _uv(b, p - 1)
+                    n3 -= 1
+                    if n3 < 0:
+                        raise Malformed
+                    o3.successors = l3 = []
+                    if n3:
+                        if n3 > len(b) - p:
+                            raise Malformed
+                        for _ in range(n3):
+                            n4 = b[p]
+                            if n4 > 127:
+                                n4, p = _uv(b, p)
+                            else:
+                                p += 1
+                            n4 -= 1
+                            if n4 < 0:
+                                raise Malformed
+                            c = b[p:p + n4].decode()
+                            p += n4
+                            l3.append(c)
+                    o3.unknown_tags = None
+                    if b[p]:
+                        p = _t0(b, p, o3)
+                    else:
+                        p += 1
+                    l2.append(o3)
+            o2.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o2)
+            else:
+                p += 1
+            l1.append(o2)
+    n1 = b[p]
+    p += 1
+    if n1 > 127:
+        n1, p = _uv(b, p - 1)
+    n1 -= 1
+    if n1 < 0:
+        raise Malformed
+    o1.global_stores = l1 = []
+    if n1:
+        if n1 > len(b) - p:
             raise Malformed
-        if n2 > len(b) - p:
-            raise Malformed
-        o2.nodes = l2 = []
-        for _ in range(n2):
+        for _ in range(n1):
+            o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore()
             o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
             n3 = b[p]
             p += 1
@@ -103,21 +219,22 @@ def _r4(b, p):
             n3 -= 1
             if n3 < 0:
                 raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
             o3.source_topics = l3 = []
-            for _ in range(n3):
-                n4 = b[p]
-                if n4 > 127:
-                    n4, p = _uv(b, p)
-                else:
-                    p += 1
-                n4 -= 1
-                if n4 < 0:
+            if n3:
+                if n3 > len(b) - p:
                     raise Malformed
-                c = b[p:p + n4].decode()
-                p += n4
-                l3.append(c)
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -135,21 +252,22 @@ def _r4(b, p):
             n3 -= 1
             if n3 < 0:
                 raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
             o3.stores = l3 = []
-            for _ in range(n3):
-                n4 = b[p]
-                if n4 > 127:
-                    n4, p = _uv(b, p)
-                else:
-                    p += 1
-                n4 -= 1
-                if n4 < 0:
+            if n3:
+                if n3 > len(b) - p:
                     raise Malformed
-                c = b[p:p + n4].decode()
-                p += n4
-                l3.append(c)
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -157,235 +275,129 @@ def _r4(b, p):
             n3 -= 1
             if n3 < 0:
                 raise Malformed
-            if n3 > len(b) - p:
-                raise Malformed
             o3.successors = l3 = []
-            for _ in range(n3):
-                n4 = b[p]
-                if n4 > 127:
-                    n4, p = _uv(b, p)
-                else:
-                    p += 1
-                n4 -= 1
-                if n4 < 0:
+            if n3:
+                if n3 > len(b) - p:
                     raise Malformed
-                c = b[p:p + n4].decode()
-                p += n4
-                l3.append(c)
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
             o3.unknown_tags = None
             if b[p]:
                 p = _t0(b, p, o3)
             else:
                 p += 1
-            l2.append(o3)
-        o2.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o2)
-        else:
+            o2.source = o3
+            o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
+            n3 = b[p]
             p += 1
-        l1.append(o2)
-    n1 = b[p]
-    p += 1
-    if n1 > 127:
-        n1, p = _uv(b, p - 1)
-    n1 -= 1
-    if n1 < 0:
-        raise Malformed
-    if n1 > len(b) - p:
-        raise Malformed
-    o1.global_stores = l1 = []
-    for _ in range(n1):
-        o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore()
-        o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        o3.name = b[p:p + n3].decode()
-        p += n3
-        o3.node_type, n3 = _S2(b, p)
-        p += 2
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.source_topics = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
-            else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
+            if n3 > 127:
+                n3, p = _uv(b, p - 1)
+            n3 -= 1
+            if n3 < 0:
                 raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            o3.sink_topic = None
-        else:
-            o3.sink_topic = b[p:p + n3].decode()
+            o3.name = b[p:p + n3].decode()
             p += n3
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.stores = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
-            else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
+            o3.node_type, n3 = _S2(b, p)
+            p += 2
+            if n3 > 127:
+                n3, p = _uv(b, p - 1)
+            n3 -= 1
+            if n3 < 0:
                 raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.successors = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
-            else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
-                raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        o3.unknown_tags = None
-        if b[p]:
-            p = _t0(b, p, o3)
-        else:
+            o3.source_topics = l3 = []
+            if n3:
+                if n3 > len(b) - p:
+                    raise Malformed
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
+            n3 = b[p]
             p += 1
-        o2.source = o3
-        o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        o3.name = b[p:p + n3].decode()
-        p += n3
-        o3.node_type, n3 = _S2(b, p)
-        p += 2
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.source_topics = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
+            if n3 > 127:
+                n3, p = _uv(b, p - 1)
+            n3 -= 1
+            if n3 < 0:
+                o3.sink_topic = None
             else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
-                raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            o3.sink_topic = None
-        else:
-            o3.sink_topic = b[p:p + n3].decode()
-            p += n3
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.stores = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
-            else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
-                raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        n3 = b[p]
-        p += 1
-        if n3 > 127:
-            n3, p = _uv(b, p - 1)
-        n3 -= 1
-        if n3 < 0:
-            raise Malformed
-        if n3 > len(b) - p:
-            raise Malformed
-        o3.successors = l3 = []
-        for _ in range(n3):
-            n4 = b[p]
-            if n4 > 127:
-                n4, p = _uv(b, p)
-            else:
-                p += 1
-            n4 -= 1
-            if n4 < 0:
-                raise Malformed
-            c = b[p:p + n4].decode()
-            p += n4
-            l3.append(c)
-        o3.unknown_tags = None
-        if b[p]:
-            p = _t0(b, p, o3)
-        else:
+                o3.sink_topic = b[p:p + n3].decode()
+                p += n3
+            n3 = b[p]
             p += 1
-        o2.processor = o3
-        o2.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o2)
-        else:
+            if n3 > 127:
+                n3, p = _uv(b, p - 1)
+            n3 -= 1
+            if n3 < 0:
+                raise Malformed
+            o3.stores = l3 = []
+            if n3:
+                if n3 > len(b) - p:
+                    raise Malformed
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
+            n3 = b[p]
             p += 1
-        l1.append(o2)
+            if n3 > 127:
+                n3, p = _uv(b, p - 1)
+            n3 -= 1
+            if n3 < 0:
+                raise Malformed
+            o3.successors = l3 = []
+            if n3:
+                if n3 > len(b) - p:
+                    raise Malformed
+                for _ in range(n3):
+                    n4 = b[p]
+                    if n4 > 127:
+                        n4, p = _uv(b, p)
+                    else:
+                        p += 1
+                    n4 -= 1
+                    if n4 < 0:
+                        raise Malformed
+                    c = b[p:p + n4].decode()
+                    p += n4
+                    l3.append(c)
+            o3.unknown_tags = None
+            if b[p]:
+                p = _t0(b, p, o3)
+            else:
+                p += 1
+            o2.processor = o3
+            o2.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o2)
+            else:
+                p += 1
+            l1.append(o2)
     o1.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o1)

@@ -41,25 +41,26 @@ def _r1(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.assignments = l0 = []
-    for _ in range(n0):
-        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.assignment = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = SyncGroupRequest_SyncGroupRequestAssignment()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.assignment = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
@@ -94,25 +95,26 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.assignments = l0 = []
-    for _ in range(n0):
-        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.assignment = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = SyncGroupRequest_SyncGroupRequestAssignment()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.assignment = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            l0.append(o1)
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -156,35 +158,36 @@ def _r4(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.assignments = l0 = []
-    for _ in range(n0):
-        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.assignment = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = SyncGroupRequest_SyncGroupRequestAssignment()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.assignment = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -252,35 +255,36 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.assignments = l0 = []
-    for _ in range(n0):
-        o1 = SyncGroupRequest_SyncGroupRequestAssignment()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.member_id = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        o1.assignment = b[p:p + n1]
-        p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t3(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = SyncGroupRequest_SyncGroupRequestAssignment()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.member_id = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.assignment = b[p:p + n1]
+            p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t3(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

@@ -60,41 +60,43 @@ def _r2(b, p):
     p += 14
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, n2 = _S3(b, p)
-            p += 14
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.committed_leader_epoch = -1
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, n2 = _S3(b, p)
+                    p += 14
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.committed_leader_epoch = -1
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -120,40 +122,42 @@ def _r5(b, p):
     p += 14
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S4(b, p)
-            p += 18
-            if n2 < 0:
-                if n2 != -1:
+        for _ in range(n0):
+            o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
                     raise Malformed
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+                for _ in range(n1):
+                    o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S4(b, p)
+                    p += 18
+                    if n2 < 0:
+                        if n2 != -1:
+                            raise Malformed
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -207,55 +211,57 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t6(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t6(b, p, o2)
+                p = _t7(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -310,48 +316,50 @@ def _r10(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
-            o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.committed_metadata = None
-            else:
-                o2.committed_metadata = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.committed_metadata = None
+                    else:
+                        o2.committed_metadata = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t6(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
             if b[p]:
-                p = _t6(b, p, o2)
+                p = _t9(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t9(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -366,41 +374,43 @@ def _r13(b, p):
     p += 8
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
-        n1 = _S0(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S2(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3:
-            for v in _I9(b[p:p + 6 * n1]):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 6 * n1
-        else:
-            for _ in range(n1):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code = _S9(b, p)
-                p += 6
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
+            n1 = _S0(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S2(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3:
+                    for v in _I9(b[p:p + 6 * n1]):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 6 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S9(b, p)
+                        p += 6
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -414,53 +424,55 @@ def _r16(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I11(s1):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S12(b, p)
-                p += 7
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t15(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        p += 7
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t15(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)
@@ -478,46 +490,48 @@ def _r18(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-            for v in _I11(s1):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.partition_index, o2.error_code = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 7 * n1
-        else:
-            for _ in range(n1):
-                o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, n2 = _S12(b, p)
-                p += 7
-                if n2:
-                    p = _t14(b, p - 1, o2)
-                l1.append(o2)
-        o1.name = ''
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t17(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                    for v in _I11(s1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.partition_index, o2.error_code = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 7 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        p += 7
+                        if n2:
+                            p = _t14(b, p - 1, o2)
+                        l1.append(o2)
+            o1.name = ''
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t17(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

@@ -35,27 +35,28 @@ def _r1(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.feature_updates = l0 = []
-    for _ in range(n0):
-        o1 = UpdateFeaturesRequest_FeatureUpdateKey()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.feature = b[p:p + n1].decode()
-        p += n1
-        o1.upgrade_type = 1
-        o1.unknown_tags = None
-        o1.max_version_level, o1.allow_downgrade, n1 = _S2(b, p)
-        p += 4
-        if n1:
-            p = _t0(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateFeaturesRequest_FeatureUpdateKey()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.feature = b[p:p + n1].decode()
+            p += n1
+            o1.upgrade_type = 1
+            o1.unknown_tags = None
+            o1.max_version_level, o1.allow_downgrade, n1 = _S2(b, p)
+            p += 4
+            if n1:
+                p = _t0(b, p - 1, o1)
+            l0.append(o1)
     o.validate_only = False
     o.unknown_tags = None
     if b[p]:
@@ -74,27 +75,28 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.feature_updates = l0 = []
-    for _ in range(n0):
-        o1 = UpdateFeaturesRequest_FeatureUpdateKey()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.feature = b[p:p + n1].decode()
-        p += n1
-        o1.allow_downgrade = False
-        o1.unknown_tags = None
-        o1.max_version_level, o1.upgrade_type, n1 = _S3(b, p)
-        p += 4
-        if n1:
-            p = _t2(b, p - 1, o1)
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateFeaturesRequest_FeatureUpdateKey()
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.feature = b[p:p + n1].decode()
+            p += n1
+            o1.allow_downgrade = False
+            o1.unknown_tags = None
+            o1.max_version_level, o1.upgrade_type, n1 = _S3(b, p)
+            p += 4
+            if n1:
+                p = _t2(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     o.validate_only, n0 = _S4(b, p)
     p += 2
@@ -122,36 +124,37 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = UpdateFeaturesResponse_UpdatableFeatureResult()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.feature = b[p:p + n1].decode()
-        p += n1
-        o1.error_code, n1 = _S6(b, p)
-        p += 3
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.error_message = None
-        else:
-            o1.error_message = b[p:p + n1].decode()
-            p += n1
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = UpdateFeaturesResponse_UpdatableFeatureResult()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.feature = b[p:p + n1].decode()
+            p += n1
+            o1.error_code, n1 = _S6(b, p)
+            p += 3
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.error_message = None
+            else:
+                o1.error_message = b[p:p + n1].decode()
+                p += n1
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

@@ -48,53 +48,61 @@ def _r2(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.zk_version, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.offline_replicas = []
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.zk_version, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.offline_replicas = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S5(b, p)
-        p += 6
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.v0_host = b[p:p + n1].decode()
-        p += n1
-        o1.endpoints = []
-        o1.rack = ''
-        o1.unknown_tags = None
-        o1.v0_port = _S4(b, p)[0]
-        p += 4
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S5(b, p)
+            p += 6
+            if n1 < 0:
+                raise Malformed
+            o1.v0_host = b[p:p + n1].decode()
+            p += n1
+            o1.endpoints = []
+            o1.rack = ''
+            o1.unknown_tags = None
+            o1.v0_port = _S4(b, p)[0]
+            p += 4
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -109,66 +117,75 @@ def _r5(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.zk_version, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.offline_replicas = []
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.zk_version, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.offline_replicas = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S5(b, p)
-            p += 6
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.listener = ''
-            o2.unknown_tags = None
-            o2.security_protocol = _S1(b, p)[0]
-            p += 2
-            l1.append(o2)
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.rack = ''
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S5(b, p)
+                    p += 6
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.listener = ''
+                    o2.unknown_tags = None
+                    o2.security_protocol = _S1(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.rack = ''
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -183,74 +200,83 @@ def _r7(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.zk_version, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.offline_replicas = []
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.zk_version, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.offline_replicas = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S5(b, p)
-            p += 6
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            o2.listener = ''
-            o2.unknown_tags = None
-            o2.security_protocol = _S1(b, p)[0]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S5(b, p)
+                    p += 6
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.listener = ''
+                    o2.unknown_tags = None
+                    o2.security_protocol = _S1(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            n1 = _S1(b, p)[0]
             p += 2
-            l1.append(o2)
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -265,79 +291,88 @@ def _r10(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.zk_version, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.offline_replicas = []
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.zk_version, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            o1.offline_replicas = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S5(b, p)
-            p += 6
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S5(b, p)
+                    p += 6
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol = _S1(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol = _S1(b, p)[0]
-            p += 2
-            l1.append(o2)
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -352,84 +387,96 @@ def _r12(b, p):
     p += 12
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.ungrouped_partition_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
-        p += 20
-        if n1 < 0:
-            raise Malformed
-        o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.zk_version, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
-            raise Malformed
-        o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        n1 = _S4(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        o1.offline_replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-        p += 4 * n1
-        o1.unknown_tags = None
-        l0.append(o1)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
+            p += 20
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.isr = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.isr = []
+            o1.zk_version, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.replicas = []
+            n1 = _S4(b, p)[0]
+            p += 4
+            if n1 < 0:
+                raise Malformed
+            if n1:
+                o1.offline_replicas = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                p += 4 * n1
+            else:
+                o1.offline_replicas = []
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S5(b, p)
-            p += 6
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S5(b, p)
+                    p += 6
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol = _S1(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol = _S1(b, p)[0]
-            p += 2
-            l1.append(o2)
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -444,97 +491,110 @@ def _r15(b, p):
     p += 20
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = _S4(b, p)[0]
-        p += 4
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
-            p += 20
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
+            n1 = _S1(b, p)[0]
+            p += 2
+            if n1 < 0:
                 raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.zk_version, n2 = _S3(b, p)
-            p += 8
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = _S4(b, p)[0]
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = _S4(b, p)[0]
             p += 4
-            if n2 < 0:
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
+                    p += 20
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.zk_version, n2 = _S3(b, p)
+                    p += 8
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = _S4(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
+            l0.append(o1)
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S3(b, p)
-        p += 8
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S5(b, p)
-            p += 6
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S3(b, p)
+            p += 8
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = _S1(b, p)[0]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S5(b, p)
+                    p += 6
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S1(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol = _S1(b, p)[0]
+                    p += 2
+                    l1.append(o2)
+            n1 = _S1(b, p)[0]
             p += 2
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol = _S1(b, p)[0]
-            p += 2
-            l1.append(o2)
-        n1 = _S1(b, p)[0]
-        p += 2
-        if n1 < 0:
-            if n1 != -1:
-                raise Malformed
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        l0.append(o1)
+            if n1 < 0:
+                if n1 != -1:
+                    raise Malformed
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -551,73 +611,84 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.zk_version, n2 = _S10(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.zk_version, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t16(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.topic_id = UUID0
+            o1.unknown_tags = None
             if b[p]:
-                p = _t16(b, p, o2)
+                p = _t17(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.topic_id = UUID0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t17(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -625,65 +696,67 @@ def _r20(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S10(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S10(b, p)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S10(b, p)
             p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol, n2 = _S11(b, p)
+                    p += 3
+                    if n2:
+                        p = _t18(b, p - 1, o2)
+                    l1.append(o2)
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol, n2 = _S11(b, p)
-            p += 3
-            if n2:
-                p = _t18(b, p - 1, o2)
-            l1.append(o2)
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -704,74 +777,85 @@ def _r22(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.zk_version, n2 = _S10(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.zk_version, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t16(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t16(b, p, o2)
+                p = _t21(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t21(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -779,65 +863,67 @@ def _r22(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S10(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S10(b, p)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S10(b, p)
             p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol, n2 = _S11(b, p)
+                    p += 3
+                    if n2:
+                        p = _t18(b, p - 1, o2)
+                    l1.append(o2)
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol, n2 = _S11(b, p)
-            p += 3
-            if n2:
-                p = _t18(b, p - 1, o2)
-            l1.append(o2)
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -858,74 +944,85 @@ def _r23(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topic_states = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partition_states = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
-            o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
-            p += 17
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.zk_version, n2 = _S10(b, p)
-            p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.topic_name = ''
-            o2.unknown_tags = None
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partition_states = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
+                    o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
+                    p += 17
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.isr = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.isr = []
+                    o2.zk_version, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.replicas = []
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.offline_replicas = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.offline_replicas = []
+                    o2.topic_name = ''
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t16(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t16(b, p, o2)
+                p = _t21(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t21(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -933,65 +1030,67 @@ def _r23(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.live_brokers = l0 = []
-    for _ in range(n0):
-        o1 = UpdateMetadataRequest_UpdateMetadataBroker()
-        o1.id, n1 = _S10(b, p)
-        p += 5
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
-            o2.port, n2 = _S10(b, p)
+        for _ in range(n0):
+            o1 = UpdateMetadataRequest_UpdateMetadataBroker()
+            o1.id, n1 = _S10(b, p)
             p += 5
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
+                    o2.port, n2 = _S10(b, p)
+                    p += 5
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.listener = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.security_protocol, n2 = _S11(b, p)
+                    p += 3
+                    if n2:
+                        p = _t18(b, p - 1, o2)
+                    l1.append(o2)
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.listener = b[p:p + n2].decode()
-            p += n2
-            o2.unknown_tags = None
-            o2.security_protocol, n2 = _S11(b, p)
-            p += 3
-            if n2:
-                p = _t18(b, p - 1, o2)
-            l1.append(o2)
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            o1.rack = None
-        else:
-            o1.rack = b[p:p + n1].decode()
-            p += n1
-        o1.v0_host = ''
-        o1.v0_port = 0
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t19(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                o1.rack = None
+            else:
+                o1.rack = b[p:p + n1].decode()
+                p += n1
+            o1.v0_host = ''
+            o1.v0_port = 0
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t19(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.ungrouped_partition_states = []
     o.type = 0
     o.unknown_tags = None

@@ -63,58 +63,60 @@ def _r2(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = VoteRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
-            for v in _I1(s1):
-                o2 = VoteRequest_PartitionData()
-                o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = v
-                o2.replica_directory_id = UUID0
-                o2.voter_directory_id = UUID0
-                o2.pre_vote = False
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 25 * n1
-        else:
-            for _ in range(n1):
-                o2 = VoteRequest_PartitionData()
-                o2.replica_directory_id = UUID0
-                o2.voter_directory_id = UUID0
-                o2.pre_vote = False
-                o2.unknown_tags = None
-                o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S2(b, p)
-                p += 25
-                if n2:
-                    p = _t0(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t1(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = VoteRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
+                    for v in _I1(s1):
+                        o2 = VoteRequest_PartitionData()
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = v
+                        o2.replica_directory_id = UUID0
+                        o2.voter_directory_id = UUID0
+                        o2.pre_vote = False
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 25 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = VoteRequest_PartitionData()
+                        o2.replica_directory_id = UUID0
+                        o2.voter_directory_id = UUID0
+                        o2.pre_vote = False
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S2(b, p)
+                        p += 25
+                        if n2:
+                            p = _t0(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t1(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.voter_id = -1
     o.unknown_tags = None
     if b[p]:
@@ -143,51 +145,53 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = VoteRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = VoteRequest_PartitionData()
-            o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
-            p += 12
-            o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            o2.pre_vote = False
-            o2.unknown_tags = None
-            o2.last_offset_epoch, o2.last_offset, n2 = _S5(b, p)
-            p += 13
-            if n2:
-                p = _t3(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t4(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = VoteRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = VoteRequest_PartitionData()
+                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
+                    p += 12
+                    o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    o2.pre_vote = False
+                    o2.unknown_tags = None
+                    o2.last_offset_epoch, o2.last_offset, n2 = _S5(b, p)
+                    p += 13
+                    if n2:
+                        p = _t3(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t4(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -215,50 +219,52 @@ def _r8(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = VoteRequest_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = VoteRequest_PartitionData()
-            o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
-            p += 12
-            o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            o2.unknown_tags = None
-            o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S6(b, p)
-            p += 14
-            if n2:
-                p = _t6(b, p - 1, o2)
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t7(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = VoteRequest_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = VoteRequest_PartitionData()
+                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
+                    p += 12
+                    o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                    p += 16
+                    o2.unknown_tags = None
+                    o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S6(b, p)
+                    p += 14
+                    if n2:
+                        p = _t6(b, p - 1, o2)
+                    l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t7(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -276,52 +282,54 @@ def _r11(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = VoteResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
-            for v in _I8(s1):
-                o2 = VoteResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = VoteResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
-                p += 16
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = VoteResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+                    for v in _I8(s1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                        p += 16
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -340,52 +348,54 @@ def _r13(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = VoteResponse_TopicData()
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
-            raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
-            for v in _I8(s1):
-                o2 = VoteResponse_PartitionData()
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
-                o2.unknown_tags = None
-                l1.append(o2)
-            p += 16 * n1
-        else:
-            for _ in range(n1):
-                o2 = VoteResponse_PartitionData()
-                o2.unknown_tags = None
-                o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
-                p += 16
-                if n2:
-                    p = _t9(b, p - 1, o2)
-                l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t10(b, p, o1)
-        else:
+        for _ in range(n0):
+            o1 = VoteResponse_TopicData()
+            n1 = b[p]
             p += 1
-        l0.append(o1)
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.topic_name = b[p:p + n1].decode()
+            p += n1
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+                    for v in _I8(s1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
+                        o2.unknown_tags = None
+                        l1.append(o2)
+                    p += 16 * n1
+                else:
+                    for _ in range(n1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                        p += 16
+                        if n2:
+                            p = _t9(b, p - 1, o2)
+                        l1.append(o2)
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t10(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -708,26 +718,27 @@ def _t13(b, p, o):
             n0 -= 1
             if n0 < 0:
                 raise Malformed
-            if n0 > len(b) - p:
-                raise Malformed
             o.node_endpoints = l0 = []
-            for _ in range(n0):
-                o1 = VoteResponse_NodeEndpoint()
-                o1.node_id, n1 = _S3(b, p)
-                p += 5
-                if n1 > 127:
-                    n1, p = _uv(b, p - 1)
-                n1 -= 1
-                if n1 < 0:
+            if n0:
+                if n0 > len(b) - p:
                     raise Malformed
-                o1.host = b[p:p + n1].decode()
-                p += n1
-                o1.unknown_tags = None
-                o1.port, n1 = _S10(b, p)
-                p += 3
-                if n1:
-                    p = _t12(b, p - 1, o1)
-                l0.append(o1)
+                for _ in range(n0):
+                    o1 = VoteResponse_NodeEndpoint()
+                    o1.node_id, n1 = _S3(b, p)
+                    p += 5
+                    if n1 > 127:
+                        n1, p = _uv(b, p - 1)
+                    n1 -= 1
+                    if n1 < 0:
+                        raise Malformed
+                    o1.host = b[p:p + n1].decode()
+                    p += n1
+                    o1.unknown_tags = None
+                    o1.port, n1 = _S10(b, p)
+                    p += 3
+                    if n1:
+                        p = _t12(b, p - 1, o1)
+                    l0.append(o1)
             if p != e:
                 raise Malformed
         else:

@@ -33,64 +33,66 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.voters = l0 = []
-    for _ in range(n0):
-        o1 = VotersRecord_Voter()
-        o1.voter_id = _S1(b, p)[0]
-        p += 4
-        o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.endpoints = l1 = []
-        for _ in range(n1):
-            o2 = VotersRecord_Endpoint()
-            n2 = b[p]
+        for _ in range(n0):
+            o1 = VotersRecord_Voter()
+            o1.voter_id = _S1(b, p)[0]
+            p += 4
+            o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
             p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.host = b[p:p + n2].decode()
-            p += n2
+            o1.endpoints = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = VotersRecord_Endpoint()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.host = b[p:p + n2].decode()
+                    p += n2
+                    o2.unknown_tags = None
+                    o2.port, n2 = _S3(b, p)
+                    p += 3
+                    if n2:
+                        p = _t0(b, p - 1, o2)
+                    l1.append(o2)
+            o2 = VotersRecord_KRaftVersionFeature()
             o2.unknown_tags = None
-            o2.port, n2 = _S3(b, p)
-            p += 3
+            o2.min_supported_version, o2.max_supported_version, n2 = _S4(b, p)
+            p += 5
             if n2:
-                p = _t0(b, p - 1, o2)
-            l1.append(o2)
-        o2 = VotersRecord_KRaftVersionFeature()
-        o2.unknown_tags = None
-        o2.min_supported_version, o2.max_supported_version, n2 = _S4(b, p)
-        p += 5
-        if n2:
-            p = _t1(b, p - 1, o2)
-        o1.k_raft_version_feature = o2
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+                p = _t1(b, p - 1, o2)
+            o1.k_raft_version_feature = o2
+            o1.unknown_tags = None
+            if b[p]:
+                p = _t2(b, p, o1)
+            else:
+                p += 1
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

@@ -56,64 +56,67 @@ def _r3(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = WriteShareGroupStateRequest_WriteStateData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = WriteShareGroupStateRequest_PartitionData()
-            o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S1(b, p)
-            p += 21
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteShareGroupStateRequest_WriteStateData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.state_batches = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                for v in _I2(s2):
-                    o3 = WriteShareGroupStateRequest_StateBatch()
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 20 * n2
-            else:
-                for _ in range(n2):
-                    o3 = WriteShareGroupStateRequest_StateBatch()
-                    o3.unknown_tags = None
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
-                    p += 20
-                    if n3:
-                        p = _t0(b, p - 1, o3)
-                    l2.append(o3)
-            o2.delivery_complete_count = -1
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteShareGroupStateRequest_PartitionData()
+                    o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S1(b, p)
+                    p += 21
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.state_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                            for v in _I2(s2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 20 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                                p += 20
+                                if n3:
+                                    p = _t0(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.delivery_complete_count = -1
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t1(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t1(b, p, o2)
+                p = _t2(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t2(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -140,63 +143,66 @@ def _r6(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.topics = l0 = []
-    for _ in range(n0):
-        o1 = WriteShareGroupStateRequest_WriteStateData()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = WriteShareGroupStateRequest_PartitionData()
-            o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
-            p += 25
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteShareGroupStateRequest_WriteStateData()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.state_batches = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                for v in _I2(s2):
-                    o3 = WriteShareGroupStateRequest_StateBatch()
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 20 * n2
-            else:
-                for _ in range(n2):
-                    o3 = WriteShareGroupStateRequest_StateBatch()
-                    o3.unknown_tags = None
-                    o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
-                    p += 20
-                    if n3:
-                        p = _t0(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteShareGroupStateRequest_PartitionData()
+                    o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
+                    p += 25
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.state_batches = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                            for v in _I2(s2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 20 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                                p += 20
+                                if n3:
+                                    p = _t0(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t4(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t4(b, p, o2)
+                p = _t5(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t5(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -214,47 +220,49 @@ def _r9(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.results = l0 = []
-    for _ in range(n0):
-        o1 = WriteShareGroupStateResponse_WriteStateResult()
-        o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-        p += 16
-        n1 = b[p]
-        p += 1
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.partitions = l1 = []
-        for _ in range(n1):
-            o2 = WriteShareGroupStateResponse_PartitionResult()
-            o2.partition, o2.error_code, n2 = _S5(b, p)
-            p += 7
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                o2.error_message = None
-            else:
-                o2.error_message = b[p:p + n2].decode()
-                p += n2
-            o2.unknown_tags = None
+        for _ in range(n0):
+            o1 = WriteShareGroupStateResponse_WriteStateResult()
+            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+            p += 16
+            n1 = b[p]
+            p += 1
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
+                raise Malformed
+            o1.partitions = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteShareGroupStateResponse_PartitionResult()
+                    o2.partition, o2.error_code, n2 = _S5(b, p)
+                    p += 7
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        o2.error_message = None
+                    else:
+                        o2.error_message = b[p:p + n2].decode()
+                        p += n2
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t7(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t7(b, p, o2)
+                p = _t8(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t8(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -52,39 +52,44 @@ def _r2(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.markers = l0 = []
-    for _ in range(n0):
-        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
-        o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S1(b, p)
-        p += 15
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteTxnMarkersRequest_WritableTxnMarker()
+            o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S1(b, p)
+            p += 15
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partition_indexes = []
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.transaction_version = 0
+            o1.unknown_tags = None
+            o1.coordinator_epoch = _S0(b, p)[0]
             p += 4
-            if n2 < 0:
-                raise Malformed
-            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.transaction_version = 0
-        o1.unknown_tags = None
-        o1.coordinator_epoch = _S0(b, p)[0]
-        p += 4
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -98,54 +103,59 @@ def _r5(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.markers = l0 = []
-    for _ in range(n0):
-        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
-        o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
-        p += 12
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteTxnMarkersRequest_WritableTxnMarker()
+            o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
+            p += 12
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.transaction_version = 0
-        o1.unknown_tags = None
-        o1.coordinator_epoch, n1 = _S5(b, p)
-        p += 5
-        if n1:
-            p = _t4(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partition_indexes = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.transaction_version = 0
+            o1.unknown_tags = None
+            o1.coordinator_epoch, n1 = _S5(b, p)
+            p += 5
+            if n1:
+                p = _t4(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -163,53 +173,58 @@ def _r7(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.markers = l0 = []
-    for _ in range(n0):
-        o1 = WriteTxnMarkersRequest_WritableTxnMarker()
-        o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
-        p += 12
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteTxnMarkersRequest_WritableTxnMarker()
+            o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
+            p += 12
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
-            p += 4 * n2
-            o2.unknown_tags = None
-            if b[p]:
-                p = _t3(b, p, o2)
-            else:
-                p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        o1.coordinator_epoch, o1.transaction_version, n1 = _S6(b, p)
-        p += 6
-        if n1:
-            p = _t6(b, p - 1, o1)
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    if n2:
+                        o2.partition_indexes = [*_Ai[n2](b, p)] if n2 < 16 else [*_su('>%di' % n2, b, p)]
+                        p += 4 * n2
+                    else:
+                        o2.partition_indexes = []
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t3(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
+            o1.coordinator_epoch, o1.transaction_version, n1 = _S6(b, p)
+            p += 6
+            if n1:
+                p = _t6(b, p - 1, o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -224,51 +239,54 @@ def _r11(b, p):
     p += 4
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.markers = l0 = []
-    for _ in range(n0):
-        o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
-        o1.producer_id, n1 = _S7(b, p)
-        p += 12
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
-            n2 = _S2(b, p)[0]
-            p += 2
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
+            o1.producer_id, n1 = _S7(b, p)
+            p += 12
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = _S0(b, p)[0]
-            p += 4
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3:
-                for v in _I8(b[p:p + 6 * n2]):
-                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                    o3.partition_index, o3.error_code = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 6 * n2
-            else:
-                for _ in range(n2):
-                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.error_code = _S8(b, p)
-                    p += 6
-                    l2.append(o3)
-            o2.unknown_tags = None
-            l1.append(o2)
-        o1.unknown_tags = None
-        l0.append(o1)
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
+                    n2 = _S2(b, p)[0]
+                    p += 2
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = _S0(b, p)[0]
+                    p += 4
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3:
+                            for v in _I8(b[p:p + 6 * n2]):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.partition_index, o3.error_code = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 6 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.error_code = _S8(b, p)
+                                p += 6
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    l1.append(o2)
+            o1.unknown_tags = None
+            l0.append(o1)
     o.unknown_tags = None
     return o, p
 
@@ -282,70 +300,73 @@ def _r15(b, p):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    if n0 > len(b) - p:
-        raise Malformed
     o.markers = l0 = []
-    for _ in range(n0):
-        o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
-        o1.producer_id, n1 = _S9(b, p)
-        p += 9
-        if n1 > 127:
-            n1, p = _uv(b, p - 1)
-        n1 -= 1
-        if n1 < 0:
+    if n0:
+        if n0 > len(b) - p:
             raise Malformed
-        if n1 > len(b) - p:
-            raise Malformed
-        o1.topics = l1 = []
-        for _ in range(n1):
-            o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
+        for _ in range(n0):
+            o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
+            o1.producer_id, n1 = _S9(b, p)
+            p += 9
+            if n1 > 127:
+                n1, p = _uv(b, p - 1)
+            n1 -= 1
+            if n1 < 0:
                 raise Malformed
-            o2.name = b[p:p + n2].decode()
-            p += n2
-            n2 = b[p]
-            p += 1
-            if n2 > 127:
-                n2, p = _uv(b, p - 1)
-            n2 -= 1
-            if n2 < 0:
-                raise Malformed
-            if n2 > len(b) - p:
-                raise Malformed
-            o2.partitions = l2 = []
-            if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
-                for v in _I10(s2):
-                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                    o3.partition_index, o3.error_code = v
-                    o3.unknown_tags = None
-                    l2.append(o3)
-                p += 7 * n2
-            else:
-                for _ in range(n2):
-                    o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                    o3.unknown_tags = None
-                    o3.partition_index, o3.error_code, n3 = _S11(b, p)
-                    p += 7
-                    if n3:
-                        p = _t12(b, p - 1, o3)
-                    l2.append(o3)
-            o2.unknown_tags = None
+            o1.topics = l1 = []
+            if n1:
+                if n1 > len(b) - p:
+                    raise Malformed
+                for _ in range(n1):
+                    o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.name = b[p:p + n2].decode()
+                    p += n2
+                    n2 = b[p]
+                    p += 1
+                    if n2 > 127:
+                        n2, p = _uv(b, p - 1)
+                    n2 -= 1
+                    if n2 < 0:
+                        raise Malformed
+                    o2.partitions = l2 = []
+                    if n2:
+                        if n2 > len(b) - p:
+                            raise Malformed
+                        if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                            for v in _I10(s2):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.partition_index, o3.error_code = v
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                            p += 7 * n2
+                        else:
+                            for _ in range(n2):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.unknown_tags = None
+                                o3.partition_index, o3.error_code, n3 = _S11(b, p)
+                                p += 7
+                                if n3:
+                                    p = _t12(b, p - 1, o3)
+                                l2.append(o3)
+                    o2.unknown_tags = None
+                    if b[p]:
+                        p = _t13(b, p, o2)
+                    else:
+                        p += 1
+                    l1.append(o2)
+            o1.unknown_tags = None
             if b[p]:
-                p = _t13(b, p, o2)
+                p = _t14(b, p, o1)
             else:
                 p += 1
-            l1.append(o2)
-        o1.unknown_tags = None
-        if b[p]:
-            p = _t14(b, p, o1)
-        else:
-            p += 1
-        l0.append(o1)
+            l0.append(o1)
     o.unknown_tags = None
     if b[p]:
         p = _t15(b, p, o)
