@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import functools
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -45,6 +47,25 @@ def fuzz_settings(n: int, **kw):
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture,
                                            HealthCheck.filter_too_much], **kw)
+
+
+def bounded(seconds: float):
+    """Fail an example that runs longer than `seconds` (wall clock, SIGALRM in the main thread):
+    every run must end, and hypothesis runs without a deadline (cold caches vary)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(*args, **kw):
+            def expire(*_):
+                raise TimeoutError(f"{fn.__name__}: still running after {seconds} s")
+            old = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            try:
+                return fn(*args, **kw)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+        return run
+    return wrap
 
 
 # -- real captures ----------------------------------------------------------------------------

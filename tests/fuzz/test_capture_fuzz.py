@@ -9,8 +9,8 @@ from dissector.capture.layers import tcp_segment
 from dissector.model import Issue
 from dissector.pipeline import Dissector
 
-from .support import (BUG_CODES, REAL, REAL_PORTS, fuzz_settings, mutate, packets, read_all,
-                      write_pcap, write_pcapng)
+from .support import (BUG_CODES, REAL, REAL_PORTS, bounded, fuzz_settings, mutate, packets,
+                      read_all, write_pcap, write_pcapng)
 
 # A few dozen packets of each real capture keep one example fast; the seeds differ per capture.
 HEAD = 40
@@ -36,6 +36,7 @@ def _record_ends(pkts, fmt):
 @fuzz_settings(60)
 @given(which=st.sampled_from(REAL), fmt=st.sampled_from(["pcap", "pcap-us", "pcapng"]),
        zipped=st.booleans(), seed=st.integers(0, 2**32))
+@bounded(30)
 def test_mutated_real_captures_read_up_to_the_damage(tmp_path_factory, which, fmt, zipped, seed):
     pkts = packets(which)[:HEAD]
     if fmt == "pcapng":
@@ -63,6 +64,7 @@ def test_mutated_real_captures_read_up_to_the_damage(tmp_path_factory, which, fm
 @fuzz_settings(300)
 @given(which=st.sampled_from(REAL), index=st.integers(0, 10**6), seed=st.integers(0, 2**32),
        linktype=st.sampled_from([None, 0, 1, 12, 101, 108, 113, 228, 229, 276]))
+@bounded(30)
 def test_mutated_real_packets_parse_or_are_refused(which, index, seed, linktype):
     pkts = packets(which)
     _, lt, data = pkts[index % len(pkts)]
@@ -93,6 +95,7 @@ def check_dissector_run(d: Dissector, exchanges):
 @fuzz_settings(40)
 @given(which=st.sampled_from(REAL), seed=st.integers(0, 2**32),
        level=st.sampled_from(["headers", "bodies", "records"]))
+@bounded(30)
 def test_mutated_packets_through_the_whole_pipeline(which, seed, level):
     """A handful of packets of a real capture damaged anywhere (headers or payload): the run
     ends, nothing escapes, every finding is an Issue."""

@@ -36,8 +36,8 @@ def test_cli_on_mutated_captures(tmp_path_factory, which, seed, fmt, zipped, dam
         raw = mutate(raw, rnd, 2)
     path = tmp_path_factory.mktemp("cli") / "fuzzed.cap"
     path.write_bytes(gzip.compress(raw) if zipped else raw)
-    proc = subprocess.run([sys.executable, "-m", "dissector", *command, str(path), "--port", "auto"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    argv = [sys.executable, "-m", "dissector", *command, str(path), "--port", "auto"]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "internal error" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode in (0, 2), (proc.returncode, proc.stderr[-3000:])

@@ -16,7 +16,7 @@ from dissector.protocol.headers import parse_request_header, parse_response_head
 from dissector.protocol.jsonify import to_json
 from dissector.protocol.message import Message
 
-from .support import BUG_CODES, PAIRS, examples, fuzz_settings, mutate, request_message, \
+from .support import BUG_CODES, PAIRS, bounded, examples, fuzz_settings, mutate, request_message, \
     response_message
 
 PER_PAIR = examples(3)
@@ -91,6 +91,7 @@ def test_every_pair_survives_mutations(k, v):
 @fuzz_settings(300)
 @given(pair=st.sampled_from(PAIRS), seed=st.integers(0, 2**32), direction=st.integers(0, 1),
        edits=st.integers(1, 8))
+@bounded(30)
 def test_mutated_messages_any_pair(pair, seed, direction, edits):
     k, v = pair
     rnd = random.Random(seed)
@@ -102,6 +103,7 @@ def test_mutated_messages_any_pair(pair, seed, direction, edits):
 
 @fuzz_settings(200)
 @given(pair=st.sampled_from(PAIRS), data=st.binary(max_size=300))
+@bounded(30)
 def test_random_bytes_any_pair(pair, data):
     k, v = pair
     run_both(data, k, v)

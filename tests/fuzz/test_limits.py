@@ -1,7 +1,6 @@
 """Adversarial length and count claims, decompression bombs, deep nesting and pathological TCP:
 the run ends, findings are Issues, and memory stays bounded (tracemalloc peaks in process, peak
 RSS of a fresh interpreter for the bombs)."""
-import json
 import random
 import struct
 import time
@@ -181,7 +180,8 @@ def test_decompression_bombs_are_capped(name):
         sets = [with_body(build(2, 0, [(1, None, b"v", [])]), payload, codec=codec, count=1)]
         if codec != 4:
             head = build(1, 0, [(1, None, b"v", None)])[:26]
-            msg = bytearray(head) + b"\\xff\\xff\\xff\\xff" + struct.pack(">i", len(payload)) + payload
+            msg = (bytearray(head) + b"\\xff\\xff\\xff\\xff" + struct.pack(">i", len(payload))
+                   + payload)
             msg[17] = codec
             struct.pack_into(">i", msg, 8, len(msg) - 12)
             sets.append(fix_crc32(bytes(msg)))

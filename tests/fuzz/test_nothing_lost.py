@@ -4,6 +4,7 @@ damaged connection that does not touch a damaged packet comes out unchanged, bef
 the damage (the framer resynchronises)."""
 import collections
 import socket
+import struct
 
 from hypothesis import given, strategies as st
 
@@ -11,7 +12,7 @@ from dissector.pipeline import dissect
 from tests.support import CAPTURES, require_module
 
 from .splice import splice_garbage, tcp_layout
-from .support import REAL_PORTS, exchange_key, fuzz_settings, packets
+from .support import REAL_PORTS, bounded, exchange_key, fuzz_settings, packets
 
 MULTI = [CAPTURES / n for n in ("librdkafka_produce_consume.pcap", "codecs.mss1448.pcap",
                                 "kafka_python.mss1448.pcap", "transactions.pcap",
@@ -36,6 +37,7 @@ def _span(ex):
 @fuzz_settings(12)
 @given(path=st.sampled_from(MULTI), direction=st.integers(0, 1), where=st.floats(0.2, 0.8),
        count=st.integers(1, 3), seed=st.integers(0, 2**32))
+@bounded(60)
 def test_garbage_in_one_connection_loses_only_what_it_touches(tmp_path_factory, path, direction,
                                                               where, count, seed):
     full = list(dissect(path, REAL_PORTS, level="bodies"))
@@ -78,10 +80,7 @@ def test_spliced_packets_keep_valid_checksums():
     cip, cport, bip, bport = _busiest(full)
     flow = (socket.inet_aton(cip), socket.inet_aton(bip), cport, bport)
     raw, damaged = splice_garbage(packets(path), flow, {2, 3}, seed=5)
-    import io
-    from dissector.capture.files import read_packets
-    tmp = io.BytesIO(raw)
-    del tmp
+    assert len(damaged) == 2
     for no in damaged:
         data = _nth(raw, no)
         pkt = scapy_all.Ether(data)
@@ -90,12 +89,10 @@ def test_spliced_packets_keep_valid_checksums():
         del pkt["TCP"].chksum
         again = scapy_all.Ether(bytes(pkt))
         assert (again["IP"].chksum, again["TCP"].chksum) == (ip_sum, tcp_sum)
-    assert read_packets  # the same reader reads the spliced file in the test above
 
 
 def _nth(raw, no):
     """Packet `no` (1-based) of a little-endian pcap written by PcapWriter."""
-    import struct
     pos = 24
     for i in range(1, no + 1):
         incl = struct.unpack_from("<I", raw, pos + 8)[0]

@@ -12,7 +12,7 @@ from dissector.records import decode_record_set
 from tests.records.builders import build, fix_crc32, with_body
 from tests.support import require_module
 
-from .support import BUG_CODES, fuzz_settings, mutate
+from .support import BUG_CODES, bounded, fuzz_settings, mutate
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 ITEMS = [(1_700_000_000_000 + i, None if i % 3 == 0 else b"k%d" % i, b"v" * (i * 7),
@@ -65,6 +65,7 @@ def check_set(data, **kw):
 @pytest.mark.parametrize("magic,codec", SEEDS, ids=[f"magic{m}-{CODECS[c]}" for m, c in SEEDS])
 @fuzz_settings(40)
 @given(seed=st.integers(0, 2**32), edits=st.integers(1, 6), copies=st.integers(1, 3))
+@bounded(30)
 def test_mutated_batches(magic, codec, seed, edits, copies):
     raw = _seed(magic, codec) * copies
     rs = decode_record_set(raw)
@@ -94,6 +95,7 @@ def _inner(magic, codec):
                          ids=[f"magic{m}-{CODECS[c]}" for m, c in SEEDS if c])
 @fuzz_settings(40)
 @given(seed=st.integers(0, 2**32), edits=st.integers(1, 6))
+@bounded(30)
 def test_mutated_payload_inside_every_codec(magic, codec, seed, edits):
     _seed(magic, codec)  # skips when the codec library is missing
     inner, rebuild = _inner(magic, codec)
@@ -104,6 +106,7 @@ def test_mutated_payload_inside_every_codec(magic, codec, seed, edits):
 
 @fuzz_settings(200)
 @given(data=st.binary(max_size=400), magic=st.integers(0, 3), length=st.integers(-5, 2**31 - 1))
+@bounded(30)
 def test_random_bytes_behind_a_plausible_batch_header(data, magic, length):
     head = struct.pack(">qi", 0, length) + b"\0\0\0\0" + bytes((magic,))
     check_set(head + data)

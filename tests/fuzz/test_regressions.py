@@ -1,6 +1,5 @@
 """Every problem the fuzz campaign found, kept as a test (newest last). Each says what the input
 was, what went wrong before the fix, and checks the fixed behaviour."""
-import random
 import struct
 import time
 import tracemalloc

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from dissector.capture.layers import ACK, FIN, PSH, RST, SYN, tcp_segment
 from dissector.pipeline import Dissector
 
-from .support import REAL, REAL_PORTS, exchange_key, fuzz_settings, packets
+from .support import REAL, REAL_PORTS, bounded, exchange_key, fuzz_settings, packets
 from .test_capture_fuzz import check_dissector_run
 
 
@@ -42,6 +42,7 @@ def _keys(exchanges):
 
 @fuzz_settings(25)
 @given(which=st.sampled_from(REAL), seed=st.integers(0, 2**32))
+@bounded(60)
 def test_resegmented_with_exact_duplicates_gives_the_same_exchanges(which, seed):
     """Each payload cut into random pieces, some pieces sent twice (same bytes), a few swapped
     with their neighbour: the same exchanges come out (a real network's MSS, retransmits and
@@ -72,6 +73,7 @@ def test_resegmented_with_exact_duplicates_gives_the_same_exchanges(which, seed)
 @fuzz_settings(40)
 @given(which=st.sampled_from(REAL), seed=st.integers(0, 2**32),
        level=st.sampled_from(["headers", "bodies", "records"]))
+@bounded(60)
 def test_hostile_segment_sequences_never_escape(which, seed, level):
     """Reordering far beyond any window, conflicting retransmissions, losses, stray SYN/FIN/RST,
     sequence jumps and wrap-around, zero-length and huge-offset segments."""
@@ -96,7 +98,8 @@ def test_hostile_segment_sequences_never_escape(which, seed, level):
                        ack, flags, payload)
         elif op == 5:  # overlapping piece shifted by a few bytes
             k = rnd.randint(1, 9)
-            segs.insert(i + 1, (ts, src, dst, sport, dport, seq + k, ack, flags, payload[k:] + b"x"))
+            segs.insert(i + 1, (ts, src, dst, sport, dport, seq + k, ack, flags,
+                                payload[k:] + b"x"))
         elif op == 6:  # time going backwards
             segs[i] = (ts - 10**12, src, dst, sport, dport, seq, ack, flags, payload)
         else:          # a whole stream of the segment's flow replayed with other ports
