@@ -170,3 +170,28 @@ def test_garbage_response_size_under_the_cap_does_not_swallow_the_stream(tmp_pat
     and their requests became `unanswered`. A large spanning response must now answer a
     request in flight."""
     _after_damage_survives(tmp_path, 1, 7345)
+
+
+def test_stopping_early_is_clean():
+    """Found by the files-written-only-where-told test on a work-in-progress pipeline (a
+    `yield` in the `finally` of Dissector.feed_file): `kafka-dissect tree`, which stops reading
+    after the exchange it shows, printed "Exception ignored ... RuntimeError: generator ignored
+    GeneratorExit" with a traceback. A consumer may stop iterating a dissection at any point."""
+    import gc
+    import sys
+    from dissector.pipeline import dissect
+    from tests.support import CAPTURES
+    caught = []
+    old = sys.unraisablehook
+    sys.unraisablehook = caught.append
+    try:
+        for stop in (1, 5):
+            it = iter(dissect(CAPTURES / "kafka_python.pcap"))
+            for _ in range(stop):
+                next(it)
+            it.close()
+            del it
+            gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert [repr(u.exc_value) for u in caught] == []

@@ -149,6 +149,9 @@ def _commands():
     for name, cmd in optional:
         if re.search(rf"^\s+{name}\s", help_text, re.M):
             cmds.append(cmd)
+    if os.geteuid() == 0:  # live capture needs CAP_NET_RAW (tests/live covers refusals)
+        cmds.append((["live", "-i", "lo", "--duration", "0.5", "-w", "live.pcapng"],
+                     ["live.pcapng"]))
     return cmds
 
 
@@ -165,7 +168,7 @@ def test_commands_write_only_their_targets(tmp_path):
         cwd = tmp_path / f"cwd{i}"
         cwd.mkdir()
         argv = [str(cap) if a == "CAP" else a for a in args] + (
-            ["--port", "auto"] if args[0] not in ("apis",) else [])
+            ["--port", "auto"] if args[0] not in ("apis", "live") else [])
         proc = _cli(argv, cwd, home)
         assert "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
         if targets is None:
