@@ -74,3 +74,43 @@ def test_long_arrays_decode_like_the_encoded_body(decoder):
             assert fault is not None
             assert [(i.code, i.stream_offset) for i in issues] == [(fault.code, fault.offset)]
             assert partial == expected
+
+
+def _set_records(obj, schema, size):
+    """Every non-null records field of obj (at any depth) set to `size` bytes; True if any."""
+    found = False
+    for f in schema[2] + schema[3]:
+        value = getattr(obj, f[0])
+        if f[1] == "records" and value is not None:
+            setattr(obj, f[0], bytes(range(256)) * (size // 256) + bytes(size % 256))
+            found = True
+        elif f[1] == "struct" and value is not None:
+            found |= _set_records(value, f[7], size)
+        elif f[1] == "array" and f[2] == "struct" and value:
+            for item in value:
+                found |= _set_records(item, f[7], size)
+    return found
+
+
+RECORDS = [(k, v, d) for k, v, d in ALL if "'records'" in repr(entry(k, v, d)[1])]
+
+
+@pytest.mark.parametrize("decoder", RECORDS, ids=[f"{k}v{v}{'req' if d == 0 else 'resp'}" for k, v, d in RECORDS])
+def test_record_set_lengths_around_varint_boundaries(decoder):
+    """Compact lengths of record sets have an inline two-byte varint path."""
+    k, v, d = decoder
+    reader, schema = entry(k, v, d)
+    rnd = random.Random(f"records/{k}/{v}/{d}")
+    done = 0
+    for size in (0, 126, 127, 128, 300, 16382, 16383, 16384, 70000):
+        for _ in range(20):
+            body = random_body(schema, rnd)
+            if _set_records(body, schema, size):
+                break
+        else:
+            continue
+        done += 1
+        raw = encode(schema, body)
+        fast, end = reader(raw, 0)
+        assert end == len(raw) and fast == body, size
+    assert done

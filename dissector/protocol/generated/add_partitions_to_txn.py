@@ -61,7 +61,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -80,6 +80,7 @@ def _r1(b, p):
                 o1.partitions = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.transactions = []
     o.unknown_tags = None
     return o, p
@@ -107,7 +108,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
             n1 = b[p]
             p += 1
@@ -136,6 +137,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.transactions = []
     o.unknown_tags = None
     if b[p]:
@@ -158,7 +160,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()
             n1 = b[p]
             p += 1
@@ -180,7 +182,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
                     n2 = b[p]
                     p += 1
@@ -209,12 +211,14 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.v3_and_below_transactional_id = ''
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0
@@ -237,7 +241,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
             n1 = _S0(b, p)[0]
             p += 2
@@ -253,7 +257,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I7(b[p:p + 6 * n1]):
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                         o2.partition_index, o2.partition_error_code = v
@@ -261,14 +265,16 @@ def _r8(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.partition_error_code = _S7(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.results_by_transaction = []
     o.unknown_tags = None
@@ -288,7 +294,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
             n1 = b[p]
             p += 1
@@ -310,7 +316,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I9(s1):
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                         o2.partition_index, o2.partition_error_code = v
@@ -318,7 +324,7 @@ def _r11(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.partition_error_code, n2 = _S10(b, p)
@@ -326,12 +332,14 @@ def _r11(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.results_by_transaction = []
     o.unknown_tags = None
@@ -355,7 +363,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnResult()
             n1 = b[p]
             p += 1
@@ -377,7 +385,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
                     n2 = b[p]
                     p += 1
@@ -399,7 +407,7 @@ def _r13(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I9(s2):
                                 o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                                 o3.partition_index, o3.partition_error_code = v
@@ -407,7 +415,7 @@ def _r13(b, p):
                                 l2.append(o3)
                             p += 7 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_error_code, n3 = _S10(b, p)
@@ -415,18 +423,21 @@ def _r13(b, p):
                                 if n3:
                                     p = _t9(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t10(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t12(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.results_by_topic_v3_and_below = []
     o.unknown_tags = None
     if b[p]:

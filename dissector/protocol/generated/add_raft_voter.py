@@ -47,7 +47,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddRaftVoterRequest_Listener()
             n1 = b[p]
             p += 1
@@ -73,6 +73,7 @@ def _r1(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.ack_when_committed = True
     o.unknown_tags = None
     if b[p]:
@@ -109,7 +110,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AddRaftVoterRequest_Listener()
             n1 = b[p]
             p += 1
@@ -135,6 +136,7 @@ def _r2(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.ack_when_committed, n0 = _S3(b, p)
     p += 2

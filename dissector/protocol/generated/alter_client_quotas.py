@@ -52,7 +52,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterClientQuotasRequest_EntryData()
             n1 = _S0(b, p)[0]
             p += 4
@@ -62,7 +62,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasRequest_EntityData()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -81,6 +81,7 @@ def _r3(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -89,7 +90,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasRequest_OpData()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -101,8 +102,10 @@ def _r3(b, p):
                     o2.value, o2.remove = _S2(b, p)
                     p += 9
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.validate_only = _S3(b, p)[0]
     p += 1
@@ -122,7 +125,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterClientQuotasRequest_EntryData()
             n1 = b[p]
             p += 1
@@ -135,7 +138,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasRequest_EntityData()
                     n2 = b[p]
                     p += 1
@@ -162,6 +165,7 @@ def _r7(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -173,7 +177,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasRequest_OpData()
                     n2 = b[p]
                     p += 1
@@ -190,12 +194,14 @@ def _r7(b, p):
                     if n2:
                         p = _t5(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t6(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.validate_only, n0 = _S6(b, p)
     p += 2
@@ -214,7 +220,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterClientQuotasResponse_EntryData()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -233,7 +239,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasResponse_EntityData()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -252,8 +258,10 @@ def _r10(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -271,7 +279,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterClientQuotasResponse_EntryData()
             o1.error_code, n1 = _S10(b, p)
             p += 3
@@ -294,7 +302,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterClientQuotasResponse_EntityData()
                     n2 = b[p]
                     p += 1
@@ -321,12 +329,14 @@ def _r13(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t12(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t13(b, p, o)

@@ -54,7 +54,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -76,7 +76,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionRequest_PartitionData()
                     o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
                     p += 9
@@ -98,6 +98,7 @@ def _r2(b, p):
                     if n2:
                         p = _t0(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -105,6 +106,7 @@ def _r2(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -126,7 +128,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -148,7 +150,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionRequest_PartitionData()
                     o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
                     p += 9
@@ -169,6 +171,7 @@ def _r5(b, p):
                     if n2:
                         p = _t3(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -176,6 +179,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -197,7 +201,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionRequest_TopicData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -212,7 +216,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionRequest_PartitionData()
                     o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
                     p += 9
@@ -233,6 +237,7 @@ def _r7(b, p):
                     if n2:
                         p = _t3(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -240,6 +245,7 @@ def _r7(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -261,7 +267,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionRequest_TopicData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -276,7 +282,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionRequest_PartitionData()
                     o2.partition_index, o2.leader_epoch, n2 = _S2(b, p)
                     p += 9
@@ -289,7 +295,7 @@ def _r11(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
                                 o3 = AlterPartitionRequest_BrokerState()
                                 o3.broker_id, o3.broker_epoch = v
@@ -297,7 +303,7 @@ def _r11(b, p):
                                 l2.append(o3)
                             p += 13 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = AlterPartitionRequest_BrokerState()
                                 o3.unknown_tags = None
                                 o3.broker_id, o3.broker_epoch, n3 = _S0(b, p)
@@ -305,6 +311,7 @@ def _r11(b, p):
                                 if n3:
                                     p = _t8(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.new_isr = []
                     o2.unknown_tags = None
                     o2.leader_recovery_state, o2.partition_epoch, n2 = _S4(b, p)
@@ -312,6 +319,7 @@ def _r11(b, p):
                     if n2:
                         p = _t9(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -319,6 +327,7 @@ def _r11(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)
@@ -340,7 +349,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -362,7 +371,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
                     p += 15
@@ -383,6 +392,7 @@ def _r14(b, p):
                     if n2:
                         p = _t12(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -390,6 +400,7 @@ def _r14(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -411,7 +422,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -433,7 +444,7 @@ def _r17(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
                     p += 15
@@ -453,6 +464,7 @@ def _r17(b, p):
                     if n2:
                         p = _t15(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -460,6 +472,7 @@ def _r17(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t17(b, p, o)
@@ -481,7 +494,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionResponse_TopicData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -496,7 +509,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
                     p += 15
@@ -516,6 +529,7 @@ def _r19(b, p):
                     if n2:
                         p = _t15(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -523,6 +537,7 @@ def _r19(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

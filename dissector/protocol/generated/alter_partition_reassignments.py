@@ -46,7 +46,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
             n1 = b[p]
             p += 1
@@ -68,7 +68,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
                     o2.partition_index, n2 = _S0(b, p)
                     p += 5
@@ -89,12 +89,14 @@ def _r2(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.allow_replication_factor_change = True
     o.unknown_tags = None
     if b[p]:
@@ -117,7 +119,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
             n1 = b[p]
             p += 1
@@ -139,7 +141,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
                     o2.partition_index, n2 = _S0(b, p)
                     p += 5
@@ -160,12 +162,14 @@ def _r3(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -197,7 +201,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
             n1 = b[p]
             p += 1
@@ -219,7 +223,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
                     o2.partition_index, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -237,12 +241,14 @@ def _r6(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.allow_replication_factor_change = True
     o.unknown_tags = None
     if b[p]:
@@ -275,7 +281,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
             n1 = b[p]
             p += 1
@@ -297,7 +303,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
                     o2.partition_index, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -315,12 +321,14 @@ def _r7(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)

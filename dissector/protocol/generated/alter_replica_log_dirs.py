@@ -48,7 +48,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
             n1 = _S1(b, p)[0]
             p += 2
@@ -64,7 +64,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -83,8 +83,10 @@ def _r2(b, p):
                         o2.partitions = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -102,7 +104,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
             n1 = b[p]
             p += 1
@@ -124,7 +126,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
                     n2 = b[p]
                     p += 1
@@ -153,12 +155,14 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -177,7 +181,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -193,7 +197,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I4(b[p:p + 6 * n1]):
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
                         o2.partition_index, o2.error_code = v
@@ -201,14 +205,16 @@ def _r8(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code = _S4(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -226,7 +232,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
             n1 = b[p]
             p += 1
@@ -248,7 +254,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I6(s1):
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
                         o2.partition_index, o2.error_code = v
@@ -256,7 +262,7 @@ def _r11(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, n2 = _S7(b, p)
@@ -264,12 +270,14 @@ def _r11(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

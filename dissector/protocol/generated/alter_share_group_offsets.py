@@ -54,7 +54,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic()
             n1 = b[p]
             p += 1
@@ -76,7 +76,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
                     for v in _I1(s1):
                         o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
                         o2.partition_index, o2.start_offset = v
@@ -84,7 +84,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 13 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.start_offset, n2 = _S2(b, p)
@@ -92,12 +92,14 @@ def _r2(b, p):
                         if n2:
                             p = _t0(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -129,7 +131,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic()
             n1 = b[p]
             p += 1
@@ -153,7 +155,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition()
                     o2.partition_index, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -171,12 +173,14 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

@@ -41,7 +41,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterUserScramCredentialsRequest_ScramCredentialDeletion()
             n1 = b[p]
             p += 1
@@ -58,6 +58,7 @@ def _r2(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -69,7 +70,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterUserScramCredentialsRequest_ScramCredentialUpsertion()
             n1 = b[p]
             p += 1
@@ -104,6 +105,7 @@ def _r2(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -125,7 +127,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult()
             n1 = b[p]
             p += 1
@@ -152,6 +154,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

@@ -124,7 +124,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        if n0 > 3:
+        if n0 > 4:
             for v in _I3(b[p:p + 6 * n0]):
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.api_key, o1.min_version, o1.max_version = v
@@ -132,12 +132,13 @@ def _r4(b, p):
                 l0.append(o1)
             p += 6 * n0
         else:
-            for _ in range(n0):
+            while n0:
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.unknown_tags = None
                 o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
                 p += 6
                 l0.append(o1)
+                n0 -= 1
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -157,7 +158,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        if n0 > 3:
+        if n0 > 4:
             for v in _I3(b[p:p + 6 * n0]):
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.api_key, o1.min_version, o1.max_version = v
@@ -165,12 +166,13 @@ def _r5(b, p):
                 l0.append(o1)
             p += 6 * n0
         else:
-            for _ in range(n0):
+            while n0:
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.unknown_tags = None
                 o1.api_key, o1.min_version, o1.max_version = _S3(b, p)
                 p += 6
                 l0.append(o1)
+                n0 -= 1
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -194,7 +196,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        if n0 > 3 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
+        if n0 > 4 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
             for v in _I6(s0):
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.api_key, o1.min_version, o1.max_version = v
@@ -202,7 +204,7 @@ def _r9(b, p):
                 l0.append(o1)
             p += 7 * n0
         else:
-            for _ in range(n0):
+            while n0:
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.unknown_tags = None
                 o1.api_key, o1.min_version, o1.max_version, n1 = _S7(b, p)
@@ -210,6 +212,7 @@ def _r9(b, p):
                 if n1:
                     p = _t6(b, p - 1, o1)
                 l0.append(o1)
+                n0 -= 1
     o.supported_features = []
     o.finalized_features_epoch = -1
     o.finalized_features = []
@@ -323,7 +326,7 @@ def _t9(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = ApiVersionsResponse_SupportedFeatureKey()
                     n1 = b[p]
                     p += 1
@@ -340,6 +343,7 @@ def _t9(b, p, o):
                     if n1:
                         p = _t7(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -359,7 +363,7 @@ def _t9(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = ApiVersionsResponse_FinalizedFeatureKey()
                     n1 = b[p]
                     p += 1
@@ -376,6 +380,7 @@ def _t9(b, p, o):
                     if n1:
                         p = _t8(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         elif t == 3:

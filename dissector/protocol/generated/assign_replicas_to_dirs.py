@@ -56,7 +56,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AssignReplicasToDirsRequest_DirectoryData()
             o1.id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -71,7 +71,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AssignReplicasToDirsRequest_TopicData()
                     o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
@@ -86,7 +86,7 @@ def _r3(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 5 * n2])[4::5].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 5 * n2])[4::5].count(0) == n2:
                             for v in _I2(s2):
                                 o3 = AssignReplicasToDirsRequest_PartitionData()
                                 o3.partition_index, = v
@@ -94,7 +94,7 @@ def _r3(b, p):
                                 l2.append(o3)
                             p += 5 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = AssignReplicasToDirsRequest_PartitionData()
                                 o3.unknown_tags = None
                                 o3.partition_index, n3 = _S3(b, p)
@@ -102,18 +102,21 @@ def _r3(b, p):
                                 if n3:
                                     p = _t0(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t1(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -135,7 +138,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = AssignReplicasToDirsResponse_DirectoryData()
             o1.id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -150,7 +153,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = AssignReplicasToDirsResponse_TopicData()
                     o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
@@ -165,7 +168,7 @@ def _r7(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I5(s2):
                                 o3 = AssignReplicasToDirsResponse_PartitionData()
                                 o3.partition_index, o3.error_code = v
@@ -173,7 +176,7 @@ def _r7(b, p):
                                 l2.append(o3)
                             p += 7 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = AssignReplicasToDirsResponse_PartitionData()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.error_code, n3 = _S4(b, p)
@@ -181,18 +184,21 @@ def _r7(b, p):
                                 if n3:
                                     p = _t4(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t5(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t6(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)

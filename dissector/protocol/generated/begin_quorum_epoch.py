@@ -69,7 +69,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BeginQuorumEpochRequest_TopicData()
             n1 = _S0(b, p)[0]
             p += 2
@@ -85,7 +85,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I2(b[p:p + 12 * n1]):
                         o2 = BeginQuorumEpochRequest_PartitionData()
                         o2.partition_index, o2.leader_id, o2.leader_epoch = v
@@ -94,15 +94,17 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = BeginQuorumEpochRequest_PartitionData()
                         o2.voter_directory_id = UUID0
                         o2.unknown_tags = None
                         o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.voter_id = -1
     o.leader_endpoints = []
     o.unknown_tags = None
@@ -132,7 +134,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BeginQuorumEpochRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -154,7 +156,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = BeginQuorumEpochRequest_PartitionData()
                     o2.partition_index = _S1(b, p)[0]
                     p += 4
@@ -166,12 +168,14 @@ def _r6(b, p):
                     if n2:
                         p = _t3(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -183,7 +187,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BeginQuorumEpochRequest_LeaderEndpoint()
             n1 = b[p]
             p += 1
@@ -209,6 +213,7 @@ def _r6(b, p):
             if n1:
                 p = _t5(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -227,7 +232,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BeginQuorumEpochResponse_TopicData()
             n1 = _S0(b, p)[0]
             p += 2
@@ -243,7 +248,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 14 * n1]):
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
@@ -251,14 +256,16 @@ def _r9(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -277,7 +284,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BeginQuorumEpochResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -299,7 +306,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
                     for v in _I10(s1):
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
@@ -307,7 +314,7 @@ def _r13(b, p):
                         l1.append(o2)
                     p += 15 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S11(b, p)
@@ -315,12 +322,14 @@ def _r13(b, p):
                         if n2:
                             p = _t10(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t11(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -503,7 +512,7 @@ def _t13(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = BeginQuorumEpochResponse_NodeEndpoint()
                     o1.node_id, n1 = _S4(b, p)
                     p += 5
@@ -520,6 +529,7 @@ def _t13(b, p, o):
                     if n1:
                         p = _t12(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

@@ -113,9 +113,10 @@ def _t1(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     l0.append(_uuid(b, p))
                     p += 16
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:
@@ -155,9 +156,10 @@ def _t2(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     l0.append(_uuid(b, p))
                     p += 16
+                    n0 -= 1
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -173,9 +175,10 @@ def _t2(b, p, o):
                 if n0:
                     if n0 > len(b) - p:
                         raise Malformed
-                    for _ in range(n0):
+                    while n0:
                         l0.append(_uuid(b, p))
                         p += 16
+                        n0 -= 1
             if p != e:
                 raise Malformed
         else:

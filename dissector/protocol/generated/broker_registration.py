@@ -50,7 +50,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Listener()
             n1 = b[p]
             p += 1
@@ -76,6 +76,7 @@ def _r2(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -87,7 +88,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Feature()
             n1 = b[p]
             p += 1
@@ -104,6 +105,7 @@ def _r2(b, p):
             if n1:
                 p = _t1(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -149,7 +151,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Listener()
             n1 = b[p]
             p += 1
@@ -175,6 +177,7 @@ def _r3(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -186,7 +189,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Feature()
             n1 = b[p]
             p += 1
@@ -203,6 +206,7 @@ def _r3(b, p):
             if n1:
                 p = _t1(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -247,7 +251,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Listener()
             n1 = b[p]
             p += 1
@@ -273,6 +277,7 @@ def _r4(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -284,7 +289,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Feature()
             n1 = b[p]
             p += 1
@@ -301,6 +306,7 @@ def _r4(b, p):
             if n1:
                 p = _t1(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -322,9 +328,10 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             l0.append(_uuid(b, p))
             p += 16
+            n0 -= 1
     o.previous_broker_epoch = -1
     o.unknown_tags = None
     if b[p]:
@@ -358,7 +365,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Listener()
             n1 = b[p]
             p += 1
@@ -384,6 +391,7 @@ def _r5(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -395,7 +403,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = BrokerRegistrationRequest_Feature()
             n1 = b[p]
             p += 1
@@ -412,6 +420,7 @@ def _r5(b, p):
             if n1:
                 p = _t1(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -433,9 +442,10 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             l0.append(_uuid(b, p))
             p += 16
+            n0 -= 1
     o.unknown_tags = None
     o.previous_broker_epoch, n0 = _S5(b, p)
     p += 9

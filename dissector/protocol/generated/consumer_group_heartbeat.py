@@ -80,7 +80,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 n1 = b[p]
                 if n1 > 127:
                     n1, p = _uv(b, p)
@@ -92,6 +92,7 @@ def _r1(b, p):
                 c = b[p:p + n1].decode()
                 p += n1
                 l0.append(c)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -114,7 +115,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ConsumerGroupHeartbeatRequest_TopicPartitions()
                 o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -136,6 +137,7 @@ def _r1(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.subscribed_topic_regex = None
     o.unknown_tags = None
     if b[p]:
@@ -197,7 +199,7 @@ def _r2(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 n1 = b[p]
                 if n1 > 127:
                     n1, p = _uv(b, p)
@@ -209,6 +211,7 @@ def _r2(b, p):
                 c = b[p:p + n1].decode()
                 p += n1
                 l0.append(c)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -241,7 +244,7 @@ def _r2(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ConsumerGroupHeartbeatRequest_TopicPartitions()
                 o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -263,6 +266,7 @@ def _r2(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -310,7 +314,7 @@ def _r5(b, p):
         if n1:
             if n1 > len(b) - p:
                 raise Malformed
-            for _ in range(n1):
+            while n1:
                 o2 = ConsumerGroupHeartbeatResponse_TopicPartitions()
                 o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -332,6 +336,7 @@ def _r5(b, p):
                 else:
                     p += 1
                 l1.append(o2)
+                n1 -= 1
         o1.unknown_tags = None
         if b[p]:
             p = _t4(b, p, o1)

@@ -24,7 +24,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ConsumerProtocolAssignment_TopicPartition()
             n1 = _S1(b, p)[0]
             p += 2
@@ -43,6 +43,7 @@ def _r1(b, p):
                 o1.partitions = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:

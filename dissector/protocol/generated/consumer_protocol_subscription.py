@@ -25,7 +25,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -33,6 +33,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -59,7 +60,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -67,6 +68,7 @@ def _r2(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -84,7 +86,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
             n1 = _S1(b, p)[0]
             p += 2
@@ -103,6 +105,7 @@ def _r2(b, p):
                 o1.partitions = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.generation_id = -1
     o.rack_id = None
     o.unknown_tags = None
@@ -119,7 +122,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -127,6 +130,7 @@ def _r3(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -144,7 +148,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
             n1 = _S1(b, p)[0]
             p += 2
@@ -163,6 +167,7 @@ def _r3(b, p):
                 o1.partitions = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.rack_id = None
     o.unknown_tags = None
     o.generation_id = _S0(b, p)[0]
@@ -180,7 +185,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -188,6 +193,7 @@ def _r4(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -205,7 +211,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
             n1 = _S1(b, p)[0]
             p += 2
@@ -224,6 +230,7 @@ def _r4(b, p):
                 o1.partitions = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.generation_id, n0 = _S2(b, p)
     p += 6
     if n0 < 0:

@@ -60,7 +60,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ControlledShutdownResponse_RemainingPartition()
             n1 = _S4(b, p)[0]
             p += 2
@@ -72,6 +72,7 @@ def _r4(b, p):
             o1.partition_index = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -89,7 +90,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ControlledShutdownResponse_RemainingPartition()
             n1 = b[p]
             p += 1
@@ -106,6 +107,7 @@ def _r6(b, p):
             if n1:
                 p = _t5(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)

@@ -42,7 +42,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ControllerRegistrationRequest_Listener()
             n1 = b[p]
             p += 1
@@ -68,6 +68,7 @@ def _r2(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -79,7 +80,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ControllerRegistrationRequest_Feature()
             n1 = b[p]
             p += 1
@@ -96,6 +97,7 @@ def _r2(b, p):
             if n1:
                 p = _t1(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)

@@ -40,7 +40,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateAclsRequest_AclCreation()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -65,6 +65,7 @@ def _r1(b, p):
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -79,7 +80,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateAclsRequest_AclCreation()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -103,6 +104,7 @@ def _r3(b, p):
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -120,7 +122,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateAclsRequest_AclCreation()
             o1.resource_type, n1 = _S5(b, p)
             p += 2
@@ -155,6 +157,7 @@ def _r5(b, p):
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -173,7 +176,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateAclsResponse_AclCreationResult()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -186,6 +189,7 @@ def _r7(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -203,7 +207,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateAclsResponse_AclCreationResult()
             o1.error_code, n1 = _S10(b, p)
             p += 3
@@ -221,6 +225,7 @@ def _r9(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -35,7 +35,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
             n1 = _S1(b, p)[0]
             p += 2
@@ -51,6 +51,7 @@ def _r1(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     o.unknown_tags = None
@@ -72,7 +73,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
             n1 = b[p]
             p += 1
@@ -98,6 +99,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.owner_principal_type = ''
     o.owner_principal_name = ''
     o.unknown_tags = None
@@ -141,7 +143,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
             n1 = b[p]
             p += 1
@@ -167,6 +169,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.max_lifetime_ms, n0 = _S4(b, p)
     p += 9

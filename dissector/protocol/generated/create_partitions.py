@@ -43,7 +43,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreatePartitionsRequest_CreatePartitionsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -62,7 +62,7 @@ def _r2(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
                         n2 = _S0(b, p)[0]
                         p += 4
@@ -75,8 +75,10 @@ def _r2(b, p):
                             o2.broker_ids = []
                         o2.unknown_tags = None
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, o.validate_only = _S3(b, p)
     p += 5
@@ -96,7 +98,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreatePartitionsRequest_CreatePartitionsTopic()
             n1 = b[p]
             p += 1
@@ -119,7 +121,7 @@ def _r5(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
                         n2 = b[p]
                         p += 1
@@ -139,12 +141,14 @@ def _r5(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S6(b, p)
     p += 6
@@ -163,7 +167,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -182,6 +186,7 @@ def _r7(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -199,7 +204,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
             n1 = b[p]
             p += 1
@@ -226,6 +231,7 @@ def _r9(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

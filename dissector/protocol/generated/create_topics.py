@@ -54,7 +54,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -70,7 +70,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
                     o2.partition_index, n2 = _S3(b, p)
                     p += 8
@@ -83,6 +83,7 @@ def _r3(b, p):
                         o2.broker_ids = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -91,7 +92,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -110,8 +111,10 @@ def _r3(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.validate_only = False
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -129,7 +132,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -145,7 +148,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
                     o2.partition_index, n2 = _S3(b, p)
                     p += 8
@@ -158,6 +161,7 @@ def _r4(b, p):
                         o2.broker_ids = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -166,7 +170,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -185,8 +189,10 @@ def _r4(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, o.validate_only = _S4(b, p)
     p += 5
@@ -206,7 +212,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
             n1 = b[p]
             p += 1
@@ -228,7 +234,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
                     o2.partition_index, n2 = _S7(b, p)
                     p += 5
@@ -248,6 +254,7 @@ def _r8(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -259,7 +266,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
                     n2 = b[p]
                     p += 1
@@ -286,12 +293,14 @@ def _r8(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, o.validate_only, n0 = _S8(b, p)
     p += 6
@@ -310,7 +319,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -328,6 +337,7 @@ def _r10(b, p):
             o1.error_code = _S1(b, p)[0]
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -343,7 +353,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -367,6 +377,7 @@ def _r12(b, p):
             o1.configs = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -382,7 +393,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -406,6 +417,7 @@ def _r13(b, p):
             o1.configs = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -423,7 +435,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
             n1 = b[p]
             p += 1
@@ -456,7 +468,7 @@ def _r16(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = CreateTopicsResponse_CreatableTopicConfigs()
                         n2 = b[p]
                         p += 1
@@ -483,6 +495,7 @@ def _r16(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.topic_config_error_code = 0
             o1.unknown_tags = None
@@ -491,6 +504,7 @@ def _r16(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)
@@ -512,7 +526,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
             n1 = b[p]
             p += 1
@@ -547,7 +561,7 @@ def _r18(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = CreateTopicsResponse_CreatableTopicConfigs()
                         n2 = b[p]
                         p += 1
@@ -574,6 +588,7 @@ def _r18(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_config_error_code = 0
             o1.unknown_tags = None
             if b[p]:
@@ -581,6 +596,7 @@ def _r18(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

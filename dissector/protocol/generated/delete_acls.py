@@ -44,7 +44,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
             o1.resource_type_filter, n1 = _S1(b, p)
             p += 3
@@ -78,6 +78,7 @@ def _r1(b, p):
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -92,7 +93,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
             o1.resource_type_filter, n1 = _S1(b, p)
             p += 3
@@ -125,6 +126,7 @@ def _r3(b, p):
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -142,7 +144,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
             o1.resource_type_filter, n1 = _S5(b, p)
             p += 2
@@ -180,6 +182,7 @@ def _r5(b, p):
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -198,7 +201,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -217,7 +220,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
                     o2.error_code, n2 = _S8(b, p)
                     p += 4
@@ -251,8 +254,10 @@ def _r8(b, p):
                     o2.operation, o2.permission_type = _S3(b, p)
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -267,7 +272,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -286,7 +291,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
                     o2.error_code, n2 = _S8(b, p)
                     p += 4
@@ -319,8 +324,10 @@ def _r11(b, p):
                     o2.operation, o2.permission_type = _S3(b, p)
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -338,7 +345,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
             o1.error_code, n1 = _S10(b, p)
             p += 3
@@ -361,7 +368,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
                     o2.error_code, n2 = _S10(b, p)
                     p += 3
@@ -406,12 +413,14 @@ def _r14(b, p):
                     if n2:
                         p = _t12(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t13(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)

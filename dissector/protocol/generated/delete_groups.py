@@ -31,7 +31,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -39,6 +39,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -56,7 +57,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -68,6 +69,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -86,7 +88,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -99,6 +101,7 @@ def _r3(b, p):
             o1.error_code = _S1(b, p)[0]
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -116,7 +119,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
             n1 = b[p]
             p += 1
@@ -134,6 +137,7 @@ def _r5(b, p):
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -155,7 +159,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
             n1 = b[p]
             p += 1
@@ -182,6 +186,7 @@ def _r7(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)

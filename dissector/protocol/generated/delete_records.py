@@ -52,7 +52,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteRecordsRequest_DeleteRecordsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -68,7 +68,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I2(b[p:p + 12 * n1]):
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
                         o2.partition_index, o2.offset = v
@@ -76,14 +76,16 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.offset = _S2(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
     p += 4
@@ -103,7 +105,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteRecordsRequest_DeleteRecordsTopic()
             n1 = b[p]
             p += 1
@@ -125,7 +127,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
                     for v in _I4(s1):
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
                         o2.partition_index, o2.offset = v
@@ -133,7 +135,7 @@ def _r5(b, p):
                         l1.append(o2)
                     p += 13 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.offset, n2 = _S5(b, p)
@@ -141,12 +143,14 @@ def _r5(b, p):
                         if n2:
                             p = _t3(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, n0 = _S6(b, p)
     p += 5
@@ -165,7 +169,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -181,7 +185,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 14 * n1]):
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.partition_index, o2.low_watermark, o2.error_code = v
@@ -189,14 +193,16 @@ def _r8(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.low_watermark, o2.error_code = _S8(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -214,7 +220,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteRecordsResponse_DeleteRecordsTopicResult()
             n1 = b[p]
             p += 1
@@ -236,7 +242,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
                     for v in _I9(s1):
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.partition_index, o2.low_watermark, o2.error_code = v
@@ -244,7 +250,7 @@ def _r11(b, p):
                         l1.append(o2)
                     p += 15 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.unknown_tags = None
                         o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S10(b, p)
@@ -252,12 +258,14 @@ def _r11(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

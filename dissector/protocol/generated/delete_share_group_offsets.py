@@ -44,7 +44,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic()
             n1 = b[p]
             p += 1
@@ -61,6 +61,7 @@ def _r1(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -92,7 +93,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic()
             n1 = b[p]
             p += 1
@@ -121,6 +122,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

@@ -35,7 +35,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -43,6 +43,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.topics = []
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -63,7 +64,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -75,6 +76,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.topics = []
     o.unknown_tags = None
     o.timeout_ms, n0 = _S3(b, p)
@@ -97,7 +99,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsRequest_DeleteTopicState()
             n1 = b[p]
             p += 1
@@ -117,6 +119,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.topic_names = []
     o.unknown_tags = None
     o.timeout_ms, n0 = _S3(b, p)
@@ -136,7 +139,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -150,6 +153,7 @@ def _r5(b, p):
             o1.error_code = _S1(b, p)[0]
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -165,7 +169,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -179,6 +183,7 @@ def _r6(b, p):
             o1.error_code = _S1(b, p)[0]
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -196,7 +201,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
             n1 = b[p]
             p += 1
@@ -215,6 +220,7 @@ def _r8(b, p):
             if n1:
                 p = _t7(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -236,7 +242,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
             n1 = b[p]
             p += 1
@@ -264,6 +270,7 @@ def _r10(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -285,7 +292,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
             n1 = b[p]
             p += 1
@@ -315,6 +322,7 @@ def _r12(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

@@ -159,7 +159,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
             o1.resource_type, n1 = _S0(b, p)
             p += 3
@@ -175,7 +175,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeAclsResponse_AclDescription()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -193,9 +193,11 @@ def _r5(b, p):
                     o2.operation, o2.permission_type = _S2(b, p)
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.pattern_type = 3
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -219,7 +221,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
             o1.resource_type, n1 = _S0(b, p)
             p += 3
@@ -235,7 +237,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeAclsResponse_AclDescription()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -253,8 +255,10 @@ def _r7(b, p):
                     o2.operation, o2.permission_type = _S2(b, p)
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -282,7 +286,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
             o1.resource_type, n1 = _S3(b, p)
             p += 2
@@ -304,7 +308,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeAclsResponse_AclDescription()
                     n2 = b[p]
                     p += 1
@@ -330,12 +334,14 @@ def _r10(b, p):
                     if n2:
                         p = _t8(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t9(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

@@ -48,7 +48,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeClientQuotasRequest_ComponentData()
             n1 = _S1(b, p)[0]
             p += 2
@@ -67,6 +67,7 @@ def _r1(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.strict = _S3(b, p)[0]
     p += 1
@@ -86,7 +87,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeClientQuotasRequest_ComponentData()
             n1 = b[p]
             p += 1
@@ -113,6 +114,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.strict, n0 = _S6(b, p)
     p += 2
@@ -143,7 +145,7 @@ def _r7(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeClientQuotasResponse_EntryData()
                 n1 = _S0(b, p)[0]
                 p += 4
@@ -153,7 +155,7 @@ def _r7(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeClientQuotasResponse_EntityData()
                         n2 = _S1(b, p)[0]
                         p += 2
@@ -172,6 +174,7 @@ def _r7(b, p):
                             p += n2
                         o2.unknown_tags = None
                         l1.append(o2)
+                        n1 -= 1
                 n1 = _S0(b, p)[0]
                 p += 4
                 if n1 < 0:
@@ -180,7 +183,7 @@ def _r7(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeClientQuotasResponse_ValueData()
                         n2 = _S1(b, p)[0]
                         p += 2
@@ -192,8 +195,10 @@ def _r7(b, p):
                         o2.value = _S8(b, p)[0]
                         p += 8
                         l1.append(o2)
+                        n1 -= 1
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -222,7 +227,7 @@ def _r11(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeClientQuotasResponse_EntryData()
                 n1 = b[p]
                 p += 1
@@ -235,7 +240,7 @@ def _r11(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeClientQuotasResponse_EntityData()
                         n2 = b[p]
                         p += 1
@@ -262,6 +267,7 @@ def _r11(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -273,7 +279,7 @@ def _r11(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeClientQuotasResponse_ValueData()
                         n2 = b[p]
                         p += 1
@@ -290,12 +296,14 @@ def _r11(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
                 o1.unknown_tags = None
                 if b[p]:
                     p = _t10(b, p, o1)
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

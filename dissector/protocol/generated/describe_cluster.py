@@ -87,7 +87,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
             o1.broker_id, n1 = _S5(b, p)
             p += 5
@@ -115,6 +115,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.endpoint_type = 1
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
@@ -156,7 +157,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
             o1.broker_id, n1 = _S5(b, p)
             p += 5
@@ -184,6 +185,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
     p += 5
@@ -224,7 +226,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
             o1.broker_id, n1 = _S5(b, p)
             p += 5
@@ -251,6 +253,7 @@ def _r7(b, p):
             if n1:
                 p = _t6(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S5(b, p)
     p += 5

@@ -53,7 +53,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -72,7 +72,7 @@ def _r1(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
@@ -80,8 +80,10 @@ def _r1(b, p):
                         c = b[p:p + n2].decode()
                         p += n2
                         l1.append(c)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.include_synonyms = False
     o.include_documentation = False
     o.unknown_tags = None
@@ -98,7 +100,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -117,7 +119,7 @@ def _r2(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
@@ -125,8 +127,10 @@ def _r2(b, p):
                         c = b[p:p + n2].decode()
                         p += n2
                         l1.append(c)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.include_documentation = False
     o.unknown_tags = None
     o.include_synonyms = _S3(b, p)[0]
@@ -144,7 +148,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -163,7 +167,7 @@ def _r3(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
@@ -171,8 +175,10 @@ def _r3(b, p):
                         c = b[p:p + n2].decode()
                         p += n2
                         l1.append(c)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.include_synonyms, o.include_documentation = _S4(b, p)
     p += 2
@@ -192,7 +198,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
             o1.resource_type, n1 = _S6(b, p)
             p += 2
@@ -215,7 +221,7 @@ def _r5(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         n2 = b[p]
                         if n2 > 127:
                             n2, p = _uv(b, p)
@@ -227,12 +233,14 @@ def _r5(b, p):
                         c = b[p:p + n2].decode()
                         p += n2
                         l1.append(c)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.include_synonyms, o.include_documentation, n0 = _S7(b, p)
     p += 3
@@ -251,7 +259,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
             o1.error_code, n1 = _S9(b, p)
             p += 4
@@ -276,7 +284,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -301,8 +309,10 @@ def _r8(b, p):
                     o2.read_only, o2.is_default, o2.is_sensitive = _S10(b, p)
                     p += 3
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -317,7 +327,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
             o1.error_code, n1 = _S9(b, p)
             p += 4
@@ -342,7 +352,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -367,7 +377,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                             n3 = _S2(b, p)[0]
                             p += 2
@@ -388,13 +398,16 @@ def _r12(b, p):
                             o3.source = _S12(b, p)[0]
                             p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.config_type = 0
                     o2.documentation = ''
                     o2.is_default = False
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -409,7 +422,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
             o1.error_code, n1 = _S9(b, p)
             p += 4
@@ -434,7 +447,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -459,7 +472,7 @@ def _r15(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                             n3 = _S2(b, p)[0]
                             p += 2
@@ -480,6 +493,7 @@ def _r15(b, p):
                             o3.source = _S12(b, p)[0]
                             p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.config_type, n2 = _S1(b, p)
                     p += 3
                     if n2 < 0:
@@ -492,8 +506,10 @@ def _r15(b, p):
                     o2.is_default = False
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -511,7 +527,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -543,7 +559,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
                     n2 = b[p]
                     p += 1
@@ -575,7 +591,7 @@ def _r19(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
                             n3 = b[p]
                             p += 1
@@ -602,6 +618,7 @@ def _r19(b, p):
                             if n3:
                                 p = _t16(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o2.config_type, n2 = _S6(b, p)
                     p += 2
                     if n2 > 127:
@@ -619,12 +636,14 @@ def _r19(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t18(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

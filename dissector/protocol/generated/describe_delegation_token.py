@@ -44,7 +44,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -60,6 +60,7 @@ def _r1(b, p):
                 p += n1
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -78,7 +79,7 @@ def _r3(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
                 n1 = b[p]
                 p += 1
@@ -104,6 +105,7 @@ def _r3(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -122,7 +124,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
             n1 = _S1(b, p)[0]
             p += 2
@@ -156,7 +158,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -172,10 +174,12 @@ def _r6(b, p):
                     p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.token_requester_principal_type = ''
             o1.token_requester_principal_name = ''
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.throttle_time_ms = _S0(b, p)[0]
     p += 4
@@ -195,7 +199,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
             n1 = b[p]
             p += 1
@@ -244,7 +248,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
                     n2 = b[p]
                     p += 1
@@ -270,6 +274,7 @@ def _r9(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.token_requester_principal_type = ''
             o1.token_requester_principal_name = ''
             o1.unknown_tags = None
@@ -278,6 +283,7 @@ def _r9(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
@@ -299,7 +305,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
             n1 = b[p]
             p += 1
@@ -366,7 +372,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
                     n2 = b[p]
                     p += 1
@@ -392,12 +398,14 @@ def _r11(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S7(b, p)
     p += 5

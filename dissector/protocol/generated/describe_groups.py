@@ -38,7 +38,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -46,6 +46,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.include_authorized_operations = False
     o.unknown_tags = None
     return o, p
@@ -61,7 +62,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -69,6 +70,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     o.include_authorized_operations = _S2(b, p)[0]
     p += 1
@@ -88,7 +90,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -100,6 +102,7 @@ def _r2(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S4(b, p)
     p += 2
@@ -118,7 +121,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S5(b, p)
             p += 4
@@ -152,7 +155,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -187,10 +190,12 @@ def _r5(b, p):
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.error_message = None
             o1.authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -206,7 +211,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S5(b, p)
             p += 4
@@ -240,7 +245,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -275,10 +280,12 @@ def _r6(b, p):
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.error_message = None
             o1.authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -293,7 +300,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S5(b, p)
             p += 4
@@ -327,7 +334,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -362,11 +369,13 @@ def _r8(b, p):
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.error_message = None
             o1.unknown_tags = None
             o1.authorized_operations = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -381,7 +390,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S5(b, p)
             p += 4
@@ -415,7 +424,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -458,11 +467,13 @@ def _r11(b, p):
                     p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.error_message = None
             o1.unknown_tags = None
             o1.authorized_operations = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -480,7 +491,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S8(b, p)
             p += 3
@@ -529,7 +540,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = b[p]
                     p += 1
@@ -592,6 +603,7 @@ def _r14(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.error_message = None
             o1.unknown_tags = None
             o1.authorized_operations, n1 = _S7(b, p)
@@ -599,6 +611,7 @@ def _r14(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -620,7 +633,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
             o1.error_code, n1 = _S8(b, p)
             p += 3
@@ -679,7 +692,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
                     n2 = b[p]
                     p += 1
@@ -742,12 +755,14 @@ def _r16(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.authorized_operations, n1 = _S7(b, p)
             p += 5
             if n1:
                 p = _t15(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

@@ -56,7 +56,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -75,6 +75,7 @@ def _r1(b, p):
                     o1.partitions = []
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -93,7 +94,7 @@ def _r3(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
                 n1 = b[p]
                 p += 1
@@ -122,6 +123,7 @@ def _r3(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -140,7 +142,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
             o1.error_code, n1 = _S4(b, p)
             p += 4
@@ -156,7 +158,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
                     n2 = _S1(b, p)[0]
                     p += 2
@@ -172,7 +174,7 @@ def _r7(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3:
+                        if n2 > 4:
                             for v in _I5(b[p:p + 21 * n2]):
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
@@ -180,19 +182,22 @@ def _r7(b, p):
                                 l2.append(o3)
                             p += 21 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(b, p)
                                 p += 21
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.total_bytes = -1
             o1.usable_bytes = -1
             o1.is_cordoned = False
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     return o, p
@@ -211,7 +216,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
             o1.error_code, n1 = _S7(b, p)
             p += 3
@@ -233,7 +238,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
                     n2 = b[p]
                     p += 1
@@ -255,7 +260,7 @@ def _r11(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
@@ -263,7 +268,7 @@ def _r11(b, p):
                                 l2.append(o3)
                             p += 22 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
@@ -271,12 +276,14 @@ def _r11(b, p):
                                 if n3:
                                     p = _t8(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.total_bytes = -1
             o1.usable_bytes = -1
             o1.is_cordoned = False
@@ -286,6 +293,7 @@ def _r11(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     if b[p]:
@@ -308,7 +316,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
             o1.error_code, n1 = _S7(b, p)
             p += 3
@@ -330,7 +338,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
                     n2 = b[p]
                     p += 1
@@ -352,7 +360,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
@@ -360,7 +368,7 @@ def _r12(b, p):
                                 l2.append(o3)
                             p += 22 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
@@ -368,12 +376,14 @@ def _r12(b, p):
                                 if n3:
                                     p = _t8(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.total_bytes = -1
             o1.usable_bytes = -1
             o1.is_cordoned = False
@@ -383,6 +393,7 @@ def _r12(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)
@@ -404,7 +415,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
             o1.error_code, n1 = _S7(b, p)
             p += 3
@@ -426,7 +437,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
                     n2 = b[p]
                     p += 1
@@ -448,7 +459,7 @@ def _r14(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
@@ -456,7 +467,7 @@ def _r14(b, p):
                                 l2.append(o3)
                             p += 22 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
@@ -464,12 +475,14 @@ def _r14(b, p):
                                 if n3:
                                     p = _t8(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.is_cordoned = False
             o1.unknown_tags = None
             o1.total_bytes, o1.usable_bytes, n1 = _S11(b, p)
@@ -477,6 +490,7 @@ def _r14(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t14(b, p, o)
@@ -498,7 +512,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
             o1.error_code, n1 = _S7(b, p)
             p += 3
@@ -520,7 +534,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
                     n2 = b[p]
                     p += 1
@@ -542,7 +556,7 @@ def _r16(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
@@ -550,7 +564,7 @@ def _r16(b, p):
                                 l2.append(o3)
                             p += 22 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
@@ -558,18 +572,21 @@ def _r16(b, p):
                                 if n3:
                                     p = _t8(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
             p += 18
             if n1:
                 p = _t15(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

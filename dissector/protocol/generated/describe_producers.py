@@ -47,7 +47,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeProducersRequest_TopicRequest()
             n1 = b[p]
             p += 1
@@ -76,6 +76,7 @@ def _r1(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -97,7 +98,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeProducersResponse_TopicResponse()
             n1 = b[p]
             p += 1
@@ -119,7 +120,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeProducersResponse_PartitionResponse()
                     o2.partition_index, o2.error_code, n2 = _S2(b, p)
                     p += 7
@@ -142,7 +143,7 @@ def _r5(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
                             for v in _I3(s2):
                                 o3 = DescribeProducersResponse_ProducerState()
                                 o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = v
@@ -150,7 +151,7 @@ def _r5(b, p):
                                 l2.append(o3)
                             p += 37 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeProducersResponse_ProducerState()
                                 o3.unknown_tags = None
                                 o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S4(b, p)
@@ -158,18 +159,21 @@ def _r5(b, p):
                                 if n3:
                                     p = _t2(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t3(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

@@ -69,7 +69,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeQuorumRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -91,7 +91,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
                     for v in _I1(s1):
                         o2 = DescribeQuorumRequest_PartitionData()
                         o2.partition_index, = v
@@ -99,7 +99,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 5 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeQuorumRequest_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, n2 = _S2(b, p)
@@ -107,12 +107,14 @@ def _r2(b, p):
                         if n2:
                             p = _t0(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -134,7 +136,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeQuorumResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -156,7 +158,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
                     p += 23
@@ -169,7 +171,7 @@ def _r6(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_id, o3.log_end_offset = v
@@ -180,7 +182,7 @@ def _r6(b, p):
                                 l2.append(o3)
                             p += 13 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.last_fetch_timestamp = -1
@@ -191,6 +193,7 @@ def _r6(b, p):
                                 if n3:
                                     p = _t3(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -202,7 +205,7 @@ def _r6(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_id, o3.log_end_offset = v
@@ -213,7 +216,7 @@ def _r6(b, p):
                                 l2.append(o3)
                             p += 13 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.last_fetch_timestamp = -1
@@ -224,6 +227,7 @@ def _r6(b, p):
                                 if n3:
                                     p = _t3(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.error_message = ''
                     o2.unknown_tags = None
                     if b[p]:
@@ -231,12 +235,14 @@ def _r6(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
@@ -260,7 +266,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeQuorumResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -282,7 +288,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
                     p += 23
@@ -295,7 +301,7 @@ def _r10(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
                             for v in _I7(s2):
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
@@ -304,7 +310,7 @@ def _r10(b, p):
                                 l2.append(o3)
                             p += 29 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
@@ -313,6 +319,7 @@ def _r10(b, p):
                                 if n3:
                                     p = _t7(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -324,7 +331,7 @@ def _r10(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
                             for v in _I7(s2):
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
@@ -333,7 +340,7 @@ def _r10(b, p):
                                 l2.append(o3)
                             p += 29 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
@@ -342,6 +349,7 @@ def _r10(b, p):
                                 if n3:
                                     p = _t7(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.error_message = ''
                     o2.unknown_tags = None
                     if b[p]:
@@ -349,12 +357,14 @@ def _r10(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t9(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.error_message = ''
     o.nodes = []
     o.unknown_tags = None
@@ -388,7 +398,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeQuorumResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -410,7 +420,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
                     o2.partition_index, o2.error_code, n2 = _S9(b, p)
                     p += 7
@@ -433,7 +443,7 @@ def _r16(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
                             o3.replica_id = _S11(b, p)[0]
                             p += 4
@@ -445,6 +455,7 @@ def _r16(b, p):
                             if n3:
                                 p = _t11(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -456,7 +467,7 @@ def _r16(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
                             o3.replica_id = _S11(b, p)[0]
                             p += 4
@@ -468,18 +479,21 @@ def _r16(b, p):
                             if n3:
                                 p = _t11(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t12(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t13(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -491,7 +505,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeQuorumResponse_Node()
             o1.node_id, n1 = _S2(b, p)
             p += 5
@@ -504,7 +518,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeQuorumResponse_Listener()
                     n2 = b[p]
                     p += 1
@@ -530,12 +544,14 @@ def _r16(b, p):
                     if n2:
                         p = _t14(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t15(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)

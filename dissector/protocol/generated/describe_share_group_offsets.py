@@ -50,7 +50,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()
             n1 = b[p]
             p += 1
@@ -73,7 +73,7 @@ def _r2(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()
                         n2 = b[p]
                         p += 1
@@ -102,12 +102,14 @@ def _r2(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -129,7 +131,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
             n1 = b[p]
             p += 1
@@ -151,7 +153,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
                     n2 = b[p]
                     p += 1
@@ -175,7 +177,7 @@ def _r6(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
                             o3.partition_index, o3.start_offset, o3.leader_epoch, o3.error_code, n3 = _S2(b, p)
                             p += 19
@@ -194,12 +196,14 @@ def _r6(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t4(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.error_code, n1 = _S3(b, p)
             p += 3
             if n1 > 127:
@@ -216,6 +220,7 @@ def _r6(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -237,7 +242,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
             n1 = b[p]
             p += 1
@@ -259,7 +264,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
                     n2 = b[p]
                     p += 1
@@ -283,7 +288,7 @@ def _r10(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
                             o3.partition_index, o3.start_offset, o3.leader_epoch, o3.lag, o3.error_code, n3 = _S4(b, p)
                             p += 27
@@ -301,12 +306,14 @@ def _r10(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t8(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.error_code, n1 = _S3(b, p)
             p += 3
             if n1 > 127:
@@ -323,6 +330,7 @@ def _r10(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

@@ -50,7 +50,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeTopicPartitionsRequest_TopicRequest()
             n1 = b[p]
             p += 1
@@ -67,6 +67,7 @@ def _r2(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.response_partition_limit, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -109,7 +110,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()
             o1.error_code, n1 = _S2(b, p)
             p += 3
@@ -134,7 +135,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
                     p += 15
@@ -204,12 +205,14 @@ def _r6(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S1(b, p)
             p += 5
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:

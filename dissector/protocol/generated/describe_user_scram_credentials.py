@@ -43,7 +43,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = DescribeUserScramCredentialsRequest_UserName()
                 n1 = b[p]
                 p += 1
@@ -60,6 +60,7 @@ def _r1(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -91,7 +92,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()
             n1 = b[p]
             p += 1
@@ -123,7 +124,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
                     for v in _I3(s1):
                         o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
                         o2.mechanism, o2.iterations = v
@@ -131,7 +132,7 @@ def _r4(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
                         o2.unknown_tags = None
                         o2.mechanism, o2.iterations, n2 = _S4(b, p)
@@ -139,12 +140,14 @@ def _r4(b, p):
                         if n2:
                             p = _t2(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t3(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

@@ -47,7 +47,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -66,6 +66,7 @@ def _r1(b, p):
                     o1.partitions = []
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.election_type = 0
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
@@ -86,7 +87,7 @@ def _r2(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -105,6 +106,7 @@ def _r2(b, p):
                     o1.partitions = []
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.timeout_ms = _S0(b, p)[0]
     p += 4
@@ -125,7 +127,7 @@ def _r4(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
                 n1 = b[p]
                 p += 1
@@ -154,6 +156,7 @@ def _r4(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, n0 = _S5(b, p)
     p += 5
@@ -172,7 +175,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -188,7 +191,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
                     o2.partition_id, o2.error_code, n2 = _S7(b, p)
                     p += 8
@@ -201,8 +204,10 @@ def _r7(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     return o, p
@@ -218,7 +223,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -234,7 +239,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
                     o2.partition_id, o2.error_code, n2 = _S7(b, p)
                     p += 8
@@ -247,8 +252,10 @@ def _r8(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -266,7 +273,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
             n1 = b[p]
             p += 1
@@ -288,7 +295,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
                     o2.partition_id, o2.error_code, n2 = _S9(b, p)
                     p += 7
@@ -306,12 +313,14 @@ def _r11(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t11(b, p, o)

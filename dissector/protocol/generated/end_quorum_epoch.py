@@ -73,7 +73,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = EndQuorumEpochRequest_TopicData()
             n1 = _S0(b, p)[0]
             p += 2
@@ -89,7 +89,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = EndQuorumEpochRequest_PartitionData()
                     o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S2(b, p)
                     p += 16
@@ -103,8 +103,10 @@ def _r2(b, p):
                     o2.preferred_candidates = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.leader_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -133,7 +135,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = EndQuorumEpochRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -155,7 +157,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = EndQuorumEpochRequest_PartitionData()
                     o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S4(b, p)
                     p += 13
@@ -168,7 +170,7 @@ def _r7(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = EndQuorumEpochRequest_ReplicaInfo()
                             o3.candidate_id = _S1(b, p)[0]
                             p += 4
@@ -180,6 +182,7 @@ def _r7(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.preferred_successors = []
                     o2.unknown_tags = None
                     if b[p]:
@@ -187,12 +190,14 @@ def _r7(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -204,7 +209,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = EndQuorumEpochRequest_LeaderEndpoint()
             n1 = b[p]
             p += 1
@@ -230,6 +235,7 @@ def _r7(b, p):
             if n1:
                 p = _t6(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -248,7 +254,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = EndQuorumEpochResponse_TopicData()
             n1 = _S0(b, p)[0]
             p += 2
@@ -264,7 +270,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
                         o2 = EndQuorumEpochResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
@@ -272,14 +278,16 @@ def _r10(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = EndQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -298,7 +306,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = EndQuorumEpochResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -320,7 +328,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
                     for v in _I9(s1):
                         o2 = EndQuorumEpochResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
@@ -328,7 +336,7 @@ def _r14(b, p):
                         l1.append(o2)
                     p += 15 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = EndQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
@@ -336,12 +344,14 @@ def _r14(b, p):
                         if n2:
                             p = _t11(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t12(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -548,7 +558,7 @@ def _t14(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = EndQuorumEpochResponse_NodeEndpoint()
                     o1.node_id, n1 = _S11(b, p)
                     p += 5
@@ -565,6 +575,7 @@ def _t14(b, p, o):
                     if n1:
                         p = _t13(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

@@ -101,7 +101,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -117,7 +117,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
@@ -130,7 +130,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -141,9 +141,11 @@ def _r2(b, p):
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
                         p += 16
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.max_bytes = 2147483647
@@ -166,7 +168,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -182,7 +184,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
@@ -195,7 +197,7 @@ def _r3(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -206,9 +208,11 @@ def _r3(b, p):
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
                         p += 16
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.isolation_level = 0
@@ -230,7 +234,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -246,7 +250,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
@@ -259,7 +263,7 @@ def _r4(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -270,9 +274,11 @@ def _r4(b, p):
                         o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(b, p)
                         p += 16
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.session_id = 0
@@ -293,7 +299,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -309,7 +315,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I6(b[p:p + 24 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
@@ -321,7 +327,7 @@ def _r7(b, p):
                         l1.append(o2)
                     p += 24 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -331,9 +337,11 @@ def _r7(b, p):
                         o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
                         p += 24
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.session_id = 0
@@ -354,7 +362,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -370,7 +378,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I6(b[p:p + 24 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
@@ -382,7 +390,7 @@ def _r9(b, p):
                         l1.append(o2)
                     p += 24 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
@@ -392,9 +400,11 @@ def _r9(b, p):
                         o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
                         p += 24
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -403,7 +413,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -423,6 +433,7 @@ def _r9(b, p):
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.rack_id = ''
@@ -440,7 +451,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -456,7 +467,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 28 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
@@ -467,7 +478,7 @@ def _r12(b, p):
                         l1.append(o2)
                     p += 28 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
@@ -476,9 +487,11 @@ def _r12(b, p):
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
                         p += 28
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -487,7 +500,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -507,6 +520,7 @@ def _r12(b, p):
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.replica_state = None
     o.rack_id = ''
@@ -524,7 +538,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -540,7 +554,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 28 * n1]):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
@@ -551,7 +565,7 @@ def _r13(b, p):
                         l1.append(o2)
                     p += 28 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
@@ -560,9 +574,11 @@ def _r13(b, p):
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
                         p += 28
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -571,7 +587,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -591,6 +607,7 @@ def _r13(b, p):
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -616,7 +633,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             n1 = b[p]
             p += 1
@@ -638,7 +655,7 @@ def _r17(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
@@ -648,7 +665,7 @@ def _r17(b, p):
                         l1.append(o2)
                     p += 33 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
@@ -658,6 +675,7 @@ def _r17(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -665,6 +683,7 @@ def _r17(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -676,7 +695,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             n1 = b[p]
             p += 1
@@ -706,6 +725,7 @@ def _r17(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -738,7 +758,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -753,7 +773,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
@@ -763,7 +783,7 @@ def _r20(b, p):
                         l1.append(o2)
                     p += 33 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
@@ -773,6 +793,7 @@ def _r20(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -780,6 +801,7 @@ def _r20(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -791,7 +813,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -814,6 +836,7 @@ def _r20(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -846,7 +869,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -861,7 +884,7 @@ def _r22(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
@@ -871,7 +894,7 @@ def _r22(b, p):
                         l1.append(o2)
                     p += 33 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
@@ -881,6 +904,7 @@ def _r22(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -888,6 +912,7 @@ def _r22(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -899,7 +924,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -922,6 +947,7 @@ def _r22(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -959,7 +985,7 @@ def _r25(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -974,7 +1000,7 @@ def _r25(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
@@ -984,7 +1010,7 @@ def _r25(b, p):
                         l1.append(o2)
                     p += 33 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.high_watermark = 9223372036854775807
                         o2.replica_directory_id = UUID0
@@ -994,6 +1020,7 @@ def _r25(b, p):
                         if n2:
                             p = _t23(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -1001,6 +1028,7 @@ def _r25(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1012,7 +1040,7 @@ def _r25(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1035,6 +1063,7 @@ def _r25(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1072,7 +1101,7 @@ def _r28(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1087,7 +1116,7 @@ def _r28(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
@@ -1097,7 +1126,7 @@ def _r28(b, p):
                         l1.append(o2)
                     p += 33 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = FetchRequest_FetchPartition()
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
@@ -1107,6 +1136,7 @@ def _r28(b, p):
                         if n2:
                             p = _t26(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -1114,6 +1144,7 @@ def _r28(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1125,7 +1156,7 @@ def _r28(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1148,6 +1179,7 @@ def _r28(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1182,7 +1214,7 @@ def _r31(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1198,7 +1230,7 @@ def _r31(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
                     p += 18
@@ -1218,9 +1250,11 @@ def _r31(b, p):
                     o2.preferred_read_replica = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.error_code = 0
     o.session_id = 0
@@ -1239,7 +1273,7 @@ def _r32(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1255,7 +1289,7 @@ def _r32(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
                     p += 18
@@ -1275,9 +1309,11 @@ def _r32(b, p):
                     o2.preferred_read_replica = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1295,7 +1331,7 @@ def _r36(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1311,7 +1347,7 @@ def _r36(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S16(b, p)
                     p += 26
@@ -1324,7 +1360,7 @@ def _r36(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3:
+                            if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1332,12 +1368,13 @@ def _r36(b, p):
                                     l2.append(o3)
                                 p += 16 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset = _S17(b, p)
                                     p += 16
                                     l2.append(o3)
+                                    n2 -= 1
                     n2 = _S2(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -1354,9 +1391,11 @@ def _r36(b, p):
                     o2.preferred_read_replica = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1374,7 +1413,7 @@ def _r39(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1390,7 +1429,7 @@ def _r39(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
                     p += 34
@@ -1403,7 +1442,7 @@ def _r39(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3:
+                            if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1411,12 +1450,13 @@ def _r39(b, p):
                                     l2.append(o3)
                                 p += 16 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset = _S17(b, p)
                                     p += 16
                                     l2.append(o3)
+                                    n2 -= 1
                     n2 = _S2(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -1432,9 +1472,11 @@ def _r39(b, p):
                     o2.preferred_read_replica = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -1452,7 +1494,7 @@ def _r40(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1468,7 +1510,7 @@ def _r40(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
                     p += 34
@@ -1481,7 +1523,7 @@ def _r40(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3:
+                            if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1489,12 +1531,13 @@ def _r40(b, p):
                                     l2.append(o3)
                                 p += 16 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset = _S17(b, p)
                                     p += 16
                                     l2.append(o3)
+                                    n2 -= 1
                     n2 = _S2(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -1510,9 +1553,11 @@ def _r40(b, p):
                     o2.preferred_read_replica = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -1528,7 +1573,7 @@ def _r43(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -1544,7 +1589,7 @@ def _r43(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
                     p += 34
@@ -1557,7 +1602,7 @@ def _r43(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3:
+                            if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1565,12 +1610,13 @@ def _r43(b, p):
                                     l2.append(o3)
                                 p += 16 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset = _S17(b, p)
                                     p += 16
                                     l2.append(o3)
+                                    n2 -= 1
                     o2.preferred_read_replica, n2 = _S15(b, p)
                     p += 8
                     if n2 < 0:
@@ -1585,9 +1631,11 @@ def _r43(b, p):
                     o2.snapshot_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     return o, p
@@ -1606,7 +1654,7 @@ def _r50(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             n1 = b[p]
             p += 1
@@ -1628,7 +1676,7 @@ def _r50(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
                     p += 31
@@ -1642,7 +1690,7 @@ def _r50(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1650,7 +1698,7 @@ def _r50(b, p):
                                     l2.append(o3)
                                 p += 17 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset, n3 = _S23(b, p)
@@ -1658,10 +1706,15 @@ def _r50(b, p):
                                     if n3:
                                         p = _t44(b, p - 1, o3)
                                     l2.append(o3)
+                                    n2 -= 1
                     o2.preferred_read_replica, n2 = _S24(b, p)
                     p += 5
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -1689,6 +1742,7 @@ def _r50(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -1696,6 +1750,7 @@ def _r50(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -1718,7 +1773,7 @@ def _r52(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1733,7 +1788,7 @@ def _r52(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
                     p += 31
@@ -1747,7 +1802,7 @@ def _r52(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1755,7 +1810,7 @@ def _r52(b, p):
                                     l2.append(o3)
                                 p += 17 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset, n3 = _S23(b, p)
@@ -1763,10 +1818,15 @@ def _r52(b, p):
                                     if n3:
                                         p = _t44(b, p - 1, o3)
                                     l2.append(o3)
+                                    n2 -= 1
                     o2.preferred_read_replica, n2 = _S24(b, p)
                     p += 5
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -1794,6 +1854,7 @@ def _r52(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -1801,6 +1862,7 @@ def _r52(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -1823,7 +1885,7 @@ def _r54(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchResponse_FetchableTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1838,7 +1900,7 @@ def _r54(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
                     p += 31
@@ -1852,7 +1914,7 @@ def _r54(b, p):
                         if n2:
                             if n2 > len(b) - p:
                                 raise Malformed
-                            if n2 > 3 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.producer_id, o3.first_offset = v
@@ -1860,7 +1922,7 @@ def _r54(b, p):
                                     l2.append(o3)
                                 p += 17 * n2
                             else:
-                                for _ in range(n2):
+                                while n2:
                                     o3 = FetchResponse_AbortedTransaction()
                                     o3.unknown_tags = None
                                     o3.producer_id, o3.first_offset, n3 = _S23(b, p)
@@ -1868,10 +1930,15 @@ def _r54(b, p):
                                     if n3:
                                         p = _t44(b, p - 1, o3)
                                     l2.append(o3)
+                                    n2 -= 1
                     o2.preferred_read_replica, n2 = _S24(b, p)
                     p += 5
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -1899,6 +1966,7 @@ def _r54(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic = ''
             o1.unknown_tags = None
             if b[p]:
@@ -1906,6 +1974,7 @@ def _r54(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -2572,7 +2641,7 @@ def _t54(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = FetchResponse_NodeEndpoint()
                     o1.node_id, n1 = _S24(b, p)
                     p += 5
@@ -2599,6 +2668,7 @@ def _t54(b, p, o):
                     else:
                         p += 1
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

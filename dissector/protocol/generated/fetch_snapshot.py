@@ -66,7 +66,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchSnapshotRequest_TopicSnapshot()
             n1 = b[p]
             p += 1
@@ -88,7 +88,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchSnapshotRequest_PartitionSnapshot()
                     o2.partition, o2.current_leader_epoch = _S2(b, p)
                     p += 8
@@ -106,12 +106,14 @@ def _r3(b, p):
                     if n2:
                         p = _t1(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.unknown_tags = None
     if b[p]:
@@ -134,7 +136,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchSnapshotRequest_TopicSnapshot()
             n1 = b[p]
             p += 1
@@ -156,7 +158,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchSnapshotRequest_PartitionSnapshot()
                     o2.partition, o2.current_leader_epoch = _S2(b, p)
                     p += 8
@@ -174,12 +176,14 @@ def _r6(b, p):
                     if n2:
                         p = _t4(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.cluster_id = None
     o.unknown_tags = None
     if b[p]:
@@ -202,7 +206,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchSnapshotResponse_TopicSnapshot()
             n1 = b[p]
             p += 1
@@ -224,7 +228,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchSnapshotResponse_PartitionSnapshot()
                     o2.index, o2.error_code = _S6(b, p)
                     p += 6
@@ -238,7 +242,11 @@ def _r11(b, p):
                     o2.size, o2.position, n2 = _S7(b, p)
                     p += 17
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
@@ -255,12 +263,14 @@ def _r11(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -283,7 +293,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FetchSnapshotResponse_TopicSnapshot()
             n1 = b[p]
             p += 1
@@ -305,7 +315,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = FetchSnapshotResponse_PartitionSnapshot()
                     o2.index, o2.error_code = _S6(b, p)
                     p += 6
@@ -319,7 +329,11 @@ def _r13(b, p):
                     o2.size, o2.position, n2 = _S7(b, p)
                     p += 17
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
@@ -336,12 +350,14 @@ def _r13(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -689,7 +705,7 @@ def _t13(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = FetchSnapshotResponse_NodeEndpoint()
                     o1.node_id, n1 = _S8(b, p)
                     p += 5
@@ -706,6 +722,7 @@ def _t13(b, p, o):
                     if n1:
                         p = _t12(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

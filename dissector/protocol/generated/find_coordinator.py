@@ -87,7 +87,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -99,6 +99,7 @@ def _r3(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.key = ''
     o.unknown_tags = None
     if b[p]:
@@ -192,7 +193,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = FindCoordinatorResponse_Coordinator()
             n1 = b[p]
             p += 1
@@ -228,6 +229,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.error_message = ''
     o.node_id = 0

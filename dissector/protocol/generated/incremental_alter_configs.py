@@ -44,7 +44,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = IncrementalAlterConfigsRequest_AlterConfigsResource()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
@@ -60,7 +60,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = IncrementalAlterConfigsRequest_AlterableConfig()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -79,8 +79,10 @@ def _r2(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.validate_only = _S3(b, p)[0]
     p += 1
@@ -100,7 +102,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = IncrementalAlterConfigsRequest_AlterConfigsResource()
             o1.resource_type, n1 = _S5(b, p)
             p += 2
@@ -122,7 +124,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = IncrementalAlterConfigsRequest_AlterableConfig()
                     n2 = b[p]
                     p += 1
@@ -149,12 +151,14 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.validate_only, n0 = _S6(b, p)
     p += 2
@@ -173,7 +177,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -192,6 +196,7 @@ def _r7(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -209,7 +214,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()
             o1.error_code, n1 = _S10(b, p)
             p += 3
@@ -236,6 +241,7 @@ def _r9(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -57,7 +57,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
             n1 = _S0(b, p)[0]
             p += 2
@@ -73,6 +73,7 @@ def _r1(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.rebalance_timeout_ms = -1
     o.group_instance_id = None
     o.reason = None
@@ -108,7 +109,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
             n1 = _S0(b, p)[0]
             p += 2
@@ -124,6 +125,7 @@ def _r2(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.reason = None
     o.unknown_tags = None
@@ -167,7 +169,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
             n1 = _S0(b, p)[0]
             p += 2
@@ -183,6 +185,7 @@ def _r3(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.reason = None
     o.unknown_tags = None
     return o, p
@@ -238,7 +241,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
             n1 = b[p]
             p += 1
@@ -264,6 +267,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.reason = None
     o.unknown_tags = None
     if b[p]:
@@ -323,7 +327,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
             n1 = b[p]
             p += 1
@@ -349,6 +353,7 @@ def _r6(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -395,7 +400,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = _S0(b, p)[0]
             p += 2
@@ -412,6 +417,7 @@ def _r8(b, p):
             o1.group_instance_id = None
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.skip_assignment = False
@@ -447,7 +453,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = _S0(b, p)[0]
             p += 2
@@ -464,6 +470,7 @@ def _r9(b, p):
             o1.group_instance_id = None
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -498,7 +505,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = _S0(b, p)[0]
             p += 2
@@ -523,6 +530,7 @@ def _r11(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -569,7 +577,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = b[p]
             p += 1
@@ -605,6 +613,7 @@ def _r13(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.protocol_type = None
     o.skip_assignment = False
     o.unknown_tags = None
@@ -666,7 +675,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = b[p]
             p += 1
@@ -702,6 +711,7 @@ def _r14(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.skip_assignment = False
     o.unknown_tags = None
     if b[p]:
@@ -762,7 +772,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
             n1 = b[p]
             p += 1
@@ -798,6 +808,7 @@ def _r15(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t15(b, p, o)

@@ -63,7 +63,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -95,6 +95,7 @@ def _r2(b, p):
             o1.leader_recovery_state = 0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -103,7 +104,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S5(b, p)
             p += 6
@@ -115,6 +116,7 @@ def _r2(b, p):
             o1.port = _S4(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -133,7 +135,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -166,6 +168,7 @@ def _r4(b, p):
             o1.is_new = _S6(b, p)[0]
             p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -174,7 +177,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S5(b, p)
             p += 6
@@ -186,6 +189,7 @@ def _r4(b, p):
             o1.port = _S4(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type = 0
@@ -204,7 +208,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -220,7 +224,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
                     p += 20
@@ -248,9 +252,11 @@ def _r7(b, p):
                     o2.is_new = _S6(b, p)[0]
                     p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -259,7 +265,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S5(b, p)
             p += 6
@@ -271,6 +277,7 @@ def _r7(b, p):
             o1.port = _S4(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -288,7 +295,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -304,7 +311,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
                     p += 20
@@ -348,9 +355,11 @@ def _r10(b, p):
                     o2.is_new = _S6(b, p)[0]
                     p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -359,7 +368,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S5(b, p)
             p += 6
@@ -371,6 +380,7 @@ def _r10(b, p):
             o1.port = _S4(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -391,7 +401,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = b[p]
             p += 1
@@ -413,7 +423,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
                     p += 17
@@ -471,6 +481,7 @@ def _r14(b, p):
                     if n2:
                         p = _t11(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -478,6 +489,7 @@ def _r14(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -489,7 +501,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S11(b, p)
             p += 5
@@ -506,6 +518,7 @@ def _r14(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -530,7 +543,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = b[p]
             p += 1
@@ -554,7 +567,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
                     p += 17
@@ -612,12 +625,14 @@ def _r16(b, p):
                     if n2:
                         p = _t11(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t15(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -629,7 +644,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S11(b, p)
             p += 5
@@ -646,6 +661,7 @@ def _r16(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
@@ -669,7 +685,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = b[p]
             p += 1
@@ -693,7 +709,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
                     p += 17
@@ -750,12 +766,14 @@ def _r19(b, p):
                     if n2:
                         p = _t17(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t18(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -767,7 +785,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S11(b, p)
             p += 5
@@ -784,6 +802,7 @@ def _r19(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     o.unknown_tags = None
@@ -807,7 +826,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
             n1 = b[p]
             p += 1
@@ -831,7 +850,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S10(b, p)
                     p += 17
@@ -888,12 +907,14 @@ def _r20(b, p):
                     if n2:
                         p = _t17(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t18(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -905,7 +926,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
             o1.broker_id, n1 = _S11(b, p)
             p += 5
@@ -922,6 +943,7 @@ def _r20(b, p):
             if n1:
                 p = _t13(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.ungrouped_partition_states = []
     o.unknown_tags = None
     if b[p]:
@@ -941,7 +963,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
             n1 = _S1(b, p)[0]
             p += 2
@@ -953,6 +975,7 @@ def _r22(b, p):
             o1.partition_index, o1.error_code = _S5(b, p)
             p += 6
             l0.append(o1)
+            n0 -= 1
     o.topics = []
     o.unknown_tags = None
     return o, p
@@ -971,7 +994,7 @@ def _r24(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
             n1 = b[p]
             p += 1
@@ -988,6 +1011,7 @@ def _r24(b, p):
             if n1:
                 p = _t23(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.topics = []
     o.unknown_tags = None
     if b[p]:
@@ -1010,7 +1034,7 @@ def _r27(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderAndIsrResponse_LeaderAndIsrTopicError()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -1025,7 +1049,7 @@ def _r27(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I19(s1):
                         o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
                         o2.partition_index, o2.error_code = v
@@ -1034,7 +1058,7 @@ def _r27(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
                         o2.topic_name = ''
                         o2.unknown_tags = None
@@ -1043,12 +1067,14 @@ def _r27(b, p):
                         if n2:
                             p = _t25(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t26(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.partition_errors = []
     o.unknown_tags = None
     if b[p]:

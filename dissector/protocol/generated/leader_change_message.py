@@ -30,7 +30,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+        if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
             for v in _I1(s0):
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_id, = v
@@ -39,7 +39,7 @@ def _r1(b, p):
                 l0.append(o1)
             p += 5 * n0
         else:
-            for _ in range(n0):
+            while n0:
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
@@ -48,6 +48,7 @@ def _r1(b, p):
                 if n1:
                     p = _t0(b, p - 1, o1)
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -59,7 +60,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        if n0 > 3 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
+        if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
             for v in _I1(s0):
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_id, = v
@@ -68,7 +69,7 @@ def _r1(b, p):
                 l0.append(o1)
             p += 5 * n0
         else:
-            for _ in range(n0):
+            while n0:
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
@@ -77,6 +78,7 @@ def _r1(b, p):
                 if n1:
                     p = _t0(b, p - 1, o1)
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -98,7 +100,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderChangeMessage_Voter()
             o1.voter_id = _S4(b, p)[0]
             p += 4
@@ -110,6 +112,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -121,7 +124,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaderChangeMessage_Voter()
             o1.voter_id = _S4(b, p)[0]
             p += 4
@@ -133,6 +136,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

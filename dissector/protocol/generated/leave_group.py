@@ -61,7 +61,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
             n1 = _S0(b, p)[0]
             p += 2
@@ -81,6 +81,7 @@ def _r2(b, p):
             o1.reason = None
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.member_id = ''
     o.unknown_tags = None
     return o, p
@@ -108,7 +109,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
             n1 = b[p]
             p += 1
@@ -136,6 +137,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.member_id = ''
     o.unknown_tags = None
     if b[p]:
@@ -167,7 +169,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
             n1 = b[p]
             p += 1
@@ -204,6 +206,7 @@ def _r6(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.member_id = ''
     o.unknown_tags = None
     if b[p]:
@@ -242,7 +245,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaveGroupResponse_MemberResponse()
             n1 = _S0(b, p)[0]
             p += 2
@@ -263,6 +266,7 @@ def _r10(b, p):
             o1.error_code = _S0(b, p)[0]
             p += 2
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -280,7 +284,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = LeaveGroupResponse_MemberResponse()
             n1 = b[p]
             p += 1
@@ -307,6 +311,7 @@ def _r12(b, p):
             if n1:
                 p = _t11(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

@@ -65,7 +65,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListConfigResourcesResponse_ConfigResource()
             n1 = b[p]
             p += 1
@@ -83,6 +83,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -104,7 +105,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListConfigResourcesResponse_ConfigResource()
             n1 = b[p]
             p += 1
@@ -121,6 +122,7 @@ def _r5(b, p):
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

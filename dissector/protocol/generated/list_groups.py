@@ -53,7 +53,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -65,6 +65,7 @@ def _r2(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.types_filter = []
     o.unknown_tags = None
     if b[p]:
@@ -87,7 +88,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -99,6 +100,7 @@ def _r3(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -110,7 +112,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -122,6 +124,7 @@ def _r3(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -140,7 +143,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListGroupsResponse_ListedGroup()
             n1 = _S2(b, p)[0]
             p += 2
@@ -158,6 +161,7 @@ def _r5(b, p):
             o1.group_type = ''
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -173,7 +177,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListGroupsResponse_ListedGroup()
             n1 = _S2(b, p)[0]
             p += 2
@@ -191,6 +195,7 @@ def _r6(b, p):
             o1.group_type = ''
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -208,7 +213,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListGroupsResponse_ListedGroup()
             n1 = b[p]
             p += 1
@@ -236,6 +241,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -257,7 +263,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListGroupsResponse_ListedGroup()
             n1 = b[p]
             p += 1
@@ -293,6 +299,7 @@ def _r10(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -314,7 +321,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListGroupsResponse_ListedGroup()
             n1 = b[p]
             p += 1
@@ -358,6 +365,7 @@ def _r12(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)

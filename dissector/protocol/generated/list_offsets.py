@@ -62,7 +62,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -78,7 +78,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.timestamp, o2.max_num_offsets = v
@@ -87,15 +87,17 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.current_leader_epoch = -1
                         o2.unknown_tags = None
                         o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(b, p)
                         p += 16
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.isolation_level = 0
     o.timeout_ms = 0
     o.unknown_tags = None
@@ -112,7 +114,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -128,7 +130,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I4(b[p:p + 12 * n1]):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.timestamp = v
@@ -138,7 +140,7 @@ def _r5(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
@@ -146,8 +148,10 @@ def _r5(b, p):
                         o2.partition_index, o2.timestamp = _S4(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.isolation_level = 0
     o.timeout_ms = 0
     o.unknown_tags = None
@@ -164,7 +168,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -180,7 +184,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I4(b[p:p + 12 * n1]):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.timestamp = v
@@ -190,7 +194,7 @@ def _r6(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
@@ -198,8 +202,10 @@ def _r6(b, p):
                         o2.partition_index, o2.timestamp = _S4(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.timeout_ms = 0
     o.unknown_tags = None
     return o, p
@@ -215,7 +221,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -231,7 +237,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I6(b[p:p + 16 * n1]):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
@@ -240,15 +246,17 @@ def _r9(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
                         p += 16
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.timeout_ms = 0
     o.unknown_tags = None
     return o, p
@@ -267,7 +275,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = b[p]
             p += 1
@@ -289,7 +297,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
                     for v in _I9(s1):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
@@ -298,7 +306,7 @@ def _r12(b, p):
                         l1.append(o2)
                     p += 17 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
@@ -307,12 +315,14 @@ def _r12(b, p):
                         if n2:
                             p = _t10(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t11(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -335,7 +345,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsRequest_ListOffsetsTopic()
             n1 = b[p]
             p += 1
@@ -357,7 +367,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
                     for v in _I9(s1):
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
@@ -366,7 +376,7 @@ def _r13(b, p):
                         l1.append(o2)
                     p += 17 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
@@ -375,12 +385,14 @@ def _r13(b, p):
                         if n2:
                             p = _t10(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t11(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.timeout_ms, n0 = _S11(b, p)
     p += 5
@@ -399,7 +411,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -415,7 +427,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                     o2.partition_index, o2.error_code, n2 = _S12(b, p)
                     p += 10
@@ -431,8 +443,10 @@ def _r16(b, p):
                     o2.leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -448,7 +462,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -464,7 +478,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I13(b[p:p + 22 * n1]):
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
@@ -474,7 +488,7 @@ def _r19(b, p):
                         l1.append(o2)
                     p += 22 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
@@ -482,8 +496,10 @@ def _r19(b, p):
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
                         p += 22
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -499,7 +515,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -515,7 +531,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I13(b[p:p + 22 * n1]):
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
@@ -525,7 +541,7 @@ def _r20(b, p):
                         l1.append(o2)
                     p += 22 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
@@ -533,8 +549,10 @@ def _r20(b, p):
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
                         p += 22
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -549,7 +567,7 @@ def _r23(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -565,7 +583,7 @@ def _r23(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I14(b[p:p + 26 * n1]):
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
@@ -574,15 +592,17 @@ def _r23(b, p):
                         l1.append(o2)
                     p += 26 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S14(b, p)
                         p += 26
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -600,7 +620,7 @@ def _r26(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListOffsetsResponse_ListOffsetsTopicResponse()
             n1 = b[p]
             p += 1
@@ -622,7 +642,7 @@ def _r26(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
                     for v in _I15(s1):
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
@@ -631,7 +651,7 @@ def _r26(b, p):
                         l1.append(o2)
                     p += 27 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
@@ -640,12 +660,14 @@ def _r26(b, p):
                         if n2:
                             p = _t24(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t25(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t26(b, p, o)

@@ -41,7 +41,7 @@ def _r1(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()
                 n1 = b[p]
                 p += 1
@@ -70,6 +70,7 @@ def _r1(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t1(b, p, o)
@@ -101,7 +102,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListPartitionReassignmentsResponse_OngoingTopicReassignment()
             n1 = b[p]
             p += 1
@@ -123,7 +124,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ListPartitionReassignmentsResponse_OngoingPartitionReassignment()
                     o2.partition_index, n2 = _S0(b, p)
                     p += 5
@@ -167,12 +168,14 @@ def _r4(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t3(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

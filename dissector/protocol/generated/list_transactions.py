@@ -32,7 +32,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -44,6 +44,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -79,7 +80,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -91,6 +92,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -125,7 +127,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -137,6 +139,7 @@ def _r2(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -180,7 +183,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -192,6 +195,7 @@ def _r4(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -203,7 +207,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ListTransactionsResponse_TransactionState()
             n1 = b[p]
             p += 1
@@ -229,6 +233,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)

@@ -55,7 +55,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataRequest_MetadataRequestTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -66,6 +66,7 @@ def _r1(b, p):
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -86,7 +87,7 @@ def _r2(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -97,6 +98,7 @@ def _r2(b, p):
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -117,7 +119,7 @@ def _r3(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -128,6 +130,7 @@ def _r3(b, p):
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
     o.unknown_tags = None
@@ -149,7 +152,7 @@ def _r4(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 n1 = _S1(b, p)[0]
                 p += 2
@@ -160,6 +163,7 @@ def _r4(b, p):
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S3(b, p)
     p += 3
@@ -180,7 +184,7 @@ def _r6(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 n1 = b[p]
                 p += 1
@@ -198,6 +202,7 @@ def _r6(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
     p += 4
@@ -220,7 +225,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -240,6 +245,7 @@ def _r8(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, n0 = _S5(b, p)
     p += 4
@@ -262,7 +268,7 @@ def _r9(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
                 o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -282,6 +288,7 @@ def _r9(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.include_cluster_authorized_operations = False
     o.unknown_tags = None
     o.allow_auto_topic_creation, o.include_topic_authorized_operations, n0 = _S6(b, p)
@@ -301,7 +308,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -314,6 +321,7 @@ def _r13(b, p):
             o1.port = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -322,7 +330,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -338,7 +346,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
                     p += 14
@@ -362,11 +370,13 @@ def _r13(b, p):
                     o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.is_internal = False
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.controller_id = -1
@@ -386,7 +396,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -405,6 +415,7 @@ def _r16(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -413,7 +424,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -429,7 +440,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
                     p += 14
@@ -453,10 +464,12 @@ def _r16(b, p):
                     o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.cluster_authorized_operations = -2147483648
@@ -475,7 +488,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -494,6 +507,7 @@ def _r17(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -511,7 +525,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -527,7 +541,7 @@ def _r17(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
                     p += 14
@@ -551,10 +565,12 @@ def _r17(b, p):
                     o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
@@ -572,7 +588,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -591,6 +607,7 @@ def _r18(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -608,7 +625,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -624,7 +641,7 @@ def _r18(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
                     p += 14
@@ -648,10 +665,12 @@ def _r18(b, p):
                     o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -668,7 +687,7 @@ def _r21(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -687,6 +706,7 @@ def _r21(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -704,7 +724,7 @@ def _r21(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -720,7 +740,7 @@ def _r21(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, n2 = _S9(b, p)
                     p += 14
@@ -752,10 +772,12 @@ def _r21(b, p):
                     o2.leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -772,7 +794,7 @@ def _r24(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -791,6 +813,7 @@ def _r24(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -808,7 +831,7 @@ def _r24(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -824,7 +847,7 @@ def _r24(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
                     p += 18
@@ -855,10 +878,12 @@ def _r24(b, p):
                         o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.topic_authorized_operations = -2147483648
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -875,7 +900,7 @@ def _r26(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S7(b, p)
             p += 6
@@ -894,6 +919,7 @@ def _r26(b, p):
                 p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -911,7 +937,7 @@ def _r26(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S8(b, p)
             p += 4
@@ -927,7 +953,7 @@ def _r26(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
                     p += 18
@@ -958,11 +984,13 @@ def _r26(b, p):
                         o2.offline_replicas = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             o1.topic_authorized_operations = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations = _S0(b, p)[0]
@@ -983,7 +1011,7 @@ def _r30(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S13(b, p)
             p += 5
@@ -1010,6 +1038,7 @@ def _r30(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1031,7 +1060,7 @@ def _r30(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -1053,7 +1082,7 @@ def _r30(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
                     p += 15
@@ -1097,6 +1126,7 @@ def _r30(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S13(b, p)
@@ -1104,6 +1134,7 @@ def _r30(b, p):
             if n1:
                 p = _t29(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S13(b, p)
@@ -1126,7 +1157,7 @@ def _r32(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S13(b, p)
             p += 5
@@ -1153,6 +1184,7 @@ def _r32(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1174,7 +1206,7 @@ def _r32(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -1198,7 +1230,7 @@ def _r32(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
                     p += 15
@@ -1242,12 +1274,14 @@ def _r32(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S13(b, p)
             p += 5
             if n1:
                 p = _t31(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.error_code = 0
     o.unknown_tags = None
     o.cluster_authorized_operations, n0 = _S13(b, p)
@@ -1270,7 +1304,7 @@ def _r33(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S13(b, p)
             p += 5
@@ -1297,6 +1331,7 @@ def _r33(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1318,7 +1353,7 @@ def _r33(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -1342,7 +1377,7 @@ def _r33(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
                     p += 15
@@ -1386,12 +1421,14 @@ def _r33(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S13(b, p)
             p += 5
             if n1:
                 p = _t31(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -1415,7 +1452,7 @@ def _r35(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S13(b, p)
             p += 5
@@ -1442,6 +1479,7 @@ def _r35(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1463,7 +1501,7 @@ def _r35(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -1488,7 +1526,7 @@ def _r35(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
                     p += 15
@@ -1532,12 +1570,14 @@ def _r35(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S13(b, p)
             p += 5
             if n1:
                 p = _t34(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.error_code = 0
     o.unknown_tags = None
@@ -1561,7 +1601,7 @@ def _r36(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
             o1.node_id, n1 = _S13(b, p)
             p += 5
@@ -1588,6 +1628,7 @@ def _r36(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1609,7 +1650,7 @@ def _r36(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
             o1.error_code, n1 = _S14(b, p)
             p += 3
@@ -1634,7 +1675,7 @@ def _r36(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
                     o2.error_code, o2.partition_index, o2.leader_id, o2.leader_epoch, n2 = _S16(b, p)
                     p += 15
@@ -1678,12 +1719,14 @@ def _r36(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.topic_authorized_operations, n1 = _S13(b, p)
             p += 5
             if n1:
                 p = _t34(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.cluster_authorized_operations = -2147483648
     o.unknown_tags = None
     o.error_code, n0 = _S14(b, p)

@@ -58,7 +58,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -74,7 +74,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
                     p += 14
@@ -89,9 +89,11 @@ def _r2(b, p):
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -122,7 +124,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -138,7 +140,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.commit_timestamp, n2 = _S4(b, p)
                     p += 22
@@ -152,9 +154,11 @@ def _r5(b, p):
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -183,7 +187,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -199,7 +203,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
                     p += 14
@@ -214,9 +218,11 @@ def _r6(b, p):
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.unknown_tags = None
     return o, p
@@ -244,7 +250,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -260,7 +266,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, n2 = _S2(b, p)
                     p += 14
@@ -275,9 +281,11 @@ def _r7(b, p):
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -306,7 +314,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -322,7 +330,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
                     p += 18
@@ -336,9 +344,11 @@ def _r10(b, p):
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.retention_time_ms = -1
     o.unknown_tags = None
@@ -376,7 +386,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -392,7 +402,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S6(b, p)
                     p += 18
@@ -406,9 +416,11 @@ def _r11(b, p):
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.retention_time_ms = -1
     o.unknown_tags = None
     return o, p
@@ -455,7 +467,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             n1 = b[p]
             p += 1
@@ -477,7 +489,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
                     p += 17
@@ -496,6 +508,7 @@ def _r14(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -503,6 +516,7 @@ def _r14(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.retention_time_ms = -1
     o.unknown_tags = None
     if b[p]:
@@ -553,7 +567,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -568,7 +582,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
                     p += 17
@@ -587,6 +601,7 @@ def _r16(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -594,6 +609,7 @@ def _r16(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.retention_time_ms = -1
     o.unknown_tags = None
     if b[p]:
@@ -613,7 +629,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -629,7 +645,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -637,15 +653,17 @@ def _r19(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code = _S3(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -661,7 +679,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -677,7 +695,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -685,15 +703,17 @@ def _r20(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code = _S3(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -711,7 +731,7 @@ def _r23(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
             n1 = b[p]
             p += 1
@@ -733,7 +753,7 @@ def _r23(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -741,7 +761,7 @@ def _r23(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, n2 = _S12(b, p)
@@ -749,6 +769,7 @@ def _r23(b, p):
                         if n2:
                             p = _t21(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -756,6 +777,7 @@ def _r23(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t23(b, p, o)
@@ -777,7 +799,7 @@ def _r25(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -792,7 +814,7 @@ def _r25(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -800,7 +822,7 @@ def _r25(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, n2 = _S12(b, p)
@@ -808,6 +830,7 @@ def _r25(b, p):
                         if n2:
                             p = _t21(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -815,6 +838,7 @@ def _r25(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t25(b, p, o)

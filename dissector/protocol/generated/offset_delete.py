@@ -49,7 +49,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetDeleteRequest_OffsetDeleteRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -65,7 +65,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I1(b[p:p + 4 * n1]):
                         o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
                         o2.partition_index, = v
@@ -73,14 +73,16 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 4 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
                         o2.unknown_tags = None
                         o2.partition_index = _S1(b, p)[0]
                         p += 4
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -95,7 +97,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetDeleteResponse_OffsetDeleteResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -111,7 +113,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):
                         o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -119,14 +121,16 @@ def _r5(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code = _S3(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 

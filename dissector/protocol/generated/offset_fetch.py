@@ -70,7 +70,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -89,6 +89,7 @@ def _r1(b, p):
                 o1.partition_indexes = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -114,7 +115,7 @@ def _r2(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
                 n1 = _S0(b, p)[0]
                 p += 2
@@ -133,6 +134,7 @@ def _r2(b, p):
                     o1.partition_indexes = []
                 o1.unknown_tags = None
                 l0.append(o1)
+                n0 -= 1
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -162,7 +164,7 @@ def _r4(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
                 n1 = b[p]
                 p += 1
@@ -191,6 +193,7 @@ def _r4(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.groups = []
     o.require_stable = False
     o.unknown_tags = None
@@ -224,7 +227,7 @@ def _r5(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
                 n1 = b[p]
                 p += 1
@@ -253,6 +256,7 @@ def _r5(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.groups = []
     o.unknown_tags = None
     o.require_stable, n0 = _S3(b, p)
@@ -275,7 +279,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
             n1 = b[p]
             p += 1
@@ -298,7 +302,7 @@ def _r8(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                         n2 = b[p]
                         p += 1
@@ -328,6 +332,7 @@ def _r8(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
             o1.member_id = None
             o1.member_epoch = -1
             o1.unknown_tags = None
@@ -336,6 +341,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -359,7 +365,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
             n1 = b[p]
             p += 1
@@ -392,7 +398,7 @@ def _r10(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                         n2 = b[p]
                         p += 1
@@ -422,12 +428,14 @@ def _r10(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t9(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -451,7 +459,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
             n1 = b[p]
             p += 1
@@ -484,7 +492,7 @@ def _r13(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
                         o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                         p += 16
@@ -507,12 +515,14 @@ def _r13(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t12(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.group_id = ''
     o.topics = []
     o.unknown_tags = None
@@ -533,7 +543,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -549,7 +559,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
                     o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
                     p += 14
@@ -565,8 +575,10 @@ def _r16(b, p):
                     o2.error_code = _S0(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.error_code = 0
     o.groups = []
@@ -584,7 +596,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -600,7 +612,7 @@ def _r17(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
                     o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
                     p += 14
@@ -616,8 +628,10 @@ def _r17(b, p):
                     o2.error_code = _S0(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.groups = []
     o.unknown_tags = None
@@ -636,7 +650,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -652,7 +666,7 @@ def _r18(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
                     o2.partition_index, o2.committed_offset, n2 = _S5(b, p)
                     p += 14
@@ -668,8 +682,10 @@ def _r18(b, p):
                     o2.error_code = _S0(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.groups = []
     o.unknown_tags = None
     o.error_code = _S0(b, p)[0]
@@ -687,7 +703,7 @@ def _r21(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -703,7 +719,7 @@ def _r21(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
                     p += 18
@@ -718,8 +734,10 @@ def _r21(b, p):
                     o2.error_code = _S0(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.groups = []
     o.unknown_tags = None
     o.error_code = _S0(b, p)[0]
@@ -740,7 +758,7 @@ def _r24(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
             n1 = b[p]
             p += 1
@@ -762,7 +780,7 @@ def _r24(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S8(b, p)
                     p += 17
@@ -780,12 +798,14 @@ def _r24(b, p):
                     if n2:
                         p = _t22(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t23(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.groups = []
     o.unknown_tags = None
     o.error_code, n0 = _S9(b, p)
@@ -808,7 +828,7 @@ def _r28(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
             n1 = b[p]
             p += 1
@@ -830,7 +850,7 @@ def _r28(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
                     n2 = b[p]
                     p += 1
@@ -852,7 +872,7 @@ def _r28(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
                             o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
                             p += 17
@@ -870,6 +890,7 @@ def _r28(b, p):
                             if n3:
                                 p = _t25(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o2.topic_id = UUID0
                     o2.unknown_tags = None
                     if b[p]:
@@ -877,12 +898,14 @@ def _r28(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.error_code, n1 = _S9(b, p)
             p += 3
             if n1:
                 p = _t27(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None
@@ -906,7 +929,7 @@ def _r31(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
             n1 = b[p]
             p += 1
@@ -928,7 +951,7 @@ def _r31(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
                     o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
@@ -943,7 +966,7 @@ def _r31(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
                             o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
                             p += 17
@@ -961,6 +984,7 @@ def _r31(b, p):
                             if n3:
                                 p = _t25(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o2.name = ''
                     o2.unknown_tags = None
                     if b[p]:
@@ -968,12 +992,14 @@ def _r31(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.error_code, n1 = _S9(b, p)
             p += 3
             if n1:
                 p = _t30(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.topics = []
     o.error_code = 0
     o.unknown_tags = None

@@ -55,7 +55,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -71,7 +71,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I2(b[p:p + 8 * n1]):
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.partition, o2.leader_epoch = v
@@ -80,15 +80,17 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 8 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.current_leader_epoch = -1
                         o2.unknown_tags = None
                         o2.partition, o2.leader_epoch = _S2(b, p)
                         p += 8
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.replica_id = -2
     o.unknown_tags = None
     return o, p
@@ -104,7 +106,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -120,7 +122,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 12 * n1]):
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
@@ -128,14 +130,16 @@ def _r5(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.replica_id = -2
     o.unknown_tags = None
     return o, p
@@ -151,7 +155,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
             n1 = _S1(b, p)[0]
             p += 2
@@ -167,7 +171,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I3(b[p:p + 12 * n1]):
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
@@ -175,14 +179,16 @@ def _r6(b, p):
                         l1.append(o2)
                     p += 12 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
                         p += 12
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -200,7 +206,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
             n1 = b[p]
             p += 1
@@ -222,7 +228,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
                     for v in _I6(s1):
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
@@ -230,7 +236,7 @@ def _r9(b, p):
                         l1.append(o2)
                     p += 13 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
                         o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S7(b, p)
@@ -238,12 +244,14 @@ def _r9(b, p):
                         if n2:
                             p = _t7(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t8(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)
@@ -262,7 +270,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -278,7 +286,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 14 * n1]):
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.error_code, o2.partition, o2.end_offset = v
@@ -287,15 +295,17 @@ def _r12(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.leader_epoch = -1
                         o2.unknown_tags = None
                         o2.error_code, o2.partition, o2.end_offset = _S8(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -311,7 +321,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -327,7 +337,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I9(b[p:p + 18 * n1]):
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
@@ -335,14 +345,16 @@ def _r15(b, p):
                         l1.append(o2)
                     p += 18 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
                         p += 18
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.unknown_tags = None
     return o, p
@@ -358,7 +370,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
             n1 = _S1(b, p)[0]
             p += 2
@@ -374,7 +386,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I9(b[p:p + 18 * n1]):
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
@@ -382,14 +394,16 @@ def _r16(b, p):
                         l1.append(o2)
                     p += 18 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
                         p += 18
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -407,7 +421,7 @@ def _r19(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
             n1 = b[p]
             p += 1
@@ -429,7 +443,7 @@ def _r19(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
                     for v in _I10(s1):
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
@@ -437,7 +451,7 @@ def _r19(b, p):
                         l1.append(o2)
                     p += 19 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
                         o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S11(b, p)
@@ -445,12 +459,14 @@ def _r19(b, p):
                         if n2:
                             p = _t17(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t18(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t19(b, p, o)

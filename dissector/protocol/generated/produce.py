@@ -66,7 +66,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceRequest_TopicProduceData()
             n1 = _S1(b, p)[0]
             p += 2
@@ -82,7 +82,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceRequest_PartitionProduceData()
                     o2.index, n2 = _S3(b, p)
                     p += 8
@@ -95,9 +95,11 @@ def _r2(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.transactional_id = None
     o.unknown_tags = None
     return o, p
@@ -122,7 +124,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceRequest_TopicProduceData()
             n1 = _S1(b, p)[0]
             p += 2
@@ -138,7 +140,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceRequest_PartitionProduceData()
                     o2.index, n2 = _S3(b, p)
                     p += 8
@@ -151,9 +153,11 @@ def _r3(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -181,7 +185,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceRequest_TopicProduceData()
             n1 = b[p]
             p += 1
@@ -203,12 +207,16 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceRequest_PartitionProduceData()
                     o2.index, n2 = _S6(b, p)
                     p += 5
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -221,6 +229,7 @@ def _r6(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -228,6 +237,7 @@ def _r6(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -259,7 +269,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceRequest_TopicProduceData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -274,12 +284,16 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceRequest_PartitionProduceData()
                     o2.index, n2 = _S6(b, p)
                     p += 5
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -292,6 +306,7 @@ def _r8(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -299,6 +314,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -317,7 +333,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -333,7 +349,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset = v
@@ -346,7 +362,7 @@ def _r11(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
@@ -357,9 +373,11 @@ def _r11(b, p):
                         o2.index, o2.error_code, o2.base_offset = _S7(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.throttle_time_ms = 0
     o.node_endpoints = []
     o.unknown_tags = None
@@ -376,7 +394,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -392,7 +410,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset = v
@@ -405,7 +423,7 @@ def _r12(b, p):
                         l1.append(o2)
                     p += 14 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
@@ -416,9 +434,11 @@ def _r12(b, p):
                         o2.index, o2.error_code, o2.base_offset = _S7(b, p)
                         p += 14
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -436,7 +456,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -452,7 +472,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I8(b[p:p + 22 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
@@ -464,7 +484,7 @@ def _r15(b, p):
                         l1.append(o2)
                     p += 22 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.log_start_offset = -1
                         o2.record_errors = []
@@ -474,9 +494,11 @@ def _r15(b, p):
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
                         p += 22
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -494,7 +516,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -510,7 +532,7 @@ def _r18(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I9(b[p:p + 30 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
@@ -521,7 +543,7 @@ def _r18(b, p):
                         l1.append(o2)
                     p += 30 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.record_errors = []
                         o2.error_message = None
@@ -530,9 +552,11 @@ def _r18(b, p):
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
                         p += 30
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -550,7 +574,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = _S1(b, p)[0]
             p += 2
@@ -566,7 +590,7 @@ def _r22(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
                     o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S10(b, p)
                     p += 34
@@ -576,7 +600,7 @@ def _r22(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
                             o3.batch_index, n3 = _S11(b, p)
                             p += 6
@@ -589,6 +613,7 @@ def _r22(b, p):
                                 p += n3
                             o3.unknown_tags = None
                             l2.append(o3)
+                            n2 -= 1
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -601,9 +626,11 @@ def _r22(b, p):
                     o2.current_leader = None
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms = _S2(b, p)[0]
@@ -624,7 +651,7 @@ def _r26(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = b[p]
             p += 1
@@ -646,7 +673,7 @@ def _r26(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
                     o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
                     p += 31
@@ -659,7 +686,7 @@ def _r26(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
                             o3.batch_index, n3 = _S6(b, p)
                             p += 5
@@ -677,6 +704,7 @@ def _r26(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -694,6 +722,7 @@ def _r26(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -701,6 +730,7 @@ def _r26(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -723,7 +753,7 @@ def _r31(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             n1 = b[p]
             p += 1
@@ -745,7 +775,7 @@ def _r31(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
                     o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
                     p += 31
@@ -758,7 +788,7 @@ def _r31(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
                             o3.batch_index, n3 = _S6(b, p)
                             p += 5
@@ -776,6 +806,7 @@ def _r31(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -797,6 +828,7 @@ def _r31(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -804,6 +836,7 @@ def _r31(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -826,7 +859,7 @@ def _r33(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ProduceResponse_TopicProduceResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -841,7 +874,7 @@ def _r33(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
                     o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
                     p += 31
@@ -854,7 +887,7 @@ def _r33(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
                             o3.batch_index, n3 = _S6(b, p)
                             p += 5
@@ -872,6 +905,7 @@ def _r33(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -893,6 +927,7 @@ def _r33(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -900,6 +935,7 @@ def _r33(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S6(b, p)
@@ -1213,7 +1249,7 @@ def _t31(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = ProduceResponse_NodeEndpoint()
                     o1.node_id, n1 = _S6(b, p)
                     p += 5
@@ -1240,6 +1276,7 @@ def _t31(b, p, o):
                     else:
                         p += 1
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:
@@ -1303,7 +1340,7 @@ def _t33(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = ProduceResponse_NodeEndpoint()
                     o1.node_id, n1 = _S6(b, p)
                     p += 5
@@ -1330,6 +1367,7 @@ def _t33(b, p, o):
                     else:
                         p += 1
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

@@ -62,7 +62,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ReadShareGroupStateRequest_ReadStateData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -77,7 +77,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
                     for v in _I1(s1):
                         o2 = ReadShareGroupStateRequest_PartitionData()
                         o2.partition, o2.leader_epoch = v
@@ -85,7 +85,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 9 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ReadShareGroupStateRequest_PartitionData()
                         o2.unknown_tags = None
                         o2.partition, o2.leader_epoch, n2 = _S2(b, p)
@@ -93,12 +93,14 @@ def _r2(b, p):
                         if n2:
                             p = _t0(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -120,7 +122,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ReadShareGroupStateResponse_ReadStateResult()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -135,7 +137,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ReadShareGroupStateResponse_PartitionResult()
                     o2.partition, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -158,7 +160,7 @@ def _r6(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
                             for v in _I5(s2):
                                 o3 = ReadShareGroupStateResponse_StateBatch()
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
@@ -166,7 +168,7 @@ def _r6(b, p):
                                 l2.append(o3)
                             p += 20 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = ReadShareGroupStateResponse_StateBatch()
                                 o3.unknown_tags = None
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S6(b, p)
@@ -174,18 +176,21 @@ def _r6(b, p):
                                 if n3:
                                     p = _t3(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t4(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)

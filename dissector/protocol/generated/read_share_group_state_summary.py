@@ -56,7 +56,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ReadShareGroupStateSummaryRequest_ReadStateSummaryData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -71,7 +71,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
                     for v in _I1(s1):
                         o2 = ReadShareGroupStateSummaryRequest_PartitionData()
                         o2.partition, o2.leader_epoch = v
@@ -79,7 +79,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 9 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = ReadShareGroupStateSummaryRequest_PartitionData()
                         o2.unknown_tags = None
                         o2.partition, o2.leader_epoch, n2 = _S2(b, p)
@@ -87,12 +87,14 @@ def _r2(b, p):
                         if n2:
                             p = _t0(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t2(b, p, o)
@@ -114,7 +116,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -129,7 +131,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
                     o2.partition, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -148,12 +150,14 @@ def _r5(b, p):
                     if n2:
                         p = _t3(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -175,7 +179,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -190,7 +194,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
                     o2.partition, o2.error_code, n2 = _S3(b, p)
                     p += 7
@@ -208,12 +212,14 @@ def _r8(b, p):
                     if n2:
                         p = _t6(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)

@@ -35,7 +35,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
@@ -43,6 +43,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 

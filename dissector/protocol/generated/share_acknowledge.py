@@ -79,7 +79,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -94,7 +94,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareAcknowledgeRequest_AcknowledgePartition()
                     o2.partition_index, n2 = _S1(b, p)
                     p += 5
@@ -107,7 +107,7 @@ def _r3(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
                             o3.first_offset, o3.last_offset, n3 = _S2(b, p)
                             p += 17
@@ -127,18 +127,21 @@ def _r3(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t1(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.is_renew_ack = False
     o.unknown_tags = None
     if b[p]:
@@ -181,7 +184,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeRequest_AcknowledgeTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -196,7 +199,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareAcknowledgeRequest_AcknowledgePartition()
                     o2.partition_index, n2 = _S1(b, p)
                     p += 5
@@ -209,7 +212,7 @@ def _r4(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
                             o3.first_offset, o3.last_offset, n3 = _S2(b, p)
                             p += 17
@@ -229,18 +232,21 @@ def _r4(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t1(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t4(b, p, o)
@@ -272,7 +278,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -287,7 +293,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareAcknowledgeResponse_PartitionData()
                     o2.partition_index, o2.error_code, n2 = _S4(b, p)
                     p += 7
@@ -312,12 +318,14 @@ def _r9(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -329,7 +337,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeResponse_NodeEndpoint()
             o1.node_id, n1 = _S1(b, p)
             p += 5
@@ -356,6 +364,7 @@ def _r9(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -388,7 +397,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -403,7 +412,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareAcknowledgeResponse_PartitionData()
                     o2.partition_index, o2.error_code, n2 = _S4(b, p)
                     p += 7
@@ -428,12 +437,14 @@ def _r10(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -445,7 +456,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareAcknowledgeResponse_NodeEndpoint()
             o1.node_id, n1 = _S1(b, p)
             p += 5
@@ -472,6 +483,7 @@ def _r10(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)

@@ -94,7 +94,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -109,7 +109,7 @@ def _r4(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareFetchRequest_FetchPartition()
                     o2.partition_index, o2.partition_max_bytes, n2 = _S2(b, p)
                     p += 9
@@ -122,7 +122,7 @@ def _r4(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
                             o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                             p += 17
@@ -142,18 +142,21 @@ def _r4(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t1(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -165,7 +168,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -187,6 +190,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.max_records = 0
     o.batch_size = 0
     o.share_acquire_mode = 0
@@ -232,7 +236,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -247,7 +251,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareFetchRequest_FetchPartition()
                     o2.partition_index, n2 = _S5(b, p)
                     p += 5
@@ -260,7 +264,7 @@ def _r7(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
                             o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                             p += 17
@@ -280,6 +284,7 @@ def _r7(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.partition_max_bytes = 0
                     o2.unknown_tags = None
                     if b[p]:
@@ -287,12 +292,14 @@ def _r7(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t6(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -304,7 +311,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -326,6 +333,7 @@ def _r7(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.share_acquire_mode = 0
     o.is_renew_ack = False
     o.unknown_tags = None
@@ -369,7 +377,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_FetchTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -384,7 +392,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareFetchRequest_FetchPartition()
                     o2.partition_index, n2 = _S5(b, p)
                     p += 5
@@ -397,7 +405,7 @@ def _r8(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
                             o3.first_offset, o3.last_offset, n3 = _S3(b, p)
                             p += 17
@@ -417,6 +425,7 @@ def _r8(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     o2.partition_max_bytes = 0
                     o2.unknown_tags = None
                     if b[p]:
@@ -424,12 +433,14 @@ def _r8(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t6(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -441,7 +452,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchRequest_ForgottenTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -463,6 +474,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -494,7 +506,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchResponse_ShareFetchableTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -509,7 +521,7 @@ def _r14(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareFetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, n2 = _S7(b, p)
                     p += 7
@@ -541,7 +553,11 @@ def _r14(b, p):
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         o2.records = None
@@ -559,7 +575,7 @@ def _r14(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
                             for v in _I9(s2):
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.first_offset, o3.last_offset, o3.delivery_count = v
@@ -567,7 +583,7 @@ def _r14(b, p):
                                 l2.append(o3)
                             p += 19 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.unknown_tags = None
                                 o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
@@ -575,18 +591,21 @@ def _r14(b, p):
                                 if n3:
                                     p = _t10(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t11(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t12(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -598,7 +617,7 @@ def _r14(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchResponse_NodeEndpoint()
             o1.node_id, n1 = _S5(b, p)
             p += 5
@@ -625,6 +644,7 @@ def _r14(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.acquisition_lock_timeout_ms = 0
     o.unknown_tags = None
     if b[p]:
@@ -657,7 +677,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchResponse_ShareFetchableTopicResponse()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -672,7 +692,7 @@ def _r17(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareFetchResponse_PartitionData()
                     o2.partition_index, o2.error_code, n2 = _S7(b, p)
                     p += 7
@@ -704,7 +724,11 @@ def _r17(b, p):
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
-                        n2, p = _uv(b, p - 1)
+                        if b[p] < 128:
+                            n2 = n2 - 128 + (b[p] << 7)
+                            p += 1
+                        else:
+                            n2, p = _uv(b, p - 1)
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
@@ -721,7 +745,7 @@ def _r17(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
                             for v in _I9(s2):
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.first_offset, o3.last_offset, o3.delivery_count = v
@@ -729,7 +753,7 @@ def _r17(b, p):
                                 l2.append(o3)
                             p += 19 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.unknown_tags = None
                                 o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
@@ -737,18 +761,21 @@ def _r17(b, p):
                                 if n3:
                                     p = _t10(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t15(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t16(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -760,7 +787,7 @@ def _r17(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareFetchResponse_NodeEndpoint()
             o1.node_id, n1 = _S5(b, p)
             p += 5
@@ -787,6 +814,7 @@ def _r17(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t17(b, p, o)

@@ -46,7 +46,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -58,6 +58,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S1(b, p)
     p += 2
@@ -79,7 +80,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = ShareGroupDescribeResponse_DescribedGroup()
             o1.error_code, n1 = _S3(b, p)
             p += 3
@@ -129,7 +130,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = ShareGroupDescribeResponse_Member()
                     n2 = b[p]
                     p += 1
@@ -179,7 +180,7 @@ def _r5(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             n3 = b[p]
                             if n3 > 127:
                                 n3, p = _uv(b, p)
@@ -191,6 +192,7 @@ def _r5(b, p):
                             c = b[p:p + n3].decode()
                             p += n3
                             l2.append(c)
+                            n2 -= 1
                     o3 = ShareGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
@@ -203,7 +205,7 @@ def _r5(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = ShareGroupDescribeResponse_TopicPartitions()
                             o4.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                             p += 16
@@ -234,6 +236,7 @@ def _r5(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t2(b, p, o3)
@@ -246,12 +249,14 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.authorized_operations, n1 = _S2(b, p)
             p += 5
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

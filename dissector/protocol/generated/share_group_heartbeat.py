@@ -66,7 +66,7 @@ def _r0(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 n1 = b[p]
                 if n1 > 127:
                     n1, p = _uv(b, p)
@@ -78,6 +78,7 @@ def _r0(b, p):
                 c = b[p:p + n1].decode()
                 p += n1
                 l0.append(c)
+                n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t0(b, p, o)
@@ -125,7 +126,7 @@ def _r3(b, p):
         if n1:
             if n1 > len(b) - p:
                 raise Malformed
-            for _ in range(n1):
+            while n1:
                 o2 = ShareGroupHeartbeatResponse_TopicPartitions()
                 o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                 p += 16
@@ -147,6 +148,7 @@ def _r3(b, p):
                 else:
                     p += 1
                 l1.append(o2)
+                n1 -= 1
         o1.unknown_tags = None
         if b[p]:
             p = _t2(b, p, o1)

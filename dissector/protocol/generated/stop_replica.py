@@ -57,7 +57,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaRequest_StopReplicaPartitionV0()
             n1 = _S1(b, p)[0]
             p += 2
@@ -69,6 +69,7 @@ def _r1(b, p):
             o1.partition_index = _S2(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.topics = []
@@ -87,7 +88,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaRequest_StopReplicaTopicV1()
             n1 = _S1(b, p)[0]
             p += 2
@@ -106,6 +107,7 @@ def _r3(b, p):
                 o1.partition_indexes = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -126,7 +128,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaRequest_StopReplicaTopicV1()
             n1 = b[p]
             p += 1
@@ -155,6 +157,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -179,7 +182,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaRequest_StopReplicaTopicState()
             n1 = b[p]
             p += 1
@@ -201,7 +204,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
                     for v in _I7(s1):
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.partition_index, o2.leader_epoch, o2.delete_partition = v
@@ -209,7 +212,7 @@ def _r8(b, p):
                         l1.append(o2)
                     p += 10 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.unknown_tags = None
                         o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
@@ -217,12 +220,14 @@ def _r8(b, p):
                         if n2:
                             p = _t6(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.delete_partitions = False
     o.ungrouped_partitions = []
@@ -248,7 +253,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaRequest_StopReplicaTopicState()
             n1 = b[p]
             p += 1
@@ -270,7 +275,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
                     for v in _I7(s1):
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.partition_index, o2.leader_epoch, o2.delete_partition = v
@@ -278,7 +283,7 @@ def _r9(b, p):
                         l1.append(o2)
                     p += 10 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.unknown_tags = None
                         o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
@@ -286,12 +291,14 @@ def _r9(b, p):
                         if n2:
                             p = _t6(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []
@@ -313,7 +320,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaResponse_StopReplicaPartitionError()
             n1 = _S1(b, p)[0]
             p += 2
@@ -325,6 +332,7 @@ def _r11(b, p):
             o1.partition_index, o1.error_code = _S11(b, p)
             p += 6
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -342,7 +350,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StopReplicaResponse_StopReplicaPartitionError()
             n1 = b[p]
             p += 1
@@ -359,6 +367,7 @@ def _r13(b, p):
             if n1:
                 p = _t12(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t13(b, p, o)

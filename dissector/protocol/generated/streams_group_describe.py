@@ -91,7 +91,7 @@ def _r0(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -103,6 +103,7 @@ def _r0(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.include_topology_description = False
     o.unknown_tags = None
     o.include_authorized_operations, n0 = _S1(b, p)
@@ -125,7 +126,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             n1 = b[p]
             if n1 > 127:
                 n1, p = _uv(b, p)
@@ -137,6 +138,7 @@ def _r1(b, p):
             c = b[p:p + n1].decode()
             p += n1
             l0.append(c)
+            n0 -= 1
     o.unknown_tags = None
     o.include_authorized_operations, o.include_topology_description, n0 = _S2(b, p)
     p += 3
@@ -158,7 +160,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StreamsGroupDescribeResponse_DescribedGroup()
             o1.error_code, n1 = _S4(b, p)
             p += 3
@@ -206,7 +208,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_Subtopology()
                             n3 = b[p]
                             p += 1
@@ -228,7 +230,7 @@ def _r12(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     n4 = b[p]
                                     if n4 > 127:
                                         n4, p = _uv(b, p)
@@ -240,6 +242,7 @@ def _r12(b, p):
                                     c = b[p:p + n4].decode()
                                     p += n4
                                     l3.append(c)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -251,7 +254,7 @@ def _r12(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     n4 = b[p]
                                     if n4 > 127:
                                         n4, p = _uv(b, p)
@@ -263,6 +266,7 @@ def _r12(b, p):
                                     c = b[p:p + n4].decode()
                                     p += n4
                                     l3.append(c)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -274,7 +278,7 @@ def _r12(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
                                     n4 = b[p]
                                     p += 1
@@ -296,7 +300,7 @@ def _r12(b, p):
                                     if n4:
                                         if n4 > len(b) - p:
                                             raise Malformed
-                                        for _ in range(n4):
+                                        while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
                                             n5 = b[p]
                                             p += 1
@@ -322,12 +326,14 @@ def _r12(b, p):
                                             else:
                                                 p += 1
                                             l4.append(o5)
+                                            n4 -= 1
                                     o4.unknown_tags = None
                                     if b[p]:
                                         p = _t3(b, p, o4)
                                     else:
                                         p += 1
                                     l3.append(o4)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -339,7 +345,7 @@ def _r12(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
                                     n4 = b[p]
                                     p += 1
@@ -361,7 +367,7 @@ def _r12(b, p):
                                     if n4:
                                         if n4 > len(b) - p:
                                             raise Malformed
-                                        for _ in range(n4):
+                                        while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
                                             n5 = b[p]
                                             p += 1
@@ -387,18 +393,21 @@ def _r12(b, p):
                                             else:
                                                 p += 1
                                             l4.append(o5)
+                                            n4 -= 1
                                     o4.unknown_tags = None
                                     if b[p]:
                                         p = _t3(b, p, o4)
                                     else:
                                         p += 1
                                     l3.append(o4)
+                                    n3 -= 1
                             o3.unknown_tags = None
                             if b[p]:
                                 p = _t4(b, p, o3)
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                 o2.unknown_tags = None
                 if b[p]:
                     p = _t5(b, p, o2)
@@ -416,7 +425,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = StreamsGroupDescribeResponse_Member()
                     n2 = b[p]
                     p += 1
@@ -506,7 +515,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_KeyValue()
                             n3 = b[p]
                             p += 1
@@ -532,6 +541,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -543,7 +553,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
                             n3 = b[p]
                             p += 1
@@ -560,6 +570,7 @@ def _r12(b, p):
                             if n3:
                                 p = _t7(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -571,7 +582,7 @@ def _r12(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
                             n3 = b[p]
                             p += 1
@@ -588,6 +599,7 @@ def _r12(b, p):
                             if n3:
                                 p = _t7(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o3 = StreamsGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
@@ -600,7 +612,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -629,6 +641,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -640,7 +653,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -669,6 +682,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -680,7 +694,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -709,6 +723,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o3)
@@ -727,7 +742,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -756,6 +771,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -767,7 +783,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -796,6 +812,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -807,7 +824,7 @@ def _r12(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -836,6 +853,7 @@ def _r12(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o3)
@@ -848,6 +866,7 @@ def _r12(b, p):
                     if n2:
                         p = _t10(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.topology_description = None
             o1.topology_description_status = 0
             o1.assignor_name = None
@@ -857,6 +876,7 @@ def _r12(b, p):
             if n1:
                 p = _t11(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t12(b, p, o)
@@ -878,7 +898,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = StreamsGroupDescribeResponse_DescribedGroup()
             o1.error_code, n1 = _S4(b, p)
             p += 3
@@ -926,7 +946,7 @@ def _r18(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_Subtopology()
                             n3 = b[p]
                             p += 1
@@ -948,7 +968,7 @@ def _r18(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     n4 = b[p]
                                     if n4 > 127:
                                         n4, p = _uv(b, p)
@@ -960,6 +980,7 @@ def _r18(b, p):
                                     c = b[p:p + n4].decode()
                                     p += n4
                                     l3.append(c)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -971,7 +992,7 @@ def _r18(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     n4 = b[p]
                                     if n4 > 127:
                                         n4, p = _uv(b, p)
@@ -983,6 +1004,7 @@ def _r18(b, p):
                                     c = b[p:p + n4].decode()
                                     p += n4
                                     l3.append(c)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -994,7 +1016,7 @@ def _r18(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
                                     n4 = b[p]
                                     p += 1
@@ -1016,7 +1038,7 @@ def _r18(b, p):
                                     if n4:
                                         if n4 > len(b) - p:
                                             raise Malformed
-                                        for _ in range(n4):
+                                        while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
                                             n5 = b[p]
                                             p += 1
@@ -1042,12 +1064,14 @@ def _r18(b, p):
                                             else:
                                                 p += 1
                                             l4.append(o5)
+                                            n4 -= 1
                                     o4.unknown_tags = None
                                     if b[p]:
                                         p = _t3(b, p, o4)
                                     else:
                                         p += 1
                                     l3.append(o4)
+                                    n3 -= 1
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -1059,7 +1083,7 @@ def _r18(b, p):
                             if n3:
                                 if n3 > len(b) - p:
                                     raise Malformed
-                                for _ in range(n3):
+                                while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
                                     n4 = b[p]
                                     p += 1
@@ -1081,7 +1105,7 @@ def _r18(b, p):
                                     if n4:
                                         if n4 > len(b) - p:
                                             raise Malformed
-                                        for _ in range(n4):
+                                        while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
                                             n5 = b[p]
                                             p += 1
@@ -1107,18 +1131,21 @@ def _r18(b, p):
                                             else:
                                                 p += 1
                                             l4.append(o5)
+                                            n4 -= 1
                                     o4.unknown_tags = None
                                     if b[p]:
                                         p = _t3(b, p, o4)
                                     else:
                                         p += 1
                                     l3.append(o4)
+                                    n3 -= 1
                             o3.unknown_tags = None
                             if b[p]:
                                 p = _t4(b, p, o3)
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                 o2.unknown_tags = None
                 if b[p]:
                     p = _t5(b, p, o2)
@@ -1136,7 +1163,7 @@ def _r18(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = StreamsGroupDescribeResponse_Member()
                     n2 = b[p]
                     p += 1
@@ -1226,7 +1253,7 @@ def _r18(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_KeyValue()
                             n3 = b[p]
                             p += 1
@@ -1252,6 +1279,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1263,7 +1291,7 @@ def _r18(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
                             n3 = b[p]
                             p += 1
@@ -1280,6 +1308,7 @@ def _r18(b, p):
                             if n3:
                                 p = _t7(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1291,7 +1320,7 @@ def _r18(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        for _ in range(n2):
+                        while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
                             n3 = b[p]
                             p += 1
@@ -1308,6 +1337,7 @@ def _r18(b, p):
                             if n3:
                                 p = _t7(b, p - 1, o3)
                             l2.append(o3)
+                            n2 -= 1
                     o3 = StreamsGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
@@ -1320,7 +1350,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1349,6 +1379,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -1360,7 +1391,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1389,6 +1420,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -1400,7 +1432,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1429,6 +1461,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o3)
@@ -1447,7 +1480,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1476,6 +1509,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -1487,7 +1521,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1516,6 +1550,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -1527,7 +1562,7 @@ def _r18(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
                             n4 = b[p]
                             p += 1
@@ -1556,6 +1591,7 @@ def _r18(b, p):
                             else:
                                 p += 1
                             l3.append(o4)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t9(b, p, o3)
@@ -1568,6 +1604,7 @@ def _r18(b, p):
                     if n2:
                         p = _t10(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.authorized_operations, n1 = _S3(b, p)
             p += 5
             if n1 > 127:
@@ -1585,7 +1622,7 @@ def _r18(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         o3 = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology()
                         n3 = b[p]
                         p += 1
@@ -1607,7 +1644,7 @@ def _r18(b, p):
                         if n3:
                             if n3 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n3):
+                            while n3:
                                 o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                                 n4 = b[p]
                                 p += 1
@@ -1629,7 +1666,7 @@ def _r18(b, p):
                                 if n4:
                                     if n4 > len(b) - p:
                                         raise Malformed
-                                    for _ in range(n4):
+                                    while n4:
                                         n5 = b[p]
                                         if n5 > 127:
                                             n5, p = _uv(b, p)
@@ -1641,6 +1678,7 @@ def _r18(b, p):
                                         c = b[p:p + n5].decode()
                                         p += n5
                                         l4.append(c)
+                                        n4 -= 1
                                 n4 = b[p]
                                 p += 1
                                 if n4 > 127:
@@ -1662,7 +1700,7 @@ def _r18(b, p):
                                 if n4:
                                     if n4 > len(b) - p:
                                         raise Malformed
-                                    for _ in range(n4):
+                                    while n4:
                                         n5 = b[p]
                                         if n5 > 127:
                                             n5, p = _uv(b, p)
@@ -1674,6 +1712,7 @@ def _r18(b, p):
                                         c = b[p:p + n5].decode()
                                         p += n5
                                         l4.append(c)
+                                        n4 -= 1
                                 n4 = b[p]
                                 p += 1
                                 if n4 > 127:
@@ -1685,7 +1724,7 @@ def _r18(b, p):
                                 if n4:
                                     if n4 > len(b) - p:
                                         raise Malformed
-                                    for _ in range(n4):
+                                    while n4:
                                         n5 = b[p]
                                         if n5 > 127:
                                             n5, p = _uv(b, p)
@@ -1697,18 +1736,21 @@ def _r18(b, p):
                                         c = b[p:p + n5].decode()
                                         p += n5
                                         l4.append(c)
+                                        n4 -= 1
                                 o4.unknown_tags = None
                                 if b[p]:
                                     p = _t13(b, p, o4)
                                 else:
                                     p += 1
                                 l3.append(o4)
+                                n3 -= 1
                         o3.unknown_tags = None
                         if b[p]:
                             p = _t14(b, p, o3)
                         else:
                             p += 1
                         l2.append(o3)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -1720,7 +1762,7 @@ def _r18(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         o3 = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore()
                         o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
                         n4 = b[p]
@@ -1743,7 +1785,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1755,6 +1797,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1776,7 +1819,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1788,6 +1831,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1799,7 +1843,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1811,6 +1855,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         o4.unknown_tags = None
                         if b[p]:
                             p = _t13(b, p, o4)
@@ -1838,7 +1883,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1850,6 +1895,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1871,7 +1917,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1883,6 +1929,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1894,7 +1941,7 @@ def _r18(b, p):
                         if n4:
                             if n4 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n4):
+                            while n4:
                                 n5 = b[p]
                                 if n5 > 127:
                                     n5, p = _uv(b, p)
@@ -1906,6 +1953,7 @@ def _r18(b, p):
                                 c = b[p:p + n5].decode()
                                 p += n5
                                 l4.append(c)
+                                n4 -= 1
                         o4.unknown_tags = None
                         if b[p]:
                             p = _t13(b, p, o4)
@@ -1918,6 +1966,7 @@ def _r18(b, p):
                         else:
                             p += 1
                         l2.append(o3)
+                        n2 -= 1
                 o2.unknown_tags = None
                 if b[p]:
                     p = _t16(b, p, o2)
@@ -1940,6 +1989,7 @@ def _r18(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

@@ -133,7 +133,7 @@ def _r8(b, p):
         if n1:
             if n1 > len(b) - p:
                 raise Malformed
-            for _ in range(n1):
+            while n1:
                 o2 = StreamsGroupHeartbeatRequest_Subtopology()
                 n2 = b[p]
                 p += 1
@@ -155,7 +155,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         n3 = b[p]
                         if n3 > 127:
                             n3, p = _uv(b, p)
@@ -167,6 +167,7 @@ def _r8(b, p):
                         c = b[p:p + n3].decode()
                         p += n3
                         l2.append(c)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -178,7 +179,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         n3 = b[p]
                         if n3 > 127:
                             n3, p = _uv(b, p)
@@ -190,6 +191,7 @@ def _r8(b, p):
                         c = b[p:p + n3].decode()
                         p += n3
                         l2.append(c)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -201,7 +203,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         o3 = StreamsGroupHeartbeatRequest_TopicInfo()
                         n3 = b[p]
                         p += 1
@@ -223,7 +225,7 @@ def _r8(b, p):
                         if n3:
                             if n3 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n3):
+                            while n3:
                                 o4 = StreamsGroupHeartbeatRequest_KeyValue()
                                 n4 = b[p]
                                 p += 1
@@ -249,12 +251,14 @@ def _r8(b, p):
                                 else:
                                     p += 1
                                 l3.append(o4)
+                                n3 -= 1
                         o3.unknown_tags = None
                         if b[p]:
                             p = _t1(b, p, o3)
                         else:
                             p += 1
                         l2.append(o3)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -266,7 +270,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         n3 = b[p]
                         if n3 > 127:
                             n3, p = _uv(b, p)
@@ -278,6 +282,7 @@ def _r8(b, p):
                         c = b[p:p + n3].decode()
                         p += n3
                         l2.append(c)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -289,7 +294,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         o3 = StreamsGroupHeartbeatRequest_TopicInfo()
                         n3 = b[p]
                         p += 1
@@ -311,7 +316,7 @@ def _r8(b, p):
                         if n3:
                             if n3 > len(b) - p:
                                 raise Malformed
-                            for _ in range(n3):
+                            while n3:
                                 o4 = StreamsGroupHeartbeatRequest_KeyValue()
                                 n4 = b[p]
                                 p += 1
@@ -337,12 +342,14 @@ def _r8(b, p):
                                 else:
                                     p += 1
                                 l3.append(o4)
+                                n3 -= 1
                         o3.unknown_tags = None
                         if b[p]:
                             p = _t1(b, p, o3)
                         else:
                             p += 1
                         l2.append(o3)
+                        n2 -= 1
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -354,7 +361,7 @@ def _r8(b, p):
                 if n2:
                     if n2 > len(b) - p:
                         raise Malformed
-                    for _ in range(n2):
+                    while n2:
                         o3 = StreamsGroupHeartbeatRequest_CopartitionGroup()
                         n3 = b[p]
                         p += 1
@@ -398,12 +405,14 @@ def _r8(b, p):
                         else:
                             p += 1
                         l2.append(o3)
+                        n2 -= 1
                 o2.unknown_tags = None
                 if b[p]:
                     p = _t3(b, p, o2)
                 else:
                     p += 1
                 l1.append(o2)
+                n1 -= 1
         o1.unknown_tags = None
         if b[p]:
             p = _t4(b, p, o1)
@@ -422,7 +431,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -451,6 +460,7 @@ def _r8(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -463,7 +473,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -492,6 +502,7 @@ def _r8(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -504,7 +515,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -533,6 +544,7 @@ def _r8(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -576,7 +588,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_KeyValue()
                 n1 = b[p]
                 p += 1
@@ -602,6 +614,7 @@ def _r8(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -614,7 +627,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskOffset()
                 n1 = b[p]
                 p += 1
@@ -631,6 +644,7 @@ def _r8(b, p):
                 if n1:
                     p = _t7(b, p - 1, o1)
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -643,7 +657,7 @@ def _r8(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskOffset()
                 n1 = b[p]
                 p += 1
@@ -660,6 +674,7 @@ def _r8(b, p):
                 if n1:
                     p = _t7(b, p - 1, o1)
                 l0.append(o1)
+                n0 -= 1
     o.unknown_tags = None
     o.shutdown_application, n0 = _S6(b, p)
     p += 2
@@ -701,7 +716,7 @@ def _r14(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_Status()
                 o1.status_code, n1 = _S8(b, p)
                 p += 2
@@ -718,6 +733,7 @@ def _r14(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -730,7 +746,7 @@ def _r14(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -759,6 +775,7 @@ def _r14(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -771,7 +788,7 @@ def _r14(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -800,6 +817,7 @@ def _r14(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -812,7 +830,7 @@ def _r14(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -841,6 +859,7 @@ def _r14(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.endpoint_information_epoch, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -853,7 +872,7 @@ def _r14(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
                 o2 = StreamsGroupHeartbeatResponse_Endpoint()
                 n2 = b[p]
@@ -882,7 +901,7 @@ def _r14(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                         n2 = b[p]
                         p += 1
@@ -911,6 +930,7 @@ def _r14(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -922,7 +942,7 @@ def _r14(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                         n2 = b[p]
                         p += 1
@@ -951,12 +971,14 @@ def _r14(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
                 o1.unknown_tags = None
                 if b[p]:
                     p = _t13(b, p, o1)
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.acceptable_recovery_lag = -1
     o.topology_description_required = False
     o.unknown_tags = None
@@ -1000,7 +1022,7 @@ def _r15(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_Status()
                 o1.status_code, n1 = _S8(b, p)
                 p += 2
@@ -1017,6 +1039,7 @@ def _r15(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1029,7 +1052,7 @@ def _r15(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -1058,6 +1081,7 @@ def _r15(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1070,7 +1094,7 @@ def _r15(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -1099,6 +1123,7 @@ def _r15(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1111,7 +1136,7 @@ def _r15(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
                 n1 = b[p]
                 p += 1
@@ -1140,6 +1165,7 @@ def _r15(b, p):
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.topology_description_required, o.endpoint_information_epoch, n0 = _S10(b, p)
     p += 6
     if n0 > 127:
@@ -1152,7 +1178,7 @@ def _r15(b, p):
         if n0:
             if n0 > len(b) - p:
                 raise Malformed
-            for _ in range(n0):
+            while n0:
                 o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
                 o2 = StreamsGroupHeartbeatResponse_Endpoint()
                 n2 = b[p]
@@ -1181,7 +1207,7 @@ def _r15(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                         n2 = b[p]
                         p += 1
@@ -1210,6 +1236,7 @@ def _r15(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -1221,7 +1248,7 @@ def _r15(b, p):
                 if n1:
                     if n1 > len(b) - p:
                         raise Malformed
-                    for _ in range(n1):
+                    while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
                         n2 = b[p]
                         p += 1
@@ -1250,12 +1277,14 @@ def _r15(b, p):
                         else:
                             p += 1
                         l1.append(o2)
+                        n1 -= 1
                 o1.unknown_tags = None
                 if b[p]:
                     p = _t13(b, p, o1)
                 else:
                     p += 1
                 l0.append(o1)
+                n0 -= 1
     o.acceptable_recovery_lag_legacy = 0
     o.unknown_tags = None
     if b[p]:

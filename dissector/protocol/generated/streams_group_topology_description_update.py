@@ -65,7 +65,7 @@ def _r4(b, p):
     if n1:
         if n1 > len(b) - p:
             raise Malformed
-        for _ in range(n1):
+        while n1:
             o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology()
             n2 = b[p]
             p += 1
@@ -87,7 +87,7 @@ def _r4(b, p):
             if n2:
                 if n2 > len(b) - p:
                     raise Malformed
-                for _ in range(n2):
+                while n2:
                     o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
                     n3 = b[p]
                     p += 1
@@ -109,7 +109,7 @@ def _r4(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             n4 = b[p]
                             if n4 > 127:
                                 n4, p = _uv(b, p)
@@ -121,6 +121,7 @@ def _r4(b, p):
                             c = b[p:p + n4].decode()
                             p += n4
                             l3.append(c)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -142,7 +143,7 @@ def _r4(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             n4 = b[p]
                             if n4 > 127:
                                 n4, p = _uv(b, p)
@@ -154,6 +155,7 @@ def _r4(b, p):
                             c = b[p:p + n4].decode()
                             p += n4
                             l3.append(c)
+                            n3 -= 1
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -165,7 +167,7 @@ def _r4(b, p):
                     if n3:
                         if n3 > len(b) - p:
                             raise Malformed
-                        for _ in range(n3):
+                        while n3:
                             n4 = b[p]
                             if n4 > 127:
                                 n4, p = _uv(b, p)
@@ -177,18 +179,21 @@ def _r4(b, p):
                             c = b[p:p + n4].decode()
                             p += n4
                             l3.append(c)
+                            n3 -= 1
                     o3.unknown_tags = None
                     if b[p]:
                         p = _t0(b, p, o3)
                     else:
                         p += 1
                     l2.append(o3)
+                    n2 -= 1
             o2.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o2)
             else:
                 p += 1
             l1.append(o2)
+            n1 -= 1
     n1 = b[p]
     p += 1
     if n1 > 127:
@@ -200,7 +205,7 @@ def _r4(b, p):
     if n1:
         if n1 > len(b) - p:
             raise Malformed
-        for _ in range(n1):
+        while n1:
             o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore()
             o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
             n3 = b[p]
@@ -223,7 +228,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -235,6 +240,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -256,7 +262,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -268,6 +274,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -279,7 +286,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -291,6 +298,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             o3.unknown_tags = None
             if b[p]:
                 p = _t0(b, p, o3)
@@ -318,7 +326,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -330,6 +338,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -351,7 +360,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -363,6 +372,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -374,7 +384,7 @@ def _r4(b, p):
             if n3:
                 if n3 > len(b) - p:
                     raise Malformed
-                for _ in range(n3):
+                while n3:
                     n4 = b[p]
                     if n4 > 127:
                         n4, p = _uv(b, p)
@@ -386,6 +396,7 @@ def _r4(b, p):
                     c = b[p:p + n4].decode()
                     p += n4
                     l3.append(c)
+                    n3 -= 1
             o3.unknown_tags = None
             if b[p]:
                 p = _t0(b, p, o3)
@@ -398,6 +409,7 @@ def _r4(b, p):
             else:
                 p += 1
             l1.append(o2)
+            n1 -= 1
     o1.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o1)

@@ -45,7 +45,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
             n1 = _S0(b, p)[0]
             p += 2
@@ -61,6 +61,7 @@ def _r1(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
@@ -99,7 +100,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
             n1 = _S0(b, p)[0]
             p += 2
@@ -115,6 +116,7 @@ def _r2(b, p):
             p += n1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -162,7 +164,7 @@ def _r4(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
             n1 = b[p]
             p += 1
@@ -188,6 +190,7 @@ def _r4(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -259,7 +262,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
             n1 = b[p]
             p += 1
@@ -285,6 +288,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

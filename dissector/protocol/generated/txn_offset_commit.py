@@ -64,7 +64,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -80,7 +80,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, n2 = _S3(b, p)
                     p += 14
@@ -94,9 +94,11 @@ def _r2(b, p):
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -126,7 +128,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -142,7 +144,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S4(b, p)
                     p += 18
@@ -155,9 +157,11 @@ def _r5(b, p):
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -215,7 +219,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
             n1 = b[p]
             p += 1
@@ -237,7 +241,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
                     p += 17
@@ -255,6 +259,7 @@ def _r8(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -262,6 +267,7 @@ def _r8(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -320,7 +326,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -335,7 +341,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
                     o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S7(b, p)
                     p += 17
@@ -353,6 +359,7 @@ def _r10(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -360,6 +367,7 @@ def _r10(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t10(b, p, o)
@@ -378,7 +386,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
             n1 = _S0(b, p)[0]
             p += 2
@@ -394,7 +402,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3:
+                if n1 > 4:
                     for v in _I9(b[p:p + 6 * n1]):
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -402,15 +410,17 @@ def _r13(b, p):
                         l1.append(o2)
                     p += 6 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code = _S9(b, p)
                         p += 6
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -428,7 +438,7 @@ def _r16(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
             n1 = b[p]
             p += 1
@@ -450,7 +460,7 @@ def _r16(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -458,7 +468,7 @@ def _r16(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, n2 = _S12(b, p)
@@ -466,6 +476,7 @@ def _r16(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -473,6 +484,7 @@ def _r16(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t16(b, p, o)
@@ -494,7 +506,7 @@ def _r18(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -509,7 +521,7 @@ def _r18(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
@@ -517,7 +529,7 @@ def _r18(b, p):
                         l1.append(o2)
                     p += 7 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, n2 = _S12(b, p)
@@ -525,6 +537,7 @@ def _r18(b, p):
                         if n2:
                             p = _t14(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.name = ''
             o1.unknown_tags = None
             if b[p]:
@@ -532,6 +545,7 @@ def _r18(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t18(b, p, o)

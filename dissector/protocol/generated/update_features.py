@@ -39,7 +39,7 @@ def _r1(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateFeaturesRequest_FeatureUpdateKey()
             n1 = b[p]
             p += 1
@@ -57,6 +57,7 @@ def _r1(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.validate_only = False
     o.unknown_tags = None
     if b[p]:
@@ -79,7 +80,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateFeaturesRequest_FeatureUpdateKey()
             n1 = b[p]
             p += 1
@@ -97,6 +98,7 @@ def _r3(b, p):
             if n1:
                 p = _t2(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     o.validate_only, n0 = _S4(b, p)
     p += 2
@@ -128,7 +130,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateFeaturesResponse_UpdatableFeatureResult()
             n1 = b[p]
             p += 1
@@ -155,6 +157,7 @@ def _r5(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)

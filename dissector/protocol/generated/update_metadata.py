@@ -52,7 +52,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -81,6 +81,7 @@ def _r2(b, p):
             o1.offline_replicas = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -89,7 +90,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S5(b, p)
             p += 6
@@ -103,6 +104,7 @@ def _r2(b, p):
             o1.v0_port = _S4(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -121,7 +123,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -150,6 +152,7 @@ def _r5(b, p):
             o1.offline_replicas = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -158,7 +161,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S3(b, p)
             p += 8
@@ -168,7 +171,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S5(b, p)
                     p += 6
@@ -181,11 +184,13 @@ def _r5(b, p):
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             o1.v0_host = ''
             o1.v0_port = 0
             o1.rack = ''
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -204,7 +209,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -233,6 +238,7 @@ def _r7(b, p):
             o1.offline_replicas = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -241,7 +247,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S3(b, p)
             p += 8
@@ -251,7 +257,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S5(b, p)
                     p += 6
@@ -264,6 +270,7 @@ def _r7(b, p):
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -277,6 +284,7 @@ def _r7(b, p):
             o1.v0_port = 0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -295,7 +303,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -324,6 +332,7 @@ def _r10(b, p):
             o1.offline_replicas = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -332,7 +341,7 @@ def _r10(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S3(b, p)
             p += 8
@@ -342,7 +351,7 @@ def _r10(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S5(b, p)
                     p += 6
@@ -360,6 +369,7 @@ def _r10(b, p):
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -373,6 +383,7 @@ def _r10(b, p):
             o1.v0_port = 0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -391,7 +402,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -428,6 +439,7 @@ def _r12(b, p):
                 o1.offline_replicas = []
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -436,7 +448,7 @@ def _r12(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S3(b, p)
             p += 8
@@ -446,7 +458,7 @@ def _r12(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S5(b, p)
                     p += 6
@@ -464,6 +476,7 @@ def _r12(b, p):
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -477,6 +490,7 @@ def _r12(b, p):
             o1.v0_port = 0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.broker_epoch = -1
@@ -495,7 +509,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
             n1 = _S1(b, p)[0]
             p += 2
@@ -511,7 +525,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S2(b, p)
                     p += 20
@@ -543,9 +557,11 @@ def _r15(b, p):
                     o2.topic_name = ''
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     n0 = _S4(b, p)[0]
     p += 4
     if n0 < 0:
@@ -554,7 +570,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S3(b, p)
             p += 8
@@ -564,7 +580,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S5(b, p)
                     p += 6
@@ -582,6 +598,7 @@ def _r15(b, p):
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
                     l1.append(o2)
+                    n1 -= 1
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
@@ -595,6 +612,7 @@ def _r15(b, p):
             o1.v0_port = 0
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -615,7 +633,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
             n1 = b[p]
             p += 1
@@ -637,7 +655,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
                     p += 17
@@ -682,6 +700,7 @@ def _r20(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -689,6 +708,7 @@ def _r20(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -700,7 +720,7 @@ def _r20(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S10(b, p)
             p += 5
@@ -713,7 +733,7 @@ def _r20(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S10(b, p)
                     p += 5
@@ -739,6 +759,7 @@ def _r20(b, p):
                     if n2:
                         p = _t18(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -757,6 +778,7 @@ def _r20(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -781,7 +803,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
             n1 = b[p]
             p += 1
@@ -805,7 +827,7 @@ def _r22(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
                     p += 17
@@ -850,12 +872,14 @@ def _r22(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t21(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -867,7 +891,7 @@ def _r22(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S10(b, p)
             p += 5
@@ -880,7 +904,7 @@ def _r22(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S10(b, p)
                     p += 5
@@ -906,6 +930,7 @@ def _r22(b, p):
                     if n2:
                         p = _t18(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -924,6 +949,7 @@ def _r22(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.is_k_raft_controller = False
     o.type = 0
     o.ungrouped_partition_states = []
@@ -948,7 +974,7 @@ def _r23(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
             n1 = b[p]
             p += 1
@@ -972,7 +998,7 @@ def _r23(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
                     o2.partition_index, o2.controller_epoch, o2.leader, o2.leader_epoch, n2 = _S9(b, p)
                     p += 17
@@ -1017,12 +1043,14 @@ def _r23(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t21(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1034,7 +1062,7 @@ def _r23(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
             o1.id, n1 = _S10(b, p)
             p += 5
@@ -1047,7 +1075,7 @@ def _r23(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
                     o2.port, n2 = _S10(b, p)
                     p += 5
@@ -1073,6 +1101,7 @@ def _r23(b, p):
                     if n2:
                         p = _t18(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -1091,6 +1120,7 @@ def _r23(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.ungrouped_partition_states = []
     o.type = 0
     o.unknown_tags = None

@@ -57,7 +57,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = UpdateRaftVoterRequest_Listener()
             n1 = b[p]
             p += 1
@@ -83,6 +83,7 @@ def _r2(b, p):
             if n1:
                 p = _t0(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o1 = UpdateRaftVoterRequest_KRaftVersionFeature()
     o1.unknown_tags = None
     o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)

@@ -67,7 +67,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VoteRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -89,7 +89,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
                     for v in _I1(s1):
                         o2 = VoteRequest_PartitionData()
                         o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = v
@@ -100,7 +100,7 @@ def _r2(b, p):
                         l1.append(o2)
                     p += 25 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = VoteRequest_PartitionData()
                         o2.replica_directory_id = UUID0
                         o2.voter_directory_id = UUID0
@@ -111,12 +111,14 @@ def _r2(b, p):
                         if n2:
                             p = _t0(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t1(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.voter_id = -1
     o.unknown_tags = None
     if b[p]:
@@ -149,7 +151,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VoteRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -171,7 +173,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = VoteRequest_PartitionData()
                     o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
                     p += 12
@@ -186,12 +188,14 @@ def _r5(b, p):
                     if n2:
                         p = _t3(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t4(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -223,7 +227,7 @@ def _r8(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VoteRequest_TopicData()
             n1 = b[p]
             p += 1
@@ -245,7 +249,7 @@ def _r8(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = VoteRequest_PartitionData()
                     o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
                     p += 12
@@ -259,12 +263,14 @@ def _r8(b, p):
                     if n2:
                         p = _t6(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t7(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t8(b, p, o)
@@ -286,7 +292,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VoteResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -308,7 +314,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
                     for v in _I8(s1):
                         o2 = VoteResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
@@ -316,7 +322,7 @@ def _r11(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = VoteResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
@@ -324,12 +330,14 @@ def _r11(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -352,7 +360,7 @@ def _r13(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VoteResponse_TopicData()
             n1 = b[p]
             p += 1
@@ -374,7 +382,7 @@ def _r13(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                if n1 > 3 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
+                if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
                     for v in _I8(s1):
                         o2 = VoteResponse_PartitionData()
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
@@ -382,7 +390,7 @@ def _r13(b, p):
                         l1.append(o2)
                     p += 16 * n1
                 else:
-                    for _ in range(n1):
+                    while n1:
                         o2 = VoteResponse_PartitionData()
                         o2.unknown_tags = None
                         o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
@@ -390,12 +398,14 @@ def _r13(b, p):
                         if n2:
                             p = _t9(b, p - 1, o2)
                         l1.append(o2)
+                        n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t10(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
     if b[p]:
@@ -722,7 +732,7 @@ def _t13(b, p, o):
             if n0:
                 if n0 > len(b) - p:
                     raise Malformed
-                for _ in range(n0):
+                while n0:
                     o1 = VoteResponse_NodeEndpoint()
                     o1.node_id, n1 = _S3(b, p)
                     p += 5
@@ -739,6 +749,7 @@ def _t13(b, p, o):
                     if n1:
                         p = _t12(b, p - 1, o1)
                     l0.append(o1)
+                    n0 -= 1
             if p != e:
                 raise Malformed
         else:

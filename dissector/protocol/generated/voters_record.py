@@ -37,7 +37,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = VotersRecord_Voter()
             o1.voter_id = _S1(b, p)[0]
             p += 4
@@ -54,7 +54,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = VotersRecord_Endpoint()
                     n2 = b[p]
                     p += 1
@@ -80,6 +80,7 @@ def _r3(b, p):
                     if n2:
                         p = _t0(b, p - 1, o2)
                     l1.append(o2)
+                    n1 -= 1
             o2 = VotersRecord_KRaftVersionFeature()
             o2.unknown_tags = None
             o2.min_supported_version, o2.max_supported_version, n2 = _S4(b, p)
@@ -93,6 +94,7 @@ def _r3(b, p):
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)

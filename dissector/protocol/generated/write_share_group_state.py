@@ -60,7 +60,7 @@ def _r3(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteShareGroupStateRequest_WriteStateData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -75,7 +75,7 @@ def _r3(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteShareGroupStateRequest_PartitionData()
                     o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S1(b, p)
                     p += 21
@@ -88,7 +88,7 @@ def _r3(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
                             for v in _I2(s2):
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
@@ -96,7 +96,7 @@ def _r3(b, p):
                                 l2.append(o3)
                             p += 20 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.unknown_tags = None
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
@@ -104,6 +104,7 @@ def _r3(b, p):
                                 if n3:
                                     p = _t0(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.delivery_complete_count = -1
                     o2.unknown_tags = None
                     if b[p]:
@@ -111,12 +112,14 @@ def _r3(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t2(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t3(b, p, o)
@@ -147,7 +150,7 @@ def _r6(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteShareGroupStateRequest_WriteStateData()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -162,7 +165,7 @@ def _r6(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteShareGroupStateRequest_PartitionData()
                     o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
                     p += 25
@@ -175,7 +178,7 @@ def _r6(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
                             for v in _I2(s2):
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
@@ -183,7 +186,7 @@ def _r6(b, p):
                                 l2.append(o3)
                             p += 20 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.unknown_tags = None
                                 o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
@@ -191,18 +194,21 @@ def _r6(b, p):
                                 if n3:
                                     p = _t0(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t4(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t5(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t6(b, p, o)
@@ -224,7 +230,7 @@ def _r9(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteShareGroupStateResponse_WriteStateResult()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -239,7 +245,7 @@ def _r9(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteShareGroupStateResponse_PartitionResult()
                     o2.partition, o2.error_code, n2 = _S5(b, p)
                     p += 7
@@ -257,12 +263,14 @@ def _r9(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t8(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t9(b, p, o)

@@ -56,7 +56,7 @@ def _r2(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
             o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S1(b, p)
             p += 15
@@ -66,7 +66,7 @@ def _r2(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -85,11 +85,13 @@ def _r2(b, p):
                         o2.partition_indexes = []
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.transaction_version = 0
             o1.unknown_tags = None
             o1.coordinator_epoch = _S0(b, p)[0]
             p += 4
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -107,7 +109,7 @@ def _r5(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
             o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
             p += 12
@@ -120,7 +122,7 @@ def _r5(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
                     n2 = b[p]
                     p += 1
@@ -149,6 +151,7 @@ def _r5(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.transaction_version = 0
             o1.unknown_tags = None
             o1.coordinator_epoch, n1 = _S5(b, p)
@@ -156,6 +159,7 @@ def _r5(b, p):
             if n1:
                 p = _t4(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t5(b, p, o)
@@ -177,7 +181,7 @@ def _r7(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
             o1.producer_id, o1.producer_epoch, o1.transaction_result, n1 = _S4(b, p)
             p += 12
@@ -190,7 +194,7 @@ def _r7(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
                     n2 = b[p]
                     p += 1
@@ -219,12 +223,14 @@ def _r7(b, p):
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             o1.coordinator_epoch, o1.transaction_version, n1 = _S6(b, p)
             p += 6
             if n1:
                 p = _t6(b, p - 1, o1)
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t7(b, p, o)
@@ -243,7 +249,7 @@ def _r11(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
             o1.producer_id, n1 = _S7(b, p)
             p += 12
@@ -253,7 +259,7 @@ def _r11(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
                     n2 = _S2(b, p)[0]
                     p += 2
@@ -269,7 +275,7 @@ def _r11(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3:
+                        if n2 > 4:
                             for v in _I8(b[p:p + 6 * n2]):
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
                                 o3.partition_index, o3.error_code = v
@@ -277,16 +283,19 @@ def _r11(b, p):
                                 l2.append(o3)
                             p += 6 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.error_code = _S8(b, p)
                                 p += 6
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     return o, p
 
@@ -304,7 +313,7 @@ def _r15(b, p):
     if n0:
         if n0 > len(b) - p:
             raise Malformed
-        for _ in range(n0):
+        while n0:
             o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
             o1.producer_id, n1 = _S9(b, p)
             p += 9
@@ -317,7 +326,7 @@ def _r15(b, p):
             if n1:
                 if n1 > len(b) - p:
                     raise Malformed
-                for _ in range(n1):
+                while n1:
                     o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
                     n2 = b[p]
                     p += 1
@@ -339,7 +348,7 @@ def _r15(b, p):
                     if n2:
                         if n2 > len(b) - p:
                             raise Malformed
-                        if n2 > 3 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
+                        if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I10(s2):
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
                                 o3.partition_index, o3.error_code = v
@@ -347,7 +356,7 @@ def _r15(b, p):
                                 l2.append(o3)
                             p += 7 * n2
                         else:
-                            for _ in range(n2):
+                            while n2:
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
                                 o3.unknown_tags = None
                                 o3.partition_index, o3.error_code, n3 = _S11(b, p)
@@ -355,18 +364,21 @@ def _r15(b, p):
                                 if n3:
                                     p = _t12(b, p - 1, o3)
                                 l2.append(o3)
+                                n2 -= 1
                     o2.unknown_tags = None
                     if b[p]:
                         p = _t13(b, p, o2)
                     else:
                         p += 1
                     l1.append(o2)
+                    n1 -= 1
             o1.unknown_tags = None
             if b[p]:
                 p = _t14(b, p, o1)
             else:
                 p += 1
             l0.append(o1)
+            n0 -= 1
     o.unknown_tags = None
     if b[p]:
         p = _t15(b, p, o)
