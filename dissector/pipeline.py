@@ -9,7 +9,8 @@ from __future__ import annotations
 import weakref
 from collections import deque
 
-from .capture.files import CaptureError, read_packets
+from .capture.errors import CaptureError
+from .capture.fast import scan
 from .capture.layers import tcp_segment
 from .detect import BrokerSide
 from .model import ERROR, WARNING, Issue
@@ -81,24 +82,27 @@ class Dissector:
 
     def feed_file(self, path, packet_no=0):
         """Feed every packet of a capture file (numbered on from packet_no), yielding completed
-        exchanges as they come: `feed` fused into one loop, the hot path of the file reader."""
+        exchanges as they come (after each chunk of the file read): the fused hot loop of
+        capture.fast hands segments of live flows straight to their handlers."""
         out = self.output
-        add = self._flows.add
-        segment = tcp_segment
         try:
-            for _, ts_ns, linktype, data in read_packets(path):
-                packet_no += 1
-                self.bytes += len(data)
-                seg = segment(linktype, data)
-                if seg is not None:
-                    if seg.__class__ is str:
-                        self.unusable(seg, packet_no)
-                    else:
-                        add(packet_no, ts_ns, *seg)
-                        while out:
-                            yield out.popleft()
-        finally:
-            self.packets = packet_no
+            for _ in scan(path, packet_no, self._flows, self._packet, self):
+                while out:
+                    yield out.popleft()
+        except CaptureError:
+            while out:  # what completed before a damaged tail, ahead of the error
+                yield out.popleft()
+            raise
+
+    def _packet(self, packet_no, ts_ns, linktype, data):
+        """A packet off the fused path: `feed` without the counting (scan counts)."""
+        seg = tcp_segment(linktype, data)
+        if seg is None:
+            return
+        if seg.__class__ is str:
+            self.unusable(seg, packet_no)
+            return
+        self._flows.add(packet_no, ts_ns, *seg)
 
     def unusable(self, code, packet_no) -> None:
         """A packet that is IP/TCP but cannot be used (a fragment, a truncated header)."""

@@ -13,7 +13,7 @@ from .errors import CaptureError
 from .pcap import PCAP_MAGICS, pcap_packets
 from .pcapng import SHB_MAGIC, pcapng_packets
 
-__all__ = ["CaptureError", "read_packets"]
+__all__ = ["CaptureError", "open_capture", "read_packets"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -26,12 +26,9 @@ def _guarded(gen, f):
         f.close()
 
 
-def read_packets(path):
-    """Iterate over (packet_no, ts_ns, linktype, data) of a pcap or pcapng file, gzip or not.
-
-    packet_no counts from 1; ts_ns is nanoseconds since the epoch (UTC); data is the captured
-    bytes (possibly cut by the snaplen). A damaged tail yields every complete packet, then raises.
-    """
+def open_capture(path):
+    """(file, Chunks with the first chunk read, "pcap" or "pcapng"): the file checked eagerly,
+    CaptureError if it cannot be opened or is not a capture. The caller closes the file."""
     name = str(path)
     try:
         f = open(path, "rb", buffering=0)
@@ -50,13 +47,26 @@ def read_packets(path):
             pass
         magic = bytes(chunks.mv[:min(4, chunks.end)])
         if magic in PCAP_MAGICS:
-            gen = pcap_packets(chunks)
-        elif magic == SHB_MAGIC:
-            gen = pcapng_packets(chunks)
-        elif not chunks.end:
+            return f, chunks, "pcap"
+        if magic == SHB_MAGIC:
+            return f, chunks, "pcapng"
+        if not chunks.end:
             raise CaptureError(f"{name}: empty file, not a pcap or pcapng file")
-        else:
-            raise CaptureError(f"{name}: not a pcap or pcapng file")
+        raise CaptureError(f"{name}: not a pcap or pcapng file")
+    except BaseException:
+        f.close()
+        raise
+
+
+def read_packets(path):
+    """Iterate over (packet_no, ts_ns, linktype, data) of a pcap or pcapng file, gzip or not.
+
+    packet_no counts from 1; ts_ns is nanoseconds since the epoch (UTC); data is the captured
+    bytes (possibly cut by the snaplen). A damaged tail yields every complete packet, then raises.
+    """
+    f, chunks, kind = open_capture(path)
+    try:
+        gen = pcap_packets(chunks) if kind == "pcap" else pcapng_packets(chunks)
     except BaseException:
         f.close()
         raise

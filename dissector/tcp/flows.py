@@ -17,7 +17,7 @@ from typing import Protocol
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, Connection, Frame, Issue
-from .reassembly import ACK, FIN, MASK, RST, SYN, WRAP, Reassembler
+from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, Reassembler
 
 PENDING_BYTES = 64 << 10      # payload kept per unrecognised flow (oldest dropped first)
 PENDING_PACKETS = 1024
@@ -25,6 +25,8 @@ LINGER_NS = 120 * 10**9       # how long a closed tuple swallows late packets (a
 FAR = 1 << 24                 # a SYN this far from the expected sequence is a new connection
 
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
+_SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
+NEVER = float("inf")
 
 
 class ConnectionSink(Protocol):
@@ -79,6 +81,11 @@ class FlowTable:
         self.max_buffered = max_buffered
         self.max_frame = max_frame
         self._table = {}          # (src, dst, sport, dport) -> (flow, side)
+        # (src, dst, sport, dport) -> handler(packet_no, ts_ns, seq, ack, flags, payload) of each
+        # live flow's side: a segment without SYN, FIN or RST of a live flow may be handed
+        # straight to it (what `add` does for one), then `tick` called once its ts > `deadline`
+        self.direct = {}
+        self.deadline = NEVER     # when the oldest closed tuple's linger ends
         self._live = {}           # connection id -> flow, in id order
         self._closed = deque()    # closed flows, oldest first, until their tuple is forgotten
         self._ids = 0
@@ -87,33 +94,43 @@ class FlowTable:
 
     def add(self, packet_no, ts_ns, src_addr, dst_addr, sport, dport, seq, ack, flags, payload):
         """One TCP segment (flags: FIN=1 SYN=2 RST=4 PSH=8 ACK=16); payload bytes or a view."""
-        entry = self._table.get((src_addr, dst_addr, sport, dport))
+        key = (src_addr, dst_addr, sport, dport)
+        entry = self._table.get(key)
         if entry is None or flags & SYN:
             entry = self._flow_for(entry, packet_no, ts_ns, src_addr, dst_addr, sport, dport,
                                    seq, flags)
             if entry is None:
                 return
         flow, side = entry
-        flow.last_pkt = packet_no
         if flow.state == _LIVE:
-            flow.conn.last_ts = ts_ns
-            rs = flow.rs
-            peer = rs[1 - side]
-            if flags & ACK:
-                peer.acked(ack, flags, packet_no)
-            if payload and peer.framer.waiting:
-                peer.framer.settle()  # the peer answers: its last frame is complete
-            if flags & (RST | FIN):
-                self._ending(flow, side, packet_no, ts_ns, seq, flags, payload)
+            if flags & _SLOW:
+                flow.last_pkt = packet_no
+                flow.conn.last_ts = ts_ns
+                rs = flow.rs
+                peer = rs[1 - side]
+                if flags & ACK:
+                    peer.acked(ack, flags, packet_no)
+                if payload and peer.framer.waiting:
+                    peer.framer.settle()  # the peer answers: its last frame is complete
+                if flags & (RST | FIN):
+                    self._ending(flow, side, packet_no, ts_ns, seq, flags, payload)
+                else:
+                    rs[side].segment(packet_no, ts_ns, seq, flags, payload)
             else:
-                rs[side].segment(packet_no, ts_ns, seq, flags, payload)
+                self.direct[key](packet_no, ts_ns, seq, ack, flags, payload)
         else:
+            flow.last_pkt = packet_no
             flow.last_ts = ts_ns
             if flow.state == _PENDING:
                 self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
-        closed = self._closed
-        if closed and closed[0].closed_ts + LINGER_NS < ts_ns:
-            self._forget_closed(ts_ns - LINGER_NS)
+        if ts_ns > self.deadline:
+            self.tick(ts_ns)
+
+    def tick(self, ts_ns):
+        """Time has passed `deadline`: forget the closed tuples whose linger is over. Returns the
+        new deadline (callers that skip `add` for live segments call this themselves)."""
+        self._forget_closed(ts_ns - LINGER_NS)
+        return self.deadline
 
     def flush(self):
         """End of capture: flush every connection (declare remaining holes as gaps, emit what can
@@ -121,7 +138,9 @@ class FlowTable:
         for flow in list(self._live.values()):
             self._close(flow, flow.last_pkt)
         self._table.clear()
+        self.direct.clear()
         self._closed.clear()
+        self.deadline = NEVER
 
     def expire(self, now_ns, idle_ns):
         """Close connections idle longer than idle_ns (live capture)."""
@@ -217,12 +236,17 @@ class FlowTable:
         flow.pending = None
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
+        self.direct[ends[0]] = _handler(flow, rs[0], rs[1])
+        self.direct[ends[1]] = _handler(flow, rs[1], rs[0])
         for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
                 break
             self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
 
     def _close(self, flow, pkt):
+        src, dst, sport, dport = flow.key
+        self.direct.pop(flow.key, None)
+        self.direct.pop((dst, src, dport, sport), None)
         for r in flow.rs:
             r.finish(pkt)
         flow.state = _CLOSED
@@ -247,6 +271,7 @@ class FlowTable:
     def _bury(self, flow):
         flow.closed_ts = flow.conn.last_ts if flow.conn is not None else flow.last_ts
         self._closed.append(flow)
+        self.deadline = self._closed[0].closed_ts + LINGER_NS
 
     def _forget_closed(self, before):
         closed = self._closed
@@ -258,6 +283,7 @@ class FlowTable:
                 entry = table.get(key)
                 if entry is not None and entry[0] is flow:
                     del table[key]
+        self.deadline = closed[0].closed_ts + LINGER_NS if closed else NEVER
 
     def _new(self, key, pkt, ts):
         flow = _Flow(key, pkt, ts)
@@ -291,3 +317,26 @@ class FlowTable:
             if s == side:
                 return (seq + len(payload)) & MASK
         return None
+
+
+def _handler(flow, mine, peer):
+    """What `add` does with a segment of a live flow without SYN, FIN or RST, sent by the side
+    whose reassembler is `mine`, as one closure (the per-packet path of a capture)."""
+    conn = flow.conn
+    acked = peer.acked
+    framer = peer.framer
+    data = mine.data
+
+    def handle(pkt, ts, seq, ack, flags, payload):
+        flow.last_pkt = pkt
+        conn.last_ts = ts
+        if flags & ACK:
+            base = peer.base
+            # acked() acts on an ack ahead of the data seen (loss) or before the first data
+            if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
+                acked(ack, flags, pkt)
+        if payload:  # a bare segment changes nothing in a stream (see Reassembler.data)
+            if framer.waiting:
+                framer.settle()  # the peer answers: its last frame is complete
+            data(pkt, ts, seq, payload)
+    return handle

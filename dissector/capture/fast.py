@@ -1,0 +1,173 @@
+"""The file path's hot loop: capture records -> link/IPv4/TCP -> a live flow's handler, fused.
+
+`scan(path, packet_no, flows, other, into)` reads a capture and hands each packet on with no
+per-packet generator, tuple or layer call in between. For the dominant shape (a classic pcap
+record or pcapng packet on an Ethernet, SLL, SLL2, NULL/LOOP or raw link, IPv4 without options
+or fragmentation, complete TCP header, IP length within the captured bytes) one precompiled
+Struct reads the link tag and the IPv4 and TCP headers at the record's offset, and the segment
+goes to `flows.direct[(src, dst, sport, dport)]` when that live flow has a handler and the
+segment has no SYN, FIN or RST, else to `flows.add`. Every other packet goes to
+`other(packet_no, ts_ns, linktype, data)` (the general layer parser: VLAN tags, IPv6, IP options,
+truncation, issues). Either way a segment reaches the flows exactly as `tcp_segment` and
+`FlowTable.add` would have it. The payload is copied out of the reused chunk buffer (the framer
+keeps pieces of frames that span segments).
+
+The generator yields once per chunk of the file (pcapng: per 4096 packets) so that the caller can
+hand on what completed; `into.packets` (the last packet number) and `into.bytes` (captured bytes
+added) are kept current at each yield and when it stops, by an error or otherwise.
+"""
+from __future__ import annotations
+
+import struct
+
+from .errors import CaptureError
+from .files import open_capture
+from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIASES, LT_SLL, LT_SLL2
+from .pcap import MAX_RECORD, pcap_header
+from .pcapng import pcapng_packets
+
+# tag, version/ihl, total length, flags/fragment offset, protocol, src, dst,
+# sport, dport, seq, ack, data offset, flags
+_IPV4_TCP = "BxHxxHxB2x4s4sHHIIBB"
+_IPV4 = b"\x08\x00"
+# link type -> (format of the link header with its tag, its length, tags of IPv4)
+_LINKS = {
+    LT_ETHERNET: ("12x2s", 14, (_IPV4,)),
+    LT_SLL: ("14x2s", 16, (_IPV4,)),
+    LT_SLL2: ("2s18x", 20, (_IPV4,)),
+    # NULL is in the capturing host's byte order (AF_INET is 2 everywhere); LOOP is read alike
+    LT_NULL: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),
+    LT_LOOP: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),
+    LT_RAW: ("0s", 0, (b"",)),
+    LT_IPV4: ("0s", 0, (b"",)),
+}
+for _alias in LT_RAW_ALIASES:
+    _LINKS[_alias] = _LINKS[LT_RAW]
+NEVER_FAST = 1 << 62   # the header length "needed" on links without a fused reader
+PCAPNG_BATCH = 4096
+
+
+def _fused(linktype):
+    """(unpack_from over link + IPv4 + TCP headers, IPv4 offset, IPv4 tags, bytes needed)."""
+    link = _LINKS.get(linktype)
+    if link is None:
+        return None, 0, (), NEVER_FAST
+    fmt, off, tags = link
+    return struct.Struct("!" + fmt + _IPV4_TCP).unpack_from, off, tags, off + 40
+
+
+def scan(path, packet_no, flows, other, into):
+    """Feed every packet of the capture at `path`, numbered on from packet_no (see the module doc)."""
+    f, chunks, kind = open_capture(path)
+    try:
+        if kind == "pcap":
+            yield from _pcap(chunks, packet_no, flows, other, into)
+        else:
+            yield from _packets(pcapng_packets(chunks), packet_no, flows, other, into)
+    finally:
+        f.close()
+
+
+def _pcap(chunks, n, flows, other, into):
+    rec, scale, linktype = pcap_header(chunks)
+    hdr, off, tags, need = _fused(linktype)
+    get = flows.direct.get
+    add = flows.add
+    tick = flows.tick
+    deadline = flows.deadline
+    name = chunks.name
+    buf, mv, end = chunks.buf, chunks.mv, chunks.end
+    pos = 24
+    nb = 0
+    try:
+        while True:
+            while pos + 16 <= end:
+                sec, frac, incl, _orig = rec(buf, pos)
+                if incl > MAX_RECORD:
+                    raise CaptureError(f"{name}: packet record length {incl} too large at byte "
+                                       f"{chunks.base + pos}")
+                p = pos + 16
+                stop = p + incl
+                if stop > end:
+                    break
+                n += 1
+                nb += incl
+                ts = sec * 1_000_000_000 + frac * scale
+                pos = stop
+                if incl >= need:
+                    tag, vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags \
+                        = hdr(buf, p)
+                    if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
+                            and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
+                        p += off
+                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total].tobytes()
+                        handle = get((src, dst, sport, dport))
+                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
+                            handle(n, ts, seq, ack, flags, payload)
+                            if ts > deadline:
+                                deadline = tick(ts)
+                        else:
+                            add(n, ts, src, dst, sport, dport, seq, ack, flags, payload)
+                            deadline = flows.deadline
+                        continue
+                other(n, ts, linktype, mv[p:stop].tobytes())
+                deadline = flows.deadline
+            into.packets = n
+            into.bytes += nb
+            nb = 0
+            yield
+            if not chunks.refill(pos):
+                if pos < end:
+                    raise CaptureError(f"{name}: truncated packet record at byte {chunks.base}")
+                return
+            buf, mv, end = chunks.buf, chunks.mv, chunks.end
+            pos = 0
+    finally:
+        into.packets = n
+        into.bytes += nb
+
+
+def _packets(packets, n, flows, other, into):
+    """The same for packets from a reader (pcapng: several interfaces, any link types)."""
+    get = flows.direct.get
+    add = flows.add
+    tick = flows.tick
+    deadline = flows.deadline
+    linktype = None
+    nb = 0
+    try:
+        for _, ts, lt, data in packets:
+            n += 1
+            incl = len(data)
+            nb += incl
+            if lt != linktype:
+                linktype = lt
+                hdr, off, tags, need = _fused(lt)
+            if incl >= need:
+                tag, vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags \
+                    = hdr(data, 0)
+                if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
+                        and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
+                    payload = data[off + 20 + (doff >> 2 & 0x3C):off + total]
+                    handle = get((src, dst, sport, dport))
+                    if handle is not None and not flags & 7:
+                        handle(n, ts, seq, ack, flags, payload)
+                        if ts > deadline:
+                            deadline = tick(ts)
+                    else:
+                        add(n, ts, src, dst, sport, dport, seq, ack, flags, payload)
+                        deadline = flows.deadline
+                else:
+                    other(n, ts, lt, data)
+                    deadline = flows.deadline
+            else:
+                other(n, ts, lt, data)
+                deadline = flows.deadline
+            if not n & (PCAPNG_BATCH - 1):
+                into.packets = n
+                into.bytes += nb
+                nb = 0
+                yield
+    finally:
+        into.packets = n
+        into.bytes += nb
