@@ -67,8 +67,10 @@ class BodyDecoder:
             msg.summary = self._summary(data, body, issues, learn=False)
         return msg
 
-    def response(self, data, api_key, api_version) -> Message:
-        msg = decode_response(data, api_key, api_version)
+    def response(self, data, api_key, api_version, request=None) -> Message:
+        """The response; `request` (its decoded request Message) lets an Envelope's inner
+        response be decoded with its inner request's api key and version."""
+        msg = decode_response(data, api_key, api_version, request)
         if msg.body is not None:
             msg.summary = self._summary(data, msg.body, msg.issues, learn=True)
         return msg
@@ -77,10 +79,13 @@ class BodyDecoder:
         """Fill the exchange's error, throttle, topic, partition and record columns."""
         req = ex.request_msg.summary if ex.request_msg is not None else None
         resp = ex.response_msg.summary if ex.response_msg is not None else None
-        first = req or resp
-        if first is not None:
-            ex.topics = first.topics
-            ex.partition_count = first.partitions
+        if req is not None or resp is not None:
+            # the request names what was asked; a request for everything (Metadata with no
+            # topics) or one without partitions leaves the answer to the response
+            ex.topics = (req.topics if req is not None and req.topics
+                         else resp.topics if resp is not None else [])
+            ex.partition_count = (req.partitions if req is not None and req.partitions
+                                  else resp.partitions if resp is not None else 0)
             if ex.api_key in RECORD_APIS:
                 parts = [x for x in (req, resp) if x is not None]
                 ex.record_count = sum(x.records for x in parts)

@@ -187,7 +187,8 @@ class Session:
         ex.issues.extend(pending.issues)
         data = frame.data
         if self._decoder is not None:
-            ex.response_msg = self._decoder.response(data, pending.api_key, pending.api_version)
+            ex.response_msg = self._decoder.response(data, pending.api_key, pending.api_version,
+                                                     pending.msg)
             ex.issues.extend(self._rebase(i, frame) for i in ex.response_msg.issues)
             self._decoder.summarize(ex)
         else:

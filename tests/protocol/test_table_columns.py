@@ -142,9 +142,6 @@ def _metadata_all_topics(tmp_path):
     return exchange(tmp_path, MetadataRequest, req, 9, resp)
 
 
-@pytest.mark.xfail(strict=True, reason="dissector/decoding.py (the lead's) takes topics and "
-                   "partition_count from the request whenever it was decoded; a Metadata request "
-                   "for all topics names none and no request carries Metadata partitions")
 def test_metadata_topics_and_partitions_come_from_the_response(tmp_path):
     cols = _metadata_all_topics(tmp_path)
     assert (cols["topics"], cols["partition_count"]) == (["a", "b"], 3)
