@@ -18,11 +18,15 @@ def _iso_seconds(secs: int) -> str:
 
 
 def iso_ns(ts_ns: int | None) -> str | None:
-    """UTC ISO 8601 with nanoseconds: 2024-05-01T12:00:00.123456789Z."""
+    """UTC ISO 8601 with nanoseconds: 2024-05-01T12:00:00.123456789Z; None when missing or
+    outside the years 1-9999 (a damaged capture's timestamp can be anything)."""
     if ts_ns is None:
         return None
     secs, ns = divmod(ts_ns, 1_000_000_000)
-    return f"{_iso_seconds(secs)}.{ns:09d}Z"
+    try:
+        return f"{_iso_seconds(secs)}.{ns:09d}Z"
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def exchange_record(ex) -> dict:

@@ -195,3 +195,28 @@ def test_stopping_early_is_clean():
     finally:
         sys.unraisablehook = old
     assert [repr(u.exc_value) for u in caught] == []
+
+
+def test_timestamps_beyond_the_calendar(tmp_path):
+    """Found: a pcapng interface with if_tsresol 10^0 (seconds per tick) and ticks near 2^63
+    (or a huge if_tsoffset) gave timestamps past year 9999: `read --format jsonl|csv` ended in
+    `internal error: OverflowError`. Such timestamps are now written as null."""
+    import json
+    import subprocess
+    import sys
+    from tests.capture import build
+    from tests.support import CAPTURES
+    from .support import packets
+    pkts = packets(CAPTURES / "kafka_python.pcap")[:12]
+    raw = build.shb("<") + build.idb("<", 1, tsresol=0) + b"".join(
+        build.epb("<", 0, (1 << 63) + i, data) for i, (_, _, data) in enumerate(pkts))
+    path = tmp_path / "future.pcapng"
+    path.write_bytes(raw)
+    for fmt in ("jsonl", "csv"):
+        proc = subprocess.run([sys.executable, "-m", "dissector", "read", "--format", fmt,
+                               str(path)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert proc.stdout.strip()
+        if fmt == "jsonl":
+            rows = [json.loads(line) for line in proc.stdout.splitlines()]
+            assert rows and all(r["request_ts"] is None for r in rows)
