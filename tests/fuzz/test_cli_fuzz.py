@@ -17,6 +17,8 @@ COMMANDS = [
     ["read", "--format", "csv", "--level", "headers"],
     ["records", "--format", "jsonl"],
     ["stats"],
+    ["tree", "--exchange", "1"],
+    ["tree", "--exchange", "3"],
 ]
 
 
@@ -44,3 +46,21 @@ def test_cli_on_mutated_captures(tmp_path_factory, which, seed, fmt, zipped, dam
     if proc.returncode == 2:
         errors = [line for line in proc.stderr.splitlines() if line.startswith("kafka-dissect:")]
         assert errors and all(str(path) in line for line in errors), proc.stderr
+
+
+@fuzz_settings(6)
+@given(which=st.sampled_from(REAL), tsresol=st.integers(0, 255),
+       tsoffset=st.integers(-2**63, 2**63 - 1), base=st.integers(0, 2**64 - 1000),
+       command=st.sampled_from([c for c in COMMANDS if c[0] != "stats"]))
+def test_cli_on_hostile_timestamps(tmp_path_factory, which, tsresol, tsoffset, base, command):
+    """pcapng timestamps of any resolution and offset (found: years past 9999 crashed jsonl)."""
+    from tests.capture import build
+    pkts = packets(which)[:40]
+    raw = build.shb("<") + build.idb("<", 1, tsresol=tsresol, tsoffset=tsoffset) + b"".join(
+        build.epb("<", 0, base + i, data) for i, (_, _, data) in enumerate(pkts))
+    path = tmp_path_factory.mktemp("ts") / "ts.pcapng"
+    path.write_bytes(raw)
+    argv = [sys.executable, "-m", "dissector", *command, str(path), "--port", "auto"]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2), (proc.returncode, proc.stderr)
