@@ -157,14 +157,15 @@ def test_huge_claims_in_capture_files(tmp_path, where):
 
 # -- decompression bombs ---------------------------------------------------------------------
 
-BOMB_SIZE = 160 << 20  # 2.5 times the default 64 MiB cap
+BOMB_SIZE = 256 << 20  # 4 times the default 64 MiB cap
 
 
 @pytest.mark.parametrize("name", sorted(BOMBS))
 def test_decompression_bombs_are_capped(name):
-    """Each codec form inflating to 160 MiB, in a RecordBatch v2 and (where the codec existed
+    """Each codec form inflating to 256 MiB, in a RecordBatch v2 and (where the codec existed
     then) a MessageSet v1 wrapper, decoded in a fresh interpreter with the default cap: a
-    `records.decompression_limit` Issue, and peak RSS grows by at most twice the cap."""
+    `records.decompression_limit` Issue, and peak RSS grows by at most twice the cap (zlib's
+    output buffer doubles) plus slack, well under the bomb."""
     {"snappy-raw": "snappy", "snappy-xerial": "snappy", "lz4": "lz4"}.get(name) and \
         require_module({"snappy-raw": "snappy", "snappy-xerial": "snappy", "lz4": "lz4"}[name])
     if name.startswith("zstd"):
@@ -196,7 +197,7 @@ def test_decompression_bombs_are_capped(name):
     """)
     for r in result:
         assert r["issues"] == ["records.decompression_limit"], r
-        assert r["grow"] < 2 * (64 << 20) + (16 << 20), r
+        assert r["grow"] < 2 * (64 << 20) + (32 << 20), r
         assert r["cpu"] < 20, r
 
 
