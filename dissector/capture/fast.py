@@ -5,7 +5,8 @@ per-packet generator, tuple or layer call in between. For the dominant shape (a 
 record or pcapng packet on an Ethernet, SLL, SLL2, NULL/LOOP or raw link, IPv4 without options
 or fragmentation, complete TCP header, IP length within the captured bytes) one precompiled
 Struct reads the link tag and the IPv4 and TCP headers at the record's offset, and the segment
-goes to `flows.direct[(src, dst, sport, dport)]` when that live flow has a handler and the
+goes to `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination
+port) when that live flow has a handler and the
 segment has no SYN, FIN or RST, else to `flows.add`. Every other packet goes to
 `other(packet_no, ts_ns, linktype, data)` (the general layer parser: VLAN tags, IPv6, IP options,
 truncation, issues). Either way a segment reaches the flows exactly as `tcp_segment` and
@@ -26,9 +27,10 @@ from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIAS
 from .pcap import MAX_RECORD, pcap_header
 from .pcapng import pcapng_packets
 
-# tag, version/ihl, total length, flags/fragment offset, protocol, src, dst,
-# sport, dport, seq, ack, data offset, flags
-_IPV4_TCP = "BxHxxHxB2x4s4sHHIIBB"
+# tag, version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the
+# flow's direct key), seq, ack, data offset, flags
+_IPV4_TCP = "BxHxxHxB2x12sIIBB"
+_split = struct.Struct("!4s4sHH").unpack
 _IPV4 = b"\x08\x00"
 # link type -> (format of the link header with its tag, its length, tags of IPv4)
 _LINKS = {
@@ -69,7 +71,8 @@ def scan(path, packet_no, flows, other, into):
 
 
 def _pcap(chunks, n, flows, other, into):
-    rec, scale, linktype = pcap_header(chunks)
+    order, scale, linktype = pcap_header(chunks)
+    rec = struct.Struct(order + "III4x").unpack_from  # seconds, fraction, captured length
     hdr, off, tags, need = _fused(linktype)
     get = flows.direct.get
     add = flows.add
@@ -82,7 +85,7 @@ def _pcap(chunks, n, flows, other, into):
     try:
         while True:
             while pos + 16 <= end:
-                sec, frac, incl, _orig = rec(buf, pos)
+                sec, frac, incl = rec(buf, pos)
                 if incl > MAX_RECORD:
                     raise CaptureError(f"{name}: packet record length {incl} too large at byte "
                                        f"{chunks.base + pos}")
@@ -95,19 +98,18 @@ def _pcap(chunks, n, flows, other, into):
                 ts = sec * 1_000_000_000 + frac * scale
                 pos = stop
                 if incl >= need:
-                    tag, vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags \
-                        = hdr(buf, p)
+                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                             and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
                         payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total].tobytes()
-                        handle = get((src, dst, sport, dport))
+                        handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:
-                            add(n, ts, src, dst, sport, dport, seq, ack, flags, payload)
+                            add(n, ts, *_split(key), seq, ack, flags, payload)
                             deadline = flows.deadline
                         continue
                 other(n, ts, linktype, mv[p:stop].tobytes())
@@ -144,18 +146,17 @@ def _packets(packets, n, flows, other, into):
                 linktype = lt
                 hdr, off, tags, need = _fused(lt)
             if incl >= need:
-                tag, vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags \
-                    = hdr(data, 0)
+                tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(data, 0)
                 if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                         and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                     payload = data[off + 20 + (doff >> 2 & 0x3C):off + total]
-                    handle = get((src, dst, sport, dport))
+                    handle = get(key)
                     if handle is not None and not flags & 7:
                         handle(n, ts, seq, ack, flags, payload)
                         if ts > deadline:
                             deadline = tick(ts)
                     else:
-                        add(n, ts, src, dst, sport, dport, seq, ack, flags, payload)
+                        add(n, ts, *_split(key), seq, ack, flags, payload)
                         deadline = flows.deadline
                 else:
                     other(n, ts, lt, data)

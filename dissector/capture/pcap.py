@@ -21,20 +21,21 @@ PCAP_MAGICS = {
 
 
 def pcap_header(chunks):
-    """Check the file header (in the first chunk): (record header reader, ns per timestamp
-    fraction unit, link type)."""
+    """Check the file header (in the first chunk): (byte order, ns per timestamp fraction unit,
+    link type)."""
     buf = chunks.buf
     if chunks.end < 24:
         raise CaptureError(f"{chunks.name}: truncated pcap file header")
     order, scale = PCAP_MAGICS[bytes(buf[:4])]
     # The upper bits of the link type field carry FCS information, not the type.
     linktype = struct.unpack_from(order + "I", buf, 20)[0] & 0xFFFF
-    return struct.Struct(order + "IIII").unpack_from, scale, linktype
+    return order, scale, linktype
 
 
 def pcap_packets(chunks):
     """Check the file header (in the first chunk) and return the packet iterator."""
-    return _records(chunks, *pcap_header(chunks))
+    order, scale, linktype = pcap_header(chunks)
+    return _records(chunks, struct.Struct(order + "IIII").unpack_from, scale, linktype)
 
 
 def _records(chunks, unpack, scale, linktype):

@@ -11,6 +11,7 @@ ignored, until a SYN with a new ISN on the same tuple starts a new connection.
 """
 from __future__ import annotations
 
+import struct
 from collections import deque
 from typing import Protocol
 
@@ -27,6 +28,13 @@ FAR = 1 << 24                 # a SYN this far from the expected sequence is a n
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
 _SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
 NEVER = float("inf")
+_ports = struct.Struct("!HH").pack
+
+
+def direct_key(src, dst, sport, dport):
+    """The key of FlowTable.direct: addresses and ports as on the wire (IPv4: the 12 bytes
+    from the IP source address to the TCP destination port)."""
+    return src + dst + _ports(sport, dport)
 
 
 class ConnectionSink(Protocol):
@@ -44,7 +52,8 @@ class ConnectionSink(Protocol):
 
 class _Flow:
     __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
-                 "pending_bytes", "syn", "opener", "fins", "conn", "sink", "rs", "closed_ts")
+                 "pending_bytes", "syn", "opener", "fins", "conn", "sink", "rs", "closed_ts",
+                 "handlers")
 
     def __init__(self, key, pkt, ts):
         self.key = key            # (src, dst, sport, dport) of the flow's first packet: side 0
@@ -59,6 +68,7 @@ class _Flow:
         self.conn = None
         self.sink = None
         self.rs = None            # Reassembler per side
+        self.handlers = None      # per side, while live: see FlowTable.direct
         self.closed_ts = 0
 
 
@@ -81,9 +91,10 @@ class FlowTable:
         self.max_buffered = max_buffered
         self.max_frame = max_frame
         self._table = {}          # (src, dst, sport, dport) -> (flow, side)
-        # (src, dst, sport, dport) -> handler(packet_no, ts_ns, seq, ack, flags, payload) of each
-        # live flow's side: a segment without SYN, FIN or RST of a live flow may be handed
-        # straight to it (what `add` does for one), then `tick` called once its ts > `deadline`
+        # direct_key(src, dst, sport, dport) -> handler(packet_no, ts_ns, seq, ack, flags,
+        # payload) of each live flow's side: a segment without SYN, FIN or RST of a live flow
+        # may be handed straight to it (what `add` does with one), then `tick` called once its
+        # ts > `deadline`
         self.direct = {}
         self.deadline = NEVER     # when the oldest closed tuple's linger ends
         self._live = {}           # connection id -> flow, in id order
@@ -117,7 +128,7 @@ class FlowTable:
                 else:
                     rs[side].segment(packet_no, ts_ns, seq, flags, payload)
             else:
-                self.direct[key](packet_no, ts_ns, seq, ack, flags, payload)
+                flow.handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
         else:
             flow.last_pkt = packet_no
             flow.last_ts = ts_ns
@@ -236,8 +247,9 @@ class FlowTable:
         flow.pending = None
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
-        self.direct[ends[0]] = _handler(flow, rs[0], rs[1])
-        self.direct[ends[1]] = _handler(flow, rs[1], rs[0])
+        flow.handlers = (_handler(flow, rs[0], rs[1]), _handler(flow, rs[1], rs[0]))
+        self.direct[direct_key(*ends[0])] = flow.handlers[0]
+        self.direct[direct_key(*ends[1])] = flow.handlers[1]
         for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
                 break
@@ -245,8 +257,9 @@ class FlowTable:
 
     def _close(self, flow, pkt):
         src, dst, sport, dport = flow.key
-        self.direct.pop(flow.key, None)
-        self.direct.pop((dst, src, dport, sport), None)
+        self.direct.pop(direct_key(src, dst, sport, dport), None)
+        self.direct.pop(direct_key(dst, src, dport, sport), None)
+        flow.handlers = None
         for r in flow.rs:
             r.finish(pkt)
         flow.state = _CLOSED
@@ -321,11 +334,13 @@ class FlowTable:
 
 def _handler(flow, mine, peer):
     """What `add` does with a segment of a live flow without SYN, FIN or RST, sent by the side
-    whose reassembler is `mine`, as one closure (the per-packet path of a capture)."""
+    whose reassembler is `mine`, as one closure (the per-packet path of a capture), with
+    Reassembler.segment's in-order case inlined."""
     conn = flow.conn
     acked = peer.acked
-    framer = peer.framer
-    data = mine.data
+    waiting = peer.framer
+    feed = mine.framer.feed
+    segment = mine.segment
 
     def handle(pkt, ts, seq, ack, flags, payload):
         flow.last_pkt = pkt
@@ -335,8 +350,17 @@ def _handler(flow, mine, peer):
             # acked() acts on an ack ahead of the data seen (loss) or before the first data
             if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
                 acked(ack, flags, pkt)
-        if payload:  # a bare segment changes nothing in a stream (see Reassembler.data)
-            if framer.waiting:
-                framer.settle()  # the peer answers: its last frame is complete
-            data(pkt, ts, seq, payload)
+        # A segment without data, SYN or FIN never changes a stream (whenever `next` reaches
+        # `fin` the stream ends at once): only data goes on.
+        if payload:
+            if waiting.waiting:
+                waiting.settle()  # the peer answers: its last frame is complete
+            base = mine.base
+            if base is not None and (seq - base - mine.next) & MASK == 0 and not mine.held \
+                    and not mine.done and mine.fin is None:
+                feed(payload, pkt, ts)
+                mine.last_data = payload
+                mine.next += len(payload)
+            else:
+                segment(pkt, ts, seq, 0, payload)
     return handle

@@ -124,22 +124,6 @@ class Reassembler:
         elif self.fin is not None and self.next >= self.fin:
             self._end(pkt)
 
-    def data(self, pkt, ts, seq, payload):
-        """A segment with data and without SYN or FIN: `segment` with the in-order case first.
-
-        A segment without data, SYN or FIN never changes the stream (whenever `next` reaches
-        `fin` the stream ends at once), which is why the flow skips those."""
-        base = self.base
-        if base is not None and (seq - base - self.next) & MASK == 0 and not self.held \
-                and not self.done:
-            self.framer.feed(payload, pkt, ts)
-            self.last_data = payload
-            self.next += len(payload)
-            if self.fin is not None and self.next >= self.fin:
-                self._end(pkt)  # the FIN came ahead of this data
-        else:
-            self.segment(pkt, ts, seq, 0, payload)
-
     def acked(self, ack, flags, pkt):
         """The other side acknowledged everything before sequence number `ack` (in a segment
         with these flags)."""

@@ -15,6 +15,7 @@ from scapy.packet import Raw
 
 from dissector.capture import CaptureError, read_packets, tcp_segment
 from dissector.capture.fast import scan
+from dissector.tcp.flows import direct_key
 
 from tests.capture import build
 
@@ -26,7 +27,7 @@ class Recorder:
 
     def __init__(self, direct_keys=(), deadline=float("inf")):
         self.calls = []
-        self.direct = {k: self._handler(k) for k in direct_keys}
+        self.direct = {direct_key(*k): self._handler(k) for k in direct_keys}
         self.deadline = deadline
         self.ticks = []
         self.packets = 0
