@@ -117,11 +117,14 @@ class BodyDecoder:
         return s
 
     def _walk(self, obj, s, bad_sets, learn, in_topic, in_partition):
-        slots = type(obj).__slots__
-        name_attr = "topic" if "topic" in slots else ("name" if "name" in slots else None)
+        cls = type(obj)
+        plan = _PLANS.get(cls)
+        if plan is None:
+            plan = _PLANS[cls] = _plan(obj)
+        name_attr, has_topic_id, attrs = plan
         if name_attr is not None:
             name = getattr(obj, name_attr, None)
-            topic_id = getattr(obj, "topic_id", None)
+            topic_id = getattr(obj, "topic_id", None) if has_topic_id else None
             if topic_id is not None and topic_id != UUID0:
                 if name and learn:
                     self.topic_names[topic_id] = name
@@ -130,15 +133,15 @@ class BodyDecoder:
                     setattr(obj, name_attr, name)
             if in_topic and isinstance(name, str) and name not in s.topics:
                 s.topics.append(name)
-        elif in_topic and "topic_id" in slots:   # id-only topics (ShareFetch, ShareAcknowledge)
+        elif in_topic and has_topic_id:   # id-only topics (ShareFetch, ShareAcknowledge)
             name = self.topic_names.get(getattr(obj, "topic_id", None))
             if name is not None and name not in s.topics:
                 s.topics.append(name)
         if in_partition:
             s.partitions += 1
-        for attr in slots:
+        for attr in attrs:
             value = getattr(obj, attr, None)
-            if value is None or attr == "unknown_tags":
+            if value is None:
                 continue
             if attr == "error_code":
                 if value:
@@ -159,3 +162,17 @@ class BodyDecoder:
                         self._walk(item, s, bad_sets, learn, topic_list, partition_list)
             elif isinstance(value, Body):
                 self._walk(value, s, bad_sets, learn, False, False)
+
+
+_SCALARS = (bool, int, float, str, UUID)
+_PLANS = {}   # body class -> (topic name attribute, has topic_id, attributes worth visiting)
+
+
+def _plan(obj):
+    """What the walk needs of a body class: a field's type is fixed by the spec, so a scalar seen
+    once (other than an error code) never needs a visit; None may be a null struct or array."""
+    slots = type(obj).__slots__
+    name_attr = "topic" if "topic" in slots else ("name" if "name" in slots else None)
+    attrs = tuple(a for a in slots if a in ("error_code", "records")
+                  or (a != "unknown_tags" and not isinstance(getattr(obj, a, None), _SCALARS)))
+    return name_attr, "topic_id" in slots, attrs
