@@ -1,7 +1,8 @@
 """`kafka-dissect records`: one row per record in Produce requests and Fetch/ShareFetch responses.
 
 Rows stream out exchange by exchange; Parquet is written in row groups of at most ROW_GROUP rows
-or about ROW_GROUP_BYTES of keys and values, so memory stays bounded on large captures.
+or about ROW_GROUP_BYTES of values in memory (analysis.columns), so memory stays bounded on large
+captures.
 """
 from __future__ import annotations
 
