@@ -109,11 +109,24 @@ class Framer:
             return
         if n == 0 or self._state == _DONE:
             return
+        if data.__class__ is not bytes:
+            data = bytes(data)  # frames and pieces cut from it outlive the caller's buffer
         base = self.offset
         self.offset = base + n
         self._take(data, 0, n, base, packet_no, ts)
         if self._replay:
             self._run_replay()
+
+    def unpin(self):
+        """The buffer behind the views among the pieces of the frame in progress (see feed) is
+        about to be reused: copy them out, once each."""
+        pieces = self._pieces
+        if self._state == _BODY and pieces:
+            i = len(pieces)
+            while i and pieces[i - 1].__class__ is not bytes:
+                i -= 1
+            if i < len(pieces):
+                pieces[i:] = [b"".join(pieces[i:])]
 
     def midstream(self):
         """The stream was joined after its start: find the first frame boundary by scanning."""

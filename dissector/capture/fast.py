@@ -10,8 +10,9 @@ port) when that live flow has a handler and the
 segment has no SYN, FIN or RST, else to `flows.add`. Every other packet goes to
 `other(packet_no, ts_ns, linktype, data)` (the general layer parser: VLAN tags, IPv6, IP options,
 truncation, issues). Either way a segment reaches the flows exactly as `tcp_segment` and
-`FlowTable.add` would have it. The payload is copied out of the reused chunk buffer (the framer
-keeps pieces of frames that span segments).
+`FlowTable.add` would have it. A handler gets its payload as a memoryview of the reused chunk
+buffer, not a copy: `flows.unpin()` is called before every refill to copy out what the streams
+keep of them (pieces of frames that span segments). Other paths get bytes.
 
 The generator yields once per chunk of the file (pcapng: per 4096 packets) so that the caller can
 hand on what completed; `into.packets` (the last packet number) and `into.bytes` (captured bytes
@@ -77,6 +78,7 @@ def _pcap(chunks, n, flows, other, into):
     get = flows.direct.get
     add = flows.add
     tick = flows.tick
+    unpin = flows.unpin
     deadline = flows.deadline
     name = chunks.name
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
@@ -102,18 +104,19 @@ def _pcap(chunks, n, flows, other, into):
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                             and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
-                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total].tobytes()
+                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total]
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:
-                            add(n, ts, *_split(key), seq, ack, flags, payload)
+                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
                             deadline = flows.deadline
                         continue
                 other(n, ts, linktype, mv[p:stop].tobytes())
                 deadline = flows.deadline
+            unpin()
             into.packets = n
             into.bytes += nb
             nb = 0
@@ -125,6 +128,7 @@ def _pcap(chunks, n, flows, other, into):
             buf, mv, end = chunks.buf, chunks.mv, chunks.end
             pos = 0
     finally:
+        unpin()
         into.packets = n
         into.bytes += nb
 

@@ -97,6 +97,7 @@ class FlowTable:
         # ts > `deadline`
         self.direct = {}
         self.deadline = NEVER     # when the oldest closed tuple's linger ends
+        self.pinned = set()       # reassemblers given payload views by handlers (see unpin)
         self._live = {}           # connection id -> flow, in id order
         self._closed = deque()    # closed flows, oldest first, until their tuple is forgotten
         self._ids = 0
@@ -136,6 +137,14 @@ class FlowTable:
                 self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
         if ts_ns > self.deadline:
             self.tick(ts_ns)
+
+    def unpin(self):
+        """A direct handler may be given payload views of a reused buffer (the file reader's
+        chunk) instead of bytes: what the streams keep of them is copied out when the reader
+        calls this, before it refills the buffer."""
+        for r in self.pinned:
+            r.unpin()
+        self.pinned.clear()
 
     def tick(self, ts_ns):
         """Time has passed `deadline`: forget the closed tuples whose linger is over. Returns the
@@ -247,7 +256,8 @@ class FlowTable:
         flow.pending = None
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
-        flow.handlers = (_handler(flow, rs[0], rs[1]), _handler(flow, rs[1], rs[0]))
+        flow.handlers = (_handler(flow, rs[0], rs[1], self.pinned),
+                         _handler(flow, rs[1], rs[0], self.pinned))
         self.direct[direct_key(*ends[0])] = flow.handlers[0]
         self.direct[direct_key(*ends[1])] = flow.handlers[1]
         for pkt, ts, side, seq, ack, flags, payload in pending:
@@ -332,7 +342,7 @@ class FlowTable:
         return None
 
 
-def _handler(flow, mine, peer):
+def _handler(flow, mine, peer, pinned):
     """What `add` does with a segment of a live flow without SYN, FIN or RST, sent by the side
     whose reassembler is `mine`, as one closure (the per-packet path of a capture), with
     Reassembler.segment's in-order case inlined."""
@@ -353,6 +363,8 @@ def _handler(flow, mine, peer):
         # A segment without data, SYN or FIN never changes a stream (whenever `next` reaches
         # `fin` the stream ends at once): only data goes on.
         if payload:
+            if payload.__class__ is not bytes:
+                pinned.add(mine)
             if waiting.waiting:
                 waiting.settle()  # the peer answers: its last frame is complete
             base = mine.base

@@ -148,6 +148,12 @@ class Reassembler:
             if self.fin is not None and self.next >= self.fin:
                 self._end(pkt)
 
+    def unpin(self):
+        """The buffer behind payload views given to this direction is about to be reused."""
+        if self.last_data.__class__ is not bytes:
+            self.last_data = bytes(self.last_data)
+        self.framer.unpin()
+
     def finish(self, pkt):
         """The connection is over: whatever is still missing is a gap; flush the framer."""
         if self.done:

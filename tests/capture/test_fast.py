@@ -5,6 +5,7 @@ must route it as the general path would (a segment with the same fields and payl
 code, or nothing), whichever of its branches (fused or `other`) takes it.
 """
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -14,7 +15,9 @@ from scapy.layers.l2 import CookedLinux, CookedLinuxV2, Dot1Q, Ether
 from scapy.packet import Raw
 
 from dissector.capture import CaptureError, read_packets, tcp_segment
+from dissector.capture import chunks
 from dissector.capture.fast import scan
+from dissector.pipeline import dissect
 from dissector.tcp.flows import direct_key
 
 from tests.capture import build
@@ -30,13 +33,18 @@ class Recorder:
         self.direct = {direct_key(*k): self._handler(k) for k in direct_keys}
         self.deadline = deadline
         self.ticks = []
+        self.unpins = 0
         self.packets = 0
         self.bytes = 0
 
     def _handler(self, key):
         def handle(pkt, ts, seq, ack, flags, payload):
+            payload = bytes(payload)  # a view of the reader's buffer, valid until unpin()
             self.calls.append((pkt, ts, (*key, seq, ack, flags, payload), "direct"))
         return handle
+
+    def unpin(self):
+        self.unpins += 1
 
     def add(self, pkt, ts, src, dst, sport, dport, seq, ack, flags, payload):
         assert type(payload) is bytes
@@ -198,3 +206,31 @@ def test_random_bytes_after_a_real_header(tmp_path_factory, tails, linktype):
     frames = [real[:len(real) * (i % 4) // 3] + t for i, t in enumerate(tails)]
     path = pcap_file(tmp_path_factory.mktemp("f"), frames, linktype=linktype)
     assert routed(run_fast(path, Recorder())) == reference(path)
+
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+
+
+def _frames(path):
+    """Every frame's bytes and place, as the pipeline pairs them."""
+    out = []
+    for ex in dissect(path, level="headers"):
+        for f in (ex.request, ex.response):
+            if f is not None:
+                out.append((f.connection.connection_id, f.direction, f.stream_offset, f.length,
+                            f.first_packet, f.last_packet, bytes(f.data)))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1000, 7777, 65536])
+def test_payload_views_survive_the_reused_buffer(monkeypatch, chunk):
+    """Handlers get views of the reader's buffer; what the streams keep of them (frames spanning
+    segments) is copied out before each refill overwrites it: tiny chunks change nothing."""
+    captures = sorted(CAPTURES.glob("*.mss1448.pcap"))
+    assert captures
+    ref = {c: _frames(c) for c in captures}
+    monkeypatch.setattr(chunks, "CHUNK", chunk)
+    for c in captures:
+        assert _frames(c) == ref[c], c.name
+    spanning = [f for c in captures for f in ref[c] if f[4] != f[5]]
+    assert sum(len(f[6]) for f in spanning) > 4 * chunk  # frames longer than chunks, too
