@@ -16,10 +16,10 @@ from dissector.protocol import tree
 from dissector.protocol.decode import decode_request, decode_response, tables
 from dissector.protocol.headers import parse_request_header, parse_response_header
 from dissector.records import decode_record_set
-from tests.records.builders import build, fix_crc32
+from tests.records.builders import build, fix_crc32, with_body
 from tests.support import require_module
 
-from .bombs import BOMBS
+from .bombs import BOMBS, CODEC_OF
 from .support import PAIRS, request_message, response_message, run_isolated
 
 
@@ -157,6 +157,7 @@ def test_huge_claims_in_capture_files(tmp_path, where):
 
 # -- decompression bombs ---------------------------------------------------------------------
 
+LIBRARY = {1: None, 2: "snappy", 3: "lz4", 4: "zstandard"}  # codec -> optional package
 BOMB_SIZE = 256 << 20  # 4 times the default 64 MiB cap
 
 
@@ -166,10 +167,8 @@ def test_decompression_bombs_are_capped(name):
     then) a MessageSet v1 wrapper, decoded in a fresh interpreter with the default cap: a
     `records.decompression_limit` Issue, and peak RSS grows by at most twice the cap (zlib's
     output buffer doubles) plus slack, well under the bomb."""
-    {"snappy-raw": "snappy", "snappy-xerial": "snappy", "lz4": "lz4"}.get(name) and \
-        require_module({"snappy-raw": "snappy", "snappy-xerial": "snappy", "lz4": "lz4"}[name])
-    if name.startswith("zstd"):
-        require_module("zstandard")
+    if LIBRARY[CODEC_OF[name]]:
+        require_module(LIBRARY[CODEC_OF[name]])
     result = run_isolated(f"""
         import json, struct, time
         from tests.fuzz.bombs import BOMBS, CODEC_OF
@@ -204,8 +203,8 @@ def test_decompression_bombs_are_capped(name):
 def test_a_small_cap_is_kept_whatever_the_codec():
     """The cap is honoured in proportion: 1 MiB cap, 64 MiB bombs, traced allocations."""
     for name, make in sorted(BOMBS.items()):
-        from .bombs import CODEC_OF
-        from tests.records.builders import with_body
+        if LIBRARY[CODEC_OF[name]]:
+            require_module(LIBRARY[CODEC_OF[name]])
         batch = with_body(build(2, 0, [(1, None, b"v", [])]), make(64 << 20),
                           codec=CODEC_OF[name], count=1)
         rs, top = peak(lambda: decode_record_set(batch, max_uncompressed=1 << 20))
@@ -218,8 +217,7 @@ def test_a_small_cap_is_kept_whatever_the_codec():
 def test_deep_vlan_stacks_and_ipv6_extension_chains():
     ip_tcp = bytes.fromhex("45000028000100004006 0000 7f000001 7f000002".replace(" ", "")) + \
         struct.pack(">HHIIBBHHH", 5000, 9092, 1, 0, 0x50, 0x18, 1024, 0, 0)
-    deep_vlan = bytes(12) + b"\x81\x00\x00\x01" * 20000 + b"\x00\x01" + b"\x08\x00" + ip_tcp
-    # the last tag's ethertype field is the IPv4 one: 20000 stacked tags then IPv4
+    # 20000 stacked 802.1Q tags (TPID 0x8100, TCI 1), then the IPv4 ethertype
     deep_vlan = bytes(12) + (b"\x81\x00" + b"\x00\x01") * 20000 + b"\x08\x00" + ip_tcp
     t = time.process_time()
     seg = tcp_segment(1, deep_vlan)
