@@ -26,3 +26,9 @@ test: setup system-deps
 
 codegen: setup
 	$(PY) -m dissector.codegen
+
+fuzz: setup
+	bash scripts/fuzz.sh
+
+bench: setup system-deps
+	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3
