@@ -14,7 +14,7 @@ truncation, issues). Either way a segment reaches the flows exactly as `tcp_segm
 buffer, not a copy: `flows.unpin()` is called before every refill to copy out what the streams
 keep of them (pieces of frames that span segments). Other paths get bytes.
 
-The generator yields once per chunk of the file (pcapng: per 4096 packets) so that the caller can
+The generator yields once per chunk of the file so that the caller can
 hand on what completed; `into.packets` (the last packet number) and `into.bytes` (captured bytes
 added) are kept current at each yield and when it stops, by an error or otherwise.
 """
@@ -26,7 +26,7 @@ from .errors import CaptureError
 from .files import open_capture
 from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIASES, LT_SLL, LT_SLL2
 from .pcap import MAX_RECORD, pcap_header
-from .pcapng import pcapng_packets
+from .pcapng import pcapng_batches
 
 # tag, version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the
 # flow's direct key), seq, ack, data offset, flags
@@ -47,7 +47,6 @@ _LINKS = {
 for _alias in LT_RAW_ALIASES:
     _LINKS[_alias] = _LINKS[LT_RAW]
 NEVER_FAST = 1 << 62   # the header length "needed" on links without a fused reader
-PCAPNG_BATCH = 4096
 
 
 def _fused(linktype):
@@ -66,7 +65,7 @@ def scan(path, packet_no, flows, other, into):
         if kind == "pcap":
             yield from _pcap(chunks, packet_no, flows, other, into)
         else:
-            yield from _packets(pcapng_packets(chunks), packet_no, flows, other, into)
+            yield from _pcapng(chunks, packet_no, flows, other, into)
     finally:
         f.close()
 
@@ -133,46 +132,48 @@ def _pcap(chunks, n, flows, other, into):
         into.bytes += nb
 
 
-def _packets(packets, n, flows, other, into):
-    """The same for packets from a reader (pcapng: several interfaces, any link types)."""
+def _pcapng(chunks, n, flows, other, into):
+    """The same over pcapng's batches (several interfaces, any link types)."""
     get = flows.direct.get
     add = flows.add
     tick = flows.tick
+    unpin = flows.unpin
     deadline = flows.deadline
     linktype = None
     nb = 0
     try:
-        for _, ts, lt, data in packets:
-            n += 1
-            incl = len(data)
-            nb += incl
-            if lt != linktype:
-                linktype = lt
-                hdr, off, tags, need = _fused(lt)
-            if incl >= need:
-                tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(data, 0)
-                if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                        and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
-                    payload = data[off + 20 + (doff >> 2 & 0x3C):off + total]
-                    handle = get(key)
-                    if handle is not None and not flags & 7:
-                        handle(n, ts, seq, ack, flags, payload)
-                        if ts > deadline:
-                            deadline = tick(ts)
-                    else:
-                        add(n, ts, *_split(key), seq, ack, flags, payload)
-                        deadline = flows.deadline
-                else:
-                    other(n, ts, lt, data)
-                    deadline = flows.deadline
-            else:
-                other(n, ts, lt, data)
+        for batch in pcapng_batches(chunks):
+            buf, mv = chunks.buf, chunks.mv
+            for ts, lt, p, stop in batch:
+                n += 1
+                incl = stop - p
+                nb += incl
+                if lt != linktype:
+                    linktype = lt
+                    hdr, off, tags, need = _fused(lt)
+                if incl >= need:
+                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
+                    if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
+                            and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
+                        p += off
+                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total]
+                        handle = get(key)
+                        if handle is not None and not flags & 7:
+                            handle(n, ts, seq, ack, flags, payload)
+                            if ts > deadline:
+                                deadline = tick(ts)
+                        else:
+                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
+                            deadline = flows.deadline
+                        continue
+                other(n, ts, lt, mv[p:stop].tobytes())
                 deadline = flows.deadline
-            if not n & (PCAPNG_BATCH - 1):
-                into.packets = n
-                into.bytes += nb
-                nb = 0
-                yield
+            unpin()
+            into.packets = n
+            into.bytes += nb
+            nb = 0
+            yield
     finally:
+        unpin()
         into.packets = n
         into.bytes += nb

@@ -39,13 +39,29 @@ class _Order:
 ORDERS = {b"\x4d\x3c\x2b\x1a": _Order("<"), b"\x1a\x2b\x3c\x4d": _Order(">")}
 
 
-def pcapng_packets(chunks):
-    """Check the first section header (in the first chunk) and return the packet iterator."""
+def pcapng_batches(chunks):
+    """Check the first section header (in the first chunk) and return an iterator over batches
+    of packets: lists of (ts_ns, linktype, start, stop), the packet being chunks.buf[start:stop]
+    until the iterator is resumed (the buffer is then refilled)."""
     if chunks.end < 12:
         raise CaptureError(f"{chunks.name}: truncated pcapng section header")
     if bytes(chunks.buf[8:12]) not in ORDERS:
         raise CaptureError(f"{chunks.name}: bad pcapng byte-order magic")
     return _blocks(chunks)
+
+
+def pcapng_packets(chunks):
+    """Check the first section header (in the first chunk) and return the packet iterator."""
+    return _packets(pcapng_batches(chunks), chunks)
+
+
+def _packets(batches, chunks):
+    n = 0
+    for batch in batches:
+        mv = chunks.mv
+        for ts_ns, linktype, start, stop in batch:
+            n += 1
+            yield n, ts_ns, linktype, mv[start:stop].tobytes()
 
 
 def _bad(chunks, pos, what):
@@ -85,9 +101,20 @@ def _interface(o, buf, pos, stop, chunks):
 
 
 def _blocks(chunks):
-    buf, mv, end = chunks.buf, chunks.mv, chunks.end
+    """Batches of the packets in each chunk (see pcapng_batches); the packets before a damaged
+    block are handed out before the error is raised."""
+    batch = []
+    try:
+        yield from _parse(chunks, batch)
+    except CaptureError:
+        if batch:
+            yield batch
+        raise
+
+
+def _parse(chunks, batch):
+    buf, end = chunks.buf, chunks.end
     pos = 0
-    n = 0
     ts_ns = 0  # last timestamp: Simple Packet Blocks have none
     o = ORDERS[bytes(buf[8:12])]
     u32, epb = o.u32, o.epb
@@ -113,8 +140,7 @@ def _blocks(chunks):
                 ts_ns = ((hi << 32) | lo) * scale
             else:
                 ts_ns = ((hi << 32) | lo) * mul // div + offset
-            n += 1
-            yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
+            batch.append((ts_ns, linktype, pos + 28, pos + 28 + caplen))
             pos = stop
         # Any other block (or a damaged or incomplete one), then back to the fast path.
         if pos + 12 <= end:
@@ -142,8 +168,7 @@ def _blocks(chunks):
                         caplen = min(caplen, snaplen)
                     if caplen > MAX_RECORD:
                         raise _bad(chunks, pos, f"bad packet length {caplen}")
-                    n += 1
-                    yield n, ts_ns, linktype, mv[pos + 12:pos + 12 + caplen].tobytes()
+                    batch.append((ts_ns, linktype, pos + 12, pos + 12 + caplen))
                 elif btype == IDB:
                     if blen < 20:
                         raise _bad(chunks, pos, "bad interface block")
@@ -165,20 +190,25 @@ def _blocks(chunks):
                     except IndexError:
                         raise _bad(chunks, pos, f"packet on undeclared interface {iid}") from None
                     ts_ns = ((hi << 32) | lo) * mul // div + offset
-                    n += 1
-                    yield n, ts_ns, linktype, mv[pos + 28:pos + 28 + caplen].tobytes()
+                    batch.append((ts_ns, linktype, pos + 28, pos + 28 + caplen))
                 pos = stop
                 continue
             if btype not in PARSED:
+                if batch:
+                    yield batch[:]
+                    batch.clear()
                 chunks.skip(stop, chunks.base + pos)
-                buf, mv, end = chunks.buf, chunks.mv, chunks.end
+                buf, end = chunks.buf, chunks.end
                 pos = 0
                 continue
             if blen > MAX_BLOCK:
                 raise _bad(chunks, pos, f"block length {blen} too large")
+        if batch:
+            yield batch[:]
+            batch.clear()
         if not chunks.refill(pos):
             if pos < end:
                 raise _bad(chunks, 0, "truncated block")
             return
-        buf, mv, end = chunks.buf, chunks.mv, chunks.end
+        buf, end = chunks.buf, chunks.end
         pos = 0

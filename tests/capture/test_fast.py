@@ -234,3 +234,16 @@ def test_payload_views_survive_the_reused_buffer(monkeypatch, chunk):
         assert _frames(c) == ref[c], c.name
     spanning = [f for c in captures for f in ref[c] if f[4] != f[5]]
     assert sum(len(f[6]) for f in spanning) > 4 * chunk  # frames longer than chunks, too
+
+
+def test_pcapng_damaged_block_delivers_what_came_before(tmp_path):
+    blocks = [build.shb(), build.idb("<", 1)]
+    blocks += [build.epb("<", 0, 10 + i, eth(tcp4(b"p%d" % i))) for i in range(3)]
+    path = tmp_path / "c.pcapng"
+    data = b"".join(blocks)
+    path.write_bytes(data[:-8] + b"\xff" * 8)  # the last block's trailing length is wrong
+    r = Recorder()
+    with pytest.raises(CaptureError, match="block length mismatch"):
+        run_fast(path, r)
+    assert [seg[7] for _p, _t, seg in routed(r)] == [b"p0", b"p1"]
+    assert r.packets == 2
