@@ -80,6 +80,7 @@ def _pcap(chunks, n, flows, other, into):
     unpin = flows.unpin
     deadline = flows.deadline
     name = chunks.name
+    limit = MAX_RECORD
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 24
     nb = 0
@@ -87,7 +88,7 @@ def _pcap(chunks, n, flows, other, into):
         while True:
             while pos + 16 <= end:
                 sec, frac, incl = rec(buf, pos)
-                if incl > MAX_RECORD:
+                if incl > limit:
                     raise CaptureError(f"{name}: packet record length {incl} too large at byte "
                                        f"{chunks.base + pos}")
                 p = pos + 16
@@ -100,10 +101,11 @@ def _pcap(chunks, n, flows, other, into):
                 pos = stop
                 if incl >= need:
                     tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
+                    # hl: TCP header length; the IP length within the captured bytes
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                            and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
+                            and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
-                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total]
+                        payload = mv[p + 20 + hl:p + total]
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
@@ -153,10 +155,11 @@ def _pcapng(chunks, n, flows, other, into):
                     hdr, off, tags, need = _fused(lt)
                 if incl >= need:
                     tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
+                    # hl: TCP header length; the IP length within the captured bytes
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                            and doff >= 0x50 and (doff >> 2 & 0x3C) + 20 <= total <= incl - off):
+                            and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
-                        payload = mv[p + 20 + (doff >> 2 & 0x3C):p + total]
+                        payload = mv[p + 20 + hl:p + total]
                         handle = get(key)
                         if handle is not None and not flags & 7:
                             handle(n, ts, seq, ack, flags, payload)
