@@ -2,7 +2,8 @@
 
 Listing goes through Spark's binaryFile source with only the path and length selected (the
 content is not read), so local paths, globs, directories (recursively) and cluster URIs (hdfs://,
-s3a://, ...) all work the same. Tasks then read local files in place and copy other files to a
+s3a://, ...) all work the same. As everywhere in Hadoop, names starting with "." or "_" are
+skipped inside directories. Tasks then read local files in place and copy other files to a
 local temporary file first: the capture readers stream from a local file.
 """
 from __future__ import annotations

@@ -124,8 +124,6 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     ordered_rows = (decoded.repartition(buckets, BUCKET)
                     .sortWithinPartitions(BUCKET, *(F.col(k).asc_nulls_first() for k in EMIT_KEYS)))
     rows = write_tables(ordered_rows, str(out), starts, connection_ids)
-    extracted.unpersist()
-    decoded.unpersist()
     return Result(str(out), file_order, errors, rows, time.monotonic() - start)
 
 

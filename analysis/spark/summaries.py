@@ -9,11 +9,12 @@ Each function returns a Spark DataFrame with the pandas function's columns.
 """
 from __future__ import annotations
 
+import os
+
 from dissector.protocol.generated.errors import ERRORS
 from dissector.protocol.names import error_name, is_retriable
 
 from ..latency import DIMENSIONS, FETCH, QUANTILES, long_poll_mask
-from .write import output_fs
 
 TOLERANCE_MS, TOLERANCE_FRAC = long_poll_mask.__defaults__
 
@@ -26,8 +27,8 @@ _KEYS = {   # the DIMENSIONS columns that are not exchange columns, as SQL expre
 def register(spark, out) -> None:
     """Temporary views kd_exchanges and kd_partitions over a run's Parquet output, and
     kd_answered: exchanges with a latency, with `long_poll`."""
-    filesystem, base = output_fs(str(out))
-    prefix = str(out) if "://" in str(out) else base
+    out = str(out)
+    prefix = out if "://" in out else os.path.abspath(out)
     for name in ("exchanges", "partitions"):
         spark.read.parquet(f"{prefix}/{name}.parquet").createOrReplaceTempView(f"kd_{name}")
     spark.sql(f"""
