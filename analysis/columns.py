@@ -4,11 +4,11 @@ becomes Arrow arrays, so Python objects are only ever held for one batch.
 No row dicts and no temporary files: a row is appended value by value to its column lists. A batch
 is cut every `BATCH_ROWS` rows or once its values reach about `BATCH_BYTES` in memory: VALUE_COST
 per value (a Python object and its list slot) plus the length of strings and binaries (record keys
-and values). That size is summed over the rows added since the last look, not on each append; the
-next look comes halfway to the budget at the mean row size so far (at most CHECK_EVERY rows on). A full batch is
-either kept (in-memory tables: `table()` concatenates the batches) or handed to a sink such as
-ParquetSink (streaming export: memory bounded by one batch per table). Names in CATEGORICAL are
-dictionary-encoded, which pandas shows as categories.
+and values). That size is summed over the rows added since the last look, not on each append;
+the next look comes halfway to the budget at the mean row size so far (at most CHECK_EVERY rows
+on). A full batch is either kept (in-memory tables: `table()` concatenates the batches) or handed
+to a sink such as ParquetSink (streaming export: memory bounded by one batch per table). Names in
+CATEGORICAL are dictionary-encoded, which pandas shows as categories.
 """
 from __future__ import annotations
 

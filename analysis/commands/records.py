@@ -19,6 +19,7 @@ FORMATS = ("text", "jsonl", "csv", "parquet")
 ROW_GROUP = 65536
 ROW_GROUP_BYTES = 16 << 20
 _TS = RECORD_COLUMN_NAMES.index("timestamp")
+_HEADERS = RECORD_COLUMN_NAMES.index("headers")
 
 
 def add_parser(sub) -> None:
@@ -111,7 +112,7 @@ def _csv(rows, out) -> int:
         n += 1
         rec = [_json_value(v) for v in r]
         rec[_TS] = iso_ns(rec[_TS])
-        rec[RECORD_COLUMN_NAMES.index("headers")] = json.dumps(rec[RECORD_COLUMN_NAMES.index("headers")])
+        rec[_HEADERS] = json.dumps(rec[_HEADERS])
         w.writerow(["" if v is None else v for v in rec])
     return n
 

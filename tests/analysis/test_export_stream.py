@@ -13,7 +13,7 @@ from analysis import columns
 from analysis.commands import records as records_cmd
 from analysis.load import TABLES
 from dissector.cli import main
-from tests.support import CAPTURES, ROOT
+from tests.support import CAPTURES
 
 from . import scenario
 
@@ -59,7 +59,8 @@ def test_in_memory_table_is_one_chunk_with_one_dictionary():
         b.append(r)
     t = b.table()
     want = pa.table({"id": pa.array(list(range(10)) + [None], pa.int64()),
-                     "topic": pa.array([f"t{i % 3}" for i in range(10)] + ["t9"]).dictionary_encode(),
+                     "topic": pa.array([f"t{i % 3}" for i in range(10)] + ["t9"])
+                     .dictionary_encode(),
                      "value": pa.array([bytes([i]) * 3 for i in range(10)] + [b"x"], pa.binary()),
                      "topics": pa.array([[f"t{i % 3}"] for i in range(10)] + [[]],
                                         pa.list_(pa.string()))})
@@ -116,7 +117,6 @@ def _export_rss_mb(capture, out):
 def test_export_peak_rss_flat_when_the_capture_doubles(tmp_path):
     """A replicated corpus of N and 2N MB (every record decoded): the old in-memory export grew
     by ~55 MB between the two; streaming keeps the peak within a few MB."""
-    sys.path.insert(0, str(ROOT))
     from benchmarks import corpus
     small, large = tmp_path / "n.pcap", tmp_path / "2n.pcap"
     corpus.build(small, 30_000_000, src=CAPTURES / "codecs.pcap")
@@ -125,5 +125,6 @@ def test_export_peak_rss_flat_when_the_capture_doubles(tmp_path):
     rss_large = _export_rss_mb(large, large.with_suffix(""))
     print(f"export peak RSS: {rss_small:.1f} MB (N), {rss_large:.1f} MB (2N)")
     assert rss_large - rss_small < 15, (rss_small, rss_large)
-    rows = [pq.ParquetFile(d.with_suffix("") / "records.parquet").metadata.num_rows for d in (small, large)]
+    rows = [pq.ParquetFile(d.with_suffix("") / "records.parquet").metadata.num_rows
+            for d in (small, large)]
     assert rows[1] > 1.8 * rows[0] > 10_000   # the records were all decoded and written
