@@ -4,7 +4,9 @@ Each version's top-level struct becomes one straight-line reader `_rN(b, p) -> (
 message bytes `b`, with nested structs and array elements inlined: runs of fixed-size fields go
 through one precompiled Struct that also reads the length, count or presence byte of the next
 field, one-byte varints are inlined, and the rare tagged-field sections have their own functions
-`_tN`. The readers raise on any malformation without details; the tree interpreter
+`_tN`. Every non-empty array charges its element count to the message's element budget `k`
+(a local int: the reader's argument, passed through and returned by the `_tN`). The readers raise
+on any malformation without details; the tree interpreter
 (dissector/protocol/tree.py) re-decodes such messages from the schema tables `_sN` emitted
 alongside, to find the exact fault.
 """
@@ -84,7 +86,7 @@ class Module:
         body.extend(makers[i] for i in sorted(makers))
         schema = [self._schema(i, layout) for i, layout in enumerate(self.layouts)]
         out = [HEADER, "from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, "
-               "new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids\n\n"]
+               "MAX_ELEMENTS as _MAXE, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids\n\n"]
         for fmt, name in sorted(self.structs.items(), key=lambda kv: int(kv[1][2:])):
             out.append(f"{name} = Struct({fmt!r}).unpack_from\n")
         for name in sorted(self.iters, key=lambda x: int(x[2:])):
@@ -112,7 +114,7 @@ class Module:
         return [(a, d) for a, d in self.classes[layout.cls].items() if a not in present]
 
     def _reader(self, i, layout):
-        lines = [f"def _r{i}(b, p):"]
+        lines = [f"def _r{i}(b, p, k=_MAXE):"]
         lines += self._struct(layout, "o", 1, 0)
         lines.append("    return o, p")
         return "\n".join(lines) + "\n\n\n"
@@ -162,11 +164,11 @@ class Module:
             self.tag_funcs.add(self.lid(layout))
             t = f"_t{self.lid(layout)}"
             if not run:
-                return lines + [f"{pad}if b[p]:", f"{pad}    p = {t}(b, p, {ov})", f"{pad}else:",
+                return lines + [f"{pad}if b[p]:", f"{pad}    p, k = {t}(b, p, {ov}, k)", f"{pad}else:",
                                 f"{pad}    p += 1"]
             run.append((n, "B"))
             flush()
-            lines += [f"{pad}if {n}:", f"{pad}    p = {t}(b, p - 1, {ov})"]
+            lines += [f"{pad}if {n}:", f"{pad}    p, k = {t}(b, p - 1, {ov}, k)"]
         else:
             flush()
         return lines
@@ -236,11 +238,12 @@ class Module:
             ch = FIXED[elem]
             self.arrays.add(ch)
             arr = "_Abool" if ch == "?" else f"_A{ch}"
-            return [f"{pad}if {n}:",
+            return [f"{pad}if {n}:", f"{inner}k -= {n}", f"{inner}if k < 0:", f"{inner}    raise Malformed",
                     f"{inner}{target} = [*{arr}[{n}](b, p)] if {n} < 16 else [*_su('>%d{ch}' % {n}, b, p)]",
                     f"{inner}p += {FIXED_SIZE[ch]} * {n}", f"{pad}else:", f"{inner}{target} = []"]
         lst = f"l{depth}"
-        lines = [f"{pad}{target} = {lst} = []", f"{pad}if {n}:", f"{inner}if {n} > len(b) - p:",
+        lines = [f"{pad}{target} = {lst} = []", f"{pad}if {n}:", f"{inner}k -= {n}",
+                 f"{inner}if {n} > len(b) - p or k < 0:",
                  f"{inner}    raise Malformed"]
         if elem == "struct" and f.struct.fields and all(x.kind in FIXED for x in f.struct.fields):
             return lines + self._flat_array(f, ind + 1, depth)
@@ -339,9 +342,10 @@ class Module:
         return "\n".join(lines) + "\n\n\n"
 
     def _tags(self, i, layout):
-        """`_tN(b, p, o)`: the tagged-field section at p (count varint first); known tags are
-        decoded and must use exactly their declared size, unknown ones are kept raw."""
-        lines = [f"def _t{i}(b, p, o):", "    u = None", "    n, p = _uv(b, p)", "    for _ in range(n):",
+        """`_tN(b, p, o, k) -> (p, k)`: the tagged-field section at p (count varint first); known
+        tags are decoded and must use exactly their declared size, unknown ones are kept raw; `k`
+        is the element budget left."""
+        lines = [f"def _t{i}(b, p, o, k):", "    u = None", "    n, p = _uv(b, p)", "    for _ in range(n):",
                  "        t = b[p]", "        if t > 127:", "            t, p = _uv(b, p)", "        else:",
                  "            p += 1", "        s = b[p]", "        if s > 127:", "            s, p = _uv(b, p)",
                  "        else:", "            p += 1", "        e = p + s",
@@ -378,7 +382,7 @@ class Module:
             ind = "            "
         lines += [f"{ind}if u is None:", f"{ind}    u = o.unknown_tags = {{}}", f"{ind}u[t] = b[p:e]",
                   f"{ind}p = e"]
-        lines.append("    return p")
+        lines.append("    return p, k")
         return "\n".join(lines) + "\n\n\n"
 
     def _schema(self, i, layout):

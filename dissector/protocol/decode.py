@@ -3,6 +3,8 @@
 The fast generated reader runs first. If it fails in any way, or overruns the message, the
 message is decoded again by the schema interpreter (tree.py), which keeps everything decoded
 before the fault and reports one Issue with the byte offset. Nothing here raises on bad input.
+Both charge array elements to a budget (`max_elements`, default primitives.MAX_ELEMENTS): each
+element is a Python object many times its wire size, so this bounds a message's memory.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from . import embedded, tree
 from .generated.apis import APIS, MODULES
 from .headers import parse_request_header, parse_response_header
 from .message import Message
+from .primitives import MAX_ELEMENTS
 
 _tables: dict = {}  # api_key -> (REQUEST, RESPONSE) tables of its generated module
 
@@ -33,11 +36,12 @@ def _bytes(buf):
     return buf if type(buf) is bytes else bytes(buf)
 
 
-def decode_struct(b, offset, entry, issues):
-    """Decode one struct with (reader, schema) `entry` at b[offset:], which must fill b exactly."""
+def decode_struct(b, offset, entry, issues, max_elements=MAX_ELEMENTS):
+    """Decode one struct with (reader, schema) `entry` at b[offset:], which must fill b exactly;
+    at most `max_elements` array elements in all."""
     reader, schema = entry
     try:
-        body, p = reader(b, offset)
+        body, p = reader(b, offset, max_elements)
         if p == len(b):
             return body
         if p < len(b):
@@ -46,7 +50,7 @@ def decode_struct(b, offset, entry, issues):
             return body
     except Exception:  # any failure of the fast path: the interpreter finds out what it was
         pass
-    body, end, _, fault = tree.decode(b, offset, schema)
+    body, end, _, fault = tree.decode(b, offset, schema, max_elements=max_elements)
     if fault is not None:
         issues.append(Issue(fault.code, ERROR, fault.detail, stream_offset=fault.offset))
     elif end < len(b):
@@ -58,7 +62,7 @@ def decode_struct(b, offset, entry, issues):
     return body
 
 
-def _body(buf, offset, api_key, api_version, issues, which, request=None):
+def _body(buf, offset, api_key, api_version, issues, which, request, max_elements):
     t = tables(api_key)
     if t is None:
         issues.append(Issue("kafka.unknown_api", WARNING, f"unknown api key {api_key}", stream_offset=0))
@@ -72,26 +76,28 @@ def _body(buf, offset, api_key, api_version, issues, which, request=None):
         return None
     b = _bytes(buf)
     if api_key not in embedded.SPECIAL:
-        return decode_struct(b, offset, entry, issues)
+        return decode_struct(b, offset, entry, issues, max_elements)
     body = None
     if which == 1 and api_key == embedded.API_VERSIONS:
         body = embedded.api_versions_response(b, offset, api_version, t[1], decode_struct)
     if body is None:
-        body = decode_struct(b, offset, entry, issues)
+        body = decode_struct(b, offset, entry, issues, max_elements)
     embedded.attach(api_key, api_version, which, body, b, issues, request)
     return body
 
 
-def decode_request_body(buf, offset, api_key, api_version, issues):
+def decode_request_body(buf, offset, api_key, api_version, issues, *, max_elements=MAX_ELEMENTS):
     """The request body at buf[offset:] (None for an unknown api key or version); appends Issues.
-    Embedded structures (dissector.protocol.embedded) are decoded in place."""
-    return _body(buf, offset, api_key, api_version, issues, 0)
+    Embedded structures (dissector.protocol.embedded) are decoded in place, each with its own
+    budget (their bytes are part of the body's, so they stay bounded by its size)."""
+    return _body(buf, offset, api_key, api_version, issues, 0, None, max_elements)
 
 
-def decode_response_body(buf, offset, api_key, api_version, issues, request=None):
+def decode_response_body(buf, offset, api_key, api_version, issues, request=None, *,
+                         max_elements=MAX_ELEMENTS):
     """The response body at buf[offset:] (None for an unknown api key or version); appends Issues.
     `request`: the decoded request body, which an Envelope response needs for its inner one."""
-    return _body(buf, offset, api_key, api_version, issues, 1, request)
+    return _body(buf, offset, api_key, api_version, issues, 1, request, max_elements)
 
 
 def data_versions(name):
@@ -115,8 +121,9 @@ def decode_data(name, buf, offset, version, issues):
     return decode_struct(_bytes(buf), offset, entry, issues)
 
 
-def decode_request(buf) -> Message:
-    """A request message (bytes after the size prefix) -> Message; never raises."""
+def decode_request(buf, *, max_elements=MAX_ELEMENTS) -> Message:
+    """A request message (bytes after the size prefix) -> Message; never raises.
+    `max_elements`: array elements the body may decode (kafka.too_many_elements beyond)."""
     b = _bytes(buf)
     issues = []
     try:
@@ -128,13 +135,14 @@ def decode_request(buf) -> Message:
                     int.from_bytes(b[4:8], "big", signed=True)]
         issues.append(Issue("kafka.bad_header", ERROR, f"request header: {e}", stream_offset=0))
         return Message(*head, issues=issues)
-    body = decode_request_body(b, offset, api_key, api_version, issues)
+    body = decode_request_body(b, offset, api_key, api_version, issues, max_elements=max_elements)
     return Message(api_key, api_version, correlation_id, client_id, tags, body, issues, offset)
 
 
-def decode_response(buf, api_key, api_version, request=None) -> Message:
+def decode_response(buf, api_key, api_version, request=None, *, max_elements=MAX_ELEMENTS) -> Message:
     """A response message to a request of (api_key, api_version) -> Message; never raises.
-    `request`: the request's Message or body, if known (an Envelope response needs it)."""
+    `request`: the request's Message or body, if known (an Envelope response needs it);
+    `max_elements`: array elements the body may decode (kafka.too_many_elements beyond)."""
     b = _bytes(buf)
     issues = []
     try:
@@ -145,5 +153,6 @@ def decode_response(buf, api_key, api_version, request=None) -> Message:
         return Message(api_key, api_version, corr, issues=issues)
     if isinstance(request, Message):
         request = request.body
-    body = decode_response_body(b, offset, api_key, api_version, issues, request)
+    body = decode_response_body(b, offset, api_key, api_version, issues, request,
+                                max_elements=max_elements)
     return Message(api_key, api_version, correlation_id, None, tags, body, issues, offset)

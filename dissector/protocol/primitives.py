@@ -14,6 +14,12 @@ new = object.__new__
 _set = object.__setattr__
 _UNKNOWN = SafeUUID.unknown
 
+# Array elements one message may decode, all arrays together (the only place the default is set).
+# Each element is a Python object: ~36 bytes of memory per 2-byte element, so this bounds a
+# message at ~150 MB of objects whatever its size. A Metadata response of 100k partitions with
+# 3 replicas and 3 ISR needs ~700k.
+MAX_ELEMENTS = 2_000_000
+
 
 class Malformed(Exception):
     """Raised inside decoders; `code` is a stable Issue code, `offset` the byte where it happened.
@@ -83,4 +89,4 @@ class Body:
         return f"{type(self).__name__}({inner})"
 
 
-__all__ = ["ARRAYS", "UUIDS", "DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]
+__all__ = ["MAX_ELEMENTS", "ARRAYS", "UUIDS", "DEFAULT_STRUCT", "Struct", "unpack_from", "UUID0", "new", "Malformed", "uvarint", "uuid_at", "Body"]

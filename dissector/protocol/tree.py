@@ -7,6 +7,8 @@ Two uses, both off the fast path:
   fault, keep everything decoded before it (objects are attached to their parents before their
   fields are read; fields not reached keep their defaults) and report one Malformed with its code
   and byte offset.
+Both charge every array's element count to the message's element budget, at the same points as
+the fast readers (the count, before any element), so both fail on the same messages.
 A schema is (class, flexible, fields, tagged, absent); a field is
 (attr, kind, elem, nullable, compact, tag, default, child schema): see dissector.codegen.emit_decoders.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from struct import Struct
 
-from .primitives import DEFAULT_STRUCT, Malformed, new, uuid_at
+from .primitives import DEFAULT_STRUCT, MAX_ELEMENTS, Malformed, new, uuid_at
 
 _FIXED = {k: Struct(">" + c) for k, c in (("int8", "b"), ("int16", "h"), ("int32", "i"),
                                           ("int64", "q"), ("uint16", "H"), ("uint32", "I"),
@@ -67,9 +69,10 @@ def new_body(schema):
 
 
 class _Walker:
-    def __init__(self, b, end=None):
+    def __init__(self, b, end=None, budget=MAX_ELEMENTS):
         self.b = b
         self.end = len(b) if end is None else end
+        self.budget = budget  # array elements this message may still decode
 
     def need(self, p, n, what):
         if p + n > self.end:
@@ -183,6 +186,10 @@ class _Walker:
         if n * size > self.end - p:
             raise Malformed("kafka.bad_array_length", start,
                             f"{attr}: {n} elements with {self.end - p} bytes left")
+        self.budget -= n
+        if self.budget < 0:
+            raise Malformed("kafka.too_many_elements", start,
+                            f"{attr}: {n} elements exceed the message's element budget")
         lst = []
         setattr(o, attr, lst)
         holder = _Holder()
@@ -234,8 +241,11 @@ class _Walker:
                 if node is not None:
                     node.children.append(Node(f"tag {tag}", tstart, e - tstart, self.b[p:e]))
             else:
-                sub = _Walker(self.b, e)  # a tagged field may not read past its size
-                p = sub.field(p, f, o, node)
+                sub = _Walker(self.b, e, self.budget)  # a tagged field may not read past its size
+                try:
+                    p = sub.field(p, f, o, node)
+                finally:
+                    self.budget = sub.budget
                 if p != e:
                     raise Malformed("kafka.bad_tagged_field", tstart,
                                     f"tag {tag} ({f[0]}): {p - (e - size)} of {size} bytes used")
@@ -250,11 +260,12 @@ class _Holder:
     __slots__ = ("value",)
 
 
-def decode(b, p, schema, tree=False):
+def decode(b, p, schema, tree=False, max_elements=MAX_ELEMENTS):
     """Decode a struct at b[p:] -> (obj, end, root Node or None, Malformed or None).
 
-    Never raises Malformed: on a fault the partial object is returned with the fault."""
-    w = _Walker(b)
+    Never raises Malformed: on a fault the partial object is returned with the fault.
+    `max_elements`: the element budget (kafka.too_many_elements beyond it)."""
+    w = _Walker(b, None, max_elements)
     o = new_body(schema)
     root = Node(schema[0].__name__, p) if tree else None
     try:
