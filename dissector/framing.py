@@ -60,7 +60,7 @@ class Framer:
     __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "waiting", "_state",
                  "_hdr", "_pieces", "_have", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
-                 "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates")
+                 "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates", "_kept")
 
     def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME):
         self.connection = connection
@@ -72,6 +72,7 @@ class Framer:
         self._state = _IDLE
         self._hdr = b""          # partial size prefix (_PREFIX)
         self._pieces = None      # frame bytes after the prefix, as received (_BODY)
+        self._kept = 0           # leading pieces known not to be views (see unpin)
         self._have = 0
         self._need = 0
         self._start = 0          # offset, first packet and time of the frame in progress
@@ -119,14 +120,13 @@ class Framer:
 
     def unpin(self):
         """The buffer behind the views among the pieces of the frame in progress (see feed) is
-        about to be reused: copy them out, once each."""
+        about to be reused: copy them out. Pieces before `_kept` were seen by an earlier call."""
         pieces = self._pieces
         if self._state == _BODY and pieces:
-            i = len(pieces)
-            while i and pieces[i - 1].__class__ is not bytes:
-                i -= 1
-            if i < len(pieces):
-                pieces[i:] = [b"".join(pieces[i:])]
+            for i in range(self._kept, len(pieces)):
+                if pieces[i].__class__ is not bytes:
+                    pieces[i] = bytes(pieces[i])
+            self._kept = len(pieces)
 
     def midstream(self):
         """The stream was joined after its start: find the first frame boundary by scanning."""
@@ -241,6 +241,7 @@ class Framer:
                         self._first_ts = self._last_ts = ts
                         self._need = size
                         self._pieces = [data[pos + 4:n]]
+                        self._kept = 0
                         self._have = n - pos - 4
                         self._state = _BODY
                         return
@@ -291,6 +292,7 @@ class Framer:
                 else:
                     self._need = size
                     self._pieces = []
+                    self._kept = 0
                     self._have = 0
                     self._last_pkt = pkt
                     self._last_ts = ts

@@ -4,6 +4,7 @@ Each packet shape (built by scapy, an independent encoder) is checked both ways:
 must route it as the general path would (a segment with the same fields and payload, an issue
 code, or nothing), whichever of its branches (fused or `other`) takes it.
 """
+import random
 import struct
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from scapy.packet import Raw
 from dissector.capture import CaptureError, read_packets, tcp_segment
 from dissector.capture import chunks
 from dissector.capture.fast import scan
-from dissector.pipeline import dissect
+from dissector.pipeline import Dissector, dissect
 from dissector.tcp.flows import direct_key
 
 from tests.capture import build
@@ -211,10 +212,22 @@ def test_random_bytes_after_a_real_header(tmp_path_factory, tails, linktype):
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
 
-def _frames(path):
-    """Every frame's bytes and place, as the pipeline pairs them."""
+def _frames(path, fast=True):
+    """Every frame's bytes and place, as the pipeline pairs them (fast: the file path; else
+    packet by packet through Dissector.feed, the general path)."""
+    if fast:
+        exchanges = list(dissect(path, level="headers"))
+    else:
+        d = Dissector()
+        exchanges = []
+        for n, ts, lt, data in read_packets(path):
+            d.feed(n, ts, lt, data)
+            exchanges += d.output
+            d.output.clear()
+        d.finish()
+        exchanges += d.output
     out = []
-    for ex in dissect(path, level="headers"):
+    for ex in exchanges:
         for f in (ex.request, ex.response):
             if f is not None:
                 out.append((f.connection.connection_id, f.direction, f.stream_offset, f.length,
@@ -247,3 +260,37 @@ def test_pcapng_damaged_block_delivers_what_came_before(tmp_path):
         run_fast(path, r)
     assert [seg[7] for _p, _t, seg in routed(r)] == [b"p0", b"p1"]
     assert r.packets == 2
+
+
+def _damaged(path, out, seed):
+    """The capture with packets lost, duplicated and swapped (seeded): holes, retransmissions
+    and out-of-order data, so held bytes are drained into frames between payload views."""
+    rng = random.Random(seed)
+    data = path.read_bytes()
+    recs, pos = [], 24
+    while pos + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, pos + 8)[0]
+        recs.append(data[pos:pos + 16 + incl])
+        pos += 16 + incl
+    kept = []
+    for r in recs:
+        x = rng.random()
+        if x < 0.03:
+            continue
+        if x < 0.05:
+            kept.append(r)
+        if x < 0.08 and kept:
+            kept.insert(len(kept) - 1, r)
+            continue
+        kept.append(r)
+    out.write_bytes(data[:24] + b"".join(kept))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1000, 7777])
+def test_damaged_streams_same_as_the_general_path(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(chunks, "CHUNK", chunk)
+    for i, c in enumerate(sorted(CAPTURES.glob("*.mss1448.pcap"))):
+        for seed in (i, 100 + i):
+            path = _damaged(c, tmp_path / c.name, seed)
+            assert _frames(path) == _frames(path, fast=False), (c.name, seed)
