@@ -80,13 +80,16 @@ class Dissector:
             return
         self._flows.add(packet_no, ts_ns, *seg)
 
-    def feed_file(self, path, packet_no=0):
+    def feed_file(self, path, packet_no=0, progress=None):
         """Feed every packet of a capture file (numbered on from packet_no), yielding completed
         exchanges as they come (after each chunk of the file read): the fused hot loop of
-        capture.fast hands segments of live flows straight to their handlers."""
+        capture.fast hands segments of live flows straight to their handlers. `progress(path,
+        bytes)` is called after each chunk."""
         out = self.output
         try:
             for _ in scan(path, packet_no, self._flows, self._packet, self):
+                if progress is not None:
+                    progress(path, self.bytes)
                 while out:
                     yield out.popleft()
         except CaptureError:
@@ -158,13 +161,9 @@ class Dissection:
 
     def __iter__(self):
         d = self.dissector
-        progress = self._progress
         for path in self.paths:
             try:
-                for n, ex in enumerate(d.feed_file(path, d.packets)):
-                    yield ex
-                    if progress is not None and n & 0xFF == 0:
-                        progress(path, d.bytes)
+                yield from d.feed_file(path, d.packets, self._progress)
             except CaptureError as exc:
                 self.errors.append(str(exc))
                 d.add_issue(Issue("capture.error", ERROR, str(exc), frame=d.packets))
