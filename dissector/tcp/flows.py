@@ -272,6 +272,7 @@ class FlowTable:
         flow.handlers = None
         for r in flow.rs:
             r.finish(pkt)
+            self.pinned.discard(r)  # callers of add that never unpin: only live flows stay
         flow.state = _CLOSED
         flow.rs = None
         del self._live[flow.conn.connection_id]
