@@ -23,8 +23,8 @@ def both(spark, tmp_path_factory):
     from tests.analysis import scenario
     tmp = tmp_path_factory.mktemp("summaries")
     scenario.write(tmp / "scenario.pcap")
-    files = rotate(tmp / "scenario.pcap", tmp / "in", 3) + \
-        rotate(CAPTURES / "librdkafka_produce_consume.pcap", tmp / "in", 2, prefix="rdkafka")
+    rotate(tmp / "scenario.pcap", tmp / "in", 3)
+    rotate(CAPTURES / "librdkafka_produce_consume.pcap", tmp / "in", 2, prefix="rdkafka")
     result = run([tmp / "in"], tmp / "out", spark=spark)
     order = [f[len("file:"):] for f in result.files]
     summaries.register(spark, tmp / "out")
