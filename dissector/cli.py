@@ -11,7 +11,6 @@ import argparse
 import gc
 import sys
 from importlib import import_module
-from importlib.metadata import entry_points
 
 from . import __version__
 
@@ -36,6 +35,7 @@ def _add_commands(sub, wanted) -> None:
         import_module(f"dissector.commands.{name}").add_parser(sub)
     if wanted in CORE_COMMANDS:
         return   # reading the installed entry points costs 30 ms a run: only when needed
+    from importlib.metadata import entry_points
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if ep.name in CORE_COMMANDS:
             continue
