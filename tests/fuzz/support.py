@@ -193,9 +193,12 @@ def run_isolated(code: str, timeout=120, env=None):
     """Run `code` in a fresh Python; it prints one JSON line. Returns (that object, peak RSS of
     the child in bytes). The child's own baseline (imports) is in its JSON as `base_rss`."""
     prelude = textwrap.dedent("""\
-        import json, resource, sys
+        import json, sys
         def rss():
-            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            # VmHWM, not getrusage's ru_maxrss: Linux carries the parent's peak across exec into
+            # ru_maxrss, so a child of a big pytest worker would report the worker's peak
+            with open("/proc/self/status") as f:
+                return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) * 1024
     """)
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout,

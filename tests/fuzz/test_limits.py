@@ -317,8 +317,6 @@ def test_envelopes_nested_deeply():
     assert top < 64 * len(msg) + (1 << 20), top
 
 
-@pytest.mark.xfail(reason="open (issue 8): the Issue is right but peak RSS reached 317 MB under a "
-                   "loaded full-suite run (20 MB alone); the fallback path is not yet bounded")
 def test_arrays_of_tiny_elements_are_budgeted():
     """A 9 MB Metadata v0 request of 4.5M empty topic names (2 bytes each on the wire, ~72 bytes
     each as objects: 345 MB before the element budget), decoded in a fresh interpreter: one
