@@ -22,7 +22,14 @@ def assert_tables_equal(expected, actual):
         assert list(a.columns) == list(b.columns), name
         assert a.dtypes.to_dict() == b.dtypes.to_dict(), name
         if name in SORT:
-            a = a.sort_values(SORT[name], na_position="first")
-            b = b.sort_values(SORT[name], na_position="first")
+            a = a.sort_values(SORT[name], key=_lexical, na_position="first")
+            b = b.sort_values(SORT[name], key=_lexical, na_position="first")
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True),
                                       obj=name)
+
+
+def _lexical(column):
+    """Dictionary-encoded columns sort by their dictionary's order, which differs between two
+    tables holding the same values: sort those by their strings."""
+    return column.astype("string") if isinstance(column.dtype, pd.ArrowDtype) and \
+        str(column.dtype).startswith("dictionary") else column
