@@ -1,7 +1,8 @@
 """Run a command as a child process and measure it: wall time, CPU time and peak RSS of that child.
 
-os.wait4 gives the rusage of exactly the child waited for (getrusage(RUSAGE_CHILDREN) would mix
-all children: its ru_maxrss is the largest of them), so each tool's peak RSS is its own.
+os.wait4 gives the CPU time of exactly the child waited for (getrusage(RUSAGE_CHILDREN) would mix
+all children). Peak RSS is the child's VmHWM, polled while it runs: its ru_maxrss would not do,
+because Linux carries the spawning process's peak across exec into it.
 """
 from __future__ import annotations
 
@@ -47,17 +48,32 @@ def run(cmd, stdout=os.devnull, stderr_path=os.devnull, timeout=3600):
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 env=installed_env())
         deadline = start + timeout
+        peak_kb = None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
+            peak_kb = _high_water_kb(proc.pid) or peak_kb
             if time.perf_counter() > deadline:
                 proc.kill()
             time.sleep(0.005)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting
     text = Path(stderr_path).read_text(errors="replace") if stderr_path != os.devnull else ""
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode, text)
+    rss_mb = (peak_kb if peak_kb is not None else usage.ru_maxrss) / 1024
+    return Run(wall, usage.ru_utime + usage.ru_stime, rss_mb, proc.returncode, text)
+
+
+def _high_water_kb(pid):
+    """The process's peak resident set (VmHWM) in kB, or None once it has gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def machine():
