@@ -36,13 +36,15 @@ class Batch:
     None for a v0/v1 compressed wrapper decoded headers-only (the count is inside the payload).
     crc_ok: True/False, or None when not checked (headers-only mode may skip it).
     records: list of Record, or None when not decoded (headers-only, codec unavailable, capped).
+    A v2 decoder checks every record's framing at once but builds the Record objects only when
+    `records` is first read (defer_records): most readers want counts and sizes only.
     control: (type, version) of the first control record in a control batch (0 abort, 1 commit).
     """
     __slots__ = ("offset_in_set", "base_offset", "last_offset_delta", "magic", "codec",
                  "timestamp_type", "is_transactional", "is_control", "producer_id",
                  "producer_epoch", "base_sequence", "partition_leader_epoch", "first_timestamp",
                  "max_timestamp", "record_count", "size", "uncompressed_size", "crc_ok",
-                 "records", "control")
+                 "records", "control", "_deferred")
 
     def __init__(self, offset_in_set, size, magic):
         self.offset_in_set = offset_in_set
@@ -65,6 +67,27 @@ class Batch:
         self.crc_ok = None
         self.records = None
         self.control = None
+
+    def defer_records(self, count, parse, args):
+        """Leave `records` unset until first read, then set it to parse(*args): `count` records."""
+        del self.records
+        self._deferred = (count, parse, args)
+
+    def decoded_count(self):
+        """How many records were decoded (built or deferred); None when they were not."""
+        try:
+            records = object.__getattribute__(self, "records")
+        except AttributeError:
+            return self._deferred[0]
+        return None if records is None else len(records)
+
+    def __getattr__(self, name):  # called only for an unset slot: a deferred `records`
+        if name != "records":
+            raise AttributeError(name)
+        _, parse, args = self._deferred
+        self._deferred = None
+        records = self.records = parse(*args)
+        return records
 
     def __repr__(self):
         return (f"Batch(magic={self.magic}, at={self.offset_in_set}, size={self.size}, "

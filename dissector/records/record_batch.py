@@ -10,6 +10,7 @@ headers (key string, value bytes or null). All varints are zigzag-encoded.
 """
 from __future__ import annotations
 
+import gc
 import struct
 
 from ..model import ERROR, WARNING, Issue
@@ -100,9 +101,8 @@ def decode(data, pos, size, want_records, budget, issues):
     ts_base = max_ts if ts_type else None  # LogAppendTime: every record carries the batch time
     room = budget[0] // RECORD_COST  # records the budget still pays for
     want = count if count <= room else room
-    records, bad_at, problem = _parse_records(body, want, base_offset, first_ts, ts_base)
-    budget[0] -= len(records) * RECORD_COST
-    batch.records = records
+    found, bad_at, problem = _scan_records(body, want)
+    budget[0] -= found * RECORD_COST
     if problem is not None:
         code, detail = problem
         at = pos + HEADER_SIZE if rec_pos is None else rec_pos + bad_at
@@ -111,17 +111,21 @@ def decode(data, pos, size, want_records, budget, issues):
         pass  # reported above
     elif want < count and bad_at < len(body):
         issues.append(Issue("records.decode_limit", WARNING,
-                            f"decode budget spent after {len(records)} of {count} records",
+                            f"decode budget spent after {found} of {count} records",
                             stream_offset=pos + HEADER_SIZE))
-    elif len(records) != count:
+    elif found != count:
         issues.append(Issue("records.count_mismatch", ERROR,
-                            f"batch declares {count} records but holds {len(records)}",
+                            f"batch declares {count} records but holds {found}",
                             stream_offset=pos + 57))
     elif bad_at != len(body):
         issues.append(Issue("records.count_mismatch", ERROR,
                             f"{len(body) - bad_at} bytes left after the declared {count} records",
                             stream_offset=pos + 57))
-    if is_control and records:
+    if not is_control:  # Record objects are built when first asked for (Batch.records)
+        batch.defer_records(found, _build_records, (body, found, base_offset, first_ts, ts_base))
+        return batch
+    records = batch.records = _parse_records(body, found, base_offset, first_ts, ts_base)
+    if records:
         key = records[0].key
         if key is not None and len(key) >= 4:
             version, ctype = _CONTROL_KEY.unpack_from(key)
@@ -133,25 +137,22 @@ def decode(data, pos, size, want_records, budget, issues):
     return batch
 
 
-def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
-    """Parse up to `count` records from `buf` (bytes).
+def _scan_records(buf, count):
+    """Check the framing of up to `count` records in `buf` (bytes) without building anything:
+    every length, count and varint is read and checked exactly as _parse_records does.
 
-    Returns (records, position reached, None) or (records so far, position of the bad record,
-    (code, detail)). Zigzag varints of one and two bytes (nearly all of them) are decoded inline;
-    longer ones go through _varint.
+    Returns (records found, position reached, None) or (good records, position of the bad
+    record, (code, detail)).
     """
-    out = []
-    append = out.append
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
-    names = {}
     varint = _varint
-    record = Record
     n = len(buf)
-    pos = 0
-    start = 0
+    pos = start = i = 0
+    if count <= 0:
+        return 0, 0, None
     try:
-        for _ in range(count):
+        for i in range(count):
             start = pos
             b = buf[pos]  # IndexError at start == n: fewer records than declared
             if b < 0x80:
@@ -166,25 +167,19 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
             if length < 6 or end > n:
                 raise _BadRecord("records.bad_length",
                                  f"record length {length} with {n - pos} bytes left")
-            attributes = buf[pos]
-            b = buf[pos + 1]
-            if b < 0x80:
-                ts_delta = zz[b]
+            # the timestamp and offset deltas: only their extent matters here
+            if buf[pos + 1] < 0x80:
                 pos += 2
-            elif (c := buf[pos + 2]) < 0x80:
-                ts_delta = zz2[b + (c << 7)]
+            elif buf[pos + 2] < 0x80:
                 pos += 3
             else:
-                ts_delta, pos = varint(buf, pos + 1)
-            b = buf[pos]
-            if b < 0x80:
-                off_delta = zz[b]
+                pos = varint(buf, pos + 1)[1]
+            if buf[pos] < 0x80:
                 pos += 1
-            elif (c := buf[pos + 1]) < 0x80:
-                off_delta = zz2[b + (c << 7)]
+            elif buf[pos + 1] < 0x80:
                 pos += 2
             else:
-                off_delta, pos = varint(buf, pos, 5)
+                pos = varint(buf, pos, 5)[1]
             b = buf[pos]
             if b < 0x80:
                 klen = zz[b]
@@ -194,13 +189,10 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 pos += 2
             else:
                 klen, pos = varint(buf, pos, 5)
-            if klen < 0:
-                if klen != -1:
-                    raise _BadRecord("records.bad_length", f"key length {klen}")
-                key = None
-            else:  # slices never read past the buffer; an overrun shows as pos != end below
-                key = buf[pos:pos + klen]
+            if klen >= 0:
                 pos += klen
+            elif klen != -1:
+                raise _BadRecord("records.bad_length", f"key length {klen}")
             b = buf[pos]
             if b < 0x80:
                 vlen = zz[b]
@@ -210,16 +202,12 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 pos += 2
             else:
                 vlen, pos = varint(buf, pos, 5)
-            if vlen < 0:
-                if vlen != -1:
-                    raise _BadRecord("records.bad_length", f"value length {vlen}")
-                value = None
-            else:
-                value = buf[pos:pos + vlen]
+            if vlen >= 0:
                 pos += vlen
+            elif vlen != -1:
+                raise _BadRecord("records.bad_length", f"value length {vlen}")
             b = buf[pos]
             pos += 1
-            headers = []
             if b:
                 if b >= 0x80:
                     b, pos = varint(buf, pos - 1, 5)
@@ -227,46 +215,151 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                     b = zz[b]
                 if b < 0 or b > end - pos:
                     raise _BadRecord("records.bad_length", f"header count {b}")
-                for _ in range(b):
-                    b = buf[pos]
-                    if b < 0x80:
-                        hklen = zz[b]
+                while b:
+                    b -= 1
+                    h = buf[pos]
+                    if h < 0x80:
+                        hlen = zz[h]
                         pos += 1
                     else:
-                        hklen, pos = varint(buf, pos, 5)
-                    if hklen < 0:
-                        raise _BadRecord("records.bad_length", f"header key length {hklen}")
-                    hkey = buf[pos:pos + hklen]
-                    pos += hklen
-                    name = names.get(hkey)  # header keys repeat: decode each once per batch
-                    if name is None:
-                        name = names[hkey] = hkey.decode("utf-8", "replace")
-                    b = buf[pos]
-                    if b < 0x80:
-                        hvlen = zz[b]
+                        hlen, pos = varint(buf, pos, 5)
+                    if hlen < 0:
+                        raise _BadRecord("records.bad_length", f"header key length {hlen}")
+                    pos += hlen
+                    h = buf[pos]
+                    if h < 0x80:
+                        hlen = zz[h]
                         pos += 1
                     else:
-                        hvlen, pos = varint(buf, pos, 5)
-                    if hvlen < 0:
-                        if hvlen != -1:
-                            raise _BadRecord("records.bad_length", f"header value length {hvlen}")
-                        headers.append((name, None))
-                    else:
-                        headers.append((name, buf[pos:pos + hvlen]))
-                        pos += hvlen
+                        hlen, pos = varint(buf, pos, 5)
+                    if hlen >= 0:
+                        pos += hlen
+                    elif hlen != -1:
+                        raise _BadRecord("records.bad_length", f"header value length {hlen}")
             if pos != end:  # also catches key, value and header lengths that overran the record
                 raise _BadRecord("records.bad_length",
                                  f"record length {length} does not match its fields")
-            append(record(base_offset + off_delta, first_ts + ts_delta, key, value, headers,
-                          attributes))
     except _BadRecord as e:
-        return out, start, e.args
+        return i, start, e.args
     except IndexError:
         if start == n:
-            return out, n, None
-        return out, start, ("records.bad_length", "record runs past the end of the batch")
+            return i, n, None
+        return i, start, ("records.bad_length", "record runs past the end of the batch")
+    return count, pos, None
+
+
+def _build_records(*args):
+    """_parse_records, run when Batch.records is first read, with the cyclic GC paused: it makes
+    many small acyclic objects, and GC passes over them would be pure cost (as in
+    decode_record_set)."""
+    if not gc.isenabled():
+        return _parse_records(*args)
+    gc.disable()
+    try:
+        return _parse_records(*args)
     finally:
-        if ts_fixed is not None:  # LogAppendTime: every record carries the batch's time
-            for r in out:
-                r.timestamp = ts_fixed
-    return out, pos, None
+        gc.enable()
+
+
+def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
+    """The first `count` records of `buf` as Record objects: records that _scan_records has
+    checked, so no check is repeated here. Zigzag varints of one and two bytes (nearly all of
+    them) are decoded inline; longer ones go through _varint."""
+    out = []
+    append = out.append
+    zz = _ZIGZAG
+    zz2 = _ZIGZAG2
+    names = {}
+    varint = _varint
+    record = Record
+    pos = 0
+    for _ in range(count):
+        b = buf[pos]
+        if b < 0x80:
+            pos += 1
+        elif buf[pos + 1] < 0x80:
+            pos += 2
+        else:
+            pos = varint(buf, pos, 5)[1]
+        attributes = buf[pos]
+        b = buf[pos + 1]
+        if b < 0x80:
+            ts_delta = zz[b]
+            pos += 2
+        elif (c := buf[pos + 2]) < 0x80:
+            ts_delta = zz2[b + (c << 7)]
+            pos += 3
+        else:
+            ts_delta, pos = varint(buf, pos + 1)
+        b = buf[pos]
+        if b < 0x80:
+            off_delta = zz[b]
+            pos += 1
+        elif (c := buf[pos + 1]) < 0x80:
+            off_delta = zz2[b + (c << 7)]
+            pos += 2
+        else:
+            off_delta, pos = varint(buf, pos, 5)
+        b = buf[pos]
+        if b < 0x80:
+            klen = zz[b]
+            pos += 1
+        elif (c := buf[pos + 1]) < 0x80:
+            klen = zz2[b + (c << 7)]
+            pos += 2
+        else:
+            klen, pos = varint(buf, pos, 5)
+        if klen < 0:
+            key = None
+        else:
+            key = buf[pos:pos + klen]
+            pos += klen
+        b = buf[pos]
+        if b < 0x80:
+            vlen = zz[b]
+            pos += 1
+        elif (c := buf[pos + 1]) < 0x80:
+            vlen = zz2[b + (c << 7)]
+            pos += 2
+        else:
+            vlen, pos = varint(buf, pos, 5)
+        if vlen < 0:
+            value = None
+        else:
+            value = buf[pos:pos + vlen]
+            pos += vlen
+        b = buf[pos]
+        pos += 1
+        headers = []
+        if b:
+            if b >= 0x80:
+                b, pos = varint(buf, pos - 1, 5)
+            else:
+                b = zz[b]
+            for _ in range(b):
+                b = buf[pos]
+                if b < 0x80:
+                    hklen = zz[b]
+                    pos += 1
+                else:
+                    hklen, pos = varint(buf, pos, 5)
+                hkey = buf[pos:pos + hklen]
+                pos += hklen
+                name = names.get(hkey)  # header keys repeat: decode each once per batch
+                if name is None:
+                    name = names[hkey] = hkey.decode("utf-8", "replace")
+                b = buf[pos]
+                if b < 0x80:
+                    hvlen = zz[b]
+                    pos += 1
+                else:
+                    hvlen, pos = varint(buf, pos, 5)
+                if hvlen < 0:
+                    headers.append((name, None))
+                else:
+                    headers.append((name, buf[pos:pos + hvlen]))
+                    pos += hvlen
+        append(record(base_offset + off_delta,
+                      first_ts + ts_delta if ts_fixed is None else ts_fixed,
+                      key, value, headers, attributes))
+    return out

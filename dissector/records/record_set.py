@@ -79,8 +79,9 @@ def _decode(data, records, budget):
         pos += size
     count = 0
     for b in batches:
-        if b.records is not None:
-            count += len(b.records)
+        decoded = b.decoded_count()
+        if decoded is not None:
+            count += decoded
         elif b.record_count is not None and b.record_count > 0:
             count += b.record_count
     return RecordSet(batches, issues, truncated, n, count)
