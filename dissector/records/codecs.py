@@ -63,24 +63,47 @@ def _over(limit):
     return DecompressionLimit(f"decompressed size exceeds the cap of {limit} bytes")
 
 
+try:  # optional accelerator (ISA-L inflates about twice as fast); same stream API and results
+    from isal import isal_zlib as _inflate
+    _INFLATE_ERRORS = (_inflate.error, zlib.error)
+except ImportError:  # pragma: no cover - depends on the environment
+    _inflate = zlib
+    _INFLATE_ERRORS = (zlib.error,)
+
+_GZIP_IN = 64 << 10    # input per call, so the unconsumed tail copied after a capped call is small
+_GZIP_OUT = 1 << 20    # output per call: a call's output buffer grows to its max_length
+
+
 def _gzip(data, limit):
+    """gzip (or zlib) members, concatenated members as one stream. Input and output go through
+    the inflater in bounded steps, so that memory stays within the cap plus one step (a single
+    call would grow its output buffer to the cap and copy it once more at the end)."""
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    n = len(mv)
     out = []
     size = 0
-    rest = bytes(data)
-    while rest:
-        d = zlib.decompressobj(47)  # 32+15: gzip or zlib header, auto-detected
-        try:
-            chunk = d.decompress(rest, limit + 1 - size)
-        except zlib.error as e:
-            raise CodecError(f"gzip: {e}") from None
-        size += len(chunk)
-        if size > limit:
-            raise _over(limit)
-        out.append(chunk)
-        if not d.eof:
-            raise CodecError("gzip: truncated stream")
-        rest = d.unused_data  # concatenated gzip members decode as one stream
-    return b"".join(out)
+    pos = 0
+    try:
+        while pos < n:  # one member per pass
+            d = _inflate.decompressobj(47)  # 32+15: gzip or zlib header, auto-detected
+            pending = b""
+            while not d.eof:
+                if not pending and pos < n:
+                    pending = mv[pos:pos + _GZIP_IN]
+                    pos += len(pending)
+                chunk = d.decompress(pending, min(limit + 1 - size, _GZIP_OUT))
+                pending = d.unconsumed_tail
+                if not chunk and not pending and pos >= n and not d.eof:
+                    raise CodecError("gzip: truncated stream")
+                size += len(chunk)
+                if size > limit:
+                    raise _over(limit)
+                out.append(chunk)
+            # input fed past the member's end comes back as unused_data: rewind to it
+            pos -= len(d.unused_data) + len(pending)
+    except _INFLATE_ERRORS as e:
+        raise CodecError(f"gzip: {e}") from None
+    return out[0] if len(out) == 1 else b"".join(out)
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
