@@ -1,6 +1,7 @@
 """Body decoding for the session: generated decoders, record sets, topic ids, exchange summary.
 
-One walk over each decoded body does everything the exchange table needs: it replaces raw
+One walk over each decoded body (compiled per layout: dissector.summary_walk) does everything
+the exchange table needs: it replaces raw
 `records` fields by decoded record sets (batch headers only, or every record at the "records"
 level), learns topic-id -> name mappings from responses that carry both (Metadata, CreateTopics,
 ...), names topics that travel by id (Fetch v13+, Produce v13+), and collects error codes, topic
@@ -8,15 +9,12 @@ names, partition entries and record counts.
 """
 from __future__ import annotations
 
-from uuid import UUID
-
 from .model import Issue
-from .protocol.decode import decode_request_body, decode_response
+from .protocol.decode import decode_request_body, decode_response, tables
 from .protocol.message import Message
-from .protocol.primitives import Body
 from .records import decode_record_set
+from .summary_walk import walker
 
-UUID0 = UUID(int=0)
 RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
 
 
@@ -64,7 +62,7 @@ class BodyDecoder:
         msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
                       body_offset)
         if body is not None:
-            msg.summary = self._summary(data, body, issues, learn=False)
+            msg.summary = self._summary(data, body, issues, False, api_key, api_version)
         return msg
 
     def response(self, data, api_key, api_version, request=None) -> Message:
@@ -72,7 +70,7 @@ class BodyDecoder:
         response be decoded with its inner request's api key and version."""
         msg = decode_response(data, api_key, api_version, request)
         if msg.body is not None:
-            msg.summary = self._summary(data, msg.body, msg.issues, learn=True)
+            msg.summary = self._summary(data, msg.body, msg.issues, True, api_key, api_version)
         return msg
 
     def summarize(self, ex) -> None:
@@ -102,77 +100,21 @@ class BodyDecoder:
 
     # -- the walk -------------------------------------------------------------------------------
 
-    def _summary(self, data, body, issues, learn) -> Summary:
+    def _summary(self, data, body, issues, learn, api_key, api_version) -> Summary:
         s = Summary()
         bad_sets = []
         # One decode budget for all the record sets of the message: a Fetch response can carry
         # thousands of partitions, each of which may be a decompression bomb.
         self._budget = [self.max_uncompressed]
-        self._walk(body, s, bad_sets, learn, False, False)
+        # one straight-line walker per layout (learn is True for responses: tables' index 1);
+        # every decoder path builds the version's class with all its fields set
+        schema = tables(api_key)[learn][api_version][1]
+        if type(body) is schema[0]:
+            walker(schema)(body, s, bad_sets, learn, self.topic_names, self._budget,
+                           self.full_records, decode_record_set)
         for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
             base = max(bytes(data).find(bytes(raw)), 0)
             for i in rs.issues:
                 issues.append(Issue(i.code, i.severity, i.detail,
                                     stream_offset=base + (i.stream_offset or 0)))
         return s
-
-    def _walk(self, obj, s, bad_sets, learn, in_topic, in_partition):
-        cls = type(obj)
-        plan = _PLANS.get(cls)
-        if plan is None:
-            plan = _PLANS[cls] = _plan(obj)
-        name_attr, has_topic_id, attrs = plan
-        if name_attr is not None:
-            name = getattr(obj, name_attr, None)
-            topic_id = getattr(obj, "topic_id", None) if has_topic_id else None
-            if topic_id is not None and topic_id != UUID0:
-                if name and learn:
-                    self.topic_names[topic_id] = name
-                elif not name and topic_id in self.topic_names:
-                    name = self.topic_names[topic_id]
-                    setattr(obj, name_attr, name)
-            if in_topic and isinstance(name, str) and name not in s.topics:
-                s.topics.append(name)
-        elif in_topic and has_topic_id:   # id-only topics (ShareFetch, ShareAcknowledge)
-            name = self.topic_names.get(getattr(obj, "topic_id", None))
-            if name is not None and name not in s.topics:
-                s.topics.append(name)
-        if in_partition:
-            s.partitions += 1
-        for attr in attrs:
-            value = getattr(obj, attr, None)
-            if value is None:
-                continue
-            if attr == "error_code":
-                if value:
-                    s.error_codes.append(value)
-            elif attr == "records":
-                if isinstance(value, (bytes, bytearray, memoryview)):
-                    rs = decode_record_set(value, records=self.full_records,
-                                           budget=self._budget)
-                    setattr(obj, attr, rs)
-                    s.add_record_set(rs)
-                    if rs.issues:
-                        bad_sets.append((value, rs))
-            elif value.__class__ is list:
-                if value and isinstance(value[0], Body):
-                    topic_list = "topic" in attr
-                    partition_list = not topic_list and "partition" in attr
-                    for item in value:
-                        self._walk(item, s, bad_sets, learn, topic_list, partition_list)
-            elif isinstance(value, Body):
-                self._walk(value, s, bad_sets, learn, False, False)
-
-
-_SCALARS = (bool, int, float, str, UUID)
-_PLANS = {}   # body class -> (topic name attribute, has topic_id, attributes worth visiting)
-
-
-def _plan(obj):
-    """What the walk needs of a body class: a field's type is fixed by the spec, so a scalar seen
-    once (other than an error code) never needs a visit; None may be a null struct or array."""
-    slots = type(obj).__slots__
-    name_attr = "topic" if "topic" in slots else ("name" if "name" in slots else None)
-    attrs = tuple(a for a in slots if a in ("error_code", "records")
-                  or (a != "unknown_tags" and not isinstance(getattr(obj, a, None), _SCALARS)))
-    return name_attr, "topic_id" in slots, attrs
