@@ -272,6 +272,7 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     names = {}
     varint = _varint
     record = Record
+    new = object.__new__
     pos = 0
     for _ in range(count):
         b = buf[pos]
@@ -359,7 +360,12 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                 else:
                     headers.append((name, buf[pos:pos + hvlen]))
                     pos += hvlen
-        append(record(base_offset + off_delta,
-                      first_ts + ts_delta if ts_fixed is None else ts_fixed,
-                      key, value, headers, attributes))
+        r = new(record)  # no __init__ call: slot stores are cheaper than the call
+        r.offset = base_offset + off_delta
+        r.timestamp = first_ts + ts_delta if ts_fixed is None else ts_fixed
+        r.key = key
+        r.value = value
+        r.headers = headers
+        r.attributes = attributes
+        append(r)
     return out
