@@ -106,15 +106,24 @@ class BodyDecoder:
         # One decode budget for all the record sets of the message: a Fetch response can carry
         # thousands of partitions, each of which may be a decompression bomb.
         self._budget = [self.max_uncompressed]
-        # one straight-line walker per layout (learn is True for responses: tables' index 1);
-        # every decoder path builds the version's class with all its fields set
-        schema = tables(api_key)[learn][api_version][1]
-        if type(body) is schema[0]:
-            walker(schema)(body, s, bad_sets, learn, self.topic_names, self._budget,
-                           self.full_records, decode_record_set)
+        # one straight-line walker per layout; every decoder path builds the version's class
+        # with all its fields set
+        cls, walk = _WALKS.get((learn, api_key, api_version)) or _walk_entry(learn, api_key, api_version)
+        if type(body) is cls:
+            walk(body, s, bad_sets, learn, self.topic_names, self._budget, self.full_records,
+                 decode_record_set)
         for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
             base = max(bytes(data).find(bytes(raw)), 0)
             for i in rs.issues:
                 issues.append(Issue(i.code, i.severity, i.detail,
                                     stream_offset=base + (i.stream_offset or 0)))
         return s
+
+
+_WALKS = {}   # (is response, api key, api version) -> (body class, its layout's walker)
+
+
+def _walk_entry(learn, api_key, api_version):
+    schema = tables(api_key)[learn][api_version][1]   # tables' index 1: responses
+    entry = _WALKS[learn, api_key, api_version] = (schema[0], walker(schema))
+    return entry
