@@ -67,9 +67,10 @@ def record_rows(exchange, topic_names=None, max_uncompressed=64 << 20):
             ts_type = b.timestamp_type
             for r in b.records:
                 ts = r.timestamp
+                hs = r.headers
                 yield head + (
                     r.offset, ts * 1_000_000 if ts is not None and ts >= 0 else None, ts_type,
-                    r.key, r.value, [{"key": k, "value": v} for k, v in r.headers],
+                    r.key, r.value, [{"key": k, "value": v} for k, v in hs] if hs else [],
                 ) + tail
 
 
