@@ -19,7 +19,7 @@ RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record 
 
 
 class Summary:
-    """What one body walk collected."""
+    """What one body walk collected (filled by the layout's walker)."""
     __slots__ = ("error_codes", "topics", "partitions", "records", "records_bytes",
                  "uncompressed_bytes")
 
@@ -30,19 +30,6 @@ class Summary:
         self.records = 0
         self.records_bytes = 0
         self.uncompressed_bytes = 0   # None once a compressed batch was not decompressed
-
-    def add_record_set(self, rs) -> None:
-        self.records += rs.record_count
-        self.records_bytes += rs.size
-        for b in rs.batches:
-            if self.uncompressed_bytes is None:
-                break
-            if b.codec == 0:
-                self.uncompressed_bytes += b.size
-            elif b.uncompressed_size is not None:
-                self.uncompressed_bytes += b.uncompressed_size
-            else:
-                self.uncompressed_bytes = None
 
 
 class BodyDecoder:

@@ -24,7 +24,7 @@ _compiled = {}   # id(schema) -> walker (schemas are module constants of the gen
 
 def walker(schema):
     """`walk(body, summary, bad_sets, learn, topic_names, budget, full_records, decode_set)` for
-    bodies of `schema` (a generated `_sN` table)."""
+    bodies of `schema` (a generated `_sN` table); it fills the fresh dissector.decoding.Summary."""
     w = _compiled.get(id(schema))
     if w is None:
         w = _compiled[id(schema)] = _compile(schema)
@@ -79,9 +79,10 @@ def _list_flags(attr, kind):
 
 def _compile(schema):
     lines = ["def walk(o0, s, bad_sets, learn, names, budget, full, decode_set):",
-             "    topics = s.topics", "    errs = s.error_codes", "    parts = 0"]
+             "    topics = s.topics", "    errs = s.error_codes", "    parts = nrec = nbytes = unc = 0"]
     lines += _body(schema, 0, False, False, 1)
-    lines += ["    s.partitions += parts"]
+    lines += ["    s.partitions = parts", "    s.records = nrec", "    s.records_bytes = nbytes",
+              "    s.uncompressed_bytes = unc"]
     scope = {"UUID0": UUID0, "_RAW": _RAW}
     exec(compile("\n".join(lines) + "\n", f"<summary walker {schema[0].__name__}>", "exec"), scope)
     return scope["walk"]
@@ -122,7 +123,17 @@ def _body(schema, d, in_topic, in_partition, ind):
             lines += [f"{pad}v = {o}.records",
                       f"{pad}if isinstance(v, _RAW):",
                       f"{pad}    rs = {o}.records = decode_set(v, records=full, budget=budget)",
-                      f"{pad}    s.add_record_set(rs)",
+                      f"{pad}    nrec += rs.record_count",
+                      f"{pad}    nbytes += rs.size",
+                      f"{pad}    if unc is not None:",   # None once a compressed batch was not decompressed
+                      f"{pad}        for bt in rs.batches:",
+                      f"{pad}            if bt.codec == 0:",
+                      f"{pad}                unc += bt.size",
+                      f"{pad}            elif bt.uncompressed_size is not None:",
+                      f"{pad}                unc += bt.uncompressed_size",
+                      f"{pad}            else:",
+                      f"{pad}                unc = None",
+                      f"{pad}                break",
                       f"{pad}    if rs.issues:",
                       f"{pad}        bad_sets.append((v, rs))"]
         elif child is not None:

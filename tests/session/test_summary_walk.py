@@ -95,7 +95,7 @@ def _reference_walk(self, obj, s, bad_sets, learn, in_topic, in_partition):
                 rs = decode_record_set(value, records=self.full_records,
                                        budget=self._budget)
                 setattr(obj, attr, rs)
-                s.add_record_set(rs)
+                _add_record_set(s, rs)
                 if rs.issues:
                     bad_sets.append((value, rs))
         elif value.__class__ is list:
@@ -106,6 +106,20 @@ def _reference_walk(self, obj, s, bad_sets, learn, in_topic, in_partition):
                     _reference_walk(self, item, s, bad_sets, learn, topic_list, partition_list)
         elif isinstance(value, Body):
             _reference_walk(self, value, s, bad_sets, learn, False, False)
+
+
+def _add_record_set(s, rs):
+    s.records += rs.record_count
+    s.records_bytes += rs.size
+    for b in rs.batches:
+        if s.uncompressed_bytes is None:
+            break
+        if b.codec == 0:
+            s.uncompressed_bytes += b.size
+        elif b.uncompressed_size is not None:
+            s.uncompressed_bytes += b.uncompressed_size
+        else:
+            s.uncompressed_bytes = None
 
 
 _SCALARS = (bool, int, float, str, UUID)
@@ -122,17 +136,17 @@ def _plan(obj):
     return name_attr, "topic_id" in slots, attrs
 
 
-def _walk_both(data, offset, key, version, direction, known=None):
+def _walk_both(data, offset, key, version, direction, known=None, full=False):
     """(generic results, compiled results): summary fields, learned names, walked body."""
     results = []
     schema = tables(key)[direction][version][1]
     for compiled in (False, True):
-        d = BodyDecoder()
+        d = BodyDecoder(records=full)
         d.topic_names = dict(known or {})
         body, _ = tables(key)[direction][version][0](data, offset)
         s, bad = Summary(), []
         if compiled:
-            walker(schema)(body, s, bad, bool(direction), d.topic_names, d._budget, False,
+            walker(schema)(body, s, bad, bool(direction), d.topic_names, d._budget, full,
                            decode_record_set)
         else:
             _reference_walk(d, body, s, bad, bool(direction), False, False)
@@ -158,8 +172,9 @@ def test_random_bodies(key, version, direction):
         assert compiled == generic
 
 
+@pytest.mark.parametrize("full", [False, True], ids=["batch-headers", "all-records"])
 @pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
-def test_real_captures(capture):
+def test_real_captures(capture, full):
     seen = 0
     for ex in dissect(capture, auto=True):
         k, v = ex.api_key, ex.api_version
@@ -175,7 +190,7 @@ def test_real_captures(capture):
                 tables(k)[direction][v][0](data, body_offset)
             except Exception:
                 continue   # a malformed body: the interpreter's, not a walker's business
-            generic, compiled = _walk_both(data, body_offset, k, v, direction)
+            generic, compiled = _walk_both(data, body_offset, k, v, direction, full=full)
             assert compiled == generic
             seen += 1
     assert seen > 20   # every capture has more messages than this
