@@ -20,6 +20,7 @@ from uuid import UUID
 UUID0 = UUID(int=0)
 _RAW = (bytes, bytearray, memoryview)
 _compiled = {}   # id(schema) -> walker (schemas are module constants of the generated code)
+_by_source = {}  # walker source -> walker: many layouts share one (e.g. a top-level error code only)
 
 
 def walker(schema):
@@ -83,9 +84,13 @@ def _compile(schema):
     lines += _body(schema, 0, False, False, 1)
     lines += ["    s.partitions = parts", "    s.records = nrec", "    s.records_bytes = nbytes",
               "    s.uncompressed_bytes = unc"]
-    scope = {"UUID0": UUID0, "_RAW": _RAW}
-    exec(compile("\n".join(lines) + "\n", f"<summary walker {schema[0].__name__}>", "exec"), scope)
-    return scope["walk"]
+    source = "\n".join(lines) + "\n"
+    walk = _by_source.get(source)
+    if walk is None:
+        scope = {"UUID0": UUID0, "_RAW": _RAW}
+        exec(compile(source, "<summary walker>", "exec"), scope)
+        walk = _by_source[source] = scope["walk"]
+    return walk
 
 
 def _body(schema, d, in_topic, in_partition, ind):
