@@ -85,16 +85,38 @@ class JsonlWriter:
         pass
 
 
+_TS_AT = tuple(i for i, name in enumerate(EXCHANGE_COLUMN_NAMES) if name in TIMESTAMP_COLUMNS)
+_TOPICS_AT = EXCHANGE_COLUMN_NAMES.index("topics")
+_COMMAS = len(EXCHANGE_COLUMN_NAMES) - 1
+
+
 class CsvWriter:
+    """exchange_record's values, None as empty and topics joined by ";" (straight from the row:
+    no dict per exchange). A row whose text needs no CSV quoting (no comma, quote or line break
+    inside a value: one comma per column boundary) is joined directly, others go through the
+    csv module."""
+
     def __init__(self, out):
+        self.out = out
         self.writer = csv.writer(out, lineterminator="\n")
         self.writer.writerow(EXCHANGE_COLUMN_NAMES)
 
     def write(self, ex) -> None:
-        rec = exchange_record(ex)
-        if rec["topics"] is not None:
-            rec["topics"] = ";".join(rec["topics"])
-        self.writer.writerow(["" if v is None else v for v in rec.values()])
+        row = list(exchange_row(ex))
+        for i in _TS_AT:
+            ts = row[i]
+            if ts is not None:
+                row[i] = iso_ns(ts)
+        topics = row[_TOPICS_AT]
+        if topics is not None:
+            row[_TOPICS_AT] = ";".join(topics)
+        row = ["" if v is None else v for v in row]
+        line = ",".join(map(str, row))
+        if line.count(",") == _COMMAS and '"' not in line and "\n" not in line \
+                and "\r" not in line:
+            self.out.write(line + "\n")
+        else:
+            self.writer.writerow(row)
 
     def close(self) -> None:
         pass
