@@ -19,6 +19,8 @@ Pure Python and pyarrow: no pyspark here.
 """
 from __future__ import annotations
 
+import mmap
+
 import pyarrow as pa
 
 from dissector.capture.layers import FIN, SYN
@@ -26,7 +28,7 @@ from dissector.model import ERROR, Issue
 from dissector.pipeline import Dissector
 
 from ..load import _Collector
-from .extract import RAW, SEGMENT, SUMMARY
+from .extract import INLINE, RAW, SEGMENT, SUMMARY
 from .schemas import EXCHANGE_TABLES, TABLES, to_union
 
 SYN_FIN = SYN | FIN
@@ -37,32 +39,57 @@ OPENED_AT_END = 1 << 60
 class Options:
     """What the whole job decodes with (shipped to every task)."""
 
-    def __init__(self, ports, auto, level, max_frame, capture):
+    def __init__(self, ports, auto, level, max_frame, capture, offsets=None, paths=None):
         self.ports = tuple(ports)
         self.auto = auto
         self.level = level
         self.max_frame = max_frame
         self.capture = capture   # the `capture` column: the files' names in reading order
+        self.offsets = offsets or {}   # file -> packets in the files read before it
+        self.paths = paths or {}       # file -> local path its payloads are read from
 
 
-def _segments_in_order(table: pa.Table):
-    """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment."""
-    cols = table.select(["src", "dst", "sport", "dport", "seq", "payload", "meta",
-                         "offset"]).to_pydict()
+class _Files:
+    """The capture files a task reads payloads from, each mapped into memory once: a payload is
+    a view of the page cache, not a copy (the views keep their map alive)."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        self.views = {}
+
+    def view(self, file):
+        v = self.views.get(file)
+        if v is None:
+            with open(self.paths[file], "rb") as f:
+                v = self.views[file] = memoryview(mmap.mmap(f.fileno(), 0,
+                                                            access=mmap.ACCESS_READ))
+        return v
+
+
+def _segments_in_order(table: pa.Table, offsets, files=None):
+    """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment of
+    the rows in `table`, in packet order."""
+    cols = table.select(["file", "src", "dst", "sport", "dport", "meta", "payload"]).to_pydict()
     out = []
     add = out.append
-    for src, dst, sport, dport, seq, payload, meta, offset in zip(
-            cols["src"], cols["dst"], cols["sport"], cols["dport"], cols["seq"],
-            cols["payload"], cols["meta"], cols["offset"]):
-        view = memoryview(payload)
+    for file, src, dst, sport, dport, meta, payload in zip(
+            cols["file"], cols["src"], cols["dst"], cols["sport"], cols["dport"],
+            cols["meta"], cols["payload"]):
+        offset = offsets[file]
+        inline = memoryview(payload)
+        data = None
         pos = 0
-        for packet, ts, n, ack, flags in SEGMENT.iter_unpack(meta):
-            add((packet + offset, ts, src, dst, sport, dport, seq, ack, flags,
-                 view[pos:pos + n]))
-            pos += n
-            seq = (seq + n + (1 if flags & SYN_FIN else 0)) & 0xFFFFFFFF
-    # packet numbers are unique, so tuples compare on them alone; the runs of each direction
-    # are sorted already and timsort merges them
+        for packet, ts, at, n, seq, ack, flags in SEGMENT.iter_unpack(meta):
+            if at == INLINE:
+                view = inline[pos:pos + n]
+                pos += n
+            else:
+                if data is None:
+                    data = files.view(file)
+                view = data[at:at + n]
+            add((packet + offset, ts, src, dst, sport, dport, seq, ack, flags, view))
+    # packet numbers are unique, so tuples compare on them alone; each row is sorted already and
+    # timsort merges them
     out.sort()
     return out
 
@@ -77,6 +104,7 @@ class _Decoder:
         self.d = Dissector(opts.ports, auto=opts.auto, level=opts.level,
                            max_frame=opts.max_frame)
         self.col = _Collector(records=(opts.level == "records"))
+        self.files = _Files(opts.paths)
         self.opened = {}   # local connection id -> provisional id
         # per table fed by exchanges: the emission key of each row's exchange, its row in it
         self.keyed = {name: ([], [], []) for name in EXCHANGE_TABLES}
@@ -85,10 +113,10 @@ class _Decoder:
         """Decode the runs of one connection key (the keyless rows: raw packets, errors)."""
         d = self.d
         if table.column("key")[0].as_py() is None:
-            _raw_packets_and_errors(table, d)
+            _raw_packets_and_errors(table, d, self.opts.offsets)
         else:
             conns = d.connections
-            for s in _segments_in_order(table):
+            for s in _segments_in_order(table, self.opts.offsets, self.files):
                 d.feed_segment(*s)
                 if len(conns) > len(self.opened):
                     for c in conns[len(self.opened):]:
@@ -129,7 +157,7 @@ class _Decoder:
 
 def decode_bucket(table: pa.Table, opts: Options) -> pa.Table:
     """The union rows (schemas.union_schema) of the connections whose runs are in `table`."""
-    table = table.sort_by([("key", "ascending"), ("gpacket", "ascending")])
+    table = table.sort_by([("key", "ascending")])
     keys = table.column("key").to_pylist()
     decoder = _Decoder(opts)
     start = 0
@@ -140,9 +168,13 @@ def decode_bucket(table: pa.Table, opts: Options) -> pa.Table:
     return decoder.rows()
 
 
-def _raw_packets_and_errors(table: pa.Table, d: Dissector) -> None:
-    rows = table.select(["kind", "gpacket", "packet", "offset", "payload", "linktype", "ts",
-                         "count", "error"]).to_pylist()
+def _raw_packets_and_errors(table: pa.Table, d: Dissector, offsets) -> None:
+    rows = table.select(["kind", "file", "packet", "payload", "linktype", "ts", "count",
+                         "error"]).to_pylist()
+    for r in rows:
+        r["offset"] = offsets[r["file"]]
+    rows.sort(key=lambda r: (r["offset"] + (r["packet"] if r["kind"] == RAW else r["count"]),
+                             r["kind"]))
     for r in rows:
         if r["kind"] == RAW:
             d.feed(r["packet"] + r["offset"], r["ts"], r["linktype"], r["payload"])

@@ -3,8 +3,9 @@
 Listing goes through Spark's binaryFile source with only the path and length selected (the
 content is not read), so local paths, globs, directories (recursively) and cluster URIs (hdfs://,
 s3a://, ...) all work the same. As everywhere in Hadoop, names starting with "." or "_" are
-skipped inside directories. Tasks then read local files in place and copy other files to a
-local temporary file first: the capture readers stream from a local file.
+skipped inside directories. Tasks read local files in place (the decode stage reads payloads
+at their offsets); other files are copied to a local temporary file for the extract stage, which
+then carries their payloads in its rows.
 """
 from __future__ import annotations
 
@@ -57,13 +58,17 @@ def basename(uri: str) -> str:
     return unquote(urlparse(uri).path.rsplit("/", 1)[-1]) if ":" in uri else os.path.basename(uri)
 
 
+def local_path(uri: str):
+    """The local path of `uri` when it names a local file (a path or file: URI), else None."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    return uri if parsed.scheme == "" else None
+
+
 @contextmanager
 def local_copy(uri: str):
-    """A local path for `uri`: the file itself when local, else a temporary copy."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        yield unquote(parsed.path) if parsed.scheme else uri
-        return
+    """A temporary local copy of the file at `uri` (a URI Python cannot open: hdfs://, ...)."""
     from pyarrow import fs
     filesystem, path = fs.FileSystem.from_uri(uri)
     with tempfile.NamedTemporaryFile(prefix="kafka-dissect-", suffix=".cap") as tmp:

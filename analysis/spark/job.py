@@ -16,7 +16,7 @@ from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 from .decode import Options, decode_bucket
 from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
-from .inputs import basename, check_local, list_files, local_copy
+from .inputs import basename, check_local, list_files, local_copy, local_path
 from .schemas import EMIT_KEYS, EMIT_PACKET, TABLES, column, target_schema, union_schema
 from .write import BUCKET, read_table, write_tables
 BUCKET_BYTES = 32 << 20   # capture bytes per decode call (a bucket of connections)
@@ -68,12 +68,16 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     parallelism = spark.sparkContext.defaultParallelism
     conn_buckets = max(2 * parallelism, -(-sum(size for _, size in listed) // BUCKET_BYTES))
 
-    # 1. extract: one task per file
+    # 1. extract, one task per file: the index of its segments (payloads stay in the file)
     def extract(batches):
         for batch in batches:
             for uri in batch.column(0).to_pylist():
-                with local_copy(uri) as path:
+                path = local_path(uri)
+                if path is not None:
                     yield from extract_file(path, uri)
+                else:   # the decode stage cannot read it at an offset: payloads in the rows
+                    with local_copy(uri) as path:
+                        yield from extract_file(path, uri, inline=True)
 
     extract_spark = _spark_schema(EXTRACT_SCHEMA)
     file_df = spark.sparkContext.parallelize([(f,) for f in files], len(files)).toDF("file string")
@@ -83,21 +87,19 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     summaries = (extracted.filter(F.col("kind") == SUMMARY)
                  .select("file", "ts", "count", "error").collect())
     ordered = sorted(summaries, key=lambda r: (r.ts is None, r.ts or 0, r.file))
-    offsets, errors, total = [], [], 0
+    offsets, errors, total = {}, [], 0
     for r in ordered:
-        offsets.append((r.file, total))
+        offsets[r.file] = total
         total += r["count"]
         if r.error is not None:
             errors.append(r.error)
     file_order = [r.file for r in ordered]
-    offsets_df = spark.createDataFrame(offsets, "file string, offset long")
 
-    # 3. shuffle by connection, decode
+    # 3. shuffle the index by connection, decode (payloads read from the files)
     opts = Options(ports, auto, level, max_frame,
-                   ", ".join(basename(f) for f in file_order))
+                   ", ".join(basename(f) for f in file_order), offsets,
+                   {f: local_path(f) for f in files if local_path(f) is not None})
     work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
-            .join(F.broadcast(offsets_df), "file")
-            .withColumn("gpacket", F.col("offset") + F.coalesce(F.col("packet"), F.col("count")))
             .withColumn(CONNECTION_BUCKET, F.pmod(F.xxhash64("key"), F.lit(conn_buckets))))
     decoded = (work.groupBy(CONNECTION_BUCKET)
                .applyInArrow(lambda t: decode_bucket(t, opts), _spark_schema(union_schema()))

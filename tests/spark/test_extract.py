@@ -1,12 +1,14 @@
-"""The extract stage (no Spark): runs of segments replay every TCP packet exactly, with far fewer
-rows than packets; damaged files end in a summary saying what went wrong."""
+"""The extract stage (no Spark): its index replays every TCP packet exactly (payloads read back from
+the file at their offsets, or carried inline), with far fewer rows than packets; damaged files end
+in a summary saying what went wrong."""
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
 from analysis.spark.decode import _segments_in_order
-from analysis.spark.extract import CHUNK, RAW, SUMMARY, extract_file
+from analysis.spark.decode import _Files
+from analysis.spark.extract import INLINE, RAW, SEGMENT, SEGMENTS, SUMMARY, extract_file
 from dissector.capture.files import read_packets
 from dissector.capture.layers import tcp_segment
 from tests.support import require_path
@@ -16,8 +18,8 @@ from .inputs import CAPTURES, damaged_files
 NAMES = ["librdkafka_produce_consume.mss1448.pcap", "codecs.pcap", "transactions.mss1448.pcap"]
 
 
-def _extract(path):
-    return pa.Table.from_batches(list(extract_file(path)))
+def _extract(path, inline=False):
+    return pa.Table.from_batches(list(extract_file(path, inline=inline)))
 
 
 def _tcp_packets(path):
@@ -31,18 +33,25 @@ def _tcp_packets(path):
     return out
 
 
+@pytest.mark.parametrize("inline", [False, True])
 @pytest.mark.parametrize("name", NAMES)
-def test_runs_replay_every_tcp_packet_exactly(name):
+def test_index_replays_every_tcp_packet_exactly(name, inline):
     path = CAPTURES / name
     require_path(path)
-    t = _extract(path)
-    chunks = t.filter(pa.compute.equal(t.column("kind"), CHUNK))
-    chunks = chunks.append_column("offset", pa.array([0] * chunks.num_rows, pa.int64()))
+    t = _extract(path, inline)
+    rows = t.filter(pa.compute.equal(t.column("kind"), SEGMENTS))
+    offsets = {str(path): 0}
     replayed = [(p, ts, bytes(s), bytes(d), sp, dp, seq, ack, fl, bytes(pl))
-                for p, ts, s, d, sp, dp, seq, ack, fl, pl in _segments_in_order(chunks)]
+                for p, ts, s, d, sp, dp, seq, ack, fl, pl in
+                _segments_in_order(rows, offsets, _Files({str(path): path}))]
     expected = _tcp_packets(path)
     assert len(expected) > 50
     assert replayed == expected
+    at = [seg[2] for m in rows.column("meta").to_pylist() for seg in SEGMENT.iter_unpack(m)]
+    if inline:
+        assert set(at) == {INLINE}
+    else:   # payloads stay in the file
+        assert INLINE not in at and sum(len(p) for p in rows.column("payload").to_pylist()) == 0
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -52,7 +61,7 @@ def test_no_row_per_packet(name):
     t = _extract(path)
     kinds = t.column("kind").to_pylist()
     packets = len(_tcp_packets(path))
-    assert kinds.count(CHUNK) < packets * 0.6
+    assert kinds.count(SEGMENTS) < packets * 0.1
     summary = t.filter(pa.compute.equal(t.column("kind"), SUMMARY)).to_pylist()
     assert len(summary) == 1 and summary[0]["error"] is None
     assert summary[0]["count"] == sum(1 for _ in read_packets(path))
