@@ -42,6 +42,7 @@ class Module:
         self.tag_funcs = set()  # layouts whose tagged section has a function _tN
         self.arrays = set()    # format chars of fixed-size arrays (short-array unpackers _A<c>)
         self.iters = set()     # iter_unpack functions _I<n> of the Struct _S<n>
+        self.views = None      # in a reader: whether it reads a record set (via its memoryview m)
 
     def add_classes(self, classes):
         for cls, attrs in classes.items():
@@ -114,9 +115,13 @@ class Module:
         return [(a, d) for a, d in self.classes[layout.cls].items() if a not in present]
 
     def _reader(self, i, layout):
-        lines = [f"def _r{i}(b, p, k=_MAXE):"]
-        lines += self._struct(layout, "o", 1, 0)
+        self.views = False
+        body = self._struct(layout, "o", 1, 0)
+        # record sets (Produce/Fetch partitions) are views into one memoryview of the message
+        lines = [f"def _r{i}(b, p, k=_MAXE):"] + (["    m = memoryview(b)"] if self.views else [])
+        lines += body
         lines.append("    return o, p")
+        self.views = None
         return "\n".join(lines) + "\n\n\n"
 
     def _struct(self, layout, ov, ind, depth):
@@ -220,7 +225,10 @@ class Module:
         elif kind == "bytes":
             lines += [f"{pad}{target} = b[p:p + {n}]", f"{pad}p += {n}"]
         elif kind == "records":  # kept raw for the record-batch decoder, without a copy
-            lines += [f"{pad}{target} = memoryview(b)[p:p + {n}]", f"{pad}p += {n}"]
+            view = "memoryview(b)" if self.views is None else "m"  # None: in a tag function
+            if self.views is False:
+                self.views = True
+            lines += [f"{pad}{target} = {view}[p:p + {n}]", f"{pad}p += {n}"]
         elif kind == "array":
             lines += self._array(f, target, ind, depth)
         else:

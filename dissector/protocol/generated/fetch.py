@@ -1261,6 +1261,7 @@ def _r28(b, p, k=_MAXE):
 
 
 def _r31(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     n0 = _S2(b, p)[0]
     p += 4
@@ -1297,7 +1298,7 @@ def _r31(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.last_stable_offset = -1
                     o2.log_start_offset = -1
@@ -1322,6 +1323,7 @@ def _r31(b, p, k=_MAXE):
 
 
 def _r32(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
@@ -1358,7 +1360,7 @@ def _r32(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.last_stable_offset = -1
                     o2.log_start_offset = -1
@@ -1382,6 +1384,7 @@ def _r32(b, p, k=_MAXE):
 
 
 def _r36(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
@@ -1445,7 +1448,7 @@ def _r36(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.log_start_offset = -1
                     o2.diverging_epoch = None
@@ -1467,6 +1470,7 @@ def _r36(b, p, k=_MAXE):
 
 
 def _r39(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, n0 = _S15(b, p)
     p += 8
@@ -1530,7 +1534,7 @@ def _r39(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.diverging_epoch = None
                     o2.current_leader = None
@@ -1551,6 +1555,7 @@ def _r39(b, p, k=_MAXE):
 
 
 def _r40(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
     p += 14
@@ -1614,7 +1619,7 @@ def _r40(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.diverging_epoch = None
                     o2.current_leader = None
@@ -1633,6 +1638,7 @@ def _r40(b, p, k=_MAXE):
 
 
 def _r43(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
     p += 14
@@ -1696,7 +1702,7 @@ def _r43(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.diverging_epoch = None
                     o2.current_leader = None
@@ -1714,6 +1720,7 @@ def _r43(b, p, k=_MAXE):
 
 
 def _r50(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
@@ -1794,7 +1801,7 @@ def _r50(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1
@@ -1836,6 +1843,7 @@ def _r50(b, p, k=_MAXE):
 
 
 def _r52(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
@@ -1909,7 +1917,7 @@ def _r52(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1
@@ -1951,6 +1959,7 @@ def _r52(b, p, k=_MAXE):
 
 
 def _r54(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchResponse()
     o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
     p += 11
@@ -2024,7 +2033,7 @@ def _r54(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1

@@ -198,6 +198,7 @@ def _r6(b, p, k=_MAXE):
 
 
 def _r11(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchSnapshotResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
@@ -256,7 +257,7 @@ def _r11(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.unaligned_records = memoryview(b)[p:p + n2]
+                    o2.unaligned_records = m[p:p + n2]
                     p += n2
                     d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
                     d2.leader_id = 0
@@ -287,6 +288,7 @@ def _r11(b, p, k=_MAXE):
 
 
 def _r13(b, p, k=_MAXE):
+    m = memoryview(b)
     o = FetchSnapshotResponse()
     o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
@@ -345,7 +347,7 @@ def _r13(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.unaligned_records = memoryview(b)[p:p + n2]
+                    o2.unaligned_records = m[p:p + n2]
                     p += n2
                     d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
                     d2.leader_id = 0

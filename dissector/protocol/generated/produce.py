@@ -57,6 +57,7 @@ class ProduceResponse_TopicProduceResponse(Body):
 
 
 def _r2(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ProduceRequest()
     o.acks, o.timeout_ms, n0 = _S0(b, p)
     p += 10
@@ -93,7 +94,7 @@ def _r2(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -108,6 +109,7 @@ def _r2(b, p, k=_MAXE):
 
 
 def _r3(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ProduceRequest()
     n0 = _S1(b, p)[0]
     p += 2
@@ -153,7 +155,7 @@ def _r3(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -167,6 +169,7 @@ def _r3(b, p, k=_MAXE):
 
 
 def _r6(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ProduceRequest()
     n0 = b[p]
     p += 1
@@ -227,7 +230,7 @@ def _r6(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.unknown_tags = None
                     if b[p]:
@@ -253,6 +256,7 @@ def _r6(b, p, k=_MAXE):
 
 
 def _r8(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ProduceRequest()
     n0 = b[p]
     p += 1
@@ -306,7 +310,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     o2.unknown_tags = None
                     if b[p]:

@@ -514,6 +514,7 @@ def _r8(b, p, k=_MAXE):
 
 
 def _r14(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ShareFetchResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
@@ -594,7 +595,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = memoryview(b)[p:p + n2]
+                        o2.records = m[p:p + n2]
                         p += n2
                     n2 = b[p]
                     p += 1
@@ -689,6 +690,7 @@ def _r14(b, p, k=_MAXE):
 
 
 def _r17(b, p, k=_MAXE):
+    m = memoryview(b)
     o = ShareFetchResponse()
     o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
@@ -768,7 +770,7 @@ def _r17(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.records = memoryview(b)[p:p + n2]
+                    o2.records = m[p:p + n2]
                     p += n2
                     n2 = b[p]
                     p += 1
