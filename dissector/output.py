@@ -17,16 +17,21 @@ def _iso_seconds(secs: int) -> str:
     return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _iso_prefix(secs: int) -> str | None:
+    try:
+        return _iso_seconds(secs)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def iso_ns(ts_ns: int | None) -> str | None:
     """UTC ISO 8601 with nanoseconds: 2024-05-01T12:00:00.123456789Z; None when missing or
     outside the years 1-9999 (a damaged capture's timestamp can be anything)."""
     if ts_ns is None:
         return None
     secs, ns = divmod(ts_ns, 1_000_000_000)
-    try:
-        return f"{_iso_seconds(secs)}.{ns:09d}Z"
-    except (OverflowError, OSError, ValueError):
-        return None
+    prefix = _iso_prefix(secs)
+    return None if prefix is None else f"{prefix}.{ns:09d}Z"
 
 
 def exchange_record(ex) -> dict:
@@ -100,13 +105,19 @@ class CsvWriter:
         self.out = out
         self.writer = csv.writer(out, lineterminator="\n")
         self.writer.writerow(EXCHANGE_COLUMN_NAMES)
+        self._secs = None      # the second last formatted (an exchange's times share one)
+        self._prefix = None
 
     def write(self, ex) -> None:
         row = list(exchange_row(ex))
         for i in _TS_AT:
             ts = row[i]
             if ts is not None:
-                row[i] = iso_ns(ts)
+                secs, ns = divmod(ts, 1_000_000_000)
+                if secs != self._secs:
+                    self._secs = secs
+                    self._prefix = _iso_prefix(secs)
+                row[i] = None if self._prefix is None else f"{self._prefix}.{ns:09d}Z"
         topics = row[_TOPICS_AT]
         if topics is not None:
             row[_TOPICS_AT] = ";".join(topics)

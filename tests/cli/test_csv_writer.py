@@ -55,3 +55,23 @@ def test_values_that_need_quoting(client_id):
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert rows[0] == list(EXCHANGE_COLUMN_NAMES)
     assert [r[EXCHANGE_COLUMN_NAMES.index("client_id")] for r in rows[1:]] == [client_id] * 5
+
+
+def test_timestamps_out_of_range_and_changing_seconds():
+    """Times outside the years 1-9999 are empty (as iso_ns says), and the writer's cache of the
+    last second formatted never leaks into another second."""
+    exchanges = list(dissect(REAL[0], REAL_PORTS))[:6]
+    odd = [10**30, -10**30, 0, 1, 999_999_999, 1_000_000_000]
+    for ex, ts in zip(exchanges, odd):
+        if ex.request is not None:
+            ex.request.first_ts = ts
+            ex.request.last_ts = ts + 1
+    text = _ours(exchanges)
+    assert text == _reference(exchanges)
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    got = [r["request_ts"] for r, ex in zip(rows, exchanges) if ex.request is not None]
+    want = [{10**30: "", -10**30: "", 0: "1970-01-01T00:00:00.000000000Z",
+             1: "1970-01-01T00:00:00.000000001Z", 999_999_999: "1970-01-01T00:00:00.999999999Z",
+             1_000_000_000: "1970-01-01T00:00:01.000000000Z"}[ts]
+            for ts, ex in zip(odd, exchanges) if ex.request is not None]
+    assert got == want
