@@ -72,11 +72,16 @@ class BodyDecoder:
             ex.partition_count = (req.partitions if req is not None and req.partitions
                                   else resp.partitions if resp is not None else 0)
             if ex.api_key in RECORD_APIS:
-                parts = [x for x in (req, resp) if x is not None]
-                ex.record_count = sum(x.records for x in parts)
-                ex.records_bytes = sum(x.records_bytes for x in parts)
-                unc = [x.uncompressed_bytes for x in parts]
-                ex.records_uncompressed_bytes = None if None in unc else sum(unc)
+                count = size = unc = 0
+                for x in (req, resp):
+                    if x is not None:
+                        count += x.records
+                        size += x.records_bytes
+                        unc = (None if unc is None or x.uncompressed_bytes is None
+                               else unc + x.uncompressed_bytes)
+                ex.record_count = count
+                ex.records_bytes = size
+                ex.records_uncompressed_bytes = unc
         if resp is not None:
             body = ex.response_msg.body
             top = getattr(body, "error_code", None)
