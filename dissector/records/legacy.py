@@ -61,8 +61,9 @@ def _bytes(buf, pos, end):
     return bytes(buf[pos:pos + n]), pos + n
 
 
-def decode(data, pos, size, want_records, budget, issues):
-    """Decode the top-level v0/v1 message of `size` bytes at data[pos:] (a memoryview)."""
+def decode(data, pos, size, want_records, budget, issues, build=True):
+    """Decode the top-level v0/v1 message of `size` bytes at data[pos:] (a memoryview). Records
+    are always built at once (`build` is for the v2 decoder's signature): old formats are rare."""
     batch = Batch(pos, size, data[pos + 16])
     try:
         offset, crc_ok, magic, attributes, timestamp, key, value = _message(data, pos, pos + size)

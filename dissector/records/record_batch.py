@@ -48,11 +48,13 @@ def _varint(buf, pos, limit=10):
     raise _BadRecord("records.bad_varint", f"varint longer than {limit} bytes at {pos - limit}")
 
 
-def decode(data, pos, size, want_records, budget, issues):
+def decode(data, pos, size, want_records, budget, issues, build=False):
     """Decode the v2 batch of `size` bytes at data[pos:] (a memoryview).
 
     budget: list holding the bytes of decompressed output (and RECORD_COST per decoded record)
-    still allowed for this record set.
+    still allowed for this record set. With want_records, every record is checked now; the
+    Record objects are built in the same pass with `build`, else when Batch.records is first
+    read (a second pass: cheaper only when the records are not read, as for the exchanges table).
     Returns the Batch; problems are appended to `issues` (stream_offset relative to `data`).
     """
     (base_offset, _, leader_epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
@@ -101,7 +103,11 @@ def decode(data, pos, size, want_records, budget, issues):
     ts_base = max_ts if ts_type else None  # LogAppendTime: every record carries the batch time
     room = budget[0] // RECORD_COST  # records the budget still pays for
     want = count if count <= room else room
-    found, bad_at, problem = _scan_records(body, want)
+    if build or is_control:
+        records, bad_at, problem = _parse_records(body, want, base_offset, first_ts, ts_base)
+        found = len(records)
+    else:
+        found, bad_at, problem = _scan_records(body, want)
     budget[0] -= found * RECORD_COST
     if problem is not None:
         code, detail = problem
@@ -121,11 +127,11 @@ def decode(data, pos, size, want_records, budget, issues):
         issues.append(Issue("records.count_mismatch", ERROR,
                             f"{len(body) - bad_at} bytes left after the declared {count} records",
                             stream_offset=pos + 57))
-    if not is_control:  # Record objects are built when first asked for (Batch.records)
+    if not (build or is_control):  # Record objects built when first asked for (Batch.records)
         batch.defer_records(found, _build_records, (body, found, base_offset, first_ts, ts_base))
         return batch
-    records = batch.records = _parse_records(body, found, base_offset, first_ts, ts_base)
-    if records:
+    batch.records = records
+    if is_control and records:
         key = records[0].key
         if key is not None and len(key) >= 4:
             version, ctype = _CONTROL_KEY.unpack_from(key)
@@ -249,22 +255,25 @@ def _scan_records(buf, count):
 
 
 def _build_records(*args):
-    """_parse_records, run when Batch.records is first read, with the cyclic GC paused: it makes
-    many small acyclic objects, and GC passes over them would be pure cost (as in
-    decode_record_set)."""
+    """_parse_records over records _scan_records accepted, run when Batch.records is first read,
+    with the cyclic GC paused: it makes many small acyclic objects, and GC passes over them
+    would be pure cost (as in decode_record_set)."""
     if not gc.isenabled():
-        return _parse_records(*args)
+        return _parse_records(*args)[0]
     gc.disable()
     try:
-        return _parse_records(*args)
+        return _parse_records(*args)[0]
     finally:
         gc.enable()
 
 
 def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
-    """The first `count` records of `buf` as Record objects: records that _scan_records has
-    checked, so no check is repeated here. Zigzag varints of one and two bytes (nearly all of
-    them) are decoded inline; longer ones go through _varint."""
+    """Parse up to `count` records from `buf` (bytes), with the same checks as _scan_records.
+
+    Returns (records, position reached, None) or (records so far, position of the bad record,
+    (code, detail)). Zigzag varints of one and two bytes (nearly all of them) are decoded inline;
+    longer ones go through _varint.
+    """
     out = []
     append = out.append
     zz = _ZIGZAG
@@ -273,99 +282,128 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
     varint = _varint
     record = Record
     new = object.__new__
+    n = len(buf)
     pos = 0
-    for _ in range(count):
-        b = buf[pos]
-        if b < 0x80:
-            pos += 1
-        elif buf[pos + 1] < 0x80:
-            pos += 2
-        else:
-            pos = varint(buf, pos, 5)[1]
-        attributes = buf[pos]
-        b = buf[pos + 1]
-        if b < 0x80:
-            ts_delta = zz[b]
-            pos += 2
-        elif (c := buf[pos + 2]) < 0x80:
-            ts_delta = zz2[b + (c << 7)]
-            pos += 3
-        else:
-            ts_delta, pos = varint(buf, pos + 1)
-        b = buf[pos]
-        if b < 0x80:
-            off_delta = zz[b]
-            pos += 1
-        elif (c := buf[pos + 1]) < 0x80:
-            off_delta = zz2[b + (c << 7)]
-            pos += 2
-        else:
-            off_delta, pos = varint(buf, pos, 5)
-        b = buf[pos]
-        if b < 0x80:
-            klen = zz[b]
-            pos += 1
-        elif (c := buf[pos + 1]) < 0x80:
-            klen = zz2[b + (c << 7)]
-            pos += 2
-        else:
-            klen, pos = varint(buf, pos, 5)
-        if klen < 0:
-            key = None
-        else:
-            key = buf[pos:pos + klen]
-            pos += klen
-        b = buf[pos]
-        if b < 0x80:
-            vlen = zz[b]
-            pos += 1
-        elif (c := buf[pos + 1]) < 0x80:
-            vlen = zz2[b + (c << 7)]
-            pos += 2
-        else:
-            vlen, pos = varint(buf, pos, 5)
-        if vlen < 0:
-            value = None
-        else:
-            value = buf[pos:pos + vlen]
-            pos += vlen
-        b = buf[pos]
-        pos += 1
-        headers = []
-        if b:
-            if b >= 0x80:
-                b, pos = varint(buf, pos - 1, 5)
+    start = 0
+    try:
+        for _ in range(count):
+            start = pos
+            b = buf[pos]  # IndexError at start == n: fewer records than declared
+            if b < 0x80:
+                length = zz[b]
+                pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                length = zz2[b + (c << 7)]
+                pos += 2
             else:
-                b = zz[b]
-            for _ in range(b):
-                b = buf[pos]
-                if b < 0x80:
-                    hklen = zz[b]
-                    pos += 1
+                length, pos = varint(buf, pos, 5)
+            end = pos + length
+            if length < 6 or end > n:
+                raise _BadRecord("records.bad_length",
+                                 f"record length {length} with {n - pos} bytes left")
+            attributes = buf[pos]
+            b = buf[pos + 1]
+            if b < 0x80:
+                ts_delta = zz[b]
+                pos += 2
+            elif (c := buf[pos + 2]) < 0x80:
+                ts_delta = zz2[b + (c << 7)]
+                pos += 3
+            else:
+                ts_delta, pos = varint(buf, pos + 1)
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = zz[b]
+                pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                off_delta = zz2[b + (c << 7)]
+                pos += 2
+            else:
+                off_delta, pos = varint(buf, pos, 5)
+            b = buf[pos]
+            if b < 0x80:
+                klen = zz[b]
+                pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                klen = zz2[b + (c << 7)]
+                pos += 2
+            else:
+                klen, pos = varint(buf, pos, 5)
+            if klen < 0:
+                if klen != -1:
+                    raise _BadRecord("records.bad_length", f"key length {klen}")
+                key = None
+            else:  # slices never read past the buffer; an overrun shows as pos != end below
+                key = buf[pos:pos + klen]
+                pos += klen
+            b = buf[pos]
+            if b < 0x80:
+                vlen = zz[b]
+                pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                vlen = zz2[b + (c << 7)]
+                pos += 2
+            else:
+                vlen, pos = varint(buf, pos, 5)
+            if vlen < 0:
+                if vlen != -1:
+                    raise _BadRecord("records.bad_length", f"value length {vlen}")
+                value = None
+            else:
+                value = buf[pos:pos + vlen]
+                pos += vlen
+            b = buf[pos]
+            pos += 1
+            headers = []
+            if b:
+                if b >= 0x80:
+                    b, pos = varint(buf, pos - 1, 5)
                 else:
-                    hklen, pos = varint(buf, pos, 5)
-                hkey = buf[pos:pos + hklen]
-                pos += hklen
-                name = names.get(hkey)  # header keys repeat: decode each once per batch
-                if name is None:
-                    name = names[hkey] = hkey.decode("utf-8", "replace")
-                b = buf[pos]
-                if b < 0x80:
-                    hvlen = zz[b]
-                    pos += 1
-                else:
-                    hvlen, pos = varint(buf, pos, 5)
-                if hvlen < 0:
-                    headers.append((name, None))
-                else:
-                    headers.append((name, buf[pos:pos + hvlen]))
-                    pos += hvlen
-        r = new(record)  # no __init__ call: slot stores are cheaper than the call
-        r.offset = base_offset + off_delta
-        r.timestamp = first_ts + ts_delta if ts_fixed is None else ts_fixed
-        r.key = key
-        r.value = value
-        r.headers = headers
-        r.attributes = attributes
-        append(r)
-    return out
+                    b = zz[b]
+                if b < 0 or b > end - pos:
+                    raise _BadRecord("records.bad_length", f"header count {b}")
+                for _ in range(b):
+                    b = buf[pos]
+                    if b < 0x80:
+                        hklen = zz[b]
+                        pos += 1
+                    else:
+                        hklen, pos = varint(buf, pos, 5)
+                    if hklen < 0:
+                        raise _BadRecord("records.bad_length", f"header key length {hklen}")
+                    hkey = buf[pos:pos + hklen]
+                    pos += hklen
+                    name = names.get(hkey)  # header keys repeat: decode each once per batch
+                    if name is None:
+                        name = names[hkey] = hkey.decode("utf-8", "replace")
+                    b = buf[pos]
+                    if b < 0x80:
+                        hvlen = zz[b]
+                        pos += 1
+                    else:
+                        hvlen, pos = varint(buf, pos, 5)
+                    if hvlen < 0:
+                        if hvlen != -1:
+                            raise _BadRecord("records.bad_length", f"header value length {hvlen}")
+                        headers.append((name, None))
+                    else:
+                        headers.append((name, buf[pos:pos + hvlen]))
+                        pos += hvlen
+            if pos != end:  # also catches key, value and header lengths that overran the record
+                raise _BadRecord("records.bad_length",
+                                 f"record length {length} does not match its fields")
+            r = new(record)  # no __init__ call: slot stores are cheaper than the call
+            r.offset = base_offset + off_delta
+            r.timestamp = first_ts + ts_delta if ts_fixed is None else ts_fixed
+            r.key = key
+            r.value = value
+            r.headers = headers
+            r.attributes = attributes
+            append(r)
+    except _BadRecord as e:
+        return out, start, e.args
+    except IndexError:
+        if start == n:
+            return out, n, None
+        return out, start, ("records.bad_length", "record runs past the end of the batch")
+    return out, pos, None

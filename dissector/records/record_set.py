@@ -18,11 +18,15 @@ _MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch
 _DECODERS = {0: legacy.decode, 1: legacy.decode, 2: record_batch.decode}
 
 
-def decode_record_set(data, *, records=True, max_uncompressed=64 << 20, budget=None):
+def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 << 20,
+                      budget=None):
     """Decode a `records` field (bytes or memoryview) into a RecordSet.
 
-    records=False decodes batch headers only: no decompression and no per-record parsing (the
-    v2 CRC is still checked when the fast CRC32C library is present). `max_uncompressed` caps the
+    records=True checks every record now (counts and Issues are final) and builds the v2
+    Record objects when a batch's `records` is first read; build=True builds them now, in the
+    same pass (cheaper when every record will be read: the records table). records=False
+    decodes batch headers only: no decompression and no per-record parsing (the v2 CRC is still
+    checked when the fast CRC32C library is present). `max_uncompressed` caps the
     total decompressed output of the whole set plus model.RECORD_COST per decoded record (past
     it: `records.decompression_limit` / `records.decode_limit` Issues). `budget`, a one-item list,
     replaces it to share one cap between several sets (those of one message). Never raises on
@@ -34,13 +38,13 @@ def decode_record_set(data, *, records=True, max_uncompressed=64 << 20, budget=N
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(data, records, [max_uncompressed] if budget is None else budget)
+        return _decode(data, records, build, [max_uncompressed] if budget is None else budget)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _decode(data, records, budget):
+def _decode(data, records, build, budget):
     if data is None:  # a null records field
         data = b""
     mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
@@ -72,7 +76,7 @@ def _decode(data, records, budget):
                                 stream_offset=pos + 16))
         else:
             try:
-                batches.append(decoder(mv, pos, size, records, budget, issues))
+                batches.append(decoder(mv, pos, size, records, budget, issues, build))
             except Exception as e:  # a bug, not bad input: report it and keep going
                 issues.append(Issue("records.decode_error", ERROR, f"{type(e).__name__}: {e}",
                                     stream_offset=pos))

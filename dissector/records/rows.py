@@ -54,7 +54,7 @@ def record_rows(exchange, topic_names=None, max_uncompressed=64 << 20):
         if isinstance(records, RecordSet):
             rs = records
         elif isinstance(records, (bytes, bytearray, memoryview)):
-            rs = decode_record_set(records, max_uncompressed=max_uncompressed)
+            rs = decode_record_set(records, build=True, max_uncompressed=max_uncompressed)
         else:
             continue
         for b in rs.batches:
