@@ -36,8 +36,8 @@ class Batch:
     None for a v0/v1 compressed wrapper decoded headers-only (the count is inside the payload).
     crc_ok: True/False, or None when not checked (headers-only mode may skip it).
     records: list of Record, or None when not decoded (headers-only, codec unavailable, capped).
-    A v2 decoder checks every record's framing at once but builds the Record objects only when
-    `records` is first read (defer_records): most readers want counts and sizes only.
+    A v2 batch decoded without build=True has every record checked but its Record objects built
+    only when `records` is first read (defer_records): most readers want counts and sizes only.
     control: (type, version) of the first control record in a control batch (0 abort, 1 commit).
     """
     __slots__ = ("offset_in_set", "base_offset", "last_offset_delta", "magic", "codec",
