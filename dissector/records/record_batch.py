@@ -24,10 +24,19 @@ MIN_LENGTH = HEADER_SIZE - 12  # smallest sane batchLength
 _CONTROL_KEY = struct.Struct(">hh")
 
 
-# Zigzag varints of one byte b (index b) and of two bytes b, c (index b + (c << 7): b >= 0x80).
-_ZIGZAG = tuple((b >> 1) ^ -(b & 1) for b in range(128))
-_ZIGZAG2 = tuple(0 if i < 128 else ((u := (i & 0x7F) | ((i - 128) >> 7 << 7)) >> 1) ^ -(u & 1)
-                 for i in range(128 + (128 << 7)))
+def _zigzag_table(n):
+    """Zigzag decoding of 0..n-1 (n even): 0, -1, 1, -2, 2, ... (slice stores: no Python loop,
+    the two-byte table costs ~0.1 ms at import instead of ~5 ms)."""
+    t = [0] * n
+    t[0::2] = range(n // 2)
+    t[1::2] = range(-1, -n // 2 - 1, -1)
+    return tuple(t)
+
+
+# Zigzag varints of one byte b (index b) and of two bytes b, c (index b + (c << 7): b >= 0x80,
+# so the payload bits (b & 0x7F) | (c << 7) are the index minus 128).
+_ZIGZAG = _zigzag_table(128)
+_ZIGZAG2 = (0,) * 128 + _zigzag_table(1 << 14)
 
 
 class _BadRecord(Exception):
