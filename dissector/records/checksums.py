@@ -44,12 +44,32 @@ def crc32c_python(data, crc=0):
     return c ^ 0xFFFFFFFF
 
 
-try:  # optional accelerator; same results (checked by tests/records/test_checksums.py)
-    from crc32c import crc32c as crc32c
-    ACCELERATED = True
-except ImportError:  # pragma: no cover - depends on the environment
-    crc32c = crc32c_python
-    ACCELERATED = False
+def _accelerated_crc32c():
+    """The `crc32c` package's C function, or None when it is not installed. Its extension module
+    is loaded without running the package's __init__, which imports importlib.metadata for
+    __version__ (about 40 ms of CPU at every start of the CLI, whose core avoids that module)."""
+    import importlib.machinery
+    import importlib.util
+    try:
+        package = importlib.util.find_spec("crc32c")
+        where = package.submodule_search_locations if package is not None else None
+        spec = where and importlib.machinery.PathFinder.find_spec("crc32c._crc32c", where)
+        if not spec:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.crc32c
+    except (ImportError, AttributeError):  # pragma: no cover - an unexpected package layout
+        try:
+            from crc32c import crc32c as function
+        except ImportError:
+            return None
+        return function
+
+
+# optional accelerator; same results (checked by tests/records/test_checksums.py)
+crc32c = _accelerated_crc32c() or crc32c_python
+ACCELERATED = crc32c is not crc32c_python
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393

@@ -1,5 +1,7 @@
 """CRC32C and xxHash32 against published vectors and independent implementations."""
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -49,3 +51,20 @@ def test_decoding_with_the_pure_python_crc32c(monkeypatch):
     bad = bytearray(buf)
     bad[-2] ^= 1  # the last value byte (the last byte is the header count)
     assert [i.code for i in decode_record_set(bytes(bad)).issues] == ["records.crc_mismatch"]
+
+
+def test_accelerated_crc32c_is_the_package_function_loaded_without_its_init():
+    """With the crc32c package installed, the accelerated function is used, gives the package's
+    results, and loading it leaves importlib.metadata (which the package's __init__ imports for
+    its version string, ~40 ms a start) unimported."""
+    crc32c = require_module("crc32c")
+    assert checksums.ACCELERATED is True
+    for n in (0, 1, 9, 4097):
+        data = os.urandom(n)
+        assert checksums.crc32c(data) == crc32c.crc32c(data)
+        assert checksums.crc32c(memoryview(data)) == crc32c.crc32c(data)
+    code = ("import sys; from dissector.records import checksums; "
+            "print(checksums.ACCELERATED, 'importlib.metadata' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "False"]
