@@ -5,9 +5,11 @@ given on the command line), keeps those kio can read too, decodes them all REPEA
 each decoder and prints side-by-side medians in messages/s and the ratio (target: ours >= 0.8x
 kio). Times are CPU time of this process (the machine is shared: wall time includes the
 neighbours' load). With --by-api, also the ratio per (api, version, direction), slowest first;
-with --tshark, also times tshark's Kafka dissector over the same captures.
+with --stage, also the session's whole body stage per message over every message (the
+`--level bodies` work: decode, summary walk, record-set batch headers); with --tshark, also
+times tshark's Kafka dissector over the same captures.
 
-    .venv/bin/python benchmarks/decode_bodies.py [CAPTURE...] [--repeat 7] [--by-api] [--tshark]
+    .venv/bin/python benchmarks/decode_bodies.py [CAPTURE...] [--repeat 7] [--by-api] [--stage] [--tshark]
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dissector.decoding import BodyDecoder  # noqa: E402
 from dissector.pipeline import dissect  # noqa: E402
 from dissector.protocol.generated.apis import APIS  # noqa: E402
 from dissector.protocol.decode import tables  # noqa: E402
@@ -31,10 +34,11 @@ from dissector.protocol.headers import parse_request_header, parse_response_head
 
 
 def collect(paths):
-    """[(api_key, api_version, direction, message bytes, body offset)] from the captures."""
+    """[(api_key, api_version, direction, message bytes, body offset)] from the captures, each
+    request followed by its response."""
     out = []
     for path in paths:
-        for ex in dissect(path):
+        for ex in dissect(path, auto=True):  # auto: one capture has its broker off port 9092
             k, v = ex.api_key, ex.api_version
             if k is None or tables(k) is None or v not in tables(k)[0]:
                 continue
@@ -45,6 +49,23 @@ def collect(paths):
                 data = bytes(ex.response.data)
                 out.append((k, v, 1, data, parse_response_header(data, k, v)[2]))
     return out
+
+
+def stage(messages, repeat):
+    """Median CPU seconds of the session's body stage (BodyDecoder) over all the messages."""
+    times = []
+    for _ in range(repeat):
+        decoder = BodyDecoder()
+        request = None
+        t = time.process_time()
+        for k, v, d, data, off in messages:
+            if d == 0:
+                _, _, corr, client_id, tags, _ = parse_request_header(data)
+                request = decoder.request(data, k, v, corr, client_id, tags, off)
+            else:
+                decoder.response(data, k, v, request)
+        times.append(time.process_time() - t)
+    return statistics.median(times)
 
 
 def kio_readers(messages):
@@ -106,6 +127,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--copies", type=int, default=20, help="passes over the messages per timing")
     ap.add_argument("--by-api", action="store_true", help="ratios per api, version and direction")
+    ap.add_argument("--stage", action="store_true", help="the whole body stage per message")
     ap.add_argument("--tshark", action="store_true")
     args = ap.parse_args(argv)
     paths = args.captures or sorted(p for p in (ROOT / "captures").glob("*.pcap") if "mss" not in p.name)
@@ -137,6 +159,12 @@ def main(argv=None):
         gc.disable()
         by_api(our_jobs, kio_keyed, args.repeat, args.copies)
         gc.enable()
+    if args.stage:
+        gc.disable()
+        t = stage(messages, args.repeat)
+        gc.enable()
+        print(f"body stage (decode, summary walk, record-set headers): {len(messages)} messages, "
+              f"{t / len(messages) * 1e6:.1f} us per message")
     if args.tshark:
         tshark = shutil.which("tshark")
         if not tshark:
