@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import mmap
 
+import numpy as np
 import pyarrow as pa
 
-from dissector.capture.layers import FIN, SYN
 from dissector.model import ERROR, Issue
 from dissector.pipeline import Dissector
 
 from ..load import _Collector
 from .extract import INLINE, RAW, SEGMENT, SUMMARY
-from .schemas import EXCHANGE_TABLES, TABLES, to_union
+from .schemas import CONNECTION_BUCKET, EMIT_KEYS, LOCAL_EXCHANGE, PARTS, TABLES
 
-SYN_FIN = SYN | FIN
 AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
 OPENED_AT_END = 1 << 60
 
@@ -103,60 +102,130 @@ class _Decoder:
         self.opts = opts
         self.d = Dissector(opts.ports, auto=opts.auto, level=opts.level,
                            max_frame=opts.max_frame)
-        self.col = _Collector(records=(opts.level == "records"))
+        self.records = opts.level == "records"
+        self.col = _Collector(records=self.records)
         self.files = _Files(opts.paths)
         self.opened = {}   # local connection id -> provisional id
-        # per table fed by exchanges: the emission key of each row's exchange, its row in it
-        self.keyed = {name: ([], [], []) for name in EXCHANGE_TABLES}
+        # per exchange, in the order they come out (the Dissector's `index` - 1): its emission
+        # key, its issue rows and (records level) its record rows
+        self.emit_packet, self.emit_seq, self.issue_rows, self.record_rows = [], [], [], []
 
     def connection(self, table: pa.Table) -> None:
-        """Decode the runs of one connection key (the keyless rows: raw packets, errors)."""
+        """Decode the rows of one connection key (the keyless rows: raw packets, errors)."""
         d = self.d
         if table.column("key")[0].as_py() is None:
             _raw_packets_and_errors(table, d, self.opts.offsets)
         else:
             conns = d.connections
+            opened = self.opened
+            known = len(opened)
+            out = d.output
+            feed = d.feed_segment
             for s in _segments_in_order(table, self.opts.offsets, self.files):
-                d.feed_segment(*s)
-                if len(conns) > len(self.opened):
-                    for c in conns[len(self.opened):]:
-                        self.opened[c.connection_id] = s[0]
-                if d.output:
+                feed(*s)
+                if len(conns) != known:
+                    for c in conns[known:]:
+                        opened[c.connection_id] = s[0]
+                    known = len(conns)
+                if out:
                     self._drain(s[0])
         d.finish()
         for c in d.connections[len(self.opened):]:   # a connection only known at the end
-            self.opened[c.connection_id] = OPENED_AT_END
+            self.opened[c.connection_id] = OPENED_AT_END + c.first_packet
         self._drain(None)
 
     def _drain(self, packet) -> None:
         col, out = self.col, self.d.output
         seq = 0
+        records = self.records
         while out:
             ex = out.popleft()
-            before = [len(getattr(col, name)) for name in EXCHANGE_TABLES]
+            if records:
+                before = len(col.records)
             col.add(ex)
-            key = packet if packet is not None else \
-                AFTER_LAST_PACKET + self.opened[ex.connection.connection_id]
-            for name, n in zip(EXCHANGE_TABLES, before):
-                packets, seqs, rows = self.keyed[name]
-                added = len(getattr(col, name)) - n
-                packets.extend([key] * added)
-                seqs.extend([seq] * added)
-                rows.extend(range(added))
+            self.emit_packet.append(packet if packet is not None else
+                                    AFTER_LAST_PACKET + self.opened[ex.connection.connection_id])
+            self.emit_seq.append(seq)
+            self.issue_rows.append(len(ex.issues))
+            if records:
+                self.record_rows.append(len(col.records) - before)
             seq += 1
 
-    def rows(self) -> pa.Table:
-        """The union rows of everything decoded."""
+    def parts(self, bucket: int, total: int, parts: int) -> pa.Table:
+        """Everything decoded, as rows of schemas.PARTS: per table and part (a range of
+        emission packets), the table's rows in one Arrow IPC blob."""
         self.col.finish(self.d, self.opts.capture)   # + the issues not tied to an exchange
         tables = self.col.arrow()
-        return pa.concat_tables(
-            to_union(name, _provisional_connection_ids(tables[name], self.opened),
-                     *self.keyed.get(name, ()))
-            for name in TABLES)
+        ep = np.array(self.emit_packet, np.int64)
+        es = np.array(self.emit_seq, np.int64)
+        prov = np.zeros(len(self.d.connections) + 1, np.int64)
+        for local, p in self.opened.items():
+            prov[local] = p
+        out = []
+        for name in TABLES:
+            t = tables[name]
+            if t.num_rows == 0:
+                continue
+            if "connection_id" in t.column_names:
+                i = t.column_names.index("connection_id")
+                col = t.column(i).combine_chunks()
+                ids = prov[col.fill_null(0).to_numpy(zero_copy_only=False)]
+                t = t.set_column(i, "connection_id", pa.array(ids, pa.int64(), mask=col.is_null()
+                                                              .to_numpy(zero_copy_only=False)))
+            n = t.num_rows
+            if name in ("exchanges", "partitions"):
+                local = t.column("exchange").to_numpy() - 1
+                keys = (ep[local], es[local], _ranks(local))
+                t = t.append_column(LOCAL_EXCHANGE, pa.array((bucket << 32) + local, pa.int64()))
+            elif name == "records":
+                counts = np.array(self.record_rows, np.int64)
+                keys = (np.repeat(ep, counts), np.repeat(es, counts), _ranks(
+                    np.repeat(np.arange(len(counts)), counts)))
+            elif name == "issues":
+                counts = np.array(self.issue_rows, np.int64)
+                tied = int(counts.sum())
+                rest = np.full(n - tied, -1, np.int64)
+                keys = (np.r_[np.repeat(ep, counts), rest], np.r_[np.repeat(es, counts), rest],
+                        np.r_[_ranks(np.repeat(np.arange(len(counts)), counts)), rest])
+                frames = t.column("frame").fill_null(total).to_numpy(zero_copy_only=False)
+                where = np.r_[keys[0][:tied], frames[tied:]]
+            else:   # connections: where they opened
+                keys = (np.full(n, -1, np.int64),) * 3
+                where = t.column("connection_id").to_numpy()
+            if name != "issues" and name != "connections":
+                where = keys[0]
+            for k, values in zip(EMIT_KEYS, keys):
+                t = t.append_column(k, pa.array(values, pa.int64()))
+            part = np.where(where > total, parts - 1,
+                            np.minimum(np.maximum(where, 0) * parts // (total + 1), parts - 1))
+            for p in np.unique(part):
+                sub = t.filter(pa.array(part == p))
+                ids = sub.column("connection_id").to_numpy() if name == "connections" else None
+                out.append((int(p), name, sub.num_rows, None if ids is None else ids.tobytes(),
+                            _ipc(sub)))
+        return pa.Table.from_pylist([dict(zip(PARTS.names, r)) for r in out], schema=PARTS)
 
 
-def decode_bucket(table: pa.Table, opts: Options) -> pa.Table:
-    """The union rows (schemas.union_schema) of the connections whose runs are in `table`."""
+def _ranks(groups):
+    """Position of each element within its run of equal consecutive values."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    at = np.arange(n)
+    first = np.r_[True, groups[1:] != groups[:-1]]
+    return at - np.maximum.accumulate(np.where(first, at, 0))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_bucket(table: pa.Table, opts: Options, total: int, parts: int) -> pa.Table:
+    """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`."""
+    bucket = table.column(CONNECTION_BUCKET)[0].as_py() if table.num_rows else 0
     table = table.sort_by([("key", "ascending")])
     keys = table.column("key").to_pylist()
     decoder = _Decoder(opts)
@@ -165,7 +234,7 @@ def decode_bucket(table: pa.Table, opts: Options) -> pa.Table:
         if i == len(keys) or keys[i] != keys[start]:
             decoder.connection(table.slice(start, i - start))
             start = i
-    return decoder.rows()
+    return decoder.parts(bucket, total, parts)
 
 
 def _raw_packets_and_errors(table: pa.Table, d: Dissector, offsets) -> None:
@@ -181,11 +250,3 @@ def _raw_packets_and_errors(table: pa.Table, d: Dissector, offsets) -> None:
         elif r["kind"] == SUMMARY and r["error"] is not None:
             # what dissector.pipeline.Dissection does when a file stops with a CaptureError
             d.add_issue(Issue("capture.error", ERROR, r["error"], frame=r["offset"] + r["count"]))
-
-
-def _provisional_connection_ids(t: pa.Table, opened: dict) -> pa.Table:
-    if not opened or "connection_id" not in t.column_names:
-        return t
-    i = t.column_names.index("connection_id")
-    ids = [opened.get(v, v) if v is not None else None for v in t.column(i).to_pylist()]
-    return t.set_column(i, "connection_id", pa.array(ids, pa.int64()))

@@ -11,28 +11,33 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 
 from .decode import Options, decode_bucket
 from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
 from .inputs import basename, check_local, list_files, local_copy, local_path
-from .schemas import EMIT_KEYS, EMIT_PACKET, TABLES, column, target_schema, union_schema
-from .write import BUCKET, read_table, write_tables
+from .stages import Stages
+from .schemas import CONNECTION_BUCKET, PARTS, TABLES
+from .write import read_table, write_tables
+
 BUCKET_BYTES = 32 << 20   # capture bytes per decode call (a bucket of connections)
-CONNECTION_BUCKET = "connection_bucket"
 
 
 class Result:
     """What a run wrote: `out`, `files` (in reading order), `errors` (one line per damaged or
-    unreadable file), `rows` per table, `seconds`."""
+    unreadable file), `rows` per table, `seconds`, and `stages`: (name, wall s, CPU s or None)
+    of each stage (stages.py)."""
 
-    def __init__(self, out, files, errors, rows, seconds):
+    def __init__(self, out, files, errors, rows, seconds, stages=()):
         self.out = out
         self.files = files
         self.errors = errors
         self.rows = rows
         self.seconds = seconds
+        self.stages = list(stages)
 
     def table(self, name):
         """Table `name` as written, as one Arrow table."""
@@ -63,6 +68,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
         level = "records" if records else "bodies"
     check_local(inputs)
     spark = spark or spark_session(master, conf, quiet=True)
+    stages = Stages(spark)
     listed = list_files(spark, inputs)
     files = [uri for uri, _size in listed]
     parallelism = spark.sparkContext.defaultParallelism
@@ -82,6 +88,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     extract_spark = _spark_schema(EXTRACT_SCHEMA)
     file_df = spark.sparkContext.parallelize([(f,) for f in files], len(files)).toDF("file string")
     extracted = file_df.mapInArrow(extract, extract_spark).localCheckpoint(eager=True)
+    stages.stage("extract")
 
     # 2. global packet numbers
     summaries = (extracted.filter(F.col("kind") == SUMMARY)
@@ -101,32 +108,28 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
                    {f: local_path(f) for f in files if local_path(f) is not None})
     work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
             .withColumn(CONNECTION_BUCKET, F.pmod(F.xxhash64("key"), F.lit(conn_buckets))))
+    parts = 2 * parallelism
     decoded = (work.groupBy(CONNECTION_BUCKET)
-               .applyInArrow(lambda t: decode_bucket(t, opts), _spark_schema(union_schema()))
+               .applyInArrow(lambda t: decode_bucket(t, opts, total, parts),
+                             _spark_schema(PARTS))
                .localCheckpoint(eager=True))
+    stages.stage("decode")
 
-    # 4. global ids (connections: few, numbered on the driver; exchanges: counted per bucket of
-    # emission packets, numbered by the writing tasks), then the tables
-    buckets = 2 * parallelism
-    emitted = F.col(EMIT_PACKET)
-    unkeyed = F.pmod(F.xxhash64(*(column(t, c) for t in ("issues", "connections")
-                                  for c in target_schema(t).names)), F.lit(buckets))
-    decoded = decoded.withColumn(BUCKET, F.when(emitted.isNull(), unkeyed).otherwise(
-        F.least(F.lit(buckets - 1).cast("long"),
-                F.floor(emitted.cast("double") * buckets / (total + 1))).cast("int")))
-    provisional = sorted(r[0] for r in decoded.filter(F.col("table") == "connections")
-                         .select(column("connections", "connection_id")).collect())
-    connection_ids = {p: i for i, p in enumerate(provisional, 1)}
-    counts = dict(decoded.filter(F.col("table") == "exchanges").groupBy(BUCKET).count()
-                  .collect())
+    # 4. global ids (connections: numbered in the order they opened; exchanges: counted per part,
+    # numbered by the writing tasks), then the tables
+    counts = decoded.filter(F.col("table").isin("exchanges", "connections")) \
+        .select("part", "table", "rows", "ids").collect()
     starts, n = {}, 0
-    for b in sorted(counts):
-        starts[b] = n
-        n += counts[b]
-    ordered_rows = (decoded.repartition(buckets, BUCKET)
-                    .sortWithinPartitions(BUCKET, *(F.col(k).asc_nulls_first() for k in EMIT_KEYS)))
-    rows = write_tables(ordered_rows, str(out), starts, connection_ids)
-    return Result(str(out), file_order, errors, rows, time.monotonic() - start)
+    for part in sorted({r.part for r in counts if r.table == "exchanges"}):
+        starts[part] = n
+        n += sum(r.rows for r in counts if r.part == part and r.table == "exchanges")
+    provisional = np.sort(np.concatenate(
+        [np.frombuffer(r.ids, np.int64) for r in counts if r.table == "connections"]
+        or [np.zeros(0, np.int64)]))
+    stages.stage("number")
+    rows = write_tables(decoded.repartition(parts, "part"), str(out), starts, provisional)
+    stages.stage("write")
+    return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
 
 
 def _spark_schema(schema):

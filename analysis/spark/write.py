@@ -4,11 +4,12 @@ Spark's own writer would store its microsecond timestamps and plain strings; the
 written with pyarrow instead, so they keep nanosecond UTC timestamps and dictionary-encoded names
 and read back (pyarrow, pandas, Spark) as the same tables the single-machine `export` writes.
 
-The decoded rows arrive partitioned by bucket (a range of emission packet numbers) and sorted by
-emission key, so each task numbers its exchanges itself: the exchanges of the buckets before
-(counted beforehand) plus the distinct emission keys before the row in its bucket. Every table
-gets one file per bucket, `<out>/<table>.parquet/part-<bucket>.parquet`: names sort in exchange
-order, and a retried task rewrites the same files.
+The decode stage's blobs arrive grouped by part (a range of emission packet numbers, so parts
+follow each other in exchange order); a task merges each part's blobs of a table, sorts them by
+emission key and numbers its exchanges itself: the exchanges of the parts before (counted
+beforehand) plus its rank in the part. Connection ids are the ranks of the provisional ids among
+all of them. Every table gets one file per part, `<out>/<table>.parquet/part-<part>.parquet`:
+names sort in exchange order, and a retried task rewrites the same files.
 """
 from __future__ import annotations
 
@@ -20,9 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs
 
-from .schemas import EMIT_PACKET, EMIT_SEQ, TABLES, column, from_spark, target_schema
-
-BUCKET = "bucket"
+from .schemas import EMIT_KEYS, LOCAL_EXCHANGE, TABLES, target_schema
 
 
 def output_fs(out: str):
@@ -46,79 +45,37 @@ def prepare(out: str) -> None:
         filesystem.create_dir(path, recursive=True)
 
 
-class _Numbering:
-    """Exchange numbers of sorted rows, bucket by bucket."""
-
-    def __init__(self, starts):
-        self.starts = starts   # bucket -> exchanges in the buckets before it
-        self.bucket = None
-        self.last = None       # the previous row's emission key
-        self.count = 0
-
-    def number(self, bucket, packets, seqs):
-        """Exchange numbers (1-based, global) for rows of one bucket; -1 where no key."""
-        if bucket != self.bucket:
-            self.bucket, self.last, self.count = bucket, None, 0
-        has = packets >= 0
-        new = np.zeros(len(packets), dtype=bool)
-        if len(packets):
-            new[1:] = (packets[1:] != packets[:-1]) | (seqs[1:] != seqs[:-1])
-            new[0] = self.last is None or (packets[0], seqs[0]) != self.last
-            new &= has
-            self.last = (packets[-1], seqs[-1]) if has[-1] else self.last
-        idx = self.count + np.cumsum(new)
-        self.count = int(idx[-1]) if len(idx) else self.count
-        return np.where(has, self.starts.get(bucket, 0) + idx, -1)
-
-
-def write_tables(df, out: str, starts: dict, connection_ids: dict) -> dict:
-    """Write the union rows of `df` (with BUCKET, partitioned by it and sorted by bucket and
-    emission key) as the tables; rows written per table."""
+def write_tables(df, out: str, starts: dict, provisional) -> dict:
+    """Write the blobs of `df` (rows of PARTS, partitioned by part) as the tables. starts: part
+    -> exchanges in the parts before it; provisional: every provisional connection id, sorted.
+    Returns the rows written per table."""
     prepare(out)
+    ids = pa.array(provisional, pa.int64())
 
     def write(batches):
-        numbering = _Numbering(starts)
-        writers = {}
+        blobs = {}
+        for batch in batches:
+            for part, table, data in zip(*(batch.column(c).to_pylist()
+                                           for c in ("part", "table", "data"))):
+                blobs.setdefault(part, {}).setdefault(table, []).append(data)
         rows = dict.fromkeys(TABLES, 0)
-        current = None
-
-        def close():
-            for w in writers.values():
-                w.close()
-            writers.clear()
-
-        try:
-            for batch in batches:
-                buckets = batch.column(BUCKET).to_numpy(zero_copy_only=False)
-                cuts = np.flatnonzero(np.diff(buckets)) + 1
-                for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(buckets)]):
-                    if hi <= lo:
-                        continue
-                    part = batch.slice(lo, hi - lo)
-                    bucket = int(buckets[lo])
-                    if bucket != current:
-                        close()
-                        current = bucket
-                    packets = _int64s(part, EMIT_PACKET)
-                    seqs = _int64s(part, EMIT_SEQ)
-                    numbers = numbering.number(bucket, packets, seqs)
-                    tables = part.column(part.schema.get_field_index("table"))
-                    for name in TABLES:
-                        mask = pc.equal(tables, name)
-                        if not pc.any(mask).as_py():
-                            continue
-                        t = _table_rows(part.filter(mask), name, connection_ids,
-                                        numbers[mask.to_numpy(zero_copy_only=False)])
-                        w = writers.get(name)
-                        if w is None:
-                            filesystem, path = table_dir(out, name)
-                            w = writers[name] = pq.ParquetWriter(
-                                f"{path}/part-{bucket:05d}.parquet", target_schema(name),
-                                filesystem=filesystem)
-                        w.write_table(t)
-                        rows[name] += t.num_rows
-        finally:
-            close()
+        for part, tables in blobs.items():
+            numbers = None
+            for name in TABLES:   # exchanges before partitions: their numbers
+                if name not in tables:
+                    continue
+                t = pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in tables[name]]
+                                     ).unify_dictionaries()
+                if name != "connections":
+                    t = t.sort_by([(k, "ascending") for k in EMIT_KEYS])
+                if name == "exchanges":
+                    numbers = (LOCAL_EXCHANGE, t.column(LOCAL_EXCHANGE), pa.array(
+                        np.arange(starts.get(part, 0) + 1, starts.get(part, 0) + 1 + t.num_rows)))
+                t = _global_ids(t, ids, numbers)
+                filesystem, path = table_dir(out, name)
+                pq.write_table(t.select(target_schema(name).names).cast(target_schema(name)),
+                               f"{path}/part-{part:05d}.parquet", filesystem=filesystem)
+                rows[name] += t.num_rows
         yield pa.RecordBatch.from_pydict({"table": list(rows), "rows": list(rows.values())})
 
     totals = dict.fromkeys(TABLES, 0)
@@ -132,22 +89,17 @@ def write_tables(df, out: str, starts: dict, connection_ids: dict) -> dict:
     return totals
 
 
-def _int64s(batch, name):
-    return batch.column(batch.schema.get_field_index(name)).fill_null(-1).to_numpy(
-        zero_copy_only=False)
-
-
-def _table_rows(part, name, connection_ids, numbers) -> pa.Table:
-    """The rows of table `name` with global connection ids and exchange numbers."""
-    names = target_schema(name).names
-    cols = {c: part.column(part.schema.get_field_index(column(name, c))) for c in names}
-    if "connection_id" in cols:
-        prov = cols["connection_id"].to_pylist()
-        cols["connection_id"] = pa.array([None if p is None else connection_ids.get(p)
-                                          for p in prov], pa.int64())
-    if name in ("exchanges", "partitions"):
-        cols["exchange"] = pa.array(numbers, pa.int64())
-    return from_spark(pa.RecordBatch.from_pydict(cols), name)
+def _global_ids(t: pa.Table, ids, numbers) -> pa.Table:
+    """Connection ids: ranks among all provisional ids; exchange numbers from `numbers`."""
+    if "connection_id" in t.column_names:
+        i = t.column_names.index("connection_id")
+        t = t.set_column(i, "connection_id",
+                         pc.add(pc.index_in(t.column(i), value_set=ids), 1).cast(pa.int64()))
+    if "exchange" in t.column_names and numbers is not None:
+        key, local, values = numbers
+        at = pc.index_in(t.column(key), value_set=local)
+        t = t.set_column(t.column_names.index("exchange"), "exchange", values.take(at))
+    return t
 
 
 def read_table(out: str, name: str) -> pa.Table:
