@@ -59,7 +59,7 @@ def _entries(schema):
 def _relevant(schema, in_topic, in_partition):
     """Whether walking a body of `schema` in this context can have any effect."""
     cls = schema[0]
-    if in_partition or ((in_topic or _name_attr(cls)) and "topic_id" in cls.__slots__):
+    if in_partition or ((in_topic or _name_attr(cls)) and _has_id(schema)):
         return True
     if in_topic and _name_attr(cls):
         return True
@@ -69,6 +69,12 @@ def _relevant(schema, in_topic, in_partition):
         if child is not None and _relevant(child, *_list_flags(attr, kind)):
             return True
     return False
+
+
+def _has_id(schema):
+    """Whether the layout carries a topic id: where it is absent it holds the zero UUID, which
+    names nothing and is never learned."""
+    return any(f[0] == "topic_id" for f in schema[2] + schema[3])
 
 
 def _list_flags(attr, kind):
@@ -99,7 +105,7 @@ def _body(schema, d, in_topic, in_partition, ind):
     o = f"o{d}"
     cls = schema[0]
     name_attr = _name_attr(cls)
-    has_id = "topic_id" in cls.__slots__
+    has_id = _has_id(schema)
     lines = []
     if name_attr is not None:
         lines.append(f"{pad}name = {o}.{name_attr}")
