@@ -15,9 +15,6 @@ collected) or else "partition" (each element counts as one partition).
 """
 from __future__ import annotations
 
-from uuid import UUID
-
-UUID0 = UUID(int=0)
 _RAW = (bytes, bytearray, memoryview)
 _compiled = {}   # id(schema) -> walker (schemas are module constants of the generated code)
 _by_source = {}  # walker source -> walker: many layouts share one (e.g. a top-level error code only)
@@ -93,7 +90,7 @@ def _compile(schema):
     source = "\n".join(lines) + "\n"
     walk = _by_source.get(source)
     if walk is None:
-        scope = {"UUID0": UUID0, "_RAW": _RAW}
+        scope = {"_RAW": _RAW}
         exec(compile(source, "<summary walker>", "exec"), scope)
         walk = _by_source[source] = scope["walk"]
     return walk
@@ -111,7 +108,7 @@ def _body(schema, d, in_topic, in_partition, ind):
         lines.append(f"{pad}name = {o}.{name_attr}")
         if has_id:
             lines += [f"{pad}tid = {o}.topic_id",
-                      f"{pad}if tid is not None and tid != UUID0:",
+                      f"{pad}if tid is not None and tid.int:",   # not the zero UUID (no __eq__ call)
                       f"{pad}    if name and learn:",
                       f"{pad}        names[tid] = name",
                       f"{pad}    elif not name and tid in names:",
