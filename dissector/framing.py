@@ -58,7 +58,7 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "waiting", "_state",
-                 "_hdr", "_pieces", "_have", "_need", "_start", "_first_pkt", "_first_ts",
+                 "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates", "_kept")
 
@@ -73,7 +73,7 @@ class Framer:
         self._hdr = b""          # partial size prefix (_PREFIX)
         self._pieces = None      # frame bytes after the prefix, as received (_BODY)
         self._kept = 0           # leading pieces known not to be views (see unpin)
-        self._have = 0
+        self._room = 0           # bytes the frame in progress still lacks (0 unless _BODY)
         self._need = 0
         self._start = 0          # offset, first packet and time of the frame in progress
         self._first_pkt = 0
@@ -100,11 +100,11 @@ class Framer:
     def feed(self, data, packet_no, ts):
         """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns)."""
         n = len(data)
-        if self._state == _BODY and n < self._need - self._have:
+        if n < self._room:
             # the middle of a frame that spans segments
             self.offset += n
             self._pieces.append(data)
-            self._have += n
+            self._room -= n
             self._last_pkt = packet_no
             self._last_ts = ts
             return
@@ -149,8 +149,8 @@ class Framer:
         self.offset += nbytes
         state = self._state
         if state == _BODY:
-            remaining = self._need - self._have
-            self._cut(f"cut by a hole after {self._have} of its {self._need} bytes")
+            remaining = self._room
+            self._cut(f"cut by a hole after {self._need - remaining} of its {self._need} bytes")
             if nbytes < remaining:
                 self._skip = remaining - nbytes
                 self._state = _SKIP
@@ -184,7 +184,8 @@ class Framer:
             self._run_replay()
         state = self._state
         if state == _BODY:
-            self._cut(f"cut by the end of the stream after {self._have} of its {self._need} bytes")
+            self._cut(f"cut by the end of the stream after {self._need - self._room} of its "
+                      f"{self._need} bytes")
         elif state == _PREFIX:
             self._issue("kafka.truncated_frame", WARNING,
                         f"{len(self._hdr)}-byte partial size prefix at the end of the "
@@ -242,7 +243,7 @@ class Framer:
                         self._need = size
                         self._pieces = [data[pos + 4:n]]
                         self._kept = 0
-                        self._have = n - pos - 4
+                        self._room = size - (n - pos - 4)
                         self._state = _BODY
                         return
                     emit(Frame(conn, d, base + pos, size + 4, data[pos + 4:end], pkt, pkt, ts, ts))
@@ -256,16 +257,17 @@ class Framer:
                         self._state = _PREFIX
                     return
             elif state == _BODY:
-                want = self._need - self._have
+                want = self._room
                 if n - pos < want:
                     self._pieces.append(data[pos:n] if pos or n != len(data) else data)
-                    self._have += n - pos
+                    self._room = want - (n - pos)
                     self._last_pkt = pkt
                     self._last_ts = ts
                     return
                 pieces = self._pieces
                 pieces.append(data[pos:pos + want])
                 self._pieces = None
+                self._room = 0
                 self._state = _IDLE
                 pos += want
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
@@ -293,7 +295,7 @@ class Framer:
                     self._need = size
                     self._pieces = []
                     self._kept = 0
-                    self._have = 0
+                    self._room = size
                     self._last_pkt = pkt
                     self._last_ts = ts
                     self._state = _BODY
@@ -452,12 +454,14 @@ class Framer:
     def _cut(self, why):
         """The frame in progress will not complete: hand on what was seen of it."""
         pieces = self._pieces
+        have = self._need - self._room
         self._pieces = None
+        self._room = 0
         self._state = _IDLE
         self._issue("kafka.truncated_frame", WARNING,
                     f"{_NAMES[self.direction]} frame of {self._need + 4} bytes {why}",
                     self._first_pkt, self._start)
-        if self._have:
+        if have:
             self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
                                   b"".join(pieces), self._first_pkt, self._last_pkt,
                                   self._first_ts, self._last_ts))

@@ -197,7 +197,7 @@ class Session:
             except ValueError as exc:
                 ex.issues.append(self._rebase(Issue("kafka.bad_response_header", ERROR, str(exc),
                                                     stream_offset=0), frame))
-        if any(i.severity == ERROR for i in ex.issues):
+        if ex.issues and any(i.severity == ERROR for i in ex.issues):
             ex.status = MALFORMED
         if pending.api_key == SASL_HANDSHAKE and pending.api_version == 0 and len(data) >= 6:
             self._raw_sasl = _INT16.unpack_from(data, 4)[0] == 0
@@ -210,7 +210,7 @@ class Session:
         ex.issues.extend(pending.issues)
         if self._decoder is not None:
             self._decoder.summarize(ex)
-        if any(i.severity == ERROR for i in ex.issues):
+        if ex.issues and any(i.severity == ERROR for i in ex.issues):
             ex.status = MALFORMED
         self._emit(ex)
 

@@ -83,7 +83,9 @@ def _pcap(chunks, n, flows, other, into):
     limit = MAX_RECORD
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 24
-    nb = 0
+    # captured bytes are counted per chunk: the records between `first` and pos, less their
+    # 16-byte headers (no per-packet sum)
+    first, n_first = pos, n
     try:
         while True:
             while pos + 16 <= end:
@@ -96,7 +98,6 @@ def _pcap(chunks, n, flows, other, into):
                 if stop > end:
                     break
                 n += 1
-                nb += incl
                 ts = sec * 1_000_000_000 + frac * scale
                 pos = stop
                 if incl >= need:
@@ -119,19 +120,19 @@ def _pcap(chunks, n, flows, other, into):
                 deadline = flows.deadline
             unpin()
             into.packets = n
-            into.bytes += nb
-            nb = 0
+            into.bytes += pos - first - 16 * (n - n_first)
+            first, n_first = pos, n
             yield
             if not chunks.refill(pos):
                 if pos < end:
                     raise CaptureError(f"{name}: truncated packet record at byte {chunks.base}")
                 return
             buf, mv, end = chunks.buf, chunks.mv, chunks.end
-            pos = 0
+            pos = first = 0
     finally:
         unpin()
         into.packets = n
-        into.bytes += nb
+        into.bytes += pos - first - 16 * (n - n_first)
 
 
 def _pcapng(chunks, n, flows, other, into):
