@@ -5,6 +5,10 @@ first bytes of each direction are gathered (a request may arrive in several smal
 one side starts with a plausible request header. A response can look like a request too (its
 correlation id reads as an api key and version), so when both sides have spoken the client is the
 side whose request's correlation id the other side's first message echoes.
+
+The heads of undecided flows are bounded in count and bytes (a capture may hold millions of
+flows that never look like Kafka); the oldest are forgotten first and counted in `dropped`,
+which the flow table's `tcp.flow_limit` Issue reports.
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from .model import REQUEST, RESPONSE
 from .protocol.headers import plausible_request
 
 HEAD_BYTES = 64          # bytes gathered per direction before giving up on it
-MAX_FLOWS = 1 << 16      # undecided flows remembered at once (oldest forgotten first)
+MAX_FLOWS = 1 << 14      # undecided directions remembered at once (oldest forgotten first)...
+MAX_BYTES = 512 << 10    # ...and the bytes of their heads
 
 _INT32 = struct.Struct(">i")
 
@@ -37,6 +42,8 @@ class BrokerSide:
         self.ports = frozenset(ports)
         self.auto = auto
         self._heads = OrderedDict()   # (src, sport, dst, dport) -> first bytes of that direction
+        self._bytes = 0               # in all heads
+        self.dropped = 0              # heads forgotten to stay within MAX_FLOWS / MAX_BYTES
 
     def __call__(self, src, sport, dst, dport, payload):
         if dport in self.ports:
@@ -46,12 +53,16 @@ class BrokerSide:
         if not self.auto:
             return None
         key = (src, sport, dst, dport)
-        head = self._heads.pop(key, b"")
+        heads = self._heads
+        head = heads.pop(key, b"")
         if len(head) < HEAD_BYTES:
-            head += bytes(payload[:HEAD_BYTES - len(head)])
-        self._heads[key] = head
-        if len(self._heads) > MAX_FLOWS:
-            self._heads.popitem(last=False)
+            more = bytes(payload[:HEAD_BYTES - len(head)])
+            head += more
+            self._bytes += len(more)
+        heads[key] = head
+        while len(heads) > MAX_FLOWS or self._bytes > MAX_BYTES:
+            self._bytes -= len(heads.popitem(last=False)[1])
+            self.dropped += 1
         other = self._heads.get((dst, dport, src, sport), b"")
         mine = request_start(head)
         theirs = request_start(other)
@@ -69,6 +80,6 @@ class BrokerSide:
 
     def _decided(self, key, side):
         src, sport, dst, dport = key
-        self._heads.pop(key, None)
-        self._heads.pop((dst, dport, src, sport), None)
+        for k in (key, (dst, dport, src, sport)):
+            self._bytes -= len(self._heads.pop(k, b""))
         return side

@@ -8,22 +8,40 @@ frames and issues to the connection's sink (the session).
 A connection ends when both sides have sent a FIN, on a RST, when it idles out (`expire`) or at
 the end of the capture (`flush`); its tuple then lingers as a closed flow so stray late packets are
 ignored, until a SYN with a new ISN on the same tuple starts a new connection.
+
+Hostile captures (SYN floods, floods of tiny flows) must not grow the table without bound, so by
+capture time and by count, as conntrack does:
+- a flow that never carried data (a SYN, maybe its SYN-ACK and ACKs) is forgotten after QUIET_NS
+  without packets; such a flow stays off `direct` (its few packets go through `add`, in order), so
+  forgetting it never races a batched reader;
+- at most MAX_QUIET of those, MAX_UNSURE flows holding MAX_UNSURE_BYTES awaiting classification,
+  MAX_LIVE connections and MAX_CLOSED lingering tuples exist at once; beyond, the oldest never-data
+  flows go first, then the least recently active connections (closed as at the end of the capture).
+A flow forgotten this way does not linger: its later packets start a new flow, so data that does
+come later is still dissected. What the caps dropped is summed up in one `tcp.flow_limit` Issue.
 """
 from __future__ import annotations
 
 import struct
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Protocol
 
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
-from ..model import REQUEST, RESPONSE, Connection, Frame, Issue
+from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
 from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, Reassembler
 
 PENDING_BYTES = 64 << 10      # payload kept per unrecognised flow (oldest dropped first)
 PENDING_PACKETS = 1024
 LINGER_NS = 120 * 10**9       # how long a closed tuple swallows late packets (about 2 MSL)
 FAR = 1 << 24                 # a SYN this far from the expected sequence is a new connection
+QUIET_NS = 120 * 10**9        # silence after which a flow that never carried data is forgotten
+                              # (conntrack's SYN_SENT timeout)
+MAX_QUIET = 1 << 12           # flows that never carried data (~7 KB each when live)
+MAX_UNSURE = 1 << 12          # flows with data awaiting classification (`--port auto`)...
+MAX_UNSURE_BYTES = 32 << 20   # ...and the payload they hold in all
+MAX_LIVE = 1 << 15            # connections
+MAX_CLOSED = 1 << 16          # closed tuples lingering
 
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
 _SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
@@ -75,7 +93,8 @@ class _Flow:
 class FlowTable:
     """Every TCP flow of a capture; feed it segments in capture order with `add`."""
 
-    def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME):
+    def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME,
+                 issue=None):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
         the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
@@ -85,7 +104,8 @@ class FlowTable:
         whatever classify said (it only has to recognise Kafka then).
         open_connection(conn: Connection) -> ConnectionSink is called once per new connection;
         connection ids are 1, 2, 3... in the order connections are recognised (the order of their
-        first packets when the ports decide)."""
+        first packets when the ports decide).
+        issue(Issue), if given, receives the `tcp.flow_limit` summary at `flush`."""
         self._classify = classify
         self._open_connection = open_connection
         self.max_buffered = max_buffered
@@ -101,6 +121,14 @@ class FlowTable:
         self._live = {}           # connection id -> flow, in id order
         self._closed = deque()    # closed flows, oldest first, until their tuple is forgotten
         self._ids = 0
+        self._issue = issue
+        # can a flow still unclassified become Kafka later (not when only ports decide)?
+        self._auto = getattr(classify, "auto", True)
+        self._quiet = OrderedDict()   # flows that never carried data, least recently active first
+        self._unsure = OrderedDict()  # pending flows with data, oldest first...
+        self._unsure_bytes = 0        # ...and their pending payload
+        self._last_pkt = 0
+        self.evicted = {"quiet": 0, "unsure": 0, "unsure_bytes": 0, "live": 0, "closed": 0}
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -114,6 +142,11 @@ class FlowTable:
             if entry is None:
                 return
         flow, side = entry
+        if flow in self._quiet:
+            if payload:
+                self._heard(flow)
+            else:
+                self._quiet.move_to_end(flow)
         if flow.state == _LIVE:
             if flags & _SLOW:
                 flow.last_pkt = packet_no
@@ -147,8 +180,16 @@ class FlowTable:
         self.pinned.clear()
 
     def tick(self, ts_ns):
-        """Time has passed `deadline`: forget the closed tuples whose linger is over. Returns the
-        new deadline (callers that skip `add` for live segments call this themselves)."""
+        """Time has passed `deadline`: forget the closed tuples whose linger is over and the
+        never-data flows silent for QUIET_NS. Returns the new deadline (callers that skip `add`
+        for live segments call this themselves)."""
+        quiet = self._quiet
+        before = ts_ns - QUIET_NS
+        while quiet:
+            flow = next(iter(quiet))
+            if _last_ts(flow) >= before:
+                break
+            self._forget(flow)
         self._forget_closed(ts_ns - LINGER_NS)
         return self.deadline
 
@@ -160,7 +201,19 @@ class FlowTable:
         self._table.clear()
         self.direct.clear()
         self._closed.clear()
+        self._quiet.clear()
+        self._unsure.clear()
+        self._unsure_bytes = 0
         self.deadline = NEVER
+        e = self.evicted
+        heads = getattr(self._classify, "dropped", 0)  # detect.BrokerSide's own bound
+        if self._issue is not None and (any(e.values()) or heads):
+            self._issue(Issue("tcp.flow_limit", WARNING,
+                              f"flow table full: forgot {e['quiet']} flows that never carried data, "
+                              f"{e['unsure']} unclassified flows ({e['unsure_bytes']} bytes), "
+                              f"{heads} first bytes kept for port detection, closed {e['live']} "
+                              f"idle connections and {e['closed']} closed tuples early",
+                              frame=self._last_pkt))
 
     def expire(self, now_ns, idle_ns):
         """Close connections idle longer than idle_ns (live capture)."""
@@ -175,7 +228,7 @@ class FlowTable:
                     self._close(flow, flow.last_pkt)
                 elif flow.state == _PENDING:
                     self._drop(flow)
-            del self._table[key]
+            self._table.pop(key, None)
 
     # -- per flow --------------------------------------------------------------------------------
 
@@ -211,6 +264,9 @@ class FlowTable:
             payload = bytes(payload)  # do not pin the capture's buffers
         flow.pending.append((pkt, ts, side, seq, ack, flags, payload))
         flow.pending_bytes += len(payload)
+        unsure = flow in self._unsure
+        if unsure:
+            self._unsure_bytes += len(payload)
         if payload or flags & SYN:
             # a SYN lets a port rule decide at once, so ids follow the order connections open
             src, dst, sport, dport = flow.key
@@ -230,7 +286,12 @@ class FlowTable:
             return
         pending = flow.pending
         while flow.pending_bytes > PENDING_BYTES or len(pending) > PENDING_PACKETS:
-            flow.pending_bytes -= len(pending.popleft()[6])
+            n = len(pending.popleft()[6])
+            flow.pending_bytes -= n
+            if unsure:
+                self._unsure_bytes -= n
+        if unsure:
+            self._shed_unsure(flow)
 
     def _open(self, flow, client_side):
         src, dst, sport, dport = flow.key
@@ -254,18 +315,75 @@ class FlowTable:
         self._live[conn.connection_id] = flow
         pending = flow.pending
         flow.pending = None
+        if self._unsure.pop(flow, 1) is None:
+            self._unsure_bytes -= flow.pending_bytes
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
         flow.handlers = (_handler(flow, rs[0], rs[1], self.pinned),
                          _handler(flow, rs[1], rs[0], self.pinned))
-        self.direct[direct_key(*ends[0])] = flow.handlers[0]
-        self.direct[direct_key(*ends[1])] = flow.handlers[1]
+        if flow not in self._quiet:
+            self._direct(flow)
+        self._shed_live()
         for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
                 break
             self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
 
-    def _close(self, flow, pkt):
+    def _direct(self, flow):
+        src, dst, sport, dport = flow.key
+        self.direct[direct_key(src, dst, sport, dport)] = flow.handlers[0]
+        self.direct[direct_key(dst, src, dport, sport)] = flow.handlers[1]
+
+    def _heard(self, flow):
+        """The first payload of a flow that never carried any."""
+        del self._quiet[flow]
+        if flow.state == _LIVE:
+            self._direct(flow)
+        elif flow.state == _PENDING:
+            self._unsure[flow] = None
+            self._unsure_bytes += flow.pending_bytes
+
+    def _forget(self, flow):
+        """Close or drop a flow without letting its tuple linger."""
+        if flow.state == _LIVE:
+            self._close(flow, flow.last_pkt, linger=False)
+        elif flow.state == _PENDING:
+            self._drop(flow, linger=False)
+        else:
+            self._quiet.pop(flow, None)
+            self._unlink(flow)
+
+    def _shed_unsure(self, keep):
+        """Keep the flows awaiting classification within MAX_UNSURE and MAX_UNSURE_BYTES."""
+        unsure = self._unsure
+        e = self.evicted
+        while len(unsure) > MAX_UNSURE or self._unsure_bytes > MAX_UNSURE_BYTES:
+            flow = next(iter(unsure))
+            if flow is keep and len(unsure) == 1:
+                break
+            if self._auto:
+                e["unsure_bytes"] += flow.pending_bytes
+            self._evict(flow, "unsure")
+
+    def _shed_live(self):
+        """Keep the connections within MAX_LIVE: the never-data ones, then the least recently
+        active sixteenth (one sort for many evictions)."""
+        live = self._live
+        if len(live) <= MAX_LIVE:
+            return
+        quiet = self._quiet
+        for flow in sorted(live.values(),
+                           key=lambda f: (f not in quiet, f.conn.last_ts))[:len(live) >> 4]:
+            self._evict(flow, "quiet" if flow in quiet else "live")
+
+    def _evict(self, flow, kind):
+        """Forget a flow to stay within a cap; counted for the Issue unless it could never have
+        become a connection (unclassified while the classifier only knows ports)."""
+        if flow.state != _PENDING or self._auto:
+            self.evicted[kind] += 1
+        self._forget(flow)
+
+    def _close(self, flow, pkt, linger=True):
         src, dst, sport, dport = flow.key
         self.direct.pop(direct_key(src, dst, sport, dport), None)
         self.direct.pop(direct_key(dst, src, dport, sport), None)
@@ -276,15 +394,25 @@ class FlowTable:
         flow.state = _CLOSED
         flow.rs = None
         del self._live[flow.conn.connection_id]
-        self._bury(flow)
+        self._quiet.pop(flow, None)
+        if linger:
+            self._bury(flow)
+        else:
+            self._unlink(flow)
         sink = flow.sink
         flow.sink = None  # a closed flow lingers: keep it small
         sink.close()
 
-    def _drop(self, flow):
+    def _drop(self, flow, linger=True):
         flow.state = _CLOSED
         flow.pending = None
-        self._bury(flow)
+        self._quiet.pop(flow, None)
+        if self._unsure.pop(flow, 1) is None:
+            self._unsure_bytes -= flow.pending_bytes
+        if linger:
+            self._bury(flow)
+        else:
+            self._unlink(flow)
 
     def _retire(self, flow, pkt):
         if flow.state == _LIVE:
@@ -293,27 +421,49 @@ class FlowTable:
             self._drop(flow)
 
     def _bury(self, flow):
-        flow.closed_ts = flow.conn.last_ts if flow.conn is not None else flow.last_ts
-        self._closed.append(flow)
-        self.deadline = self._closed[0].closed_ts + LINGER_NS
+        flow.closed_ts = _last_ts(flow)
+        closed = self._closed
+        closed.append(flow)
+        if len(closed) > MAX_CLOSED:
+            self.evicted["closed"] += 1
+            self._unlink(closed.popleft())
+        self._deadline()
+
+    def _unlink(self, flow):
+        """Forget the tuple of a flow that is no longer live."""
+        table = self._table
+        src, dst, sport, dport = flow.key
+        for key in (flow.key, (dst, src, dport, sport)):
+            entry = table.get(key)
+            if entry is not None and entry[0] is flow:
+                del table[key]
 
     def _forget_closed(self, before):
         closed = self._closed
-        table = self._table
         while closed and closed[0].closed_ts < before:
-            flow = closed.popleft()
-            src, dst, sport, dport = flow.key
-            for key in (flow.key, (dst, src, dport, sport)):
-                entry = table.get(key)
-                if entry is not None and entry[0] is flow:
-                    del table[key]
-        self.deadline = closed[0].closed_ts + LINGER_NS if closed else NEVER
+            self._unlink(closed.popleft())
+        self._deadline()
+
+    def _deadline(self):
+        """The next capture time at which `tick` has something to do."""
+        closed = self._closed
+        d = closed[0].closed_ts + LINGER_NS if closed else NEVER
+        if self._quiet:
+            d = min(d, _last_ts(next(iter(self._quiet))) + QUIET_NS)
+        self.deadline = d
 
     def _new(self, key, pkt, ts):
         flow = _Flow(key, pkt, ts)
         src, dst, sport, dport = key
         self._table[key] = (flow, 0)
         self._table[(dst, src, dport, sport)] = (flow, 1)
+        quiet = self._quiet
+        quiet[flow] = None
+        if len(quiet) == 1:
+            self._deadline()
+        elif len(quiet) > MAX_QUIET:
+            self._evict(next(iter(quiet)), "quiet")
+        self._last_pkt = pkt
         return flow
 
     def _reused(self, flow, side, seq, flags):
@@ -341,6 +491,10 @@ class FlowTable:
             if s == side:
                 return (seq + len(payload)) & MASK
         return None
+
+
+def _last_ts(flow):
+    return flow.conn.last_ts if flow.conn is not None else flow.last_ts
 
 
 def _handler(flow, mine, peer, pinned):
