@@ -82,14 +82,15 @@ def _body(buf, offset, api_key, api_version, issues, which, request, max_element
         body = embedded.api_versions_response(b, offset, api_version, t[1], decode_struct)
     if body is None:
         body = decode_struct(b, offset, entry, issues, max_elements)
-    embedded.attach(api_key, api_version, which, body, b, issues, request)
+    embedded.attach(api_key, api_version, which, body, b, issues, request,
+                    max_elements=max_elements)
     return body
 
 
 def decode_request_body(buf, offset, api_key, api_version, issues, *, max_elements=MAX_ELEMENTS):
     """The request body at buf[offset:] (None for an unknown api key or version); appends Issues.
-    Embedded structures (dissector.protocol.embedded) are decoded in place, each with its own
-    budget (their bytes are part of the body's, so they stay bounded by its size)."""
+    Embedded structures (dissector.protocol.embedded) are decoded in place, within what the
+    body left of the element budget."""
     return _body(buf, offset, api_key, api_version, issues, 0, None, max_elements)
 
 

@@ -12,12 +12,17 @@
 
 A decoded field keeps its bytes: it becomes an `Embedded` (a bytes subclass, so it still
 compares and serialises as the raw bytes) carrying `version` and `decoded` (a body or Message).
+
+Embedded structures share the enclosing message's array element budget (primitives.MAX_ELEMENTS):
+each is decoded within what the body and the structures before it left, so one message never
+holds more elements than the budget, however many members' metadata each claim just under it.
 """
 from __future__ import annotations
 
 import struct
 
 from ..model import WARNING, Issue
+from .primitives import MAX_ELEMENTS, Body
 
 API_VERSIONS = 18
 JOIN_GROUP = 11
@@ -64,14 +69,36 @@ def api_versions_response(b, offset, api_version, entries, decode_struct):
     return body if not trial else None
 
 
+# -- the element budget ----------------------------------------------------------------------------
+
+def elements(obj):
+    """Array elements a decoded body holds (what the decoders charge to the budget: each list's
+    length), embedded structures included."""
+    n = 0
+    todo = [obj]
+    while todo:
+        o = todo.pop()
+        if isinstance(o, Embedded):
+            o = o.decoded
+            o = getattr(o, "body", o)  # a Message: its body
+        if isinstance(o, Body):
+            todo.extend(getattr(o, a, None) for a in o.__slots__ if a != "unknown_tags")
+        elif type(o) is list:
+            n += len(o)
+            if o and not isinstance(o[0], (int, float, str, bool)):
+                todo.extend(o)
+    return n
+
+
 # -- version-prefixed data structures ------------------------------------------------------------
 
-def _versioned(raw, name, strict, issues, where):
+def _versioned(raw, name, strict, issues, where, budget):
     """Decode a version-prefixed structure; returns an Embedded, or the raw value unchanged.
 
     strict (the message says the structure is there): faults become one warning Issue at
     `where` (the field's offset in the message); a newer version than this build knows is read
-    with the newest layout, ignoring what follows. Not strict: only a clean decode is kept."""
+    with the newest layout, ignoring what follows. Not strict: only a clean decode is kept, but
+    a spent element budget (`budget`, a one-item list, charged with what is kept) is reported."""
     from .decode import decode_struct, data_versions
     if raw is None or len(raw) == 0:
         return raw
@@ -87,12 +114,14 @@ def _versioned(raw, name, strict, issues, where):
             detail = f"unknown version {version}"
         else:
             trial = []
-            body = decode_struct(data, 2, versions[layout], trial)
+            body = decode_struct(data, 2, versions[layout], trial, max_elements=budget[0])
             newer = layout != version
             faults = [i for i in trial if not (newer and i.code == "kafka.trailing_bytes")]
             if not faults:
+                budget[0] -= elements(body)
                 return Embedded(data, version, body, name)
             detail = f"{faults[0].code} at byte {faults[0].stream_offset}: {faults[0].detail}"
+            strict = strict or faults[0].code == "kafka.too_many_elements"
     if strict:
         issues.append(Issue("kafka.bad_embedded", WARNING, f"{name}: {detail}; kept raw",
                             stream_offset=where(raw)))
@@ -106,7 +135,7 @@ def _consumer(protocol_type):
     return protocol_type == "consumer", True
 
 
-def _join_group(body, which, api_version, issues, where):
+def _join_group(body, which, api_version, issues, where, budget):
     if which == 0:
         decode, strict = _consumer(body.protocol_type)
         items = body.protocols
@@ -116,55 +145,72 @@ def _join_group(body, which, api_version, issues, where):
     if decode:
         for item in items or ():
             item.metadata = _versioned(item.metadata, "consumer_protocol_subscription", strict,
-                                       issues, where)
+                                       issues, where, budget)
 
 
-def _sync_group(body, which, api_version, issues, where):
+def _sync_group(body, which, api_version, issues, where, budget):
     decode, strict = _consumer(body.protocol_type if api_version >= 5 else _NO)
     if not decode:
         return
     name = "consumer_protocol_assignment"
     if which == 0:
         for a in body.assignments or ():
-            a.assignment = _versioned(a.assignment, name, strict, issues, where)
+            a.assignment = _versioned(a.assignment, name, strict, issues, where, budget)
     else:
-        body.assignment = _versioned(body.assignment, name, strict, issues, where)
+        body.assignment = _versioned(body.assignment, name, strict, issues, where, budget)
 
 
 # -- Envelope --------------------------------------------------------------------------------------
 
-def _envelope(body, which, issues, where, request):
+def _inner(raw, message, issues, where, budget):
+    """An Envelope's inner message, charged to the budget; a spent budget is reported here."""
+    budget[0] -= elements(message.body)
+    for i in message.issues:
+        if i.code == "kafka.too_many_elements":
+            issues.append(Issue(i.code, WARNING, f"envelope's inner message: {i.detail}",
+                                stream_offset=where(raw)))
+    return Embedded(raw, None, message)
+
+
+def _envelope(body, which, issues, where, request, budget):
     from .decode import decode_request, decode_response
     if which == 0:
         raw = body.request_data
         if raw and raw[:2] != b"\x00\x3a":   # Kafka never nests envelopes: no deep recursion
-            body.request_data = Embedded(raw, None, decode_request(raw))
+            body.request_data = _inner(raw, decode_request(raw, max_elements=budget[0]), issues,
+                                       where, budget)
         # principal serialisation is pluggable in Kafka (KafkaPrincipalSerde): another form
         # is not an error, so only a clean DefaultPrincipalData is kept
         body.request_principal = _versioned(body.request_principal, "default_principal_data",
-                                            False, issues, where)
+                                            False, issues, where, budget)
         return
     raw = body.response_data
     inner = getattr(request, "request_data", None) if request is not None else None
     inner = getattr(inner, "decoded", None)
     if raw and inner is not None and inner.api_key is not None:
-        body.response_data = Embedded(raw, None, decode_response(raw, inner.api_key,
-                                                                 inner.api_version))
+        message = decode_response(raw, inner.api_key, inner.api_version,
+                                  max_elements=budget[0])
+        body.response_data = _inner(raw, message, issues, where, budget)
 
 
-def attach(api_key, api_version, which, body, buf, issues, request=None):
+def attach(api_key, api_version, which, body, buf, issues, request=None, *,
+           max_elements=MAX_ELEMENTS):
     """Decode the embedded structures of a decoded body in place (which: 0 request, 1 response).
-    `request`: the request body an Envelope response answers (to decode its inner response)."""
+    `request`: the request body an Envelope response answers (to decode its inner response).
+    `max_elements`: the message's element budget, which the body has already drawn on."""
     def where(raw):
         i = buf.find(bytes(raw))
         return i if i >= 0 else None
 
+    if api_key not in (JOIN_GROUP, SYNC_GROUP, ENVELOPE):
+        return
     try:
+        budget = [max(max_elements - elements(body), 0)]
         if api_key == JOIN_GROUP:
-            _join_group(body, which, api_version, issues, where)
+            _join_group(body, which, api_version, issues, where, budget)
         elif api_key == SYNC_GROUP:
-            _sync_group(body, which, api_version, issues, where)
-        elif api_key == ENVELOPE:
-            _envelope(body, which, issues, where, request)
+            _sync_group(body, which, api_version, issues, where, budget)
+        else:
+            _envelope(body, which, issues, where, request, budget)
     except Exception as e:  # a partial body (fields at defaults) must never make decoding raise
         issues.append(Issue("kafka.bad_embedded", WARNING, f"embedded structure: {e}", stream_offset=None))
