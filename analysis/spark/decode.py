@@ -65,32 +65,30 @@ class _Files:
         return v
 
 
-def _segments_in_order(table: pa.Table, offsets, files=None):
+COLUMNS = ("key", "kind", "file", "packet", "src", "dst", "sport", "dport", "meta", "payload",
+           "linktype", "ts", "count", "error")
+
+
+def segments(rows, offsets, files):
     """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment of
-    the rows in `table`, in packet order."""
-    cols = table.select(["file", "src", "dst", "sport", "dport", "meta", "payload"]).to_pydict()
-    out = []
-    add = out.append
-    for file, src, dst, sport, dport, meta, payload in zip(
-            cols["file"], cols["src"], cols["dst"], cols["sport"], cols["dport"],
-            cols["meta"], cols["payload"]):
-        offset = offsets[file]
-        inline = memoryview(payload)
+    `rows` (dicts of extract.SCHEMA's columns: the rows of one connection), in packet order."""
+    rows = sorted(rows, key=lambda r: offsets[r["file"]] + r["packet"])
+    for r in rows:
+        offset = offsets[r["file"]]
+        ends = ((r["src"], r["dst"], r["sport"], r["dport"]),
+                (r["dst"], r["src"], r["dport"], r["sport"]))
+        inline = memoryview(r["payload"])
         data = None
         pos = 0
-        for packet, ts, at, n, seq, ack, flags in SEGMENT.iter_unpack(meta):
+        for packet, ts, at, n, seq, ack, flags, side in SEGMENT.iter_unpack(r["meta"]):
             if at == INLINE:
                 view = inline[pos:pos + n]
                 pos += n
             else:
                 if data is None:
-                    data = files.view(file)
+                    data = files.view(r["file"])
                 view = data[at:at + n]
-            add((packet + offset, ts, src, dst, sport, dport, seq, ack, flags, view))
-    # packet numbers are unique, so tuples compare on them alone; each row is sorted already and
-    # timsort merges them
-    out.sort()
-    return out
+            yield (packet + offset, ts, *ends[side], seq, ack, flags, view)
 
 
 class _Decoder:
@@ -110,18 +108,19 @@ class _Decoder:
         # key, its issue rows and (records level) its record rows
         self.emit_packet, self.emit_seq, self.issue_rows, self.record_rows = [], [], [], []
 
-    def connection(self, table: pa.Table) -> None:
-        """Decode the rows of one connection key (the keyless rows: raw packets, errors)."""
+    def connection(self, rows) -> None:
+        """Decode the rows (dicts) of one connection key (the keyless rows: raw packets,
+        errors)."""
         d = self.d
-        if table.column("key")[0].as_py() is None:
-            _raw_packets_and_errors(table, d, self.opts.offsets)
+        if rows[0]["key"] is None:
+            _raw_packets_and_errors(rows, d, self.opts.offsets)
         else:
             conns = d.connections
             opened = self.opened
             known = len(opened)
             out = d.output
             feed = d.feed_segment
-            for s in _segments_in_order(table, self.opts.offsets, self.files):
+            for s in segments(rows, self.opts.offsets, self.files):
                 feed(*s)
                 if len(conns) != known:
                     for c in conns[known:]:
@@ -226,20 +225,17 @@ def _ipc(table: pa.Table) -> bytes:
 def decode_bucket(table: pa.Table, opts: Options, total: int, parts: int) -> pa.Table:
     """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`."""
     bucket = table.column(CONNECTION_BUCKET)[0].as_py() if table.num_rows else 0
-    table = table.sort_by([("key", "ascending")])
-    keys = table.column("key").to_pylist()
+    rows = table.sort_by([("key", "ascending")]).select(COLUMNS).to_pylist()
     decoder = _Decoder(opts)
     start = 0
-    for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i] != keys[start]:
-            decoder.connection(table.slice(start, i - start))
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i]["key"] != rows[start]["key"]:
+            decoder.connection(rows[start:i])
             start = i
     return decoder.parts(bucket, total, parts)
 
 
-def _raw_packets_and_errors(table: pa.Table, d: Dissector, offsets) -> None:
-    rows = table.select(["kind", "file", "packet", "payload", "linktype", "ts", "count",
-                         "error"]).to_pylist()
+def _raw_packets_and_errors(rows, d: Dissector, offsets) -> None:
     for r in rows:
         r["offset"] = offsets[r["file"]]
     rows.sort(key=lambda r: (r["offset"] + (r["packet"] if r["kind"] == RAW else r["count"]),

@@ -1,10 +1,11 @@
 """Extract: one capture file -> an index of its TCP segments, a few rows per connection (never one
 per packet, and no payload when the decode stage can read it from the file itself).
 
-Rows hold the segments of one direction of one connection, in packet order: `meta` keeps, per
+Rows hold the segments of one connection (both directions), in packet order: `meta` keeps, per
 segment, what the dissector needs to replay it exactly (packet number, timestamp, where its
-payload is in the file and how long, seq, ack, flags), so the decode stage restores the capture's
-packet order across directions and files and reads each payload straight from the file. Packet
+payload is in the file and how long, seq, ack, flags, direction), so the decode stage replays a
+connection by putting its rows in packet order (they never interleave) and reads each payload
+straight from the file. Packet
 numbers here are local to the file; the job adds the file's offset to make them the global
 numbers the single-machine path uses.
 
@@ -32,8 +33,8 @@ from dissector.capture.pcapng import pcapng_batches
 SEGMENTS, RAW, SUMMARY = 0, 1, 2   # row kinds
 
 # local packet number, ts_ns, payload offset in the file (-1: in the row), payload length, seq,
-# ack, flags
-SEGMENT = struct.Struct("<qqqIIIB")
+# ack, flags, side (0: from the row's src to its dst, 1: the other way)
+SEGMENT = struct.Struct("<qqqIIIBB")
 INLINE = -1
 MAX_ROW_SEGMENTS = 16384         # a row is closed past this many segments (bounded rows)
 MAX_OPEN_BYTES = 64 << 20        # all open rows are closed past this much held in them
@@ -44,7 +45,7 @@ SCHEMA = pa.schema([
     ("file", pa.string()),
     ("key", pa.binary()),        # the connection's endpoints, the same for both directions
     ("packet", pa.int64()),      # local number of the row's first packet
-    ("src", pa.binary()),
+    ("src", pa.binary()),        # the endpoints of the row's first packet
     ("dst", pa.binary()),
     ("sport", pa.int32()),
     ("dport", pa.int32()),
@@ -95,11 +96,12 @@ def flow_key(src, sport, dst, dport) -> bytes:
 
 
 class _Row:
-    __slots__ = ("src", "dst", "sport", "dport", "first", "meta", "payload", "segments")
+    __slots__ = ("src", "dst", "sport", "dport", "first", "meta", "payload", "segments", "keys")
 
-    def __init__(self, src, dst, sport, dport, first):
+    def __init__(self, src, dst, sport, dport, first, keys):
         self.src, self.dst, self.sport, self.dport = bytes(src), bytes(dst), sport, dport
         self.first = first
+        self.keys = keys   # its two direction keys in the open rows
         self.meta = bytearray()
         self.payload = bytearray()
         self.segments = 0
@@ -161,6 +163,12 @@ def _pcapng_records(chunks):
             yield ts, lt, buf, start, stop, base + start
 
 
+def _close_all(rows, close):
+    for row in {id(row): row for row, _side in rows.values()}.values():
+        close(row)
+    rows.clear()
+
+
 def _is_gzip(path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -175,7 +183,7 @@ def extract_file(path, file=None, inline=False):
     offset); a gzip file is always read so."""
     file = str(path) if file is None else file
     out = _Columns(file)
-    rows = {}   # 12-byte direction key (src, dst, sport, dport) -> its open row
+    rows = {}   # direction key (src, dst, sport, dport) -> (its connection's open row, side)
     held = 0    # bytes held in open rows
     count = 0
     first_ts = None
@@ -221,32 +229,38 @@ def extract_file(path, file=None, inline=False):
                     out.bytes += len(data)
                     continue
                 src, dst, sport, dport, seq, ack, flags, payload = seg
-                key = bytes(src) + bytes(dst) + _PORT.pack(sport) + _PORT.pack(dport)
+                src, dst = bytes(src), bytes(dst)
+                key = src + dst + _PORT.pack(sport) + _PORT.pack(dport)
                 n = len(payload)
                 inline_here = True
             else:
                 inline_here = inline
-            row = rows.get(key)
-            if row is None:
+            found = rows.get(key)
+            if found is None:
                 if seg is True:
                     src, dst, sport, dport = _split(key)
-                row = rows[key] = _Row(src, dst, sport, dport, count)
+                back = dst + src + _PORT.pack(dport) + _PORT.pack(sport)
+                row = _Row(src, dst, sport, dport, count, (key, back))
+                rows[key] = row, 0
+                rows[back] = row, 1
+                side = 0
+            else:
+                row, side = found
             if inline_here:
                 row.payload += payload
-                row.meta += pack(count, ts, INLINE, n, seq, ack, flags)
+                row.meta += pack(count, ts, INLINE, n, seq, ack, flags, side)
                 held += n + SEGMENT.size
             else:
-                row.meta += pack(count, ts, at + start, n, seq, ack, flags)
+                row.meta += pack(count, ts, at + start, n, seq, ack, flags, side)
                 held += SEGMENT.size
             row.segments += 1
             if row.segments >= MAX_ROW_SEGMENTS:
                 close(row)
                 held -= len(row.payload) + len(row.meta)
-                del rows[key]
+                for k in row.keys:
+                    rows.pop(k, None)
             if held >= MAX_OPEN_BYTES:
-                for row in rows.values():
-                    close(row)
-                rows.clear()
+                _close_all(rows, close)
                 held = 0
             if out.bytes >= BATCH_BYTES:
                 yield out.batch()
@@ -255,7 +269,6 @@ def extract_file(path, file=None, inline=False):
     finally:
         if f is not None:
             f.close()
-    for row in rows.values():
-        close(row)
+    _close_all(rows, close)
     out.add(kind=SUMMARY, ts=first_ts, count=count, error=error)
     yield out.batch()
