@@ -313,3 +313,24 @@ def test_arrays_of_tiny_elements_are_budgeted():
     assert result["issues"] == [["kafka.too_many_elements", ERROR, 11]], result
     assert result["topics"] == 0
     assert result["peak"] < 150 << 20, result
+
+
+@pytest.mark.xfail(strict=True, reason="open: a session keeps every request in flight until its "
+                   "response or the end of the connection (dissector/session.py has no cap)")
+def test_a_capture_of_one_direction_stays_bounded():
+    """Only the client's side captured (asymmetric routing, a lost mirror port): 20k requests of
+    1 kB that are never answered. Memory must not grow with every request until the end."""
+    c, b = b"\x0a\0\0\1", b"\x0a\0\0\2"
+
+    def run():
+        d = Dissector((9092,))
+        d.feed_segment(0, 0, c, b, 40000, 9092, 999, 0, SYN, b"")
+        seq = 1000
+        for i in range(20_000):
+            msg = struct.pack(">hhih", 0, 3, i, 1) + b"c" + bytes(1000)
+            frame = struct.pack(">i", len(msg)) + msg
+            d.feed_segment(i + 1, i + 1, c, b, 40000, 9092, seq, 1, ACK | PSH, frame)
+            seq += len(frame)
+        return d
+    _, top = peak(run)
+    assert top < 8 << 20, top   # 20 MB of requests fed
