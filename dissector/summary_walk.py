@@ -16,17 +16,17 @@ collected) or else "partition" (each element counts as one partition).
 from __future__ import annotations
 
 _RAW = (bytes, bytearray, memoryview)
-_compiled = {}   # id(schema) -> walker (schemas are module constants of the generated code)
+_compiled = {}   # id(schema) -> (schema, walker): holding the schema keeps its id from being reused
 _by_source = {}  # walker source -> walker: many layouts share one (e.g. a top-level error code only)
 
 
 def walker(schema):
     """`walk(body, summary, bad_sets, learn, topic_names, budget, full_records, decode_set)` for
     bodies of `schema` (a generated `_sN` table); it fills the fresh dissector.decoding.Summary."""
-    w = _compiled.get(id(schema))
-    if w is None:
-        w = _compiled[id(schema)] = _compile(schema)
-    return w
+    entry = _compiled.get(id(schema))
+    if entry is None:
+        entry = _compiled[id(schema)] = (schema, _compile(schema))
+    return entry[1]
 
 
 def _name_attr(cls):
