@@ -10,13 +10,14 @@ once; every packet is re-segmented to a 1448-byte MSS on Ethernet (captures/rese
 packets are written to rotated files of --file-mb each, as `tcpdump -C` leaves them. It goes under
 benchmarks/corpus/spark/ (git-ignored) and is deleted afterwards unless --keep.
 
-Then, each as its own process on the same files:
+Then, each as its own process on the same files, alternating for --repeat rounds:
     single    kafka-dissect export FILES... --out DIR      (bodies decoded, the analysis tables)
-    local[1]  kafka-dissect spark CORPUS --out DIR --master local[1]
-    local[2]  kafka-dissect spark CORPUS --out DIR --master local[2]
-and prints wall time, MB/s and speed-up over the single process side by side (Spark's times
-include starting the JVM), checks that every run wrote the same number of rows per table, and
-says whether local[2] reaches the target of 1.5x the single process.
+    local[1]  analysis.spark.run(CORPUS, DIR, "local[1]")  (what `kafka-dissect spark` runs)
+    local[2]  analysis.spark.run(CORPUS, DIR, "local[2]")
+and prints median wall time, MB/s, speed-up over the single process and CPU seconds side by side
+(Spark's times include starting the JVM; its CPU is the JVM's, its Python workers' and the
+driver's, per stage from Result.stages), checks that every run wrote the same number of rows per
+table, and says whether local[2] reaches the target of 1.5x the single process.
 """
 from __future__ import annotations
 
@@ -128,6 +129,23 @@ def _rows(out: Path) -> dict:
     return rows
 
 
+def _job(master, out, corpus) -> int:
+    """One Spark run in this process (the --job mode): its stages as JSON on stdout."""
+    import json
+
+    from analysis.spark import run
+    result = run([corpus], out, master,
+                 conf={"spark.ui.enabled": "false", "spark.driver.memory": "3g"})
+    print(json.dumps({"stages": result.stages, "errors": result.errors}))
+    return 0
+
+
+def _median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=2048, help="corpus size (default 2048)")
@@ -135,11 +153,16 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="a 6 MB corpus: proves it works")
     ap.add_argument("--keep", action="store_true", help="keep the corpus afterwards")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="where to build it")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of the three runs, alternating (medians are printed)")
+    ap.add_argument("--job", nargs=3, metavar=("MASTER", "OUT", "CORPUS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.job:
+        return _job(*args.job)
     if args.small:
         args.size_mb, args.file_mb = 6, 1.5
+    import json
     cli = [sys.executable, "-m", "dissector"]
-    spark_conf = ["--conf", "spark.ui.enabled=false", "--conf", "spark.driver.memory=3g"]
     work = Path(tempfile.mkdtemp(prefix="spark-scaling-"))
     try:
         files = build(args.corpus, int(args.size_mb * 1e6), int(args.file_mb * 1e6))
@@ -148,33 +171,49 @@ def main(argv=None) -> int:
         print(f"machine: {machine()}")
         runs = [
             ("single", cli + ["export", *map(str, files), "--out", str(work / "single")]),
-            ("local[1]", cli + ["spark", str(args.corpus), "--out", str(work / "local1"),
-                                "--master", "local[1]"] + spark_conf),
-            ("local[2]", cli + ["spark", str(args.corpus), "--out", str(work / "local2"),
-                                "--master", "local[2]"] + spark_conf),
+            ("local[1]", [sys.executable, __file__, "--job", "local[1]", str(work / "local1"),
+                          str(args.corpus)]),
+            ("local[2]", [sys.executable, __file__, "--job", "local[2]", str(work / "local2"),
+                          str(args.corpus)]),
         ]
-        results, rows, failed = {}, {}, False
-        for name, cmd in runs:
-            r = run(cmd, stderr_path=str(work / f"{name}.err"), timeout=7200)
-            out = Path(cmd[cmd.index("--out") + 1])
-            if r.status not in (0,) or not out.exists():
-                print(f"{name}: exit status {r.status}\n{r.stderr[-2000:]}")
-                failed = True
-                continue
-            results[name] = r
-            rows[name] = _rows(out)
-        single = results.get("single")
-        print(f"\n{'run':<10}{'wall s':>9}{'MB/s':>9}{'x single':>10}")
-        for name, r in results.items():
-            ratio = single.wall / r.wall if single else float("nan")
-            print(f"{name:<10}{r.wall:>9.1f}{size / 1e6 / r.wall:>9.1f}{ratio:>10.2f}")
+        walls, cpus, stages, rows, failed = {}, {}, {}, {}, False
+        for _ in range(args.repeat):
+            for name, cmd in runs:
+                out = Path(cmd[cmd.index("--out") + 1] if "--out" in cmd else cmd[-2])
+                shutil.rmtree(out, ignore_errors=True)
+                r = run(cmd, stdout=str(work / f"{name}.out"),
+                        stderr_path=str(work / f"{name}.err"), timeout=7200)
+                if r.status != 0 or not out.exists():
+                    print(f"{name}: exit status {r.status}\n{r.stderr[-2000:]}")
+                    failed = True
+                    continue
+                walls.setdefault(name, []).append(r.wall)
+                if name == "single":
+                    cpus.setdefault(name, []).append(r.cpu)
+                else:   # the JVM is not the child's waited child: the job's own accounting
+                    job = json.loads((work / f"{name}.out").read_text().strip().splitlines()[-1])
+                    cpus.setdefault(name, []).append(sum(c or 0 for _, _, c in job["stages"]))
+                    stages.setdefault(name, []).append(job["stages"])
+                rows[name] = _rows(out)
+        single = _median(walls["single"]) if "single" in walls else None
+        print(f"\n{'run':<10}{'wall s':>9}{'MB/s':>9}{'x single':>10}{'CPU s':>9}"
+              f"   (medians of {args.repeat})")
+        for name in walls:
+            wall = _median(walls[name])
+            ratio = single / wall if single else float("nan")
+            print(f"{name:<10}{wall:>9.1f}{size / 1e6 / wall:>9.1f}{ratio:>10.2f}"
+                  f"{_median(cpus[name]):>9.1f}")
+        for name, runs_stages in stages.items():   # the last round's stages
+            print(f"{name} stages: " + ", ".join(
+                f"{stage} {wall:.1f} s wall / {'?' if cpu is None else f'{cpu:.1f}'} s CPU"
+                for stage, wall, cpu in runs_stages[-1]))
         if len({tuple(sorted(v.items())) for v in rows.values()}) > 1:
             print(f"MISMATCH: rows per table differ: {rows}")
             failed = True
         elif rows:
             print(f"rows per table (all runs): {next(iter(rows.values()))}")
-        if single and "local[2]" in results:
-            ratio = single.wall / results["local[2]"].wall
+        if single and "local[2]" in walls:
+            ratio = single / _median(walls["local[2]"])
             print(f"target local[2] >= {TARGET}x single: {'PASS' if ratio >= TARGET else 'FAIL'} "
                   f"({ratio:.2f}x)")
         return 1 if failed else 0

@@ -1,9 +1,9 @@
 """Input files: directories, globs and single files on any filesystem Spark reads.
 
-Listing goes through Spark's binaryFile source with only the path and length selected (the
-content is not read), so local paths, globs, directories (recursively) and cluster URIs (hdfs://,
-s3a://, ...) all work the same. As everywhere in Hadoop, names starting with "." or "_" are
-skipped inside directories. Tasks read local files in place (the decode stage reads payloads
+Cluster URIs (hdfs://, s3a://, ...) are listed through Spark's binaryFile source with only the
+path and length selected (the content is not read); local paths, globs and directories are
+listed the same way by Python, without a Spark job. As everywhere in Hadoop, names starting with
+"." or "_" are skipped inside directories (recursively). Tasks read local files in place (the decode stage reads payloads
 at their offsets); other files are copied to a local temporary file for the extract stage, which
 then carries their payloads in its rows.
 """
@@ -32,12 +32,17 @@ def check_local(inputs) -> None:
 
 
 def list_files(spark, inputs) -> list[tuple[str, int]]:
-    """(URI, size) of every file under `inputs` (files, directories, globs), sorted by URI."""
+    """(URI or local path, size) of every file under `inputs` (files, directories, globs),
+    sorted."""
     found = []
     for item in inputs:
         path = str(item)
         if "://" not in path and not path.startswith("file:"):
-            path = os.path.abspath(path)
+            local = _list_local(os.path.abspath(path))
+            if not local:
+                raise InputError(f"{item}: no files")
+            found.extend(local)
+            continue
         try:
             rows = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
                     .load(path).select("path", "length").collect())
@@ -47,6 +52,25 @@ def list_files(spark, inputs) -> list[tuple[str, int]]:
             raise InputError(f"{item}: no files")
         found.extend((r.path, r.length) for r in rows)
     return sorted(set(found))
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _list_local(path: str) -> list[tuple[str, int]]:
+    """What Spark lists for a local path or glob, without a Spark job: files as given,
+    directories recursively without hidden names."""
+    out = []
+    for match in sorted(glob.glob(path)) if glob.has_magic(path) else [path]:
+        if not os.path.isdir(match):
+            out.append((match, os.path.getsize(match)))
+            continue
+        for root, dirs, names in os.walk(match):
+            dirs[:] = [d for d in dirs if not _hidden(d)]
+            out.extend((os.path.join(root, n), os.path.getsize(os.path.join(root, n)))
+                       for n in names if not _hidden(n))
+    return out
 
 
 def _first_line(exc) -> str:

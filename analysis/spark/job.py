@@ -67,9 +67,11 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     if level is None:
         level = "records" if records else "bodies"
     check_local(inputs)
+    own = spark is None
     spark = spark or spark_session(master, conf, quiet=True)
-    stages = Stages(spark)
+    stages = Stages(spark, start if own else None)
     listed = list_files(spark, inputs)
+    stages.stage("list")
     files = [uri for uri, _size in listed]
     parallelism = spark.sparkContext.defaultParallelism
     conn_buckets = max(2 * parallelism, -(-sum(size for _, size in listed) // BUCKET_BYTES))

@@ -50,6 +50,10 @@ def spark_session(master=None, conf=None, quiet=False):
     if local:   # shuffle files stay on this machine's disk: compressing them costs more CPU than
         # the disk time it saves (measured on the benchmark corpus)
         settings.update({"spark.shuffle.compress": "false", "spark.shuffle.spill.compress": "false"})
+        # The JVM only moves index rows and Arrow blobs here: its optimizing JIT compiler and
+        # parallel GC threads cost more CPU than they save (measured: a third of a small run's
+        # CPU), and in local mode they take it from the Python workers' cores.
+        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

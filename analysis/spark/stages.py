@@ -46,13 +46,18 @@ def _tree_cpu(root: int):
 class Stages:
     """Marks stage ends: `stage(name)` after each; `rows` is [(name, wall s, cpu s or None)]."""
 
-    def __init__(self, spark):
+    def __init__(self, spark, started=None):
+        """started: time.monotonic() before the session was made by this process, which then
+        counts as a first stage, "start", with all the CPU used so far."""
         self.rows = []
         try:
             self._jvm = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         except Exception:   # not a local JVM we can see
             self._jvm = None
         self._last = self._now()
+        if started is not None:
+            self._last = started, (0.0 if self._last[1] is not None else None)
+            self.stage("start")
 
     def _now(self):
         jvm = _tree_cpu(self._jvm) if self._jvm is not None else None
