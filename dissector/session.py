@@ -16,7 +16,7 @@ import struct
 from collections import deque
 
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
-                    UNANSWERED, Exchange, Issue)
+                    UNANSWERED, WARNING, Exchange, Issue)
 from .protocol.headers import parse_request_header, parse_response_header, plausible_request
 
 LEVELS = ("headers", "bodies", "records")
@@ -24,6 +24,10 @@ LEVELS = ("headers", "bodies", "records")
 PRODUCE = 0
 SASL_HANDSHAKE = 17
 RESYNC_WINDOW = 16   # how many of the oldest requests in flight a resynced response may answer
+# A connection whose responses are never seen (one direction captured, acks=0 producers) must not
+# hold every request to its end. Clients keep far fewer in flight (Java's default is 5).
+MAX_IN_FLIGHT = 1000
+MAX_IN_FLIGHT_BYTES = 64 << 20
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -81,6 +85,7 @@ class Session:
         self._emit_issue = emit_issue
         self._decoder = decoder if level != "headers" else None
         self._inflight = deque()
+        self._inflight_bytes = 0
         self._raw_sasl = False
         self._raw_tokens = deque()
 
@@ -119,13 +124,18 @@ class Session:
         is checked: the requests behind it are newer."""
         inflight = self._inflight
         while inflight and inflight[0].frame.last_ts < before_ns:
-            self._unpaired(inflight.popleft())
+            self._unpaired(self._pop())
 
     def close(self) -> None:
         while self._raw_tokens:
             self._raw_exchange(self._raw_tokens.popleft(), None)
         while self._inflight:
-            self._unpaired(self._inflight.popleft())
+            self._unpaired(self._pop())
+
+    def _pop(self):
+        pending = self._inflight.popleft()
+        self._inflight_bytes -= len(pending.frame.data)
+        return pending
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -151,7 +161,23 @@ class Session:
             pending.msg = self._decoder.request(data, api_key, api_version, corr, client_id, tags,
                                                 body_offset)
             pending.issues = [self._rebase(i, frame) for i in pending.msg.issues]
-        self._inflight.append(pending)
+        inflight = self._inflight
+        inflight.append(pending)
+        self._inflight_bytes += len(data)
+        while len(inflight) > MAX_IN_FLIGHT or (self._inflight_bytes > MAX_IN_FLIGHT_BYTES
+                                                and len(inflight) > 1):
+            self._give_up(self._pop())
+
+    def _give_up(self, pending) -> None:
+        """The oldest request leaves the queue unanswered to keep memory bounded; a response to
+        it arriving later will be an orphan."""
+        if pending.acks != 0:
+            pending.issues.append(self._rebase(Issue(
+                "kafka.in_flight_limit", WARNING,
+                f"over {MAX_IN_FLIGHT} requests or {MAX_IN_FLIGHT_BYTES >> 20} MiB in flight on "
+                "this connection: the oldest is reported unanswered", stream_offset=0),
+                pending.frame))
+        self._unpaired(pending)
 
     # -- responses ------------------------------------------------------------------------------
 
@@ -177,8 +203,8 @@ class Session:
                                 ORPHAN_RESPONSE))
             return
         for _ in range(i):
-            self._unpaired(inflight.popleft())
-        inflight.popleft()
+            self._unpaired(self._pop())
+        self._pop()
         self._paired(pending, frame)
 
     def _paired(self, pending, frame) -> None:

@@ -120,3 +120,34 @@ def test_plausible_response_needs_correlation_id_in_flight():
     good = struct.pack(">i", 13) + req(3, 1, 1)
     assert h.session.plausible(REQUEST, good, 0)
     assert not h.session.plausible(REQUEST, struct.pack(">ihhi", 12, 999, 0, 1), 0)
+
+
+def test_in_flight_requests_are_capped_by_count_and_bytes(monkeypatch):
+    """Past the caps the oldest request is given up (unanswered, flagged), so a connection
+    whose responses are never seen holds a bounded queue; a late answer to it is an orphan,
+    while the requests still held pair as usual."""
+    from dissector import session
+    monkeypatch.setattr(session, "MAX_IN_FLIGHT", 5)
+    monkeypatch.setattr(session, "MAX_IN_FLIGHT_BYTES", 3000)
+    h = Harness()
+    for corr in range(8):                          # 8 small requests: count cap 5
+        h.send(REQUEST, req(3, 1, corr))
+    assert [ex.correlation_id for ex in h.exchanges] == [0, 1, 2]
+    assert all(ex.status == UNANSWERED and [i.code for i in ex.issues] == ["kafka.in_flight_limit"]
+               for ex in h.exchanges)
+    h.send(REQUEST, req(3, 1, 100, body=bytes(3000)))   # over the bytes cap alone: held alone
+    assert [ex.correlation_id for ex in h.exchanges] == [0, 1, 2, 3, 4, 5, 6, 7]
+    h.send(RESPONSE, resp(1))
+    h.send(RESPONSE, resp(100))
+    assert [(ex.correlation_id, ex.status) for ex in h.exchanges[8:]] == [
+        (1, ORPHAN_RESPONSE), (100, OK)]
+
+
+def test_acks0_produce_past_the_cap_is_not_flagged(monkeypatch):
+    from dissector import session
+    monkeypatch.setattr(session, "MAX_IN_FLIGHT", 2)
+    h = Harness()
+    for corr in range(4):
+        h.send(REQUEST, produce_v3(0, corr))
+    assert [(ex.correlation_id, ex.status, ex.issues) for ex in h.exchanges] == [
+        (0, NO_RESPONSE_EXPECTED, []), (1, NO_RESPONSE_EXPECTED, [])]
