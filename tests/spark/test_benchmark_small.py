@@ -21,7 +21,10 @@ def test_spark_scaling_small(tmp_path):
     assert proc.returncode == 0, out
     assert re.search(r"corpus: [2-9] files", out), out
     for run in ("single", r"local\[1\]", r"local\[2\]"):
-        assert re.search(rf"^{run}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M), out
+        assert re.search(rf"^{run}\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M), out
+    for run in (r"local\[1\]", r"local\[2\]"):   # CPU per stage
+        assert re.search(rf"^{run} stages: start .* decode [\d.]+ s wall / [\d.]+ s CPU", out,
+                         re.M), out
     rows = re.search(r"rows per table \(all runs\): \{'exchanges': (\d+)", out)
     assert rows and int(rows[1]) > 1000, out
     assert "target local[2] >= 1.5x single:" in out

@@ -26,7 +26,7 @@ def both(spark, tmp_path_factory):
     rotate(tmp / "scenario.pcap", tmp / "in", 3)
     rotate(CAPTURES / "librdkafka_produce_consume.pcap", tmp / "in", 2, prefix="rdkafka")
     result = run([tmp / "in"], tmp / "out", spark=spark)
-    order = [f[len("file:"):] for f in result.files]
+    order = [f.removeprefix("file:") for f in result.files]   # local paths as given
     summaries.register(spark, tmp / "out")
     return load(order), spark
 
