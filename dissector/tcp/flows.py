@@ -372,8 +372,8 @@ class FlowTable:
         if len(live) <= MAX_LIVE:
             return
         quiet = self._quiet
-        for flow in sorted(live.values(),
-                           key=lambda f: (f not in quiet, f.conn.last_ts))[:len(live) >> 4]:
+        n = max(len(live) - MAX_LIVE, len(live) >> 4)
+        for flow in sorted(live.values(), key=lambda f: (f not in quiet, f.conn.last_ts))[:n]:
             self._evict(flow, "quiet" if flow in quiet else "live")
 
     def _evict(self, flow, kind):

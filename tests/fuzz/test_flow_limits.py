@@ -9,17 +9,18 @@ import struct
 import tracemalloc
 
 import pytest
+from hypothesis import given, strategies as st
 
 from dissector import detect
 from dissector.detect import BrokerSide
 from dissector.pipeline import Dissector, dissect
 from dissector.tcp import flows
 from dissector.tcp.flows import FlowTable
-from dissector.tcp.reassembly import ACK, SYN
+from dissector.tcp.reassembly import ACK, FIN, RST, SYN
 from tests.support import CAPTURES
 from tests.tcp.fakes import PSH, RecordingSink, request, response
 
-from .support import REAL_PORTS, exchange_key, packets, run_isolated, write_pcap
+from .support import REAL_PORTS, exchange_key, fuzz_settings, packets, run_isolated, write_pcap
 
 B = b"\x0a\x00\x00\x02"
 SECOND = 10**9
@@ -257,3 +258,50 @@ def test_syn_flood_rss_per_connection():
         print(json.dumps({"per_connection": grown / n}))
     """)
     assert result["per_connection"] < 1024, result
+
+
+# -- the table's own bookkeeping under random traffic ------------------------------------------
+
+def _check(t):
+    quiet, unsure, live = t._quiet, t._unsure, t._live
+    assert len(quiet) <= flows.MAX_QUIET and len(unsure) <= flows.MAX_UNSURE
+    assert t._unsure_bytes == sum(f.pending_bytes for f in unsure)
+    assert t._unsure_bytes <= flows.MAX_UNSURE_BYTES or len(unsure) == 1
+    assert len(live) <= flows.MAX_LIVE + 1
+    for f in quiet:
+        assert f.state in (flows._PENDING, flows._LIVE) and f not in unsure
+    for f in unsure:
+        assert f.state == flows._PENDING and f.pending_bytes
+    for f in live.values():
+        assert f.state == flows._LIVE
+        ends = [flows.direct_key(*f.key), flows.direct_key(f.key[1], f.key[0], f.key[3], f.key[2])]
+        assert all((k in t.direct) == (f not in quiet) for k in ends)
+    for (flow, _side) in t._table.values():
+        assert flow.state != flows._CLOSED or flow in t._closed
+
+
+@fuzz_settings(40)
+@given(ops=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 1), st.sampled_from(
+    [SYN, SYN | ACK, ACK, ACK | PSH, FIN | ACK, RST]), st.integers(0, 3000), st.integers(0, 3)),
+    max_size=300), auto=st.booleans())
+def test_random_traffic_keeps_the_books(monkeypatch, ops, auto):
+    """Random segments over a few dozen tuples, on one broker port or `--port auto`, with tiny
+    caps and timestamps jumping past the quiet timeout: no exception, and the table's counts,
+    byte totals and `direct` entries stay consistent after every segment."""
+    for name, value in (("MAX_QUIET", 4), ("MAX_UNSURE", 3), ("MAX_UNSURE_BYTES", 2000),
+                        ("MAX_LIVE", 5), ("MAX_CLOSED", 6)):
+        monkeypatch.setattr(flows, name, value)
+    t, _ = _table([], BrokerSide(() if auto else (9092,), auto=auto))
+    ts = 0
+    seqs = {}
+    for n, (who, side, flags, size, jump) in enumerate(ops):
+        ts += (0, 1000, SECOND, flows.QUIET_NS)[jump]
+        ip, port = _client(who)
+        ends = (ip, B, port, 9092) if side == 0 else (B, ip, 9092, port)
+        seq = seqs.get((who, side), 1000)
+        payload = (request(n) + bytes(size))[:size] if not flags & (SYN | RST) else b""
+        t.add(n + 1, ts, *ends, seq, 0, flags, payload)
+        seqs[(who, side)] = seq + len(payload) + (1 if flags & (SYN | FIN) else 0)
+        _check(t)
+    t.flush()
+    assert not t._live and not t._table and not t._quiet and not t._unsure
