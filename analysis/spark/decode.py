@@ -19,6 +19,7 @@ Pure Python and pyarrow: no pyspark here.
 """
 from __future__ import annotations
 
+import gc
 import mmap
 
 import numpy as np
@@ -227,12 +228,22 @@ def decode_bucket(table: pa.Table, opts: Options, total: int, parts: int) -> pa.
     bucket = table.column(CONNECTION_BUCKET)[0].as_py() if table.num_rows else 0
     rows = table.sort_by([("key", "ascending")]).select(COLUMNS).to_pylist()
     decoder = _Decoder(opts)
-    start = 0
-    for i in range(1, len(rows) + 1):
-        if i == len(rows) or rows[i]["key"] != rows[start]["key"]:
-            decoder.connection(rows[start:i])
-            start = i
-    return decoder.parts(bucket, total, parts)
+    # The core's objects die young and seldom form cycles, but generational collections keep
+    # walking everything a bucket holds: 5-8% of the decode time (measured on the benchmark
+    # corpus; the peak memory of a bucket grows ~10%). One collection at the end instead.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        start = 0
+        for i in range(1, len(rows) + 1):
+            if i == len(rows) or rows[i]["key"] != rows[start]["key"]:
+                decoder.connection(rows[start:i])
+                start = i
+        return decoder.parts(bucket, total, parts)
+    finally:
+        if collecting:
+            gc.enable()
+        gc.collect()
 
 
 def _raw_packets_and_errors(rows, d: Dissector, offsets) -> None:
