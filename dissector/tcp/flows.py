@@ -142,13 +142,10 @@ class FlowTable:
             if entry is None:
                 return
         flow, side = entry
-        if flow in self._quiet:
-            if payload:
-                self._heard(flow)
-            else:
-                self._quiet.move_to_end(flow)
         if flow.state == _LIVE:
             if flags & _SLOW:
+                if flow in self._quiet:
+                    self._stir(flow, payload)
                 flow.last_pkt = packet_no
                 flow.conn.last_ts = ts_ns
                 rs = flow.rs
@@ -164,6 +161,8 @@ class FlowTable:
             else:
                 flow.handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
         else:
+            if flow in self._quiet:
+                self._stir(flow, payload)
             flow.last_pkt = packet_no
             flow.last_ts = ts_ns
             if flow.state == _PENDING:
@@ -319,9 +318,11 @@ class FlowTable:
             self._unsure_bytes -= flow.pending_bytes
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
-        flow.handlers = (_handler(flow, rs[0], rs[1], self.pinned),
-                         _handler(flow, rs[1], rs[0], self.pinned))
-        if flow not in self._quiet:
+        flow.handlers = self._handlers(flow)
+        if flow in self._quiet:
+            real = flow.handlers
+            flow.handlers = (self._waker(flow, real, 0), self._waker(flow, real, 1))
+        else:
             self._direct(flow)
         self._shed_live()
         for pkt, ts, side, seq, ack, flags, payload in pending:
@@ -329,15 +330,43 @@ class FlowTable:
                 break
             self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
 
+    def _handlers(self, flow):
+        rs = flow.rs
+        return (_handler(flow, rs[0], rs[1], self.pinned),
+                _handler(flow, rs[1], rs[0], self.pinned))
+
     def _direct(self, flow):
         src, dst, sport, dport = flow.key
         self.direct[direct_key(src, dst, sport, dport)] = flow.handlers[0]
         self.direct[direct_key(dst, src, dport, sport)] = flow.handlers[1]
 
+    def _waker(self, flow, real, side):
+        """The handler of a live flow that never carried data (kept off `direct`, so `add`
+        hands it everything): its first payload makes it a flow like any other."""
+        quiet = self._quiet
+
+        def wake(pkt, ts, seq, ack, flags, payload):
+            if payload:
+                del quiet[flow]
+                flow.handlers = real
+                self._direct(flow)
+            else:
+                quiet.move_to_end(flow)
+            real[side](pkt, ts, seq, ack, flags, payload)
+        return wake
+
+    def _stir(self, flow, payload):
+        """A packet of a flow that never carried data."""
+        if payload:
+            self._heard(flow)
+        else:
+            self._quiet.move_to_end(flow)
+
     def _heard(self, flow):
         """The first payload of a flow that never carried any."""
         del self._quiet[flow]
         if flow.state == _LIVE:
+            flow.handlers = self._handlers(flow)
             self._direct(flow)
         elif flow.state == _PENDING:
             self._unsure[flow] = None
