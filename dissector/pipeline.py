@@ -46,7 +46,8 @@ class Dissector:
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"))
         self._flows = FlowTable(BrokerSide(self.ports, auto), self._open,
-                                max_buffered=max_buffered, max_frame=max_frame)
+                                max_buffered=max_buffered, max_frame=max_frame,
+                                issue=self.add_issue)
 
     # -- wiring ---------------------------------------------------------------------------------
 

@@ -239,6 +239,7 @@ def test_a_syn_flood_spliced_into_a_real_capture_changes_no_exchange(tmp_path, m
     got = sorted(repr(exchange_key(e)) for e in run)
     assert run.errors == []
     assert got == full
+    assert [i.code for i in run.issues].count("tcp.flow_limit") == 1
 
 
 def test_syn_flood_rss_per_connection():
