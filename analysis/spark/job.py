@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -111,10 +112,14 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
             .withColumn(CONNECTION_BUCKET, F.pmod(F.xxhash64("key"), F.lit(conn_buckets))))
     parts = 2 * parallelism
-    decoded = (work.groupBy(CONNECTION_BUCKET)
-               .applyInArrow(lambda t: decode_bucket(t, opts, total, parts),
-                             _spark_schema(PARTS))
-               .localCheckpoint(eager=True))
+    # The index is small: adaptive execution would coalesce its shuffle into one task (measured:
+    # local[2] decoding on one core). One shuffle partition per bucket instead.
+    with _settings(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false",
+                           "spark.sql.shuffle.partitions": str(conn_buckets)}):
+        decoded = (work.groupBy(CONNECTION_BUCKET)
+                   .applyInArrow(lambda t: decode_bucket(t, opts, total, parts),
+                                 _spark_schema(PARTS))
+                   .localCheckpoint(eager=True))
     stages.stage("decode")
 
     # 4. global ids (connections: numbered in the order they opened; exchanges: counted per part,
@@ -132,6 +137,22 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     rows = write_tables(decoded.repartition(parts, "part"), str(out), starts, provisional)
     stages.stage("write")
     return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
+
+
+@contextmanager
+def _settings(spark, settings: dict):
+    """Session settings for the queries run inside; the previous values afterwards."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _spark_schema(schema):
