@@ -3,7 +3,9 @@
 Each Section Header Block sets the byte order and starts a new interface list. Interface
 Description Blocks give the link type and the timestamp resolution (if_tsresol, power of 10 or
 of 2) and offset (if_tsoffset). Blocks we do not need are skipped by their length; a huge one is
-skipped without buffering it.
+skipped without buffering it. A section keeps at most MAX_INTERFACES interfaces (real files have a
+handful; a file of nothing but IDBs would otherwise cost ~5x its size): a packet on one past the
+cap is an error that says so.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ IDB, PB, SPB, EPB = 1, 2, 3, 6
 PARSED = frozenset((SHB, IDB, PB, SPB, EPB))
 MAX_BLOCK = 16 << 20  # a block we parse must fit in memory; others are skipped by streaming
 OPT_TSRESOL, OPT_TSOFFSET = 9, 14
+MAX_INTERFACES = 1 << 16  # interfaces kept per section (their ids are 32-bit)
 
 
 class _Order:
@@ -100,6 +103,15 @@ def _interface(o, buf, pos, stop, chunks):
     return linktype, (mul if div == 1 and not offset else 0), mul, div, offset, snaplen
 
 
+def _undeclared(chunks, pos, iid, extra):
+    """The error for a packet on interface `iid`, when the section kept fewer (and declared
+    `extra` more past MAX_INTERFACES)."""
+    if extra and iid < MAX_INTERFACES + extra:
+        return _bad(chunks, pos, f"packet on interface {iid}: only the first {MAX_INTERFACES} "
+                                 f"interfaces of a section are kept")
+    return _bad(chunks, pos, f"packet on undeclared interface {iid}")
+
+
 def _blocks(chunks):
     """Batches of the packets in each chunk (see pcapng_batches); the packets before a damaged
     block are handed out before the error is raised."""
@@ -119,6 +131,7 @@ def _parse(chunks, batch):
     o = ORDERS[bytes(buf[8:12])]
     u32, epb = o.u32, o.epb
     ifaces = []
+    extra = 0  # interfaces declared past MAX_INTERFACES in this section
     while True:
         # Fast path: complete, well-formed Enhanced Packet Blocks, one unpack for both headers.
         while pos + 28 <= end:
@@ -133,7 +146,7 @@ def _parse(chunks, batch):
             try:
                 linktype, scale, mul, div, offset, _ = ifaces[iid]
             except IndexError:
-                raise _bad(chunks, pos, f"packet on undeclared interface {iid}") from None
+                raise _undeclared(chunks, pos, iid, extra) from None
             if scale == 1:
                 ts_ns = (hi << 32) | lo
             elif scale:
@@ -172,11 +185,16 @@ def _parse(chunks, batch):
                 elif btype == IDB:
                     if blen < 20:
                         raise _bad(chunks, pos, "bad interface block")
-                    ifaces.append(_interface(o, buf, pos, stop, chunks))
+                    iface = _interface(o, buf, pos, stop, chunks)  # checked even if not kept
+                    if len(ifaces) < MAX_INTERFACES:
+                        ifaces.append(iface)
+                    else:
+                        extra += 1
                 elif btype == SHB:
                     if blen < 28 or o.u16(buf, pos + 12)[0] != 1:
                         raise _bad(chunks, pos, "unsupported pcapng section")
                     ifaces = []
+                    extra = 0
                 elif btype == EPB:  # the fast path took every good one
                     raise _bad(chunks, pos, "bad packet block")
                 elif btype == PB:
@@ -188,7 +206,7 @@ def _parse(chunks, batch):
                     try:
                         linktype, _, mul, div, offset, _ = ifaces[iid]
                     except IndexError:
-                        raise _bad(chunks, pos, f"packet on undeclared interface {iid}") from None
+                        raise _undeclared(chunks, pos, iid, extra) from None
                     ts_ns = ((hi << 32) | lo) * mul // div + offset
                     batch.append((ts_ns, linktype, pos + 28, pos + 28 + caplen))
                 pos = stop
