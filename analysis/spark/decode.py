@@ -1,9 +1,10 @@
-"""Decode: the runs of a bucket of connections (from all files) -> their rows of every table, with
-the core unchanged.
+"""Decode: the index rows of a bucket of connections (from all files) -> their rows of every table,
+with the core unchanged.
 
-Connection by connection, the segments are put back in global packet order and fed to a
-`Dissector` one by one (`feed_segment`), exactly as the single-machine path feeds them; the
-exchanges go through the analysis layer's own table builders. A call takes a whole bucket of
+Connection by connection, the segments are replayed in global packet order, their payloads read
+from the capture files (mapped into memory) or from the rows, and fed to a `Dissector` one by
+one (`feed_segment`), exactly as the single-machine path feeds them; the exchanges go through
+the analysis layer's own table builders. A call takes a whole bucket of
 connections (hash of the connection key), not one: per-call costs stay small on captures of
 hundreds of thousands of short connections. Two things need the whole capture and are settled later by
 the job with provisional keys that sort the same way:

@@ -1,11 +1,15 @@
-"""The Spark job: capture files -> runs of segments -> connections -> the analysis tables in Parquet.
+"""The Spark job: capture files -> an index of segments -> connections -> the analysis tables in Parquet.
 
-1. extract, one task per file: packets -> runs of TCP segments (extract.py);
+1. extract, one task per file: packets -> an index of each connection's TCP segments, with where
+   each payload lies in the file, not the payload (extract.py);
 2. number packets globally: files are read in the order of their first timestamp (then name),
    packet numbers run on across them, as `kafka-dissect export FILES...` numbers them when given
    the files in that order;
-3. shuffle by connection and decode each connection with the dissector core (decode.py);
+3. shuffle the index by connection (a bucket of connections per task) and decode each connection
+   with the dissector core, its payloads read straight from the files (decode.py);
 4. give connections and exchanges their global ids and write every table (write.py).
+Only small rows cross between the JVM and Python: index rows, then one Arrow IPC blob per table
+and part of each bucket's output.
 """
 from __future__ import annotations
 
