@@ -21,6 +21,10 @@ DEFAULT_PORTS = (9092,)
 MAX_FRAME = 100 << 20
 MAX_BUFFERED = 4 << 20
 MAX_KEPT_ISSUES = 100_000   # capture-level issues kept in memory; the rest are only counted
+# Rows of `connections` past which a new connection is listed only once it carries data: one row
+# per attempt (~320 bytes) would let a SYN flood grow the table without bound. Those that close
+# without data are counted in the `tcp.flow_limit` Issue.
+MAX_ROWS = 1 << 16
 
 
 class Dissector:
@@ -36,7 +40,8 @@ class Dissector:
         self.output = deque()          # completed exchanges, in completion order
         self.issues = []               # issues not attached to an exchange (TCP, framing, capture)
         self.issue_count = 0
-        self.connections = []
+        self.connections = []          # in the order connections open (see MAX_ROWS)
+        self._unlisted = set()         # open connections past MAX_ROWS that carried no data yet
         self.packets = 0
         self.bytes = 0
         self._exchanges = 0
@@ -47,16 +52,32 @@ class Dissector:
             self._decoder = BodyDecoder(records=(level == "records"))
         self._flows = FlowTable(BrokerSide(self.ports, auto), self._open,
                                 max_buffered=max_buffered, max_frame=max_frame,
-                                issue=self.add_issue)
+                                issue=self.add_issue, first_data=self._first_data,
+                                dataless=self._dataless)
 
     # -- wiring ---------------------------------------------------------------------------------
 
     def _open(self, connection):
-        self.connections.append(connection)
+        if len(self.connections) < MAX_ROWS:
+            self.connections.append(connection)
+        else:
+            self._unlisted.add(connection)
         session = Session(connection, self._emit, self.add_issue, level=self.level,
                           decoder=self._decoder)
         self._sessions.add(session)
         return session
+
+    def _first_data(self, connection):
+        if self._unlisted and connection in self._unlisted:
+            self._unlisted.remove(connection)
+            self.connections.append(connection)
+
+    def _dataless(self, connection):
+        """A connection closed without data: was its row left out?"""
+        if connection in self._unlisted:
+            self._unlisted.remove(connection)
+            return True
+        return False
 
     def _emit(self, exchange):
         self._exchanges += 1

@@ -94,7 +94,7 @@ class FlowTable:
     """Every TCP flow of a capture; feed it segments in capture order with `add`."""
 
     def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME,
-                 issue=None):
+                 issue=None, first_data=None, dataless=None):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
         the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
@@ -105,7 +105,11 @@ class FlowTable:
         open_connection(conn: Connection) -> ConnectionSink is called once per new connection;
         connection ids are 1, 2, 3... in the order connections are recognised (the order of their
         first packets when the ports decide).
-        issue(Issue), if given, receives the `tcp.flow_limit` summary at `flush`."""
+        issue(Issue), if given, receives the `tcp.flow_limit` summary at `flush`.
+        first_data(conn), if given, is called once when a connection carries its first payload
+        (at its opening if it already has); dataless(conn) when one closes without ever having
+        carried any, returning whether its row was left out of the connections table (counted in
+        the summary): a SYN flood must not grow that table either."""
         self._classify = classify
         self._open_connection = open_connection
         self.max_buffered = max_buffered
@@ -122,13 +126,16 @@ class FlowTable:
         self._closed = deque()    # closed flows, oldest first, until their tuple is forgotten
         self._ids = 0
         self._issue = issue
+        self._first_data = first_data
+        self._dataless = dataless
         # can a flow still unclassified become Kafka later (not when only ports decide)?
         self._auto = getattr(classify, "auto", True)
         self._quiet = OrderedDict()   # flows that never carried data, least recently active first
         self._unsure = OrderedDict()  # pending flows with data, oldest first...
         self._unsure_bytes = 0        # ...and their pending payload
         self._last_pkt = 0
-        self.evicted = {"quiet": 0, "unsure": 0, "unsure_bytes": 0, "live": 0, "closed": 0}
+        self.evicted = {"quiet": 0, "unsure": 0, "unsure_bytes": 0, "live": 0, "closed": 0,
+                        "rows": 0}
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -211,7 +218,9 @@ class FlowTable:
                               f"flow table full: forgot {e['quiet']} flows that never carried data, "
                               f"{e['unsure']} unclassified flows ({e['unsure_bytes']} bytes), "
                               f"{heads} first bytes kept for port detection, closed {e['live']} "
-                              f"idle connections and {e['closed']} closed tuples early",
+                              f"idle connections and {e['closed']} closed tuples early; left "
+                              f"{e['rows']} connections that never carried data out of the "
+                              f"connections table",
                               frame=self._last_pkt))
 
     def expire(self, now_ns, idle_ns):
@@ -324,6 +333,8 @@ class FlowTable:
             flow.handlers = (self._waker(flow, real, 0), self._waker(flow, real, 1))
         else:
             self._direct(flow)
+            if self._first_data is not None:
+                self._first_data(conn)
         self._shed_live()
         for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
@@ -350,6 +361,8 @@ class FlowTable:
                 del quiet[flow]
                 flow.handlers = real
                 self._direct(flow)
+                if self._first_data is not None:
+                    self._first_data(flow.conn)
             else:
                 quiet.move_to_end(flow)
             real[side](pkt, ts, seq, ack, flags, payload)
@@ -368,6 +381,8 @@ class FlowTable:
         if flow.state == _LIVE:
             flow.handlers = self._handlers(flow)
             self._direct(flow)
+            if self._first_data is not None:
+                self._first_data(flow.conn)
         elif flow.state == _PENDING:
             self._unsure[flow] = None
             self._unsure_bytes += flow.pending_bytes
@@ -423,7 +438,10 @@ class FlowTable:
         flow.state = _CLOSED
         flow.rs = None
         del self._live[flow.conn.connection_id]
-        self._quiet.pop(flow, None)
+        if flow in self._quiet:
+            del self._quiet[flow]
+            if self._dataless is not None and self._dataless(flow.conn):
+                self.evicted["rows"] += 1
         if linger:
             self._bury(flow)
         else:
