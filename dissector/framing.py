@@ -20,6 +20,11 @@ inside a frame whose size is known needs no scan: the next frame starts where th
 Bytes are never invented: a frame cut by a hole or by the end of the stream is handed on with the
 bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.truncated_frame` issue,
 so that its header can still be paired with its response.
+
+A frame that spans segments counts against the dissector's shared `Budget` at its full size from
+its start (counting pieces as they come would cost every packet); when the budget is spent, the
+largest holder gives up (`give_up`): the frame's first bytes are handed on with a
+`kafka.buffer_limit` issue and the rest is skipped by its size, without buffering.
 """
 from __future__ import annotations
 
@@ -27,12 +32,14 @@ import re
 import struct
 from collections import deque
 
+from .budget import Budget
 from .model import NOTE, WARNING, Frame, Issue
 
 MAX_FRAME = 100 << 20
 CONFIRM_LIMIT = 1 << 20   # bytes a resync candidate may hold back the stream while unconfirmed
 PROBATION = 4             # frames checked with sink.plausible after a resync (the first is its own)
 CHAIN = 16                # frames followed past a resync candidate to confirm it
+HEAD = 64 << 10           # bytes of a given-up frame handed on (its header, for pairing)
 
 _size_at = struct.Struct(">i").unpack_from
 _request_head = struct.Struct(">hhi").unpack_from
@@ -57,16 +64,18 @@ _NAMES = ("request", "response")
 class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
-    __slots__ = ("connection", "direction", "sink", "max_frame", "offset", "waiting", "_state",
+    __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
+                 "_state",
                  "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates", "_kept")
 
-    def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME):
+    def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME, budget=None):
         self.connection = connection
         self.direction = direction
         self.sink = sink
         self.max_frame = max_frame
+        self.budget = Budget() if budget is None else budget  # shared by a capture's streams
         self.offset = 0          # stream offset of the next byte to arrive
         self.waiting = False     # a resync candidate awaits confirmation (see settle)
         self._state = _IDLE
@@ -245,6 +254,11 @@ class Framer:
                         self._kept = 0
                         self._room = size - (n - pos - 4)
                         self._state = _BODY
+                        b = self.budget
+                        b.used += size
+                        b.holders[self] = size
+                        if b.used > b.limit:
+                            b.over()
                         return
                     emit(Frame(conn, d, base + pos, size + 4, data[pos + 4:end], pkt, pkt, ts, ts))
                     pos = end
@@ -270,6 +284,9 @@ class Framer:
                 self._room = 0
                 self._state = _IDLE
                 pos += want
+                b = self.budget
+                b.used -= self._need
+                del b.holders[self]
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
                                       b"".join(pieces), self._first_pkt, pkt, self._first_ts, ts))
             elif state == _PREFIX:
@@ -299,6 +316,11 @@ class Framer:
                     self._last_pkt = pkt
                     self._last_ts = ts
                     self._state = _BODY
+                    b = self.budget
+                    b.used += size
+                    b.holders[self] = size
+                    if b.used > b.limit:
+                        b.over()
             elif state == _SKIP:
                 if n - pos < self._skip:
                     self._skip -= n - pos
@@ -451,6 +473,35 @@ class Framer:
                         f"{_NAMES[self.direction]} stream", pkt, at)
         self._lose_sync(WARNING, at + 1)
 
+    def give_up(self):
+        """The budget is spent and this frame in progress holds the most: hand on its first bytes
+        and skip the rest by its size (Budget.over)."""
+        pieces = self._pieces
+        have = self._need - self._room
+        head = []
+        kept = 0
+        for piece in pieces:
+            if kept >= HEAD:
+                break
+            head.append(piece[:HEAD - kept])
+            kept += len(head[-1])
+        self._pieces = None
+        self._skip = self._room
+        self._room = 0
+        self._state = _SKIP
+        b = self.budget
+        b.used -= self._need
+        del b.holders[self]
+        self._issue("kafka.buffer_limit", WARNING,
+                    f"{_NAMES[self.direction]} frame of {self._need + 4} bytes given up after "
+                    f"{have} bytes: the {b.limit}-byte buffer budget of the capture's partial "
+                    f"frames and out-of-order data is spent (its first {kept} bytes kept)",
+                    self._first_pkt, self._start)
+        if have:
+            self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
+                                  b"".join(head), self._first_pkt, self._last_pkt,
+                                  self._first_ts, self._last_ts))
+
     def _cut(self, why):
         """The frame in progress will not complete: hand on what was seen of it."""
         pieces = self._pieces
@@ -458,6 +509,9 @@ class Framer:
         self._pieces = None
         self._room = 0
         self._state = _IDLE
+        b = self.budget
+        b.used -= self._need
+        del b.holders[self]
         self._issue("kafka.truncated_frame", WARNING,
                     f"{_NAMES[self.direction]} frame of {self._need + 4} bytes {why}",
                     self._first_pkt, self._start)

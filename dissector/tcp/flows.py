@@ -26,6 +26,7 @@ import struct
 from collections import OrderedDict, deque
 from typing import Protocol
 
+from ..budget import Budget
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
@@ -94,7 +95,7 @@ class FlowTable:
     """Every TCP flow of a capture; feed it segments in capture order with `add`."""
 
     def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME,
-                 issue=None, first_data=None, dataless=None):
+                 issue=None, first_data=None, dataless=None, budget=None):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
         the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
@@ -109,11 +110,13 @@ class FlowTable:
         first_data(conn), if given, is called once when a connection carries its first payload
         (at its opening if it already has); dataless(conn) when one closes without ever having
         carried any, returning whether its row was left out of the connections table (counted in
-        the summary): a SYN flood must not grow that table either."""
+        the summary): a SYN flood must not grow that table either.
+        budget: the Budget of buffered bytes all connections share (default: a new one)."""
         self._classify = classify
         self._open_connection = open_connection
         self.max_buffered = max_buffered
         self.max_frame = max_frame
+        self.budget = Budget() if budget is None else budget
         self._table = {}          # (src, dst, sport, dport) -> (flow, side)
         # direct_key(src, dst, sport, dport) -> handler(packet_no, ts_ns, seq, ack, flags,
         # payload) of each live flow's side: a segment without SYN, FIN or RST of a live flow
@@ -312,8 +315,9 @@ class FlowTable:
         rs = []
         for side in (0, 1):
             d = REQUEST if side == client_side else RESPONSE
-            framer = Framer(conn, d, sink, max_frame=self.max_frame)
-            rs.append(Reassembler(framer, sink, conn.connection_id, d, self.max_buffered))
+            framer = Framer(conn, d, sink, max_frame=self.max_frame, budget=self.budget)
+            rs.append(Reassembler(framer, sink, conn.connection_id, d, self.max_buffered,
+                                  self.budget))
         rs[0].peer, rs[1].peer = rs[1], rs[0]
         flow.conn = conn
         flow.sink = sink

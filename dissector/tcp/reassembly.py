@@ -12,12 +12,14 @@ until the hole before it fills. The first copy of a byte wins; a later copy that
 `tcp.overlap_conflict`. A hole that will not be filled becomes a `tcp.gap` issue and a `gap()` on
 the framer, never zero bytes: when the held data passes the cap, when the receiver acknowledges
 bytes the capture never saw (`acked`: the capture dropped them, no retransmission will come), and
-when the connection ends.
+when the connection ends. Held data also counts against the dissector's shared `Budget`: when that
+is spent and this stream holds the most, its holes become gaps at once (`give_up`).
 """
 from __future__ import annotations
 
 from bisect import bisect_left
 
+from ..budget import Budget
 from ..model import WARNING, Issue
 
 MASK = 0xFFFFFFFF
@@ -43,16 +45,17 @@ def _start(segment):
 class Reassembler:
     """Sequence space -> stream for one direction; feeds a `Framer`."""
 
-    __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered",
+    __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered", "budget",
                  "base", "next", "held", "held_bytes", "fin", "syn_seq", "anchor", "done",
                  "last_data", "peer")
 
-    def __init__(self, framer, sink, connection_id, direction, max_buffered):
+    def __init__(self, framer, sink, connection_id, direction, max_buffered, budget=None):
         self.framer = framer
         self.sink = sink
         self.connection_id = connection_id
         self.direction = direction
         self.max_buffered = max_buffered
+        self.budget = Budget() if budget is None else budget  # shared by a capture's streams
         self.base = None       # sequence number of stream offset 0; None until the first segment
         self.next = 0          # stream offset of the next byte owed to the framer
         self.held = []         # out-of-order data: sorted, disjoint [start, end, bytes, packet, ts]
@@ -119,6 +122,8 @@ class Reassembler:
                     while (self.held_bytes > self.max_buffered
                            or len(self.held) > MAX_HELD_SEGMENTS):
                         self._release(self.held[0][0], self.held[0][3])
+                    if self.budget.used > self.budget.limit:
+                        self.budget.over()
         if flags & FIN:
             self._fin(off + n, pkt)
         elif self.fin is not None and self.next >= self.fin:
@@ -145,6 +150,8 @@ class Reassembler:
             upto = self.fin  # the FIN's own sequence number
         if upto > self.next:
             self._release(upto, pkt)
+            if self.budget.used > self.budget.limit:
+                self.budget.over()  # what the framer took on while fed
             if self.fin is not None and self.next >= self.fin:
                 self._end(pkt)
 
@@ -153,6 +160,19 @@ class Reassembler:
         if self.last_data.__class__ is not bytes:
             self.last_data = bytes(self.last_data)
         self.framer.unpin()
+
+    def give_up(self):
+        """The budget is spent and this stream's held data is the most: its holes become gaps
+        now, the data after them goes on (Budget.over)."""
+        held = self.held
+        self.sink.issue(Issue("kafka.buffer_limit", WARNING,
+                              f"{self.held_bytes} bytes of out-of-order data in the "
+                              f"{_NAMES[self.direction]} stream delivered past their holes: the "
+                              f"{self.budget.limit}-byte buffer budget of the capture's partial "
+                              f"frames and out-of-order data is spent",
+                              self.connection_id, held[0][3], self.next))
+        while held:
+            self._release(held[0][0], held[0][3])
 
     def finish(self, pkt):
         """The connection is over: whatever is still missing is a gap; flush the framer."""
@@ -174,6 +194,8 @@ class Reassembler:
 
     def _end(self, pkt):
         self.done = True
+        if self.held_bytes:
+            self._account(-self.held_bytes)
         self.held = []
         self.held_bytes = 0
         self.last_data = b""
@@ -203,25 +225,48 @@ class Reassembler:
             i += 1
         if pos < end:
             fresh.append((pos, end))
+        added = 0
         for a, b in fresh:
             piece = data if (a == off and b == end) else data[a - off:b - off]
             held.insert(bisect_left(held, a, key=_start), [a, b, piece, pkt, ts])
-            self.held_bytes += b - a
+            added += b - a
+        self.held_bytes += added
+        self._account(added)
+
+    def _account(self, delta):
+        """held_bytes changed by delta: tell the budget."""
+        b = self.budget
+        b.used += delta
+        if self.held_bytes:
+            b.holders[self] = self.held_bytes
+        else:
+            b.holders.pop(self, None)
 
     def _drain(self):
-        """Deliver held data that now continues the stream."""
+        """Deliver held data that now continues the stream. The budget waits meanwhile (a give-up
+        would change the stream under this loop): callers check it after."""
         held = self.held
-        while held and held[0][0] <= self.next:
-            s, e, data, pkt, ts = held.pop(0)
-            self.held_bytes -= e - s
-            if e <= self.next:
-                continue
-            if s < self.next:
-                data = data[self.next - s:]
-                s = self.next
-            self.framer.feed(data, pkt, ts)
-            self.last_data = data
-            self.next = e
+        if not held or held[0][0] > self.next:
+            return
+        b = self.budget
+        busy = b.busy
+        b.busy = True
+        before = self.held_bytes
+        try:
+            while held and held[0][0] <= self.next:
+                s, e, data, pkt, ts = held.pop(0)
+                self.held_bytes -= e - s
+                if e <= self.next:
+                    continue
+                if s < self.next:
+                    data = data[self.next - s:]
+                    s = self.next
+                self.framer.feed(data, pkt, ts)
+                self.last_data = data
+                self.next = e
+        finally:
+            b.busy = busy
+            self._account(self.held_bytes - before)
 
     def _release(self, upto, pkt):
         """Nothing before offset `upto` will arrive any more: declare the holes, deliver the rest."""
