@@ -3,36 +3,61 @@
 Each stream may hold a partial frame (up to max_frame) and out-of-order data (up to max_buffered),
 which bounds one connection but not a capture of many: eight connections each in the middle of a
 20 MB frame hold 160 MB. Holders (framers with a frame in progress, reassemblers with held data)
-register what they hold in `holders`; once `used` passes `limit`, the holders holding the most
-give up what they hold (`give_up`: a framer skips to its frame's end by its size, a reassembler
-turns its holes into gaps), each with a `kafka.buffer_limit` Issue, until it fits again.
+add what they take on to `used` and take off what they let go; once `used` passes `limit`, the
+holders holding the most (`buffered()`) give up what they hold (`give_up`: a framer skips to its
+frame's end by its size, a reassembler turns its holes into gaps), each with a
+`kafka.buffer_limit` Issue, until `used` is an eighth below the limit.
+
+Finding the largest must stay cheap on hostile input (a frame's size is claimed by 4 bytes, so a
+packet can claim 100 MB): holders of at least `big_size` register in `big` (at most ~1024 of them
+fit), where the largest is whenever there is one; only when every holder is smaller are all of
+them (`members`, given by the flow table) ranked, and the eighth given up then takes many packets
+to refill. The per-frame cost is an addition and a comparison or two.
 """
 from __future__ import annotations
 
 BUFFER_BUDGET = 256 << 20   # partial frames + out-of-order data of all connections
 
 
-class Budget:
-    __slots__ = ("limit", "used", "holders", "busy")
+def _buffered(holder):
+    return holder.buffered()
 
-    def __init__(self, limit=None):
+
+class Budget:
+    __slots__ = ("limit", "used", "members", "busy", "big", "big_size")
+
+    def __init__(self, limit=None, members=tuple):
         self.limit = BUFFER_BUDGET if limit is None else limit
         self.used = 0
-        self.holders = {}   # holder -> bytes it accounts for (their sum is `used`)
-        self.busy = False   # a holder is mid-way through handing data on: give-ups wait
+        self.members = members  # () -> every current holder (framers and reassemblers)
+        self.busy = False       # a holder is mid-way through handing data on: give-ups wait
+        self.big = {}           # holders of at least big_size bytes, in the order they grew
+        self.big_size = max(self.limit >> 10, 1)
 
     def over(self):
-        """`used` passed `limit`: make the largest holders give up until it fits. Does nothing
-        while busy (the holder that set it calls this again when done)."""
+        """`used` passed `limit`: make the largest holders give up. Does nothing while busy (the
+        holder that set it calls this again when done)."""
         if self.busy:
             return
         self.busy = True
+        low = self.limit - (self.limit >> 3)
+        big = self.big
         try:
-            holders = self.holders
-            while self.used > self.limit and holders:
-                victim = max(holders, key=holders.__getitem__)
-                victim.give_up()
-                if holders.get(victim):   # must not happen; never loop on it
-                    self.used -= holders.pop(victim)
+            while self.used > low:
+                if big:
+                    victim = max(big, key=_buffered)   # between equals, the first to grow
+                    victim.give_up()
+                    big.pop(victim, None)
+                    continue
+                # the most first; between equals, the oldest connection's
+                ranked = sorted(((n, -i, h) for i, h in enumerate(self.members())
+                                 if (n := h.buffered())), reverse=True)
+                if not ranked:
+                    return
+                for n, _, holder in ranked:
+                    if self.used <= low or big:
+                        break
+                    if holder.buffered() == n:   # unchanged by the give-ups before it
+                        holder.give_up()
         finally:
             self.busy = False

@@ -256,7 +256,8 @@ class Framer:
                         self._state = _BODY
                         b = self.budget
                         b.used += size
-                        b.holders[self] = size
+                        if size >= b.big_size:
+                            b.big[self] = None
                         if b.used > b.limit:
                             b.over()
                         return
@@ -286,7 +287,8 @@ class Framer:
                 pos += want
                 b = self.budget
                 b.used -= self._need
-                del b.holders[self]
+                if self._need >= b.big_size:
+                    del b.big[self]
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
                                       b"".join(pieces), self._first_pkt, pkt, self._first_ts, ts))
             elif state == _PREFIX:
@@ -318,7 +320,8 @@ class Framer:
                     self._state = _BODY
                     b = self.budget
                     b.used += size
-                    b.holders[self] = size
+                    if size >= b.big_size:
+                        b.big[self] = None
                     if b.used > b.limit:
                         b.over()
             elif state == _SKIP:
@@ -473,6 +476,10 @@ class Framer:
                         f"{_NAMES[self.direction]} stream", pkt, at)
         self._lose_sync(WARNING, at + 1)
 
+    def buffered(self):
+        """Bytes this framer counts against the budget: the size of its frame in progress."""
+        return self._need if self._state == _BODY else 0
+
     def give_up(self):
         """The budget is spent and this frame in progress holds the most: hand on its first bytes
         and skip the rest by its size (Budget.over)."""
@@ -491,7 +498,7 @@ class Framer:
         self._state = _SKIP
         b = self.budget
         b.used -= self._need
-        del b.holders[self]
+        b.big.pop(self, None)
         self._issue("kafka.buffer_limit", WARNING,
                     f"{_NAMES[self.direction]} frame of {self._need + 4} bytes given up after "
                     f"{have} bytes: the {b.limit}-byte buffer budget of the capture's partial "
@@ -511,7 +518,7 @@ class Framer:
         self._state = _IDLE
         b = self.budget
         b.used -= self._need
-        del b.holders[self]
+        b.big.pop(self, None)
         self._issue("kafka.truncated_frame", WARNING,
                     f"{_NAMES[self.direction]} frame of {self._need + 4} bytes {why}",
                     self._first_pkt, self._start)

@@ -111,12 +111,13 @@ class FlowTable:
         (at its opening if it already has); dataless(conn) when one closes without ever having
         carried any, returning whether its row was left out of the connections table (counted in
         the summary): a SYN flood must not grow that table either.
-        budget: the Budget of buffered bytes all connections share (default: a new one)."""
+        budget: the Budget of buffered bytes all its connections share (default: a new one)."""
         self._classify = classify
         self._open_connection = open_connection
         self.max_buffered = max_buffered
         self.max_frame = max_frame
         self.budget = Budget() if budget is None else budget
+        self.budget.members = self._streams
         self._table = {}          # (src, dst, sport, dport) -> (flow, side)
         # direct_key(src, dst, sport, dport) -> handler(packet_no, ts_ns, seq, ack, flags,
         # payload) of each live flow's side: a segment without SYN, FIN or RST of a live flow
@@ -179,6 +180,10 @@ class FlowTable:
                 self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
         if ts_ns > self.deadline:
             self.tick(ts_ns)
+
+    def _streams(self):
+        """Every framer and reassembler of the live connections (Budget.members)."""
+        return [x for flow in self._live.values() for r in flow.rs for x in (r, r.framer)]
 
     def unpin(self):
         """A direct handler may be given payload views of a reused buffer (the file reader's

@@ -161,6 +161,10 @@ class Reassembler:
             self.last_data = bytes(self.last_data)
         self.framer.unpin()
 
+    def buffered(self):
+        """Bytes this stream counts against the budget: its out-of-order data."""
+        return self.held_bytes
+
     def give_up(self):
         """The budget is spent and this stream's held data is the most: its holes become gaps
         now, the data after them goes on (Budget.over)."""
@@ -194,8 +198,9 @@ class Reassembler:
 
     def _end(self, pkt):
         self.done = True
-        if self.held_bytes:
-            self._account(-self.held_bytes)
+        b = self.budget
+        b.used -= self.held_bytes
+        b.big.pop(self, None)
         self.held = []
         self.held_bytes = 0
         self.last_data = b""
@@ -231,16 +236,10 @@ class Reassembler:
             held.insert(bisect_left(held, a, key=_start), [a, b, piece, pkt, ts])
             added += b - a
         self.held_bytes += added
-        self._account(added)
-
-    def _account(self, delta):
-        """held_bytes changed by delta: tell the budget."""
         b = self.budget
-        b.used += delta
-        if self.held_bytes:
-            b.holders[self] = self.held_bytes
-        else:
-            b.holders.pop(self, None)
+        b.used += added
+        if self.held_bytes >= b.big_size:
+            b.big[self] = None
 
     def _drain(self):
         """Deliver held data that now continues the stream. The budget waits meanwhile (a give-up
@@ -266,7 +265,9 @@ class Reassembler:
                 self.next = e
         finally:
             b.busy = busy
-            self._account(self.held_bytes - before)
+            b.used += self.held_bytes - before
+            if self.held_bytes < b.big_size:
+                b.big.pop(self, None)
 
     def _release(self, upto, pkt):
         """Nothing before offset `upto` will arrive any more: declare the holes, deliver the rest."""
