@@ -2,11 +2,12 @@
 
 Each stream may hold a partial frame (up to max_frame) and out-of-order data (up to max_buffered),
 which bounds one connection but not a capture of many: eight connections each in the middle of a
-20 MB frame hold 160 MB. Holders (framers with a frame in progress, reassemblers with held data)
-add what they take on to `used` and take off what they let go; once `used` passes `limit`, the
-holders holding the most (`buffered()`) give up what they hold (`give_up`: a framer skips to its
-frame's end by its size, a reassembler turns its holes into gaps), each with a
-`kafka.buffer_limit` Issue, until `used` is an eighth below the limit.
+20 MB frame hold 160 MB. Holders (framers with a frame in progress or bytes kept while looking for
+a frame start, reassemblers with held data) add what they take on to `used` and take off what
+they let go; once `used` passes `limit`, the holders holding the most (`buffered()`) give up what
+they hold (`give_up`: a framer skips to its frame's end by its size or drops what it kept while
+resynchronising, a reassembler turns its holes into gaps), each with a `kafka.buffer_limit`
+Issue, until `used` is an eighth below the limit.
 
 Finding the largest must stay cheap on hostile input (a frame's size is claimed by 4 bytes, so a
 packet can claim 100 MB): holders of at least `big_size` register in `big` (at most ~1024 of them

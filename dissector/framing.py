@@ -177,7 +177,8 @@ class Framer:
         elif state == _SYNC:
             self._skipped += self._slen
             self._sbuf = []
-            self._slen = self._sneed = 0
+            self._resize(0)
+            self._sneed = 0
             self.waiting = False
             self._sync_severity = WARNING
         else:  # _IDLE or _PREFIX: where the next frame starts is unknown
@@ -209,6 +210,7 @@ class Framer:
         self.waiting = False
         self._pieces = None
         self._sbuf = []
+        self._resize(0)
 
     # -- the state machine -----------------------------------------------------------------------
 
@@ -305,7 +307,7 @@ class Framer:
                     self._bad_size(size, self._start, self._first_pkt)
                     # rescan from the byte after the bad prefix
                     self._sbuf.append((hdr[1:], self._start + 1, self._first_pkt, self._first_ts))
-                    self._slen = 3
+                    self._resize(3)
                 elif size == 0:
                     self._state = _IDLE
                     self.sink.frame(Frame(self.connection, self.direction, self._start, 4, b"",
@@ -336,9 +338,12 @@ class Framer:
                 if type(piece) is not bytes:
                     piece = bytes(piece)
                 self._sbuf.append((piece, base + pos, pkt, ts))
-                self._slen += n - pos
+                self._resize(self._slen + n - pos)
                 if self._slen >= self._sneed:
                     self._search(_SCAN)
+                b = self.budget
+                if b.used > b.limit:
+                    b.over()
                 return
             else:  # _DONE
                 return
@@ -379,7 +384,7 @@ class Framer:
         drop = wait if wait >= 0 else max(len(buf) - _WINDOW[self.direction] + 1, 0)
         self._skipped += drop
         self._sbuf = self._cut_front(pieces, drop) if drop < len(buf) else []
-        self._slen = len(buf) - drop
+        self._resize(len(buf) - drop)
         self._sneed = self._sneed - drop if wait >= 0 else 0
         self.waiting = wait >= 0
 
@@ -446,7 +451,8 @@ class Framer:
     def _lose_sync(self, severity, at):
         self._state = _SYNC
         self._sbuf = []
-        self._slen = self._sneed = 0
+        self._resize(0)
+        self._sneed = 0
         self._skipped = 0
         self._skip_from = at
         self._sync_severity = severity
@@ -456,7 +462,8 @@ class Framer:
         self._probation = PROBATION
         self.waiting = False
         self._sbuf = []
-        self._slen = self._sneed = 0
+        self._resize(0)
+        self._sneed = 0
         if self._skipped:
             self._issue("kafka.resync", self._sync_severity,
                         f"skipped {self._skipped} bytes of the {_NAMES[self.direction]} stream "
@@ -477,12 +484,40 @@ class Framer:
         self._lose_sync(WARNING, at + 1)
 
     def buffered(self):
-        """Bytes this framer counts against the budget: the size of its frame in progress."""
-        return self._need if self._state == _BODY else 0
+        """Bytes this framer counts against the budget: the size of its frame in progress, or
+        the bytes it keeps while looking for a frame start."""
+        return self._need if self._state == _BODY else self._slen
+
+    def _resize(self, slen):
+        """The bytes kept while looking for a frame start are now slen."""
+        b = self.budget
+        b.used += slen - self._slen
+        self._slen = slen
+        if slen >= b.big_size:
+            b.big[self] = None
+        elif b.big:
+            b.big.pop(self, None)
 
     def give_up(self):
-        """The budget is spent and this frame in progress holds the most: hand on its first bytes
-        and skip the rest by its size (Budget.over)."""
+        """The budget is spent and this framer holds the most: hand on the first bytes of its
+        frame in progress and skip the rest by its size, or drop the bytes it keeps while looking
+        for a frame start (Budget.over)."""
+        if self._state == _SYNC:
+            dropped = self._slen
+            _, at, _, _ = self._sbuf[0]
+            pkt = self._sbuf[-1][2]
+            self._skipped += dropped
+            self._sbuf = []
+            self._resize(0)
+            self._sneed = 0
+            self.waiting = False
+            self._sync_severity = WARNING
+            self._issue("kafka.buffer_limit", WARNING,
+                        f"{dropped} bytes of the {_NAMES[self.direction]} stream kept while "
+                        f"looking for a frame start dropped: the {self.budget.limit}-byte buffer "
+                        f"budget of the capture's partial frames and out-of-order data is spent",
+                        pkt, at)
+            return
         pieces = self._pieces
         have = self._need - self._room
         head = []
