@@ -22,9 +22,10 @@ bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.tru
 so that its header can still be paired with its response.
 
 A frame that spans segments counts against the dissector's shared `Budget` at its full size from
-its start (counting pieces as they come would cost every packet); when the budget is spent, the
-largest holder gives up (`give_up`): the frame's first bytes are handed on with a
-`kafka.buffer_limit` issue and the rest is skipped by its size, without buffering.
+its start (counting pieces as they come would cost every packet), as do the bytes kept while
+resynchronising; when the budget is spent, the largest holder gives up (`give_up`): the frame's
+first bytes are handed on with a `kafka.buffer_limit` issue and the rest is skipped by its size,
+without buffering (or the bytes kept for a resync are dropped, counted in its `kafka.resync`).
 """
 from __future__ import annotations
 
@@ -65,8 +66,7 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
-                 "_state",
-                 "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
+                 "_state", "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates", "_kept")
 
