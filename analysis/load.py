@@ -191,6 +191,9 @@ def load_parquet(directory) -> Tables:
     arrow = {}
     for name in TABLES:
         path = d / f"{name}.parquet"
+        if path.is_dir():   # Spark writes a folder of parts per table, in its own order
+            raise ValueError(f"{path} is a folder: read the output of `kafka-dissect spark` "
+                             "with analysis.spark.load_output()")
         if not path.is_file():
             raise FileNotFoundError(f"{path}: missing (not written by kafka-dissect export?)")
         # row groups written batch by batch have dictionaries of their own: one for all, as load()

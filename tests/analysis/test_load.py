@@ -104,6 +104,13 @@ def test_load_parquet_missing_table(tmp_path):
         analysis.load_parquet(tmp_path)
 
 
+def test_load_parquet_points_spark_output_to_its_reader(tmp_path):
+    for name in TABLES:   # the shape `kafka-dissect spark` writes: a folder of parts per table
+        (tmp_path / f"{name}.parquet").mkdir()
+    with pytest.raises(ValueError, match="load_output"):
+        analysis.load_parquet(tmp_path)
+
+
 def test_port_forms(capture):
     assert len(analysis.load(capture, port="9092", level="headers").exchanges) == 4
     assert len(analysis.load(capture, port=[9092], level="headers").exchanges) == 4
