@@ -206,3 +206,29 @@ def run_isolated(code: str, timeout=120, env=None):
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
+
+
+def run_syn_flood(report: str, setup: str = "") -> dict:
+    """A fresh interpreter feeds 80k SYNs from distinct client ports to the broker through the
+    pipeline (after `setup`, a line of Python run before the Dissector is made); `grown` is what
+    the last 60k added to its peak RSS. Returns the JSON of `report`, a Python expression over
+    `d` (the Dissector) and `grown`."""
+    return run_isolated(f"""
+        from dissector import pipeline
+        from dissector.pipeline import Dissector
+        from dissector.capture.layers import SYN
+        {setup}
+        d = Dissector((9092,))
+        b = b"\\x7f\\0\\0\\2"
+
+        def syns(start, stop):
+            for i in range(start, stop):
+                d.feed_segment(i, i, (0x0a000000 + i // 60000).to_bytes(4, "big"), b,
+                               1024 + i % 60000, 9092, 1000, 0, SYN, b"")
+        syns(0, 20_000)
+        first = rss()
+        syns(20_000, 80_000)
+        grown = rss() - first
+        d.finish()
+        print(json.dumps({report}))
+    """)

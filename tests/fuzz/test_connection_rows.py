@@ -8,7 +8,7 @@ from dissector.pipeline import Dissector
 from dissector.tcp.reassembly import ACK, SYN
 from tests.tcp.fakes import PSH, request, response
 
-from .support import run_isolated
+from .support import run_syn_flood
 
 B = b"\x0a\x00\x00\x02"
 
@@ -60,26 +60,10 @@ def test_a_syn_flood_does_not_grow_the_table():
     """A fresh interpreter fed 80k SYNs to the broker port, rows cap lowered to 4096 (the default
     would take 200k SYNs, too slow here): the last 60k add no memory (320 B a row before the cap:
     19 MB), the table stops at the cap, and the Issue counts exactly the attempts past it."""
-    result = run_isolated("""
-        from dissector import pipeline
-        from dissector.pipeline import Dissector
-        from dissector.capture.layers import SYN
-        pipeline.MAX_ROWS = 4096
-        d = Dissector((9092,))
-        b = b"\\x7f\\0\\0\\2"
-
-        def syns(start, stop):
-            for i in range(start, stop):
-                d.feed_segment(i, i, (0x0a000000 + i // 60000).to_bytes(4, "big"), b,
-                               1024 + i % 60000, 9092, 1000, 0, SYN, b"")
-        syns(0, 20_000)
-        first = rss()
-        syns(20_000, 80_000)
-        grown = rss() - first
-        d.finish()
-        print(json.dumps({"grown": grown, "rows": len(d.connections), "cap": pipeline.MAX_ROWS,
-                          "issues": [i.detail for i in d.issues if i.code == "tcp.flow_limit"]}))
-    """)
+    result = run_syn_flood(
+        '{"grown": grown, "rows": len(d.connections), "cap": pipeline.MAX_ROWS, '
+        '"issues": [i.detail for i in d.issues if i.code == "tcp.flow_limit"]}',
+        setup="pipeline.MAX_ROWS = 4096")
     assert result["rows"] == result["cap"], result
     assert result["grown"] < 4 << 20, result
     [detail] = result["issues"]

@@ -20,7 +20,8 @@ from dissector.tcp.reassembly import ACK, FIN, RST, SYN
 from tests.support import CAPTURES
 from tests.tcp.fakes import PSH, RecordingSink, request, response
 
-from .support import REAL_PORTS, exchange_key, fuzz_settings, packets, run_isolated, write_pcap
+from .support import (REAL_PORTS, exchange_key, fuzz_settings, packets, run_syn_flood,
+                      write_pcap)
 
 B = b"\x0a\x00\x00\x02"
 SECOND = 10**9
@@ -246,23 +247,7 @@ def test_syn_flood_rss_per_connection():
     """A fresh interpreter fed SYNs to the broker port through the pipeline: past the flow cap,
     what each further SYN adds is the connections table's row (the Connection, ~350 bytes), not
     the flow's state (~7.4 KB before the cap)."""
-    result = run_isolated("""
-        from dissector.pipeline import Dissector
-        from dissector.capture.layers import SYN
-        d = Dissector((9092,))
-        b = b"\\x7f\\0\\0\\2"
-
-        def syns(start, stop):
-            for i in range(start, stop):
-                d.feed_segment(i, i, (0x0a000000 + i // 60000).to_bytes(4, "big"), b,
-                               1024 + i % 60000, 9092, 1000, 0, SYN, b"")
-        syns(0, 20_000)
-        first = rss()
-        syns(20_000, 80_000)
-        grown = rss() - first
-        d.finish()
-        print(json.dumps({"per_connection": grown / 60_000}))
-    """)
+    result = run_syn_flood('{"per_connection": grown / 60_000}')
     assert result["per_connection"] < 1024, result
 
 
