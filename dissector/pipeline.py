@@ -139,6 +139,25 @@ class Dissector:
         """A TCP segment already taken out of its packet (the Spark job ships segments)."""
         self._flows.add(packet_no, ts_ns, src, dst, sport, dport, seq, ack, flags, payload)
 
+    def feed_segments(self, packet_nos, ts_ns, srcs, dsts, sports, dports, seqs, acks, flags,
+                      payloads, emitted=None) -> None:
+        """Many TCP segments already taken out of their packets, as columns (equal-length
+        sequences: packet numbers, capture times in ns, source and destination addresses (4 or 16
+        bytes), ports, sequence and acknowledgement numbers, flags, payloads as bytes), of one
+        or more connections in packet order. The result (exchanges in `output` and their order,
+        issues, connections) is the same as calling `feed_segment` for each segment in turn.
+        `emitted`, if a list, gets for each exchange added to `output` the packet number during
+        which `feed_segment` would have handed it out."""
+        add = self._flows.add
+        out = self.output
+        for seg in zip(packet_nos, ts_ns, srcs, dsts, sports, dports, seqs, acks, flags, payloads):
+            if emitted is None:
+                add(*seg)
+                continue
+            before = len(out)
+            add(*seg)
+            emitted.extend([seg[0]] * (len(out) - before))
+
     def expire(self, now_ns, idle_ns) -> None:
         """Close connections idle for longer than idle_ns (long live captures)."""
         self._flows.expire(now_ns, idle_ns)
