@@ -23,14 +23,12 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, n0 = _S1(b, p)
     p += 12
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     return o, p
 
@@ -44,8 +42,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, n0 = _S3(b, p)
     p += 11
     if n0 > 127:
@@ -53,8 +50,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t1(b, p, o, k)

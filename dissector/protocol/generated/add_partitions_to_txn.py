@@ -51,8 +51,7 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.v3_and_below_transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.v3_and_below_transactional_id = b[p:(p := p + n0)].decode()
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, n0 = _S1(b, p)
     p += 14
     if n0 < 0:
@@ -60,7 +59,7 @@ def _r1(b, p, k=_MAXE):
     o.v3_and_below_topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
@@ -68,8 +67,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -99,8 +97,7 @@ def _r3(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.v3_and_below_transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.v3_and_below_transactional_id = b[p:(p := p + n0)].decode()
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, n0 = _S4(b, p)
     p += 11
     if n0 > 127:
@@ -111,7 +108,7 @@ def _r3(b, p, k=_MAXE):
     o.v3_and_below_topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
@@ -122,8 +119,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -167,7 +163,7 @@ def _r5(b, p, k=_MAXE):
     o.transactions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()
@@ -178,8 +174,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transactional_id = b[p:p + n1].decode()
-            p += n1
+            o1.transactional_id = b[p:(p := p + n1)].decode()
             o1.producer_id, o1.producer_epoch, o1.verify_only, n1 = _S5(b, p)
             p += 12
             if n1 > 127:
@@ -190,7 +185,7 @@ def _r5(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()
@@ -201,8 +196,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -253,7 +247,7 @@ def _r8(b, p, k=_MAXE):
     o.results_by_topic_v3_and_below = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
@@ -261,8 +255,7 @@ def _r8(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -270,7 +263,7 @@ def _r8(b, p, k=_MAXE):
             o1.results_by_partition = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I7(b[p:p + 6 * n1]):
@@ -308,7 +301,7 @@ def _r11(b, p, k=_MAXE):
     o.results_by_topic_v3_and_below = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
@@ -319,8 +312,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -331,7 +323,7 @@ def _r11(b, p, k=_MAXE):
             o1.results_by_partition = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I9(s1):
@@ -379,7 +371,7 @@ def _r13(b, p, k=_MAXE):
     o.results_by_transaction = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddPartitionsToTxnResponse_AddPartitionsToTxnResult()
@@ -390,8 +382,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transactional_id = b[p:p + n1].decode()
-            p += n1
+            o1.transactional_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -402,7 +393,7 @@ def _r13(b, p, k=_MAXE):
             o1.topic_results = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()
@@ -413,8 +404,7 @@ def _r13(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -425,7 +415,7 @@ def _r13(b, p, k=_MAXE):
                     o2.results_by_partition = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I9(s2):

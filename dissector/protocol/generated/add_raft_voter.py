@@ -30,8 +30,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.timeout_ms, o.voter_id = _S1(b, p)
     p += 8
     o.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -46,7 +45,7 @@ def _r1(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddRaftVoterRequest_Listener()
@@ -57,8 +56,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -66,8 +64,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S2(b, p)
             p += 3
@@ -94,8 +91,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.timeout_ms, o.voter_id = _S1(b, p)
     p += 8
     o.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -110,7 +106,7 @@ def _r2(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AddRaftVoterRequest_Listener()
@@ -121,8 +117,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -130,8 +125,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S2(b, p)
             p += 3
@@ -157,8 +151,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t3(b, p, o, k)

@@ -51,7 +51,7 @@ def _r3(b, p, k=_MAXE):
     o.entries = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterClientQuotasRequest_EntryData()
@@ -62,7 +62,7 @@ def _r3(b, p, k=_MAXE):
             o1.entity = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasRequest_EntityData()
@@ -70,8 +70,7 @@ def _r3(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.entity_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.entity_type = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -79,8 +78,7 @@ def _r3(b, p, k=_MAXE):
                             raise Malformed
                         o2.entity_name = None
                     else:
-                        o2.entity_name = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -91,7 +89,7 @@ def _r3(b, p, k=_MAXE):
             o1.ops = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasRequest_OpData()
@@ -99,8 +97,7 @@ def _r3(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.key = b[p:p + n2].decode()
-                    p += n2
+                    o2.key = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.value, o2.remove = _S2(b, p)
                     p += 9
@@ -127,7 +124,7 @@ def _r7(b, p, k=_MAXE):
     o.entries = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterClientQuotasRequest_EntryData()
@@ -141,7 +138,7 @@ def _r7(b, p, k=_MAXE):
             o1.entity = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasRequest_EntityData()
@@ -152,8 +149,7 @@ def _r7(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.entity_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.entity_type = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -162,8 +158,7 @@ def _r7(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.entity_name = None
                     else:
-                        o2.entity_name = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t4(b, p, o2, k)
@@ -181,7 +176,7 @@ def _r7(b, p, k=_MAXE):
             o1.ops = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasRequest_OpData()
@@ -192,8 +187,7 @@ def _r7(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.key = b[p:p + n2].decode()
-                    p += n2
+                    o2.key = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.value, o2.remove, n2 = _S5(b, p)
                     p += 10
@@ -225,7 +219,7 @@ def _r10(b, p, k=_MAXE):
     o.entries = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterClientQuotasResponse_EntryData()
@@ -236,8 +230,7 @@ def _r10(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -245,7 +238,7 @@ def _r10(b, p, k=_MAXE):
             o1.entity = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasResponse_EntityData()
@@ -253,8 +246,7 @@ def _r10(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.entity_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.entity_type = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -262,8 +254,7 @@ def _r10(b, p, k=_MAXE):
                             raise Malformed
                         o2.entity_name = None
                     else:
-                        o2.entity_name = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -286,7 +277,7 @@ def _r13(b, p, k=_MAXE):
     o.entries = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterClientQuotasResponse_EntryData()
@@ -298,8 +289,7 @@ def _r13(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -310,7 +300,7 @@ def _r13(b, p, k=_MAXE):
             o1.entity = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterClientQuotasResponse_EntityData()
@@ -321,8 +311,7 @@ def _r13(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.entity_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.entity_type = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -331,8 +320,7 @@ def _r13(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.entity_name = None
                     else:
-                        o2.entity_name = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t11(b, p, o2, k)

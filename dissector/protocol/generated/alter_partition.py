@@ -53,7 +53,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionRequest_TopicData()
@@ -64,8 +64,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -76,7 +75,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionRequest_PartitionData()
@@ -132,7 +131,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionRequest_TopicData()
@@ -143,8 +142,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -155,7 +153,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionRequest_PartitionData()
@@ -226,7 +224,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionRequest_PartitionData()
@@ -297,7 +295,7 @@ def _r11(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionRequest_PartitionData()
@@ -311,7 +309,7 @@ def _r11(b, p, k=_MAXE):
                     o2.new_isr_with_epochs = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
@@ -366,7 +364,7 @@ def _r14(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionResponse_TopicData()
@@ -377,8 +375,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -389,7 +386,7 @@ def _r14(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()
@@ -444,7 +441,7 @@ def _r17(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionResponse_TopicData()
@@ -455,8 +452,7 @@ def _r17(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -467,7 +463,7 @@ def _r17(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()
@@ -537,7 +533,7 @@ def _r19(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()

@@ -45,7 +45,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
@@ -56,8 +56,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -68,7 +67,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
@@ -123,7 +122,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionReassignmentsRequest_ReassignableTopic()
@@ -134,8 +133,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -146,7 +144,7 @@ def _r3(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionReassignmentsRequest_ReassignablePartition()
@@ -198,8 +196,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -210,7 +207,7 @@ def _r6(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
@@ -221,8 +218,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -233,7 +229,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
@@ -245,8 +241,7 @@ def _r6(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t4(b, p, o2, k)
@@ -280,8 +275,7 @@ def _r7(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -292,7 +286,7 @@ def _r7(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterPartitionReassignmentsResponse_ReassignableTopicResponse()
@@ -303,8 +297,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -315,7 +308,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()
@@ -327,8 +320,7 @@ def _r7(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t4(b, p, o2, k)

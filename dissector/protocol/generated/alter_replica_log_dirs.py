@@ -47,7 +47,7 @@ def _r2(b, p, k=_MAXE):
     o.dirs = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
@@ -55,8 +55,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.path = b[p:p + n1].decode()
-            p += n1
+            o1.path = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -64,7 +63,7 @@ def _r2(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
@@ -72,8 +71,7 @@ def _r2(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -108,7 +106,7 @@ def _r5(b, p, k=_MAXE):
     o.dirs = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterReplicaLogDirsRequest_AlterReplicaLogDir()
@@ -119,8 +117,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.path = b[p:p + n1].decode()
-            p += n1
+            o1.path = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -131,7 +128,7 @@ def _r5(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()
@@ -142,8 +139,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -190,7 +186,7 @@ def _r8(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
@@ -198,8 +194,7 @@ def _r8(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -207,7 +202,7 @@ def _r8(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I4(b[p:p + 6 * n1]):
@@ -243,7 +238,7 @@ def _r11(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()
@@ -254,8 +249,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -266,7 +260,7 @@ def _r11(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I6(s1):

@@ -40,7 +40,7 @@ def _r2(b, p, k=_MAXE):
     o.deletions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterUserScramCredentialsRequest_ScramCredentialDeletion()
@@ -51,8 +51,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.mechanism, n1 = _S1(b, p)
             p += 2
@@ -70,7 +69,7 @@ def _r2(b, p, k=_MAXE):
     o.upsertions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterUserScramCredentialsRequest_ScramCredentialUpsertion()
@@ -81,8 +80,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.mechanism, o1.iterations, n1 = _S2(b, p)
             p += 6
             if n1 > 127:
@@ -90,8 +88,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.salt = b[p:p + n1]
-            p += n1
+            o1.salt = b[p:(p := p + n1)]
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -99,8 +96,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.salted_password = b[p:p + n1]
-            p += n1
+            o1.salted_password = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t1(b, p, o1, k)
@@ -128,7 +124,7 @@ def _r4(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult()
@@ -139,8 +135,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.user = b[p:p + n1].decode()
-            p += n1
+            o1.user = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S4(b, p)
             p += 3
             if n1 > 127:
@@ -149,8 +144,7 @@ def _r4(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t3(b, p, o1, k)

@@ -55,8 +55,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.client_software_name = b[p:p + n0].decode()
-    p += n0
+    o.client_software_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -64,8 +63,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.client_software_version = b[p:p + n0].decode()
-    p += n0
+    o.client_software_version = b[p:(p := p + n0)].decode()
     o.cluster_id = None
     o.node_id = -1
     o.unknown_tags = None
@@ -85,8 +83,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.client_software_name = b[p:p + n0].decode()
-    p += n0
+    o.client_software_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -94,8 +91,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.client_software_version = b[p:p + n0].decode()
-    p += n0
+    o.client_software_version = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -104,8 +100,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.node_id, n0 = _S1(b, p)
     p += 5
@@ -123,7 +118,7 @@ def _r4(b, p, k=_MAXE):
     o.api_keys = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         if n0 > 4:
             for v in _I3(b[p:p + 6 * n0]):
@@ -158,7 +153,7 @@ def _r5(b, p, k=_MAXE):
     o.api_keys = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         if n0 > 4:
             for v in _I3(b[p:p + 6 * n0]):
@@ -197,7 +192,7 @@ def _r9(b, p, k=_MAXE):
     o.api_keys = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
             for v in _I6(s0):
@@ -328,7 +323,7 @@ def _t9(b, p, o, k):
             o.supported_features = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = ApiVersionsResponse_SupportedFeatureKey()
@@ -339,8 +334,7 @@ def _t9(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.name = b[p:p + n1].decode()
-                    p += n1
+                    o1.name = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.min_version, o1.max_version, n1 = _S8(b, p)
                     p += 5
@@ -366,7 +360,7 @@ def _t9(b, p, o, k):
             o.finalized_features = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = ApiVersionsResponse_FinalizedFeatureKey()
@@ -377,8 +371,7 @@ def _t9(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.name = b[p:p + n1].decode()
-                    p += n1
+                    o1.name = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.max_version_level, o1.min_version_level, n1 = _S8(b, p)
                     p += 5

@@ -87,7 +87,7 @@ def _r3(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 5 * n2])[4::5].count(0) == n2:
                             for v in _I2(s2):
@@ -172,7 +172,7 @@ def _r7(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I5(s2):

@@ -59,8 +59,7 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -68,7 +67,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BeginQuorumEpochRequest_TopicData()
@@ -76,8 +75,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -85,7 +83,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I2(b[p:p + 12 * n1]):
@@ -123,8 +121,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.voter_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -135,7 +132,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BeginQuorumEpochRequest_TopicData()
@@ -146,8 +143,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -158,7 +154,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = BeginQuorumEpochRequest_PartitionData()
@@ -190,7 +186,7 @@ def _r6(b, p, k=_MAXE):
     o.leader_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BeginQuorumEpochRequest_LeaderEndpoint()
@@ -201,8 +197,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -210,8 +205,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S6(b, p)
             p += 3
@@ -236,7 +230,7 @@ def _r9(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BeginQuorumEpochResponse_TopicData()
@@ -244,8 +238,7 @@ def _r9(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -253,7 +246,7 @@ def _r9(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I8(b[p:p + 14 * n1]):
@@ -290,7 +283,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BeginQuorumEpochResponse_TopicData()
@@ -301,8 +294,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -313,7 +305,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
                     for v in _I10(s1):
@@ -520,7 +512,7 @@ def _t13(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = BeginQuorumEpochResponse_NodeEndpoint()
@@ -531,8 +523,7 @@ def _t13(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.port, n1 = _S6(b, p)
                     p += 3

@@ -35,8 +35,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.incarnation_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     n0 = b[p]
@@ -49,7 +48,7 @@ def _r2(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Listener()
@@ -60,8 +59,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -69,8 +67,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, o1.security_protocol, n1 = _S2(b, p)
             p += 5
@@ -88,7 +85,7 @@ def _r2(b, p, k=_MAXE):
     o.features = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Feature()
@@ -99,8 +96,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
             p += 5
@@ -116,8 +112,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.rack = None
     else:
-        o.rack = b[p:p + n0].decode()
-        p += n0
+        o.rack = b[p:(p := p + n0)].decode()
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
@@ -138,8 +133,7 @@ def _r3(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.incarnation_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     n0 = b[p]
@@ -152,7 +146,7 @@ def _r3(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Listener()
@@ -163,8 +157,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -172,8 +165,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, o1.security_protocol, n1 = _S2(b, p)
             p += 5
@@ -191,7 +183,7 @@ def _r3(b, p, k=_MAXE):
     o.features = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Feature()
@@ -202,8 +194,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
             p += 5
@@ -219,8 +210,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.rack = None
     else:
-        o.rack = b[p:p + n0].decode()
-        p += n0
+        o.rack = b[p:(p := p + n0)].decode()
     o.log_dirs = []
     o.previous_broker_epoch = -1
     o.unknown_tags = None
@@ -240,8 +230,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.incarnation_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     n0 = b[p]
@@ -254,7 +243,7 @@ def _r4(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Listener()
@@ -265,8 +254,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -274,8 +262,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, o1.security_protocol, n1 = _S2(b, p)
             p += 5
@@ -293,7 +280,7 @@ def _r4(b, p, k=_MAXE):
     o.features = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Feature()
@@ -304,8 +291,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
             p += 5
@@ -321,8 +307,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.rack = None
     else:
-        o.rack = b[p:p + n0].decode()
-        p += n0
+        o.rack = b[p:(p := p + n0)].decode()
     o.is_migrating_zk_broker, n0 = _S4(b, p)
     p += 2
     if n0 > 127:
@@ -357,8 +342,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.incarnation_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
     p += 16
     n0 = b[p]
@@ -371,7 +355,7 @@ def _r5(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Listener()
@@ -382,8 +366,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -391,8 +374,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, o1.security_protocol, n1 = _S2(b, p)
             p += 5
@@ -410,7 +392,7 @@ def _r5(b, p, k=_MAXE):
     o.features = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = BrokerRegistrationRequest_Feature()
@@ -421,8 +403,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.min_supported_version, o1.max_supported_version, n1 = _S3(b, p)
             p += 5
@@ -438,8 +419,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.rack = None
     else:
-        o.rack = b[p:p + n0].decode()
-        p += n0
+        o.rack = b[p:(p := p + n0)].decode()
     o.is_migrating_zk_broker, n0 = _S4(b, p)
     p += 2
     if n0 > 127:

@@ -46,7 +46,7 @@ def _r0(b, p, k=_MAXE):
     o.group_ids = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -57,8 +57,7 @@ def _r0(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -81,7 +80,7 @@ def _r5(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerGroupDescribeResponse_DescribedGroup()
@@ -93,8 +92,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -102,8 +100,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -111,8 +108,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_epoch, o1.assignment_epoch, n1 = _S4(b, p)
             p += 9
             if n1 > 127:
@@ -120,8 +116,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.assignor_name = b[p:p + n1].decode()
-            p += n1
+            o1.assignor_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -132,7 +127,7 @@ def _r5(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ConsumerGroupDescribeResponse_Member()
@@ -143,8 +138,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -153,8 +147,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.instance_id = None
                     else:
-                        o2.instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -163,8 +156,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.rack_id = None
                     else:
-                        o2.rack_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.rack_id = b[p:(p := p + n2)].decode()
                     o2.member_epoch, n2 = _S2(b, p)
                     p += 5
                     if n2 > 127:
@@ -172,8 +164,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -181,8 +172,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -193,7 +183,7 @@ def _r5(b, p, k=_MAXE):
                     o2.subscribed_topic_names = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             n3 = b[p]
@@ -204,8 +194,7 @@ def _r5(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            c = b[p:p + n3].decode()
-                            p += n3
+                            c = b[p:(p := p + n3)].decode()
                             l2.append(c)
                             n2 -= 1
                     n2 = b[p]
@@ -216,8 +205,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.subscribed_topic_regex = None
                     else:
-                        o2.subscribed_topic_regex = b[p:p + n2].decode()
-                        p += n2
+                        o2.subscribed_topic_regex = b[p:(p := p + n2)].decode()
                     o3 = ConsumerGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
@@ -242,8 +230,7 @@ def _r5(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.topic_name = b[p:p + n4].decode()
-                            p += n4
+                            o4.topic_name = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -296,8 +283,7 @@ def _r5(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.topic_name = b[p:p + n4].decode()
-                            p += n4
+                            o4.topic_name = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -361,7 +347,7 @@ def _r8(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerGroupDescribeResponse_DescribedGroup()
@@ -373,8 +359,7 @@ def _r8(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -382,8 +367,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -391,8 +375,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_epoch, o1.assignment_epoch, n1 = _S4(b, p)
             p += 9
             if n1 > 127:
@@ -400,8 +383,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.assignor_name = b[p:p + n1].decode()
-            p += n1
+            o1.assignor_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -412,7 +394,7 @@ def _r8(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ConsumerGroupDescribeResponse_Member()
@@ -423,8 +405,7 @@ def _r8(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -433,8 +414,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.instance_id = None
                     else:
-                        o2.instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -443,8 +423,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.rack_id = None
                     else:
-                        o2.rack_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.rack_id = b[p:(p := p + n2)].decode()
                     o2.member_epoch, n2 = _S2(b, p)
                     p += 5
                     if n2 > 127:
@@ -452,8 +431,7 @@ def _r8(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -461,8 +439,7 @@ def _r8(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -473,7 +450,7 @@ def _r8(b, p, k=_MAXE):
                     o2.subscribed_topic_names = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             n3 = b[p]
@@ -484,8 +461,7 @@ def _r8(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            c = b[p:p + n3].decode()
-                            p += n3
+                            c = b[p:(p := p + n3)].decode()
                             l2.append(c)
                             n2 -= 1
                     n2 = b[p]
@@ -496,8 +472,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.subscribed_topic_regex = None
                     else:
-                        o2.subscribed_topic_regex = b[p:p + n2].decode()
-                        p += n2
+                        o2.subscribed_topic_regex = b[p:(p := p + n2)].decode()
                     o3 = ConsumerGroupDescribeResponse_Assignment()
                     n3 = b[p]
                     p += 1
@@ -522,8 +497,7 @@ def _r8(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.topic_name = b[p:p + n4].decode()
-                            p += n4
+                            o4.topic_name = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -576,8 +550,7 @@ def _r8(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.topic_name = b[p:p + n4].decode()
-                            p += n4
+                            o4.topic_name = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:

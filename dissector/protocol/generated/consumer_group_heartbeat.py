@@ -37,8 +37,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -46,8 +45,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -56,8 +54,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.instance_id = None
     else:
-        o.instance_id = b[p:p + n0].decode()
-        p += n0
+        o.instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,8 +63,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.rack_id = None
     else:
-        o.rack_id = b[p:p + n0].decode()
-        p += n0
+        o.rack_id = b[p:(p := p + n0)].decode()
     o.rebalance_timeout_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -79,7 +75,7 @@ def _r1(b, p, k=_MAXE):
         o.subscribed_topic_names = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 n1 = b[p]
@@ -90,8 +86,7 @@ def _r1(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                c = b[p:p + n1].decode()
-                p += n1
+                c = b[p:(p := p + n1)].decode()
                 l0.append(c)
                 n0 -= 1
     n0 = b[p]
@@ -102,8 +97,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.server_assignor = None
     else:
-        o.server_assignor = b[p:p + n0].decode()
-        p += n0
+        o.server_assignor = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -161,8 +155,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -170,8 +163,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -180,8 +172,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.instance_id = None
     else:
-        o.instance_id = b[p:p + n0].decode()
-        p += n0
+        o.instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -190,8 +181,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.rack_id = None
     else:
-        o.rack_id = b[p:p + n0].decode()
-        p += n0
+        o.rack_id = b[p:(p := p + n0)].decode()
     o.rebalance_timeout_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -203,7 +193,7 @@ def _r2(b, p, k=_MAXE):
         o.subscribed_topic_names = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 n1 = b[p]
@@ -214,8 +204,7 @@ def _r2(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                c = b[p:p + n1].decode()
-                p += n1
+                c = b[p:(p := p + n1)].decode()
                 l0.append(c)
                 n0 -= 1
     n0 = b[p]
@@ -226,8 +215,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.subscribed_topic_regex = None
     else:
-        o.subscribed_topic_regex = b[p:p + n0].decode()
-        p += n0
+        o.subscribed_topic_regex = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -236,8 +224,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.server_assignor = None
     else:
-        o.server_assignor = b[p:p + n0].decode()
-        p += n0
+        o.server_assignor = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -295,8 +282,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -305,8 +291,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, o.heartbeat_interval_ms, n0 = _S3(b, p)
     p += 9
     if n0 > 127:

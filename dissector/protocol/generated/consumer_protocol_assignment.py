@@ -23,7 +23,7 @@ def _r1(b, p, k=_MAXE):
     o.assigned_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerProtocolAssignment_TopicPartition()
@@ -31,8 +31,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -55,8 +54,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.user_data = None
     else:
-        o.user_data = b[p:p + n0]
-        p += n0
+        o.user_data = b[p:(p := p + n0)]
     o.unknown_tags = None
     return o, p
 

@@ -24,15 +24,14 @@ def _r0(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = _S0(b, p)[0]
@@ -42,8 +41,7 @@ def _r0(b, p, k=_MAXE):
             raise Malformed
         o.user_data = None
     else:
-        o.user_data = b[p:p + n0]
-        p += n0
+        o.user_data = b[p:(p := p + n0)]
     o.owned_partitions = []
     o.generation_id = -1
     o.rack_id = None
@@ -60,15 +58,14 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = _S0(b, p)[0]
@@ -78,8 +75,7 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.user_data = None
     else:
-        o.user_data = b[p:p + n0]
-        p += n0
+        o.user_data = b[p:(p := p + n0)]
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -87,7 +83,7 @@ def _r2(b, p, k=_MAXE):
     o.owned_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
@@ -95,8 +91,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -127,15 +122,14 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = _S0(b, p)[0]
@@ -145,8 +139,7 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         o.user_data = None
     else:
-        o.user_data = b[p:p + n0]
-        p += n0
+        o.user_data = b[p:(p := p + n0)]
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -154,7 +147,7 @@ def _r3(b, p, k=_MAXE):
     o.owned_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
@@ -162,8 +155,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -195,15 +187,14 @@ def _r4(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = _S0(b, p)[0]
@@ -213,8 +204,7 @@ def _r4(b, p, k=_MAXE):
             raise Malformed
         o.user_data = None
     else:
-        o.user_data = b[p:p + n0]
-        p += n0
+        o.user_data = b[p:(p := p + n0)]
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -222,7 +212,7 @@ def _r4(b, p, k=_MAXE):
     o.owned_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ConsumerProtocolSubscription_TopicPartition()
@@ -230,8 +220,7 @@ def _r4(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -254,8 +243,7 @@ def _r4(b, p, k=_MAXE):
             raise Malformed
         o.rack_id = None
     else:
-        o.rack_id = b[p:p + n0].decode()
-        p += n0
+        o.rack_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     return o, p
 

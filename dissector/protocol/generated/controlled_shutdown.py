@@ -59,7 +59,7 @@ def _r4(b, p, k=_MAXE):
     o.remaining_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ControlledShutdownResponse_RemainingPartition()
@@ -67,8 +67,7 @@ def _r4(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index = _S0(b, p)[0]
             p += 4
@@ -90,7 +89,7 @@ def _r6(b, p, k=_MAXE):
     o.remaining_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ControlledShutdownResponse_RemainingPartition()
@@ -101,8 +100,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index, n1 = _S7(b, p)
             p += 5

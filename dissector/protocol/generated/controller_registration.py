@@ -41,7 +41,7 @@ def _r2(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ControllerRegistrationRequest_Listener()
@@ -52,8 +52,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -61,8 +60,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, o1.security_protocol, n1 = _S3(b, p)
             p += 5
@@ -80,7 +78,7 @@ def _r2(b, p, k=_MAXE):
     o.features = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ControllerRegistrationRequest_Feature()
@@ -91,8 +89,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.min_supported_version, o1.max_supported_version, n1 = _S4(b, p)
             p += 5
@@ -118,8 +115,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t3(b, p, o, k)

@@ -39,7 +39,7 @@ def _r1(b, p, k=_MAXE):
     o.creations = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateAclsRequest_AclCreation()
@@ -47,20 +47,17 @@ def _r1(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.principal = b[p:p + n1].decode()
-            p += n1
+            o1.principal = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.resource_pattern_type = 3
             o1.unknown_tags = None
             o1.operation, o1.permission_type = _S3(b, p)
@@ -80,7 +77,7 @@ def _r3(b, p, k=_MAXE):
     o.creations = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateAclsRequest_AclCreation()
@@ -88,20 +85,17 @@ def _r3(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.resource_pattern_type, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.principal = b[p:p + n1].decode()
-            p += n1
+            o1.principal = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
@@ -123,7 +117,7 @@ def _r5(b, p, k=_MAXE):
     o.creations = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateAclsRequest_AclCreation()
@@ -134,8 +128,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.resource_pattern_type, n1 = _S5(b, p)
             p += 2
             if n1 > 127:
@@ -143,8 +136,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal = b[p:p + n1].decode()
-            p += n1
+            o1.principal = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -152,8 +144,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.operation, o1.permission_type, n1 = _S6(b, p)
             p += 3
@@ -178,7 +169,7 @@ def _r7(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateAclsResponse_AclCreationResult()
@@ -189,8 +180,7 @@ def _r7(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -210,7 +200,7 @@ def _r9(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateAclsResponse_AclCreationResult()
@@ -222,8 +212,7 @@ def _r9(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t8(b, p, o1, k)

@@ -34,7 +34,7 @@ def _r1(b, p, k=_MAXE):
     o.renewers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
@@ -42,14 +42,12 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -73,7 +71,7 @@ def _r3(b, p, k=_MAXE):
     o.renewers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
@@ -84,8 +82,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -93,8 +90,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t2(b, p, o1, k)
@@ -122,8 +118,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.owner_principal_type = None
     else:
-        o.owner_principal_type = b[p:p + n0].decode()
-        p += n0
+        o.owner_principal_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -132,8 +127,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.owner_principal_name = None
     else:
-        o.owner_principal_name = b[p:p + n0].decode()
-        p += n0
+        o.owner_principal_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -144,7 +138,7 @@ def _r4(b, p, k=_MAXE):
     o.renewers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateDelegationTokenRequest_CreatableRenewers()
@@ -155,8 +149,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -164,8 +157,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t2(b, p, o1, k)
@@ -187,26 +179,22 @@ def _r5(b, p, k=_MAXE):
     p += 4
     if n0 < 0:
         raise Malformed
-    o.principal_type = b[p:p + n0].decode()
-    p += n0
+    o.principal_type = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.principal_name = b[p:p + n0].decode()
-    p += n0
+    o.principal_name = b[p:(p := p + n0)].decode()
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, n0 = _S6(b, p)
     p += 26
     if n0 < 0:
         raise Malformed
-    o.token_id = b[p:p + n0].decode()
-    p += n0
+    o.token_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    o.hmac = b[p:p + n0]
-    p += n0
+    o.hmac = b[p:(p := p + n0)]
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     o.unknown_tags = None
@@ -224,8 +212,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.principal_type = b[p:p + n0].decode()
-    p += n0
+    o.principal_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -233,8 +220,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.principal_name = b[p:p + n0].decode()
-    p += n0
+    o.principal_name = b[p:(p := p + n0)].decode()
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, n0 = _S8(b, p)
     p += 25
     if n0 > 127:
@@ -242,8 +228,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.token_id = b[p:p + n0].decode()
-    p += n0
+    o.token_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -251,8 +236,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.hmac = b[p:p + n0]
-    p += n0
+    o.hmac = b[p:(p := p + n0)]
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     o.unknown_tags = None
@@ -272,8 +256,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.principal_type = b[p:p + n0].decode()
-    p += n0
+    o.principal_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -281,8 +264,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.principal_name = b[p:p + n0].decode()
-    p += n0
+    o.principal_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -290,8 +272,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.token_requester_principal_type = b[p:p + n0].decode()
-    p += n0
+    o.token_requester_principal_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -299,8 +280,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.token_requester_principal_name = b[p:p + n0].decode()
-    p += n0
+    o.token_requester_principal_name = b[p:(p := p + n0)].decode()
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, n0 = _S8(b, p)
     p += 25
     if n0 > 127:
@@ -308,8 +288,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.token_id = b[p:p + n0].decode()
-    p += n0
+    o.token_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -317,8 +296,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.hmac = b[p:p + n0]
-    p += n0
+    o.hmac = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.throttle_time_ms, n0 = _S9(b, p)
     p += 5

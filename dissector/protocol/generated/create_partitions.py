@@ -42,7 +42,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreatePartitionsRequest_CreatePartitionsTopic()
@@ -50,8 +50,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.count, n1 = _S2(b, p)
             p += 8
             if n1 < 0:
@@ -62,7 +61,7 @@ def _r2(b, p, k=_MAXE):
                 o1.assignments = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
@@ -102,7 +101,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreatePartitionsRequest_CreatePartitionsTopic()
@@ -113,8 +112,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.count, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -126,7 +124,7 @@ def _r5(b, p, k=_MAXE):
                 o1.assignments = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = CreatePartitionsRequest_CreatePartitionsAssignment()
@@ -176,7 +174,7 @@ def _r7(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
@@ -184,8 +182,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S7(b, p)
             p += 4
             if n1 < 0:
@@ -193,8 +190,7 @@ def _r7(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -214,7 +210,7 @@ def _r9(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreatePartitionsResponse_CreatePartitionsTopicResult()
@@ -225,8 +221,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S8(b, p)
             p += 3
             if n1 > 127:
@@ -235,8 +230,7 @@ def _r9(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t8(b, p, o1, k)

@@ -53,7 +53,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
@@ -61,8 +61,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
             p += 10
             if n1 < 0:
@@ -70,7 +69,7 @@ def _r3(b, p, k=_MAXE):
             o1.assignments = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
@@ -96,7 +95,7 @@ def _r3(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
@@ -104,8 +103,7 @@ def _r3(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -113,8 +111,7 @@ def _r3(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -137,7 +134,7 @@ def _r4(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
@@ -145,8 +142,7 @@ def _r4(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.num_partitions, o1.replication_factor, n1 = _S2(b, p)
             p += 10
             if n1 < 0:
@@ -154,7 +150,7 @@ def _r4(b, p, k=_MAXE):
             o1.assignments = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
@@ -180,7 +176,7 @@ def _r4(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
@@ -188,8 +184,7 @@ def _r4(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -197,8 +192,7 @@ def _r4(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -223,7 +217,7 @@ def _r8(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsRequest_CreatableTopic()
@@ -234,8 +228,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
             p += 7
             if n1 > 127:
@@ -246,7 +239,7 @@ def _r8(b, p, k=_MAXE):
             o1.assignments = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableReplicaAssignment()
@@ -282,7 +275,7 @@ def _r8(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = CreateTopicsRequest_CreatableTopicConfig()
@@ -293,8 +286,7 @@ def _r8(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -303,8 +295,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t6(b, p, o2, k)
@@ -336,7 +327,7 @@ def _r10(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
@@ -344,8 +335,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.error_message = ''
             o1.topic_config_error_code = 0
@@ -371,7 +361,7 @@ def _r12(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
@@ -379,8 +369,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S9(b, p)
             p += 4
             if n1 < 0:
@@ -388,8 +377,7 @@ def _r12(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.topic_config_error_code = 0
             o1.num_partitions = -1
@@ -412,7 +400,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
@@ -420,8 +408,7 @@ def _r13(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S9(b, p)
             p += 4
             if n1 < 0:
@@ -429,8 +416,7 @@ def _r13(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.topic_config_error_code = 0
             o1.num_partitions = -1
@@ -455,7 +441,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
@@ -466,8 +452,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S10(b, p)
             p += 3
             if n1 > 127:
@@ -476,8 +461,7 @@ def _r16(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
             p += 7
             if n1 > 127:
@@ -489,7 +473,7 @@ def _r16(b, p, k=_MAXE):
                 o1.configs = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = CreateTopicsResponse_CreatableTopicConfigs()
@@ -500,8 +484,7 @@ def _r16(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.name = b[p:p + n2].decode()
-                        p += n2
+                        o2.name = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -510,8 +493,7 @@ def _r16(b, p, k=_MAXE):
                         if n2 < 0:
                             o2.value = None
                         else:
-                            o2.value = b[p:p + n2].decode()
-                            p += n2
+                            o2.value = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
                         p += 4
@@ -548,7 +530,7 @@ def _r18(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = CreateTopicsResponse_CreatableTopicResult()
@@ -559,8 +541,7 @@ def _r18(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.error_code, n1 = _S10(b, p)
@@ -571,8 +552,7 @@ def _r18(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.num_partitions, o1.replication_factor, n1 = _S6(b, p)
             p += 7
             if n1 > 127:
@@ -584,7 +564,7 @@ def _r18(b, p, k=_MAXE):
                 o1.configs = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = CreateTopicsResponse_CreatableTopicConfigs()
@@ -595,8 +575,7 @@ def _r18(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.name = b[p:p + n2].decode()
-                        p += n2
+                        o2.name = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -605,8 +584,7 @@ def _r18(b, p, k=_MAXE):
                         if n2 < 0:
                             o2.value = None
                         else:
-                            o2.value = b[p:p + n2].decode()
-                            p += n2
+                            o2.value = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
                         p += 4

@@ -18,8 +18,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.type = b[p:p + n0].decode()
-    p += n0
+    o.type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -27,8 +26,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.name = b[p:p + n0].decode()
-    p += n0
+    o.name = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.token_authenticated, n0 = _S1(b, p)
     p += 2

@@ -43,7 +43,7 @@ def _r1(b, p, k=_MAXE):
     o.filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
@@ -54,8 +54,7 @@ def _r1(b, p, k=_MAXE):
                     raise Malformed
                 o1.resource_name_filter = None
             else:
-                o1.resource_name_filter = b[p:p + n1].decode()
-                p += n1
+                o1.resource_name_filter = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
@@ -63,8 +62,7 @@ def _r1(b, p, k=_MAXE):
                     raise Malformed
                 o1.principal_filter = None
             else:
-                o1.principal_filter = b[p:p + n1].decode()
-                p += n1
+                o1.principal_filter = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
@@ -72,8 +70,7 @@ def _r1(b, p, k=_MAXE):
                     raise Malformed
                 o1.host_filter = None
             else:
-                o1.host_filter = b[p:p + n1].decode()
-                p += n1
+                o1.host_filter = b[p:(p := p + n1)].decode()
             o1.pattern_type_filter = 3
             o1.unknown_tags = None
             o1.operation, o1.permission_type = _S3(b, p)
@@ -93,7 +90,7 @@ def _r3(b, p, k=_MAXE):
     o.filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
@@ -104,8 +101,7 @@ def _r3(b, p, k=_MAXE):
                     raise Malformed
                 o1.resource_name_filter = None
             else:
-                o1.resource_name_filter = b[p:p + n1].decode()
-                p += n1
+                o1.resource_name_filter = b[p:(p := p + n1)].decode()
             o1.pattern_type_filter, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
@@ -113,8 +109,7 @@ def _r3(b, p, k=_MAXE):
                     raise Malformed
                 o1.principal_filter = None
             else:
-                o1.principal_filter = b[p:p + n1].decode()
-                p += n1
+                o1.principal_filter = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
@@ -122,8 +117,7 @@ def _r3(b, p, k=_MAXE):
                     raise Malformed
                 o1.host_filter = None
             else:
-                o1.host_filter = b[p:p + n1].decode()
-                p += n1
+                o1.host_filter = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.operation, o1.permission_type = _S3(b, p)
             p += 2
@@ -145,7 +139,7 @@ def _r5(b, p, k=_MAXE):
     o.filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsRequest_DeleteAclsFilter()
@@ -157,8 +151,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.resource_name_filter = None
             else:
-                o1.resource_name_filter = b[p:p + n1].decode()
-                p += n1
+                o1.resource_name_filter = b[p:(p := p + n1)].decode()
             o1.pattern_type_filter, n1 = _S5(b, p)
             p += 2
             if n1 > 127:
@@ -167,8 +160,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.principal_filter = None
             else:
-                o1.principal_filter = b[p:p + n1].decode()
-                p += n1
+                o1.principal_filter = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -177,8 +169,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.host_filter = None
             else:
-                o1.host_filter = b[p:p + n1].decode()
-                p += n1
+                o1.host_filter = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.operation, o1.permission_type, n1 = _S6(b, p)
             p += 3
@@ -203,7 +194,7 @@ def _r8(b, p, k=_MAXE):
     o.filter_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
@@ -214,8 +205,7 @@ def _r8(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -223,7 +213,7 @@ def _r8(b, p, k=_MAXE):
             o1.matching_acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
@@ -234,26 +224,22 @@ def _r8(b, p, k=_MAXE):
                             raise Malformed
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.resource_type, n2 = _S1(b, p)
                     p += 3
                     if n2 < 0:
                         raise Malformed
-                    o2.resource_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.resource_name = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.pattern_type = 3
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type = _S3(b, p)
@@ -276,7 +262,7 @@ def _r11(b, p, k=_MAXE):
     o.filter_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
@@ -287,8 +273,7 @@ def _r11(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -296,7 +281,7 @@ def _r11(b, p, k=_MAXE):
             o1.matching_acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
@@ -307,26 +292,22 @@ def _r11(b, p, k=_MAXE):
                             raise Malformed
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.resource_type, n2 = _S1(b, p)
                     p += 3
                     if n2 < 0:
                         raise Malformed
-                    o2.resource_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.resource_name = b[p:(p := p + n2)].decode()
                     o2.pattern_type, n2 = _S1(b, p)
                     p += 3
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type = _S3(b, p)
                     p += 2
@@ -351,7 +332,7 @@ def _r14(b, p, k=_MAXE):
     o.filter_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteAclsResponse_DeleteAclsFilterResult()
@@ -363,8 +344,7 @@ def _r14(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -375,7 +355,7 @@ def _r14(b, p, k=_MAXE):
             o1.matching_acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DeleteAclsResponse_DeleteAclsMatchingAcl()
@@ -387,8 +367,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.resource_type, n2 = _S5(b, p)
                     p += 2
                     if n2 > 127:
@@ -396,8 +375,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.resource_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.resource_name = b[p:(p := p + n2)].decode()
                     o2.pattern_type, n2 = _S5(b, p)
                     p += 2
                     if n2 > 127:
@@ -405,8 +383,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -414,8 +391,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type, n2 = _S6(b, p)
                     p += 3

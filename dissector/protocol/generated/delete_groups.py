@@ -30,15 +30,14 @@ def _r0(b, p, k=_MAXE):
     o.groups_names = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -57,7 +56,7 @@ def _r1(b, p, k=_MAXE):
     o.groups_names = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -68,8 +67,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -89,7 +87,7 @@ def _r3(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
@@ -97,8 +95,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             o1.error_message = None
             o1.unknown_tags = None
             o1.error_code = _S1(b, p)[0]
@@ -121,7 +118,7 @@ def _r5(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
@@ -132,8 +129,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             o1.error_message = None
             o1.unknown_tags = None
             o1.error_code, n1 = _S5(b, p)
@@ -162,7 +158,7 @@ def _r7(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteGroupsResponse_DeletableGroupResult()
@@ -173,8 +169,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S5(b, p)
             p += 3
             if n1 > 127:
@@ -183,8 +178,7 @@ def _r7(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t6(b, p, o1, k)

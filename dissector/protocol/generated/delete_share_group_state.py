@@ -41,8 +41,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -69,7 +68,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
                     for v in _I1(s1):
@@ -131,7 +130,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DeleteShareGroupStateResponse_PartitionResult()
@@ -143,8 +142,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t3(b, p, o2, k)

@@ -34,15 +34,14 @@ def _r0(b, p, k=_MAXE):
     o.topic_names = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.topics = []
@@ -64,7 +63,7 @@ def _r1(b, p, k=_MAXE):
     o.topic_names = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -75,8 +74,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.topics = []
@@ -100,7 +98,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsRequest_DeleteTopicState()
@@ -112,8 +110,7 @@ def _r3(b, p, k=_MAXE):
             if n1 < 0:
                 o1.name = None
             else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.unknown_tags = None
@@ -141,7 +138,7 @@ def _r5(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
@@ -149,8 +146,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.error_message = None
             o1.unknown_tags = None
@@ -172,7 +168,7 @@ def _r6(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
@@ -180,8 +176,7 @@ def _r6(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.error_message = None
             o1.unknown_tags = None
@@ -205,7 +200,7 @@ def _r8(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
@@ -216,8 +211,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.error_message = None
             o1.unknown_tags = None
@@ -247,7 +241,7 @@ def _r10(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
@@ -258,8 +252,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S5(b, p)
             p += 3
             if n1 > 127:
@@ -268,8 +261,7 @@ def _r10(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.unknown_tags = None
             if b[p]:
@@ -298,7 +290,7 @@ def _r12(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DeleteTopicsResponse_DeletableTopicResult()
@@ -310,8 +302,7 @@ def _r12(b, p, k=_MAXE):
             if n1 < 0:
                 o1.name = None
             else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.error_code, n1 = _S5(b, p)
@@ -322,8 +313,7 @@ def _r12(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t11(b, p, o1, k)

@@ -38,8 +38,7 @@ def _r0(b, p, k=_MAXE):
             raise Malformed
         o.resource_name_filter = None
     else:
-        o.resource_name_filter = b[p:p + n0].decode()
-        p += n0
+        o.resource_name_filter = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -47,8 +46,7 @@ def _r0(b, p, k=_MAXE):
             raise Malformed
         o.principal_filter = None
     else:
-        o.principal_filter = b[p:p + n0].decode()
-        p += n0
+        o.principal_filter = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -56,8 +54,7 @@ def _r0(b, p, k=_MAXE):
             raise Malformed
         o.host_filter = None
     else:
-        o.host_filter = b[p:p + n0].decode()
-        p += n0
+        o.host_filter = b[p:(p := p + n0)].decode()
     o.pattern_type_filter = 3
     o.unknown_tags = None
     o.operation, o.permission_type = _S2(b, p)
@@ -74,8 +71,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.resource_name_filter = None
     else:
-        o.resource_name_filter = b[p:p + n0].decode()
-        p += n0
+        o.resource_name_filter = b[p:(p := p + n0)].decode()
     o.pattern_type_filter, n0 = _S0(b, p)
     p += 3
     if n0 < 0:
@@ -83,8 +79,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.principal_filter = None
     else:
-        o.principal_filter = b[p:p + n0].decode()
-        p += n0
+        o.principal_filter = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 2
     if n0 < 0:
@@ -92,8 +87,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.host_filter = None
     else:
-        o.host_filter = b[p:p + n0].decode()
-        p += n0
+        o.host_filter = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.operation, o.permission_type = _S2(b, p)
     p += 2
@@ -110,8 +104,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.resource_name_filter = None
     else:
-        o.resource_name_filter = b[p:p + n0].decode()
-        p += n0
+        o.resource_name_filter = b[p:(p := p + n0)].decode()
     o.pattern_type_filter, n0 = _S3(b, p)
     p += 2
     if n0 > 127:
@@ -120,8 +113,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.principal_filter = None
     else:
-        o.principal_filter = b[p:p + n0].decode()
-        p += n0
+        o.principal_filter = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -130,8 +122,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.host_filter = None
     else:
-        o.host_filter = b[p:p + n0].decode()
-        p += n0
+        o.host_filter = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.operation, o.permission_type, n0 = _S5(b, p)
     p += 3
@@ -149,8 +140,7 @@ def _r5(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = _S7(b, p)[0]
     p += 4
     if n0 < 0:
@@ -158,7 +148,7 @@ def _r5(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
@@ -166,8 +156,7 @@ def _r5(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S7(b, p)[0]
             p += 4
             if n1 < 0:
@@ -175,7 +164,7 @@ def _r5(b, p, k=_MAXE):
             o1.acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeAclsResponse_AclDescription()
@@ -183,14 +172,12 @@ def _r5(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type = _S2(b, p)
                     p += 2
@@ -213,8 +200,7 @@ def _r7(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = _S7(b, p)[0]
     p += 4
     if n0 < 0:
@@ -222,7 +208,7 @@ def _r7(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
@@ -230,8 +216,7 @@ def _r7(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.pattern_type, n1 = _S8(b, p)
             p += 5
             if n1 < 0:
@@ -239,7 +224,7 @@ def _r7(b, p, k=_MAXE):
             o1.acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeAclsResponse_AclDescription()
@@ -247,14 +232,12 @@ def _r7(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type = _S2(b, p)
                     p += 2
@@ -277,8 +260,7 @@ def _r10(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -289,7 +271,7 @@ def _r10(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeAclsResponse_DescribeAclsResource()
@@ -300,8 +282,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.pattern_type, n1 = _S3(b, p)
             p += 2
             if n1 > 127:
@@ -312,7 +293,7 @@ def _r10(b, p, k=_MAXE):
             o1.acls = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeAclsResponse_AclDescription()
@@ -323,8 +304,7 @@ def _r10(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -332,8 +312,7 @@ def _r10(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.operation, o2.permission_type, n2 = _S5(b, p)
                     p += 3

@@ -47,7 +47,7 @@ def _r1(b, p, k=_MAXE):
     o.components = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeClientQuotasRequest_ComponentData()
@@ -55,8 +55,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.entity_type = b[p:p + n1].decode()
-            p += n1
+            o1.entity_type = b[p:(p := p + n1)].decode()
             o1.match_type, n1 = _S2(b, p)
             p += 3
             if n1 < 0:
@@ -64,8 +63,7 @@ def _r1(b, p, k=_MAXE):
                     raise Malformed
                 o1.match = None
             else:
-                o1.match = b[p:p + n1].decode()
-                p += n1
+                o1.match = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -87,7 +85,7 @@ def _r3(b, p, k=_MAXE):
     o.components = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeClientQuotasRequest_ComponentData()
@@ -98,8 +96,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.entity_type = b[p:p + n1].decode()
-            p += n1
+            o1.entity_type = b[p:(p := p + n1)].decode()
             o1.match_type, n1 = _S5(b, p)
             p += 2
             if n1 > 127:
@@ -108,8 +105,7 @@ def _r3(b, p, k=_MAXE):
             if n1 < 0:
                 o1.match = None
             else:
-                o1.match = b[p:p + n1].decode()
-                p += n1
+                o1.match = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t2(b, p, o1, k)
@@ -134,8 +130,7 @@ def _r7(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
@@ -146,7 +141,7 @@ def _r7(b, p, k=_MAXE):
         o.entries = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeClientQuotasResponse_EntryData()
@@ -157,7 +152,7 @@ def _r7(b, p, k=_MAXE):
                 o1.entity = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = DescribeClientQuotasResponse_EntityData()
@@ -165,8 +160,7 @@ def _r7(b, p, k=_MAXE):
                         p += 2
                         if n2 < 0:
                             raise Malformed
-                        o2.entity_type = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_type = b[p:(p := p + n2)].decode()
                         n2 = _S1(b, p)[0]
                         p += 2
                         if n2 < 0:
@@ -174,8 +168,7 @@ def _r7(b, p, k=_MAXE):
                                 raise Malformed
                             o2.entity_name = None
                         else:
-                            o2.entity_name = b[p:p + n2].decode()
-                            p += n2
+                            o2.entity_name = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         l1.append(o2)
                         n1 -= 1
@@ -186,7 +179,7 @@ def _r7(b, p, k=_MAXE):
                 o1.values = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = DescribeClientQuotasResponse_ValueData()
@@ -194,8 +187,7 @@ def _r7(b, p, k=_MAXE):
                         p += 2
                         if n2 < 0:
                             raise Malformed
-                        o2.key = b[p:p + n2].decode()
-                        p += n2
+                        o2.key = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         o2.value = _S8(b, p)[0]
                         p += 8
@@ -218,8 +210,7 @@ def _r11(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -231,7 +222,7 @@ def _r11(b, p, k=_MAXE):
         o.entries = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeClientQuotasResponse_EntryData()
@@ -245,7 +236,7 @@ def _r11(b, p, k=_MAXE):
                 o1.entity = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = DescribeClientQuotasResponse_EntityData()
@@ -256,8 +247,7 @@ def _r11(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.entity_type = b[p:p + n2].decode()
-                        p += n2
+                        o2.entity_type = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -266,8 +256,7 @@ def _r11(b, p, k=_MAXE):
                         if n2 < 0:
                             o2.entity_name = None
                         else:
-                            o2.entity_name = b[p:p + n2].decode()
-                            p += n2
+                            o2.entity_name = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         if b[p]:
                             p, k = _t8(b, p, o2, k)
@@ -285,7 +274,7 @@ def _r11(b, p, k=_MAXE):
                 o1.values = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = DescribeClientQuotasResponse_ValueData()
@@ -296,8 +285,7 @@ def _r11(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.key = b[p:p + n2].decode()
-                        p += n2
+                        o2.key = b[p:(p := p + n2)].decode()
                         o2.unknown_tags = None
                         o2.value, n2 = _S10(b, p)
                         p += 9

@@ -65,8 +65,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -74,8 +73,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -86,7 +84,7 @@ def _r4(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
@@ -97,8 +95,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -107,8 +104,7 @@ def _r4(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.is_fenced = False
             o1.unknown_tags = None
             if b[p]:
@@ -136,8 +132,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.endpoint_type, n0 = _S6(b, p)
     p += 2
     if n0 > 127:
@@ -145,8 +140,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -157,7 +151,7 @@ def _r5(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
@@ -168,8 +162,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -178,8 +171,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.is_fenced = False
             o1.unknown_tags = None
             if b[p]:
@@ -206,8 +198,7 @@ def _r7(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.endpoint_type, n0 = _S6(b, p)
     p += 2
     if n0 > 127:
@@ -215,8 +206,7 @@ def _r7(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.cluster_id = b[p:p + n0].decode()
-    p += n0
+    o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -227,7 +217,7 @@ def _r7(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeClusterResponse_DescribeClusterBroker()
@@ -238,8 +228,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -248,8 +237,7 @@ def _r7(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.is_fenced, n1 = _S0(b, p)
             p += 2

@@ -52,7 +52,7 @@ def _r1(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
@@ -60,8 +60,7 @@ def _r1(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -72,15 +71,14 @@ def _r1(b, p, k=_MAXE):
                 o1.configuration_keys = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
                             raise Malformed
-                        c = b[p:p + n2].decode()
-                        p += n2
+                        c = b[p:(p := p + n2)].decode()
                         l1.append(c)
                         n1 -= 1
             o1.unknown_tags = None
@@ -101,7 +99,7 @@ def _r2(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
@@ -109,8 +107,7 @@ def _r2(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -121,15 +118,14 @@ def _r2(b, p, k=_MAXE):
                 o1.configuration_keys = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
                             raise Malformed
-                        c = b[p:p + n2].decode()
-                        p += n2
+                        c = b[p:(p := p + n2)].decode()
                         l1.append(c)
                         n1 -= 1
             o1.unknown_tags = None
@@ -151,7 +147,7 @@ def _r3(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
@@ -159,8 +155,7 @@ def _r3(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -171,15 +166,14 @@ def _r3(b, p, k=_MAXE):
                 o1.configuration_keys = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         n2 = _S2(b, p)[0]
                         p += 2
                         if n2 < 0:
                             raise Malformed
-                        c = b[p:p + n2].decode()
-                        p += n2
+                        c = b[p:(p := p + n2)].decode()
                         l1.append(c)
                         n1 -= 1
             o1.unknown_tags = None
@@ -203,7 +197,7 @@ def _r5(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsRequest_DescribeConfigsResource()
@@ -214,8 +208,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -227,7 +220,7 @@ def _r5(b, p, k=_MAXE):
                 o1.configuration_keys = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         n2 = b[p]
@@ -238,8 +231,7 @@ def _r5(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        c = b[p:p + n2].decode()
-                        p += n2
+                        c = b[p:(p := p + n2)].decode()
                         l1.append(c)
                         n1 -= 1
             o1.unknown_tags = None
@@ -266,7 +258,7 @@ def _r8(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
@@ -277,14 +269,12 @@ def _r8(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -292,7 +282,7 @@ def _r8(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
@@ -300,8 +290,7 @@ def _r8(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -309,8 +298,7 @@ def _r8(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.config_source = -1
                     o2.synonyms = []
                     o2.config_type = 0
@@ -336,7 +324,7 @@ def _r12(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
@@ -347,14 +335,12 @@ def _r12(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -362,7 +348,7 @@ def _r12(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
@@ -370,8 +356,7 @@ def _r12(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -379,8 +364,7 @@ def _r12(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
                     p += 7
                     if n2 < 0:
@@ -388,7 +372,7 @@ def _r12(b, p, k=_MAXE):
                     o2.synonyms = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
@@ -396,8 +380,7 @@ def _r12(b, p, k=_MAXE):
                             p += 2
                             if n3 < 0:
                                 raise Malformed
-                            o3.name = b[p:p + n3].decode()
-                            p += n3
+                            o3.name = b[p:(p := p + n3)].decode()
                             n3 = _S2(b, p)[0]
                             p += 2
                             if n3 < 0:
@@ -405,8 +388,7 @@ def _r12(b, p, k=_MAXE):
                                     raise Malformed
                                 o3.value = None
                             else:
-                                o3.value = b[p:p + n3].decode()
-                                p += n3
+                                o3.value = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.source = _S12(b, p)[0]
                             p += 1
@@ -434,7 +416,7 @@ def _r15(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
@@ -445,14 +427,12 @@ def _r15(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -460,7 +440,7 @@ def _r15(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
@@ -468,8 +448,7 @@ def _r15(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S2(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -477,8 +456,7 @@ def _r15(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S11(b, p)
                     p += 7
                     if n2 < 0:
@@ -486,7 +464,7 @@ def _r15(b, p, k=_MAXE):
                     o2.synonyms = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
@@ -494,8 +472,7 @@ def _r15(b, p, k=_MAXE):
                             p += 2
                             if n3 < 0:
                                 raise Malformed
-                            o3.name = b[p:p + n3].decode()
-                            p += n3
+                            o3.name = b[p:(p := p + n3)].decode()
                             n3 = _S2(b, p)[0]
                             p += 2
                             if n3 < 0:
@@ -503,8 +480,7 @@ def _r15(b, p, k=_MAXE):
                                     raise Malformed
                                 o3.value = None
                             else:
-                                o3.value = b[p:p + n3].decode()
-                                p += n3
+                                o3.value = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.source = _S12(b, p)[0]
                             p += 1
@@ -517,8 +493,7 @@ def _r15(b, p, k=_MAXE):
                             raise Malformed
                         o2.documentation = None
                     else:
-                        o2.documentation = b[p:p + n2].decode()
-                        p += n2
+                        o2.documentation = b[p:(p := p + n2)].decode()
                     o2.is_default = False
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -542,7 +517,7 @@ def _r19(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeConfigsResponse_DescribeConfigsResult()
@@ -554,8 +529,7 @@ def _r19(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S6(b, p)
             p += 2
             if n1 > 127:
@@ -563,8 +537,7 @@ def _r19(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -575,7 +548,7 @@ def _r19(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeConfigsResponse_DescribeConfigsResourceResult()
@@ -586,8 +559,7 @@ def _r19(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -596,8 +568,7 @@ def _r19(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.read_only, o2.config_source, o2.is_sensitive, n2 = _S15(b, p)
                     p += 4
                     if n2 > 127:
@@ -608,7 +579,7 @@ def _r19(b, p, k=_MAXE):
                     o2.synonyms = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeConfigsResponse_DescribeConfigsSynonym()
@@ -619,8 +590,7 @@ def _r19(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.name = b[p:p + n3].decode()
-                            p += n3
+                            o3.name = b[p:(p := p + n3)].decode()
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -629,8 +599,7 @@ def _r19(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.value = None
                             else:
-                                o3.value = b[p:p + n3].decode()
-                                p += n3
+                                o3.value = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.source, n3 = _S6(b, p)
                             p += 2
@@ -646,8 +615,7 @@ def _r19(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.documentation = None
                     else:
-                        o2.documentation = b[p:p + n2].decode()
-                        p += n2
+                        o2.documentation = b[p:(p := p + n2)].decode()
                     o2.is_default = False
                     o2.unknown_tags = None
                     if b[p]:

@@ -43,7 +43,7 @@ def _r1(b, p, k=_MAXE):
         o.owners = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
@@ -51,14 +51,12 @@ def _r1(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.principal_type = b[p:p + n1].decode()
-                p += n1
+                o1.principal_type = b[p:(p := p + n1)].decode()
                 n1 = _S1(b, p)[0]
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.principal_name = b[p:p + n1].decode()
-                p += n1
+                o1.principal_name = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 l0.append(o1)
                 n0 -= 1
@@ -79,7 +77,7 @@ def _r3(b, p, k=_MAXE):
         o.owners = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()
@@ -90,8 +88,7 @@ def _r3(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.principal_type = b[p:p + n1].decode()
-                p += n1
+                o1.principal_type = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -99,8 +96,7 @@ def _r3(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.principal_name = b[p:p + n1].decode()
-                p += n1
+                o1.principal_name = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t2(b, p, o1, k)
@@ -125,7 +121,7 @@ def _r6(b, p, k=_MAXE):
     o.tokens = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
@@ -133,26 +129,22 @@ def _r6(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S4(b, p)
             p += 26
             if n1 < 0:
                 raise Malformed
-            o1.token_id = b[p:p + n1].decode()
-            p += n1
+            o1.token_id = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.hmac = b[p:p + n1]
-            p += n1
+            o1.hmac = b[p:(p := p + n1)]
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -160,7 +152,7 @@ def _r6(b, p, k=_MAXE):
             o1.renewers = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
@@ -168,14 +160,12 @@ def _r6(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_type = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -202,7 +192,7 @@ def _r9(b, p, k=_MAXE):
     o.tokens = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
@@ -213,8 +203,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -222,8 +211,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
             p += 25
             if n1 > 127:
@@ -231,8 +219,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.token_id = b[p:p + n1].decode()
-            p += n1
+            o1.token_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -240,8 +227,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.hmac = b[p:p + n1]
-            p += n1
+            o1.hmac = b[p:(p := p + n1)]
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -252,7 +238,7 @@ def _r9(b, p, k=_MAXE):
             o1.renewers = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
@@ -263,8 +249,7 @@ def _r9(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_type = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -272,8 +257,7 @@ def _r9(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t7(b, p, o2, k)
@@ -310,7 +294,7 @@ def _r11(b, p, k=_MAXE):
     o.tokens = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeDelegationTokenResponse_DescribedDelegationToken()
@@ -321,8 +305,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.principal_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -330,8 +313,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.principal_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -339,8 +321,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.token_requester_principal_type = b[p:p + n1].decode()
-            p += n1
+            o1.token_requester_principal_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -348,8 +329,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.token_requester_principal_name = b[p:p + n1].decode()
-            p += n1
+            o1.token_requester_principal_name = b[p:(p := p + n1)].decode()
             o1.issue_timestamp, o1.expiry_timestamp, o1.max_timestamp, n1 = _S6(b, p)
             p += 25
             if n1 > 127:
@@ -357,8 +337,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.token_id = b[p:p + n1].decode()
-            p += n1
+            o1.token_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -366,8 +345,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.hmac = b[p:p + n1]
-            p += n1
+            o1.hmac = b[p:(p := p + n1)]
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -378,7 +356,7 @@ def _r11(b, p, k=_MAXE):
             o1.renewers = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()
@@ -389,8 +367,7 @@ def _r11(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_type = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_type = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -398,8 +375,7 @@ def _r11(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.principal_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.principal_name = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t7(b, p, o2, k)

@@ -37,15 +37,14 @@ def _r0(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.include_authorized_operations = False
@@ -62,15 +61,14 @@ def _r1(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -91,7 +89,7 @@ def _r2(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -102,8 +100,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -123,7 +120,7 @@ def _r5(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -131,26 +128,22 @@ def _r5(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -158,7 +151,7 @@ def _r5(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -166,32 +159,27 @@ def _r5(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -215,7 +203,7 @@ def _r6(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -223,26 +211,22 @@ def _r6(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -250,7 +234,7 @@ def _r6(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -258,32 +242,27 @@ def _r6(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -306,7 +285,7 @@ def _r8(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -314,26 +293,22 @@ def _r8(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -341,7 +316,7 @@ def _r8(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -349,32 +324,27 @@ def _r8(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.group_instance_id = None
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -398,7 +368,7 @@ def _r11(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -406,26 +376,22 @@ def _r11(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -433,7 +399,7 @@ def _r11(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -441,8 +407,7 @@ def _r11(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
@@ -450,32 +415,27 @@ def _r11(b, p, k=_MAXE):
                             raise Malformed
                         o2.group_instance_id = None
                     else:
-                        o2.group_instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.group_instance_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -501,7 +461,7 @@ def _r14(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -512,8 +472,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -521,8 +480,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -530,8 +488,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -539,8 +496,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -551,7 +507,7 @@ def _r14(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -562,8 +518,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -572,8 +527,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.group_instance_id = None
                     else:
-                        o2.group_instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.group_instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -581,8 +535,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -590,8 +543,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -599,8 +551,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -608,8 +559,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t12(b, p, o2, k)
@@ -645,7 +595,7 @@ def _r16(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeGroupsResponse_DescribedGroup()
@@ -657,8 +607,7 @@ def _r16(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -666,8 +615,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -675,8 +623,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -684,8 +631,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -693,8 +639,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_data = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_data = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -705,7 +650,7 @@ def _r16(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeGroupsResponse_DescribedGroupMember()
@@ -716,8 +661,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -726,8 +670,7 @@ def _r16(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.group_instance_id = None
                     else:
-                        o2.group_instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.group_instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -735,8 +678,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -744,8 +686,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -753,8 +694,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_metadata = b[p:p + n2]
-                    p += n2
+                    o2.member_metadata = b[p:(p := p + n2)]
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -762,8 +702,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_assignment = b[p:p + n2]
-                    p += n2
+                    o2.member_assignment = b[p:(p := p + n2)]
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t12(b, p, o2, k)

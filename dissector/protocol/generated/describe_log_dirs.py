@@ -55,7 +55,7 @@ def _r1(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
@@ -63,8 +63,7 @@ def _r1(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.topic = b[p:p + n1].decode()
-                p += n1
+                o1.topic = b[p:(p := p + n1)].decode()
                 n1 = _S0(b, p)[0]
                 p += 4
                 if n1 < 0:
@@ -97,7 +96,7 @@ def _r3(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeLogDirsRequest_DescribableLogDirTopic()
@@ -108,8 +107,7 @@ def _r3(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.topic = b[p:p + n1].decode()
-                p += n1
+                o1.topic = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -149,7 +147,7 @@ def _r7(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
@@ -157,8 +155,7 @@ def _r7(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.log_dir = b[p:p + n1].decode()
-            p += n1
+            o1.log_dir = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -166,7 +163,7 @@ def _r7(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
@@ -174,8 +171,7 @@ def _r7(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -183,7 +179,7 @@ def _r7(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4:
                             for v in _I5(b[p:p + 21 * n2]):
@@ -226,7 +222,7 @@ def _r11(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
@@ -237,8 +233,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.log_dir = b[p:p + n1].decode()
-            p += n1
+            o1.log_dir = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -249,7 +244,7 @@ def _r11(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
@@ -260,8 +255,7 @@ def _r11(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -272,7 +266,7 @@ def _r11(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
@@ -329,7 +323,7 @@ def _r12(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
@@ -340,8 +334,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.log_dir = b[p:p + n1].decode()
-            p += n1
+            o1.log_dir = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -352,7 +345,7 @@ def _r12(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
@@ -363,8 +356,7 @@ def _r12(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -375,7 +367,7 @@ def _r12(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
@@ -431,7 +423,7 @@ def _r14(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
@@ -442,8 +434,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.log_dir = b[p:p + n1].decode()
-            p += n1
+            o1.log_dir = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -454,7 +445,7 @@ def _r14(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
@@ -465,8 +456,7 @@ def _r14(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -477,7 +467,7 @@ def _r14(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):
@@ -531,7 +521,7 @@ def _r16(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
@@ -542,8 +532,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.log_dir = b[p:p + n1].decode()
-            p += n1
+            o1.log_dir = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -554,7 +543,7 @@ def _r16(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeLogDirsResponse_DescribeLogDirsTopic()
@@ -565,8 +554,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -577,7 +565,7 @@ def _r16(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
                             for v in _I8(s2):

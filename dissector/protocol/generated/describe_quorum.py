@@ -68,7 +68,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeQuorumRequest_TopicData()
@@ -79,8 +79,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -91,7 +90,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
                     for v in _I1(s1):
@@ -137,7 +136,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeQuorumResponse_TopicData()
@@ -148,8 +147,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -160,7 +158,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
@@ -174,7 +172,7 @@ def _r6(b, p, k=_MAXE):
                     o2.current_voters = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
@@ -209,7 +207,7 @@ def _r6(b, p, k=_MAXE):
                     o2.observers = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
                             for v in _I5(s2):
@@ -271,7 +269,7 @@ def _r10(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeQuorumResponse_TopicData()
@@ -282,8 +280,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -294,7 +291,7 @@ def _r10(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
@@ -308,7 +305,7 @@ def _r10(b, p, k=_MAXE):
                     o2.current_voters = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
                             for v in _I7(s2):
@@ -339,7 +336,7 @@ def _r10(b, p, k=_MAXE):
                     o2.observers = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
                             for v in _I7(s2):
@@ -395,8 +392,7 @@ def _r16(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -407,7 +403,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeQuorumResponse_TopicData()
@@ -418,8 +414,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -430,7 +425,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
@@ -442,8 +437,7 @@ def _r16(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S10(b, p)
                     p += 17
                     if n2 > 127:
@@ -454,7 +448,7 @@ def _r16(b, p, k=_MAXE):
                     o2.current_voters = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
@@ -479,7 +473,7 @@ def _r16(b, p, k=_MAXE):
                     o2.observers = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
@@ -518,7 +512,7 @@ def _r16(b, p, k=_MAXE):
     o.nodes = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeQuorumResponse_Node()
@@ -532,7 +526,7 @@ def _r16(b, p, k=_MAXE):
             o1.listeners = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_Listener()
@@ -543,8 +537,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -552,8 +545,7 @@ def _r16(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.port, n2 = _S13(b, p)
                     p += 3

@@ -49,7 +49,7 @@ def _r2(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()
@@ -60,8 +60,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -73,7 +72,7 @@ def _r2(b, p, k=_MAXE):
                 o1.topics = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()
@@ -84,8 +83,7 @@ def _r2(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.topic_name = b[p:p + n2].decode()
-                        p += n2
+                        o2.topic_name = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -135,7 +133,7 @@ def _r6(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
@@ -146,8 +144,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -158,7 +155,7 @@ def _r6(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
@@ -169,8 +166,7 @@ def _r6(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.topic_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.topic_name = b[p:(p := p + n2)].decode()
                     o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
                     n2 = b[p]
@@ -183,7 +179,7 @@ def _r6(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
@@ -195,8 +191,7 @@ def _r6(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.error_message = None
                             else:
-                                o3.error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.error_message = b[p:(p := p + n3)].decode()
                             o3.lag = -1
                             o3.unknown_tags = None
                             if b[p]:
@@ -220,8 +215,7 @@ def _r6(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t5(b, p, o1, k)
@@ -249,7 +243,7 @@ def _r10(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()
@@ -260,8 +254,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -272,7 +265,7 @@ def _r10(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()
@@ -283,8 +276,7 @@ def _r10(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.topic_name = b[p:p + n2].decode()
-                    p += n2
+                    o2.topic_name = b[p:(p := p + n2)].decode()
                     o2.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
                     n2 = b[p]
@@ -297,7 +289,7 @@ def _r10(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()
@@ -309,8 +301,7 @@ def _r10(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.error_message = None
                             else:
-                                o3.error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.error_message = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t7(b, p, o3, k)
@@ -333,8 +324,7 @@ def _r10(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t9(b, p, o1, k)

@@ -49,7 +49,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeTopicPartitionsRequest_TopicRequest()
@@ -60,8 +60,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t0(b, p, o1, k)
@@ -82,8 +81,7 @@ def _r2(b, p, k=_MAXE):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
+        o1.topic_name = b[p:(p := p + n1)].decode()
         o1.unknown_tags = None
         o1.partition_index, n1 = _S1(b, p)
         p += 5
@@ -110,7 +108,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()
@@ -122,8 +120,7 @@ def _r6(b, p, k=_MAXE):
             if n1 < 0:
                 o1.name = None
             else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.is_internal, n1 = _S3(b, p)
@@ -136,7 +133,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()
@@ -244,8 +241,7 @@ def _r6(b, p, k=_MAXE):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.topic_name = b[p:p + n1].decode()
-        p += n1
+        o1.topic_name = b[p:(p := p + n1)].decode()
         o1.unknown_tags = None
         o1.partition_index, n1 = _S1(b, p)
         p += 5

@@ -36,7 +36,7 @@ def _r0(b, p, k=_MAXE):
     o.transactional_ids = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -47,8 +47,7 @@ def _r0(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -71,7 +70,7 @@ def _r3(b, p, k=_MAXE):
     o.transaction_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeTransactionsResponse_TransactionState()
@@ -82,8 +81,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transactional_id = b[p:p + n1].decode()
-            p += n1
+            o1.transactional_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -91,8 +89,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transaction_state = b[p:p + n1].decode()
-            p += n1
+            o1.transaction_state = b[p:(p := p + n1)].decode()
             o1.transaction_timeout_ms, o1.transaction_start_time_ms, o1.producer_id, o1.producer_epoch, n1 = _S3(b, p)
             p += 23
             if n1 > 127:
@@ -103,7 +100,7 @@ def _r3(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = DescribeTransactionsResponse_TopicData()
@@ -114,8 +111,7 @@ def _r3(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.topic = b[p:p + n2].decode()
-                    p += n2
+                    o2.topic = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:

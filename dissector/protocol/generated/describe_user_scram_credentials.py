@@ -42,7 +42,7 @@ def _r1(b, p, k=_MAXE):
         o.users = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = DescribeUserScramCredentialsRequest_UserName()
@@ -53,8 +53,7 @@ def _r1(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t0(b, p, o1, k)
@@ -80,8 +79,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -92,7 +90,7 @@ def _r4(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()
@@ -103,8 +101,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.user = b[p:p + n1].decode()
-            p += n1
+            o1.user = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S2(b, p)
             p += 3
             if n1 > 127:
@@ -113,8 +110,7 @@ def _r4(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -125,7 +121,7 @@ def _r4(b, p, k=_MAXE):
             o1.credential_infos = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
                     for v in _I3(s1):

@@ -46,7 +46,7 @@ def _r1(b, p, k=_MAXE):
         o.topic_partitions = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
@@ -54,8 +54,7 @@ def _r1(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.topic = b[p:p + n1].decode()
-                p += n1
+                o1.topic = b[p:(p := p + n1)].decode()
                 n1 = _S0(b, p)[0]
                 p += 4
                 if n1 < 0:
@@ -90,7 +89,7 @@ def _r2(b, p, k=_MAXE):
         o.topic_partitions = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
@@ -98,8 +97,7 @@ def _r2(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.topic = b[p:p + n1].decode()
-                p += n1
+                o1.topic = b[p:(p := p + n1)].decode()
                 n1 = _S0(b, p)[0]
                 p += 4
                 if n1 < 0:
@@ -134,7 +132,7 @@ def _r4(b, p, k=_MAXE):
         o.topic_partitions = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = ElectLeadersRequest_TopicPartitions()
@@ -145,8 +143,7 @@ def _r4(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.topic = b[p:p + n1].decode()
-                p += n1
+                o1.topic = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -186,7 +183,7 @@ def _r7(b, p, k=_MAXE):
     o.replica_election_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
@@ -194,8 +191,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -203,7 +199,7 @@ def _r7(b, p, k=_MAXE):
             o1.partition_result = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
@@ -214,8 +210,7 @@ def _r7(b, p, k=_MAXE):
                             raise Malformed
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -236,7 +231,7 @@ def _r8(b, p, k=_MAXE):
     o.replica_election_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
@@ -244,8 +239,7 @@ def _r8(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -253,7 +247,7 @@ def _r8(b, p, k=_MAXE):
             o1.partition_result = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
@@ -264,8 +258,7 @@ def _r8(b, p, k=_MAXE):
                             raise Malformed
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -288,7 +281,7 @@ def _r11(b, p, k=_MAXE):
     o.replica_election_results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ElectLeadersResponse_ReplicaElectionResult()
@@ -299,8 +292,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -311,7 +303,7 @@ def _r11(b, p, k=_MAXE):
             o1.partition_result = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ElectLeadersResponse_PartitionResult()
@@ -323,8 +315,7 @@ def _r11(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t9(b, p, o2, k)

@@ -63,8 +63,7 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -72,7 +71,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = EndQuorumEpochRequest_TopicData()
@@ -80,8 +79,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -89,7 +87,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = EndQuorumEpochRequest_PartitionData()
@@ -127,8 +125,7 @@ def _r7(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -139,7 +136,7 @@ def _r7(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = EndQuorumEpochRequest_TopicData()
@@ -150,8 +147,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -162,7 +158,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = EndQuorumEpochRequest_PartitionData()
@@ -176,7 +172,7 @@ def _r7(b, p, k=_MAXE):
                     o2.preferred_candidates = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = EndQuorumEpochRequest_ReplicaInfo()
@@ -216,7 +212,7 @@ def _r7(b, p, k=_MAXE):
     o.leader_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = EndQuorumEpochRequest_LeaderEndpoint()
@@ -227,8 +223,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -236,8 +231,7 @@ def _r7(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S5(b, p)
             p += 3
@@ -262,7 +256,7 @@ def _r10(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = EndQuorumEpochResponse_TopicData()
@@ -270,8 +264,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -279,7 +272,7 @@ def _r10(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
@@ -316,7 +309,7 @@ def _r14(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = EndQuorumEpochResponse_TopicData()
@@ -327,8 +320,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -339,7 +331,7 @@ def _r14(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
                     for v in _I9(s1):
@@ -570,7 +562,7 @@ def _t14(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = EndQuorumEpochResponse_NodeEndpoint()
@@ -581,8 +573,7 @@ def _t14(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.port, n1 = _S5(b, p)
                     p += 3

@@ -24,8 +24,7 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.producer_id, o.producer_epoch, o.committed = _S1(b, p)
     p += 11
@@ -41,8 +40,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.producer_id, o.producer_epoch, o.committed, n0 = _S3(b, p)
     p += 12

@@ -22,8 +22,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.request_data = b[p:p + n0]
-    p += n0
+    o.request_data = b[p:(p := p + n0)]
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -32,8 +31,7 @@ def _r0(b, p, k=_MAXE):
     if n0 < 0:
         o.request_principal = None
     else:
-        o.request_principal = b[p:p + n0]
-        p += n0
+        o.request_principal = b[p:(p := p + n0)]
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -41,8 +39,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.client_host_address = b[p:p + n0]
-    p += n0
+    o.client_host_address = b[p:(p := p + n0)]
     o.unknown_tags = None
     if b[p]:
         p, k = _t0(b, p, o, k)
@@ -61,8 +58,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.response_data = None
     else:
-        o.response_data = b[p:p + n0]
-        p += n0
+        o.response_data = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.error_code, n0 = _S1(b, p)
     p += 3

@@ -100,7 +100,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -108,8 +108,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -117,7 +116,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
@@ -169,7 +168,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -177,8 +176,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -186,7 +184,7 @@ def _r3(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
@@ -237,7 +235,7 @@ def _r4(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -245,8 +243,7 @@ def _r4(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -254,7 +251,7 @@ def _r4(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 16 * n1]):
@@ -304,7 +301,7 @@ def _r7(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -312,8 +309,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -321,7 +317,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I6(b[p:p + 24 * n1]):
@@ -369,7 +365,7 @@ def _r9(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -377,8 +373,7 @@ def _r9(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -386,7 +381,7 @@ def _r9(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I6(b[p:p + 24 * n1]):
@@ -422,7 +417,7 @@ def _r9(b, p, k=_MAXE):
     o.forgotten_topics_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_ForgottenTopic()
@@ -430,8 +425,7 @@ def _r9(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -464,7 +458,7 @@ def _r12(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -472,8 +466,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -481,7 +474,7 @@ def _r12(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I8(b[p:p + 28 * n1]):
@@ -515,7 +508,7 @@ def _r12(b, p, k=_MAXE):
     o.forgotten_topics_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_ForgottenTopic()
@@ -523,8 +516,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -557,7 +549,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -565,8 +557,7 @@ def _r13(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -574,7 +565,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I8(b[p:p + 28 * n1]):
@@ -608,7 +599,7 @@ def _r13(b, p, k=_MAXE):
     o.forgotten_topics_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_ForgottenTopic()
@@ -616,8 +607,7 @@ def _r13(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -638,8 +628,7 @@ def _r13(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.cluster_id = None
     o.replica_state = None
     o.unknown_tags = None
@@ -658,7 +647,7 @@ def _r17(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_FetchTopic()
@@ -669,8 +658,7 @@ def _r17(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -681,7 +669,7 @@ def _r17(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
@@ -722,7 +710,7 @@ def _r17(b, p, k=_MAXE):
     o.forgotten_topics_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchRequest_ForgottenTopic()
@@ -733,8 +721,7 @@ def _r17(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -765,8 +752,7 @@ def _r17(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_state = None
     o.cluster_id = None
     o.unknown_tags = None
@@ -805,7 +791,7 @@ def _r20(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
@@ -882,8 +868,7 @@ def _r20(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_state = None
     o.cluster_id = None
     o.unknown_tags = None
@@ -922,7 +907,7 @@ def _r22(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
@@ -999,8 +984,7 @@ def _r22(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
     d0 = FetchRequest_ReplicaState()
@@ -1044,7 +1028,7 @@ def _r25(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
@@ -1121,8 +1105,7 @@ def _r25(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
     d0 = FetchRequest_ReplicaState()
@@ -1166,7 +1149,7 @@ def _r28(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
                     for v in _I11(s1):
@@ -1243,8 +1226,7 @@ def _r28(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.rack_id = b[p:p + n0].decode()
-    p += n0
+    o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
     d0 = FetchRequest_ReplicaState()
@@ -1270,7 +1252,7 @@ def _r31(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1278,8 +1260,7 @@ def _r31(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1287,7 +1268,7 @@ def _r31(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1298,8 +1279,7 @@ def _r31(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.last_stable_offset = -1
                     o2.log_start_offset = -1
                     o2.diverging_epoch = None
@@ -1332,7 +1312,7 @@ def _r32(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1340,8 +1320,7 @@ def _r32(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1349,7 +1328,7 @@ def _r32(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1360,8 +1339,7 @@ def _r32(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.last_stable_offset = -1
                     o2.log_start_offset = -1
                     o2.diverging_epoch = None
@@ -1393,7 +1371,7 @@ def _r36(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1401,8 +1379,7 @@ def _r36(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1410,7 +1387,7 @@ def _r36(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1424,7 +1401,7 @@ def _r36(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
@@ -1448,8 +1425,7 @@ def _r36(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.log_start_offset = -1
                     o2.diverging_epoch = None
                     o2.current_leader = None
@@ -1479,7 +1455,7 @@ def _r39(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1487,8 +1463,7 @@ def _r39(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1496,7 +1471,7 @@ def _r39(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1510,7 +1485,7 @@ def _r39(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
@@ -1534,8 +1509,7 @@ def _r39(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.diverging_epoch = None
                     o2.current_leader = None
                     o2.snapshot_id = None
@@ -1564,7 +1538,7 @@ def _r40(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1572,8 +1546,7 @@ def _r40(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1581,7 +1554,7 @@ def _r40(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1595,7 +1568,7 @@ def _r40(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
@@ -1619,8 +1592,7 @@ def _r40(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.diverging_epoch = None
                     o2.current_leader = None
                     o2.snapshot_id = None
@@ -1647,7 +1619,7 @@ def _r43(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1655,8 +1627,7 @@ def _r43(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -1664,7 +1635,7 @@ def _r43(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1678,7 +1649,7 @@ def _r43(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4:
                                 for v in _I17(b[p:p + 16 * n2]):
@@ -1702,8 +1673,7 @@ def _r43(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.diverging_epoch = None
                     o2.current_leader = None
                     o2.snapshot_id = None
@@ -1732,7 +1702,7 @@ def _r50(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchResponse_FetchableTopicResponse()
@@ -1743,8 +1713,7 @@ def _r50(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -1755,7 +1724,7 @@ def _r50(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1770,7 +1739,7 @@ def _r50(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
@@ -1801,8 +1770,7 @@ def _r50(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1
                     d2.end_offset = -1
@@ -1871,7 +1839,7 @@ def _r52(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -1886,7 +1854,7 @@ def _r52(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
@@ -1917,8 +1885,7 @@ def _r52(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1
                     d2.end_offset = -1
@@ -1987,7 +1954,7 @@ def _r54(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
@@ -2002,7 +1969,7 @@ def _r54(b, p, k=_MAXE):
                         o2.aborted_transactions = l2 = []
                         if n2:
                             k -= n2
-                            if n2 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
                                 for v in _I22(s2):
@@ -2033,8 +2000,7 @@ def _r54(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     d2 = FetchResponse_EpochEndOffset()
                     d2.epoch = -1
                     d2.end_offset = -1
@@ -2172,8 +2138,7 @@ def _t17(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         else:
@@ -2258,8 +2223,7 @@ def _t20(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         else:
@@ -2296,8 +2260,7 @@ def _t22(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -2398,8 +2361,7 @@ def _t25(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -2505,8 +2467,7 @@ def _t28(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         elif t == 1:
@@ -2730,7 +2691,7 @@ def _t54(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = FetchResponse_NodeEndpoint()
@@ -2741,8 +2702,7 @@ def _t54(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.port, n1 = _S24(b, p)
                     p += 5
                     if n1 > 127:
@@ -2751,8 +2711,7 @@ def _t54(b, p, o, k):
                     if n1 < 0:
                         o1.rack = None
                     else:
-                        o1.rack = b[p:p + n1].decode()
-                        p += n1
+                        o1.rack = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     if b[p]:
                         p, k = _t53(b, p, o1, k)

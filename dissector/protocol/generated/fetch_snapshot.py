@@ -65,7 +65,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchSnapshotRequest_TopicSnapshot()
@@ -76,8 +76,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -88,7 +87,7 @@ def _r3(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchSnapshotRequest_PartitionSnapshot()
@@ -137,7 +136,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchSnapshotRequest_TopicSnapshot()
@@ -148,8 +147,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -160,7 +158,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchSnapshotRequest_PartitionSnapshot()
@@ -210,7 +208,7 @@ def _r11(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchSnapshotResponse_TopicSnapshot()
@@ -221,8 +219,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -233,7 +230,7 @@ def _r11(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchSnapshotResponse_PartitionSnapshot()
@@ -257,8 +254,7 @@ def _r11(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.unaligned_records = m[p:p + n2]
-                    p += n2
+                    o2.unaligned_records = m[p:(p := p + n2)]
                     d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
                     d2.leader_id = 0
                     d2.leader_epoch = 0
@@ -300,7 +296,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FetchSnapshotResponse_TopicSnapshot()
@@ -311,8 +307,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -323,7 +318,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = FetchSnapshotResponse_PartitionSnapshot()
@@ -347,8 +342,7 @@ def _r13(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.unaligned_records = m[p:p + n2]
-                    p += n2
+                    o2.unaligned_records = m[p:(p := p + n2)]
                     d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
                     d2.leader_id = 0
                     d2.leader_epoch = 0
@@ -475,8 +469,7 @@ def _t3(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         else:
@@ -567,8 +560,7 @@ def _t6(b, p, o, k):
             if n0 < 0:
                 o.cluster_id = None
             else:
-                o.cluster_id = b[p:p + n0].decode()
-                p += n0
+                o.cluster_id = b[p:(p := p + n0)].decode()
             if p != e:
                 raise Malformed
         else:
@@ -714,7 +706,7 @@ def _t13(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = FetchSnapshotResponse_NodeEndpoint()
@@ -725,8 +717,7 @@ def _t13(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.port, n1 = _S9(b, p)
                     p += 3

@@ -31,8 +31,7 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.key = b[p:p + n0].decode()
-    p += n0
+    o.key = b[p:(p := p + n0)].decode()
     o.key_type = 0
     o.coordinator_keys = []
     o.unknown_tags = None
@@ -45,8 +44,7 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.key = b[p:p + n0].decode()
-    p += n0
+    o.key = b[p:(p := p + n0)].decode()
     o.coordinator_keys = []
     o.unknown_tags = None
     o.key_type = _S1(b, p)[0]
@@ -63,8 +61,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.key = b[p:p + n0].decode()
-    p += n0
+    o.key = b[p:(p := p + n0)].decode()
     o.coordinator_keys = []
     o.unknown_tags = None
     o.key_type, n0 = _S3(b, p)
@@ -86,7 +83,7 @@ def _r3(b, p, k=_MAXE):
     o.coordinator_keys = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -97,8 +94,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.key = ''
@@ -116,8 +112,7 @@ def _r4(b, p, k=_MAXE):
     p += 8
     if n0 < 0:
         raise Malformed
-    o.host = b[p:p + n0].decode()
-    p += n0
+    o.host = b[p:(p := p + n0)].decode()
     o.throttle_time_ms = 0
     o.error_message = ''
     o.coordinators = []
@@ -136,14 +131,12 @@ def _r5(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.node_id, n0 = _S7(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.host = b[p:p + n0].decode()
-    p += n0
+    o.host = b[p:(p := p + n0)].decode()
     o.coordinators = []
     o.unknown_tags = None
     o.port = _S5(b, p)[0]
@@ -161,8 +154,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.node_id, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
@@ -170,8 +162,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.host = b[p:p + n0].decode()
-    p += n0
+    o.host = b[p:(p := p + n0)].decode()
     o.coordinators = []
     o.unknown_tags = None
     o.port, n0 = _S9(b, p)
@@ -193,7 +184,7 @@ def _r8(b, p, k=_MAXE):
     o.coordinators = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = FindCoordinatorResponse_Coordinator()
@@ -204,8 +195,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.key = b[p:p + n1].decode()
-            p += n1
+            o1.key = b[p:(p := p + n1)].decode()
             o1.node_id, n1 = _S9(b, p)
             p += 5
             if n1 > 127:
@@ -213,8 +203,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, o1.error_code, n1 = _S8(b, p)
             p += 7
             if n1 > 127:
@@ -223,8 +212,7 @@ def _r8(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t7(b, p, o1, k)

@@ -22,14 +22,12 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.group_instance_id = None
     o.unknown_tags = None
     return o, p
@@ -41,14 +39,12 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -56,8 +52,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     return o, p
 
@@ -71,8 +66,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -80,8 +74,7 @@ def _r2(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -90,8 +83,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t2(b, p, o, k)

@@ -43,7 +43,7 @@ def _r2(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = IncrementalAlterConfigsRequest_AlterConfigsResource()
@@ -51,8 +51,7 @@ def _r2(b, p, k=_MAXE):
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -60,7 +59,7 @@ def _r2(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = IncrementalAlterConfigsRequest_AlterableConfig()
@@ -68,8 +67,7 @@ def _r2(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     o2.config_operation, n2 = _S1(b, p)
                     p += 3
                     if n2 < 0:
@@ -77,8 +75,7 @@ def _r2(b, p, k=_MAXE):
                             raise Malformed
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -103,7 +100,7 @@ def _r5(b, p, k=_MAXE):
     o.resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = IncrementalAlterConfigsRequest_AlterConfigsResource()
@@ -114,8 +111,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -126,7 +122,7 @@ def _r5(b, p, k=_MAXE):
             o1.configs = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = IncrementalAlterConfigsRequest_AlterableConfig()
@@ -137,8 +133,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     o2.config_operation, n2 = _S5(b, p)
                     p += 2
                     if n2 > 127:
@@ -147,8 +142,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.value = None
                     else:
-                        o2.value = b[p:p + n2].decode()
-                        p += n2
+                        o2.value = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t3(b, p, o2, k)
@@ -180,7 +174,7 @@ def _r7(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()
@@ -191,14 +185,12 @@ def _r7(b, p, k=_MAXE):
                     raise Malformed
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S1(b, p)
             p += 3
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -218,7 +210,7 @@ def _r9(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()
@@ -230,8 +222,7 @@ def _r9(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.resource_type, n1 = _S5(b, p)
             p += 2
             if n1 > 127:
@@ -239,8 +230,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t8(b, p, o1, k)

@@ -29,8 +29,7 @@ def _r0(b, p, k=_MAXE):
             raise Malformed
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
@@ -51,8 +50,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
@@ -75,8 +73,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.enable2_pc = False
     o.keep_prepared_txn = False
     o.unknown_tags = None
@@ -97,8 +94,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn, n0 = _S5(b, p)
     p += 17

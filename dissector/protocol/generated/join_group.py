@@ -35,20 +35,17 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.session_timeout_ms, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.protocol_type = b[p:p + n0].decode()
-    p += n0
+    o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -56,7 +53,7 @@ def _r1(b, p, k=_MAXE):
     o.protocols = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
@@ -64,14 +61,12 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -88,20 +83,17 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S3(b, p)
     p += 10
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.protocol_type = b[p:p + n0].decode()
-    p += n0
+    o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -109,7 +101,7 @@ def _r2(b, p, k=_MAXE):
     o.protocols = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
@@ -117,14 +109,12 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -140,14 +130,12 @@ def _r3(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S3(b, p)
     p += 10
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -155,14 +143,12 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.protocol_type = b[p:p + n0].decode()
-    p += n0
+    o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -170,7 +156,7 @@ def _r3(b, p, k=_MAXE):
     o.protocols = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
@@ -178,14 +164,12 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -203,8 +187,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S5(b, p)
     p += 9
     if n0 > 127:
@@ -212,8 +195,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -222,8 +204,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -231,8 +212,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.protocol_type = b[p:p + n0].decode()
-    p += n0
+    o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -243,7 +223,7 @@ def _r5(b, p, k=_MAXE):
     o.protocols = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
@@ -254,8 +234,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -263,8 +242,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t4(b, p, o1, k)
@@ -290,8 +268,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S5(b, p)
     p += 9
     if n0 > 127:
@@ -299,8 +276,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -309,8 +285,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -318,8 +293,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.protocol_type = b[p:p + n0].decode()
-    p += n0
+    o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -330,7 +304,7 @@ def _r6(b, p, k=_MAXE):
     o.protocols = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupRequest_JoinGroupRequestProtocol()
@@ -341,8 +315,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -350,8 +323,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t4(b, p, o1, k)
@@ -367,8 +339,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.reason = None
     else:
-        o.reason = b[p:p + n0].decode()
-        p += n0
+        o.reason = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t6(b, p, o, k)
@@ -383,20 +354,17 @@ def _r8(b, p, k=_MAXE):
     p += 8
     if n0 < 0:
         raise Malformed
-    o.protocol_name = b[p:p + n0].decode()
-    p += n0
+    o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -404,7 +372,7 @@ def _r8(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -412,14 +380,12 @@ def _r8(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.group_instance_id = None
             o1.unknown_tags = None
             l0.append(o1)
@@ -437,20 +403,17 @@ def _r9(b, p, k=_MAXE):
     p += 12
     if n0 < 0:
         raise Malformed
-    o.protocol_name = b[p:p + n0].decode()
-    p += n0
+    o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -458,7 +421,7 @@ def _r9(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -466,14 +429,12 @@ def _r9(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.group_instance_id = None
             o1.unknown_tags = None
             l0.append(o1)
@@ -490,20 +451,17 @@ def _r11(b, p, k=_MAXE):
     p += 12
     if n0 < 0:
         raise Malformed
-    o.protocol_name = b[p:p + n0].decode()
-    p += n0
+    o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -511,7 +469,7 @@ def _r11(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -519,8 +477,7 @@ def _r11(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
@@ -528,14 +485,12 @@ def _r11(b, p, k=_MAXE):
                     raise Malformed
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -554,8 +509,7 @@ def _r13(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.protocol_name = b[p:p + n0].decode()
-    p += n0
+    o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -563,8 +517,7 @@ def _r13(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -572,8 +525,7 @@ def _r13(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -584,7 +536,7 @@ def _r13(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -595,8 +547,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -605,8 +556,7 @@ def _r13(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -614,8 +564,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t12(b, p, o1, k)
@@ -643,8 +592,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_type = None
     else:
-        o.protocol_type = b[p:p + n0].decode()
-        p += n0
+        o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -653,8 +601,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_name = None
     else:
-        o.protocol_name = b[p:p + n0].decode()
-        p += n0
+        o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -662,8 +609,7 @@ def _r14(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -671,8 +617,7 @@ def _r14(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -683,7 +628,7 @@ def _r14(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -694,8 +639,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -704,8 +648,7 @@ def _r14(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -713,8 +656,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t12(b, p, o1, k)
@@ -741,8 +683,7 @@ def _r15(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_type = None
     else:
-        o.protocol_type = b[p:p + n0].decode()
-        p += n0
+        o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -751,8 +692,7 @@ def _r15(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_name = None
     else:
-        o.protocol_name = b[p:p + n0].decode()
-        p += n0
+        o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -760,8 +700,7 @@ def _r15(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.leader = b[p:p + n0].decode()
-    p += n0
+    o.leader = b[p:(p := p + n0)].decode()
     o.skip_assignment, n0 = _S9(b, p)
     p += 2
     if n0 > 127:
@@ -769,8 +708,7 @@ def _r15(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -781,7 +719,7 @@ def _r15(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = JoinGroupResponse_JoinGroupResponseMember()
@@ -792,8 +730,7 @@ def _r15(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -802,8 +739,7 @@ def _r15(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -811,8 +747,7 @@ def _r15(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.metadata = b[p:p + n1]
-            p += n1
+            o1.metadata = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t12(b, p, o1, k)

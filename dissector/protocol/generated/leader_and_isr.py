@@ -62,7 +62,7 @@ def _r2(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -70,8 +70,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -110,7 +109,7 @@ def _r2(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -118,8 +117,7 @@ def _r2(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port = _S4(b, p)[0]
             p += 4
@@ -142,7 +140,7 @@ def _r4(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -150,8 +148,7 @@ def _r4(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -191,7 +188,7 @@ def _r4(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -199,8 +196,7 @@ def _r4(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port = _S4(b, p)[0]
             p += 4
@@ -223,7 +219,7 @@ def _r7(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -231,8 +227,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S4(b, p)[0]
             p += 4
             if n1 < 0:
@@ -240,7 +235,7 @@ def _r7(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -288,7 +283,7 @@ def _r7(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -296,8 +291,7 @@ def _r7(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port = _S4(b, p)[0]
             p += 4
@@ -319,7 +313,7 @@ def _r10(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -327,8 +321,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S4(b, p)[0]
             p += 4
             if n1 < 0:
@@ -336,7 +329,7 @@ def _r10(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -406,7 +399,7 @@ def _r10(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -414,8 +407,7 @@ def _r10(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port = _S4(b, p)[0]
             p += 4
@@ -440,7 +432,7 @@ def _r14(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -451,8 +443,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -463,7 +454,7 @@ def _r14(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -554,7 +545,7 @@ def _r14(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -565,8 +556,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S11(b, p)
             p += 5
@@ -597,7 +587,7 @@ def _r16(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -608,8 +598,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -622,7 +611,7 @@ def _r16(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -712,7 +701,7 @@ def _r16(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -723,8 +712,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S11(b, p)
             p += 5
@@ -754,7 +742,7 @@ def _r19(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -765,8 +753,7 @@ def _r19(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -779,7 +766,7 @@ def _r19(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -868,7 +855,7 @@ def _r19(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -879,8 +866,7 @@ def _r19(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S11(b, p)
             p += 5
@@ -910,7 +896,7 @@ def _r20(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrTopicState()
@@ -921,8 +907,7 @@ def _r20(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -935,7 +920,7 @@ def _r20(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = LeaderAndIsrRequest_LeaderAndIsrPartitionState()
@@ -1024,7 +1009,7 @@ def _r20(b, p, k=_MAXE):
     o.live_leaders = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrRequest_LeaderAndIsrLiveLeader()
@@ -1035,8 +1020,7 @@ def _r20(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host_name = b[p:p + n1].decode()
-            p += n1
+            o1.host_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S11(b, p)
             p += 5
@@ -1062,7 +1046,7 @@ def _r22(b, p, k=_MAXE):
     o.partition_errors = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
@@ -1070,8 +1054,7 @@ def _r22(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index, o1.error_code = _S5(b, p)
             p += 6
@@ -1094,7 +1077,7 @@ def _r24(b, p, k=_MAXE):
     o.partition_errors = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
@@ -1105,8 +1088,7 @@ def _r24(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index, o1.error_code, n1 = _S18(b, p)
             p += 7
@@ -1151,7 +1133,7 @@ def _r27(b, p, k=_MAXE):
             o1.partition_errors = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I19(s1):

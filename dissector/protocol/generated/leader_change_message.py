@@ -29,7 +29,7 @@ def _r1(b, p, k=_MAXE):
     o.voters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
             for v in _I1(s0):
@@ -60,7 +60,7 @@ def _r1(b, p, k=_MAXE):
     o.granting_voters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
             for v in _I1(s0):
@@ -101,7 +101,7 @@ def _r3(b, p, k=_MAXE):
     o.voters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderChangeMessage_Voter()
@@ -126,7 +126,7 @@ def _r3(b, p, k=_MAXE):
     o.granting_voters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaderChangeMessage_Voter()

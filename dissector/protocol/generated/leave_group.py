@@ -32,14 +32,12 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.members = []
     o.unknown_tags = None
     return o, p
@@ -51,8 +49,7 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -60,7 +57,7 @@ def _r2(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
@@ -68,8 +65,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
@@ -77,8 +73,7 @@ def _r2(b, p, k=_MAXE):
                     raise Malformed
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             o1.reason = None
             o1.unknown_tags = None
             l0.append(o1)
@@ -97,8 +92,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -109,7 +103,7 @@ def _r4(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
@@ -120,8 +114,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -130,8 +123,7 @@ def _r4(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             o1.reason = None
             o1.unknown_tags = None
             if b[p]:
@@ -158,8 +150,7 @@ def _r6(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -170,7 +161,7 @@ def _r6(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaveGroupRequest_MemberIdentity()
@@ -181,8 +172,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -191,8 +181,7 @@ def _r6(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -201,8 +190,7 @@ def _r6(b, p, k=_MAXE):
             if n1 < 0:
                 o1.reason = None
             else:
-                o1.reason = b[p:p + n1].decode()
-                p += n1
+                o1.reason = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t5(b, p, o1, k)
@@ -247,7 +235,7 @@ def _r10(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaveGroupResponse_MemberResponse()
@@ -255,8 +243,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
@@ -264,8 +251,7 @@ def _r10(b, p, k=_MAXE):
                     raise Malformed
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.error_code = _S0(b, p)[0]
             p += 2
@@ -287,7 +273,7 @@ def _r12(b, p, k=_MAXE):
     o.members = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = LeaveGroupResponse_MemberResponse()
@@ -298,8 +284,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -308,8 +293,7 @@ def _r12(b, p, k=_MAXE):
             if n1 < 0:
                 o1.group_instance_id = None
             else:
-                o1.group_instance_id = b[p:p + n1].decode()
-                p += n1
+                o1.group_instance_id = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.error_code, n1 = _S6(b, p)
             p += 3

@@ -67,7 +67,7 @@ def _r3(b, p, k=_MAXE):
     o.config_resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListConfigResourcesResponse_ConfigResource()
@@ -78,8 +78,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.resource_type = 16
             o1.unknown_tags = None
             if b[p]:
@@ -108,7 +107,7 @@ def _r5(b, p, k=_MAXE):
     o.config_resources = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListConfigResourcesResponse_ConfigResource()
@@ -119,8 +118,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.resource_name = b[p:p + n1].decode()
-            p += n1
+            o1.resource_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.resource_type, n1 = _S2(b, p)
             p += 2

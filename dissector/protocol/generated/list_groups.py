@@ -52,7 +52,7 @@ def _r2(b, p, k=_MAXE):
     o.states_filter = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -63,8 +63,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.types_filter = []
@@ -88,7 +87,7 @@ def _r3(b, p, k=_MAXE):
     o.states_filter = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -99,8 +98,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = b[p]
@@ -113,7 +111,7 @@ def _r3(b, p, k=_MAXE):
     o.types_filter = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -124,8 +122,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -145,7 +142,7 @@ def _r5(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListGroupsResponse_ListedGroup()
@@ -153,14 +150,12 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             o1.group_state = ''
             o1.group_type = ''
             o1.unknown_tags = None
@@ -180,7 +175,7 @@ def _r6(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListGroupsResponse_ListedGroup()
@@ -188,14 +183,12 @@ def _r6(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             o1.group_state = ''
             o1.group_type = ''
             o1.unknown_tags = None
@@ -217,7 +210,7 @@ def _r8(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListGroupsResponse_ListedGroup()
@@ -228,8 +221,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -237,8 +229,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             o1.group_state = ''
             o1.group_type = ''
             o1.unknown_tags = None
@@ -268,7 +259,7 @@ def _r10(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListGroupsResponse_ListedGroup()
@@ -279,8 +270,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -288,8 +278,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -297,8 +286,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_type = ''
             o1.unknown_tags = None
             if b[p]:
@@ -327,7 +315,7 @@ def _r12(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListGroupsResponse_ListedGroup()
@@ -338,8 +326,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -347,8 +334,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.protocol_type = b[p:p + n1].decode()
-            p += n1
+            o1.protocol_type = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -356,8 +342,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -365,8 +350,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_type = b[p:p + n1].decode()
-            p += n1
+            o1.group_type = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t11(b, p, o1, k)

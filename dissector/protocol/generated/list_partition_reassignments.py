@@ -40,7 +40,7 @@ def _r1(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()
@@ -51,8 +51,7 @@ def _r1(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -93,8 +92,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -105,7 +103,7 @@ def _r4(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListPartitionReassignmentsResponse_OngoingTopicReassignment()
@@ -116,8 +114,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -128,7 +125,7 @@ def _r4(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ListPartitionReassignmentsResponse_OngoingPartitionReassignment()

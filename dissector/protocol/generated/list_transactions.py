@@ -31,7 +31,7 @@ def _r0(b, p, k=_MAXE):
     o.state_filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -42,8 +42,7 @@ def _r0(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = b[p]
@@ -83,7 +82,7 @@ def _r1(b, p, k=_MAXE):
     o.state_filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -94,8 +93,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = b[p]
@@ -134,7 +132,7 @@ def _r2(b, p, k=_MAXE):
     o.state_filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -145,8 +143,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = b[p]
@@ -172,8 +169,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id_pattern = None
     else:
-        o.transactional_id_pattern = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id_pattern = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t2(b, p, o, k)
@@ -194,7 +190,7 @@ def _r4(b, p, k=_MAXE):
     o.unknown_state_filters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -205,8 +201,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     n0 = b[p]
@@ -219,7 +214,7 @@ def _r4(b, p, k=_MAXE):
     o.transaction_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ListTransactionsResponse_TransactionState()
@@ -230,8 +225,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transactional_id = b[p:p + n1].decode()
-            p += n1
+            o1.transactional_id = b[p:(p := p + n1)].decode()
             o1.producer_id, n1 = _S1(b, p)
             p += 9
             if n1 > 127:
@@ -239,8 +233,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.transaction_state = b[p:p + n1].decode()
-            p += n1
+            o1.transaction_state = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t3(b, p, o1, k)

@@ -54,7 +54,7 @@ def _r1(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataRequest_MetadataRequestTopic()
@@ -62,8 +62,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = UUID0
             o1.unknown_tags = None
             l0.append(o1)
@@ -87,7 +86,7 @@ def _r2(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
@@ -95,8 +94,7 @@ def _r2(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
@@ -120,7 +118,7 @@ def _r3(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
@@ -128,8 +126,7 @@ def _r3(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
@@ -154,7 +151,7 @@ def _r4(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
@@ -162,8 +159,7 @@ def _r4(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 l0.append(o1)
@@ -187,7 +183,7 @@ def _r6(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = MetadataRequest_MetadataRequestTopic()
@@ -198,8 +194,7 @@ def _r6(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 o1.topic_id = UUID0
                 o1.unknown_tags = None
                 if b[p]:
@@ -243,8 +238,7 @@ def _r8(b, p, k=_MAXE):
                 if n1 < 0:
                     o1.name = None
                 else:
-                    o1.name = b[p:p + n1].decode()
-                    p += n1
+                    o1.name = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t7(b, p, o1, k)
@@ -287,8 +281,7 @@ def _r9(b, p, k=_MAXE):
                 if n1 < 0:
                     o1.name = None
                 else:
-                    o1.name = b[p:p + n1].decode()
-                    p += n1
+                    o1.name = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t7(b, p, o1, k)
@@ -314,7 +307,7 @@ def _r13(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -322,8 +315,7 @@ def _r13(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.rack = None
             o1.unknown_tags = None
             o1.port = _S0(b, p)[0]
@@ -337,7 +329,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -345,8 +337,7 @@ def _r13(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -354,7 +345,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -411,7 +402,7 @@ def _r16(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -419,8 +410,7 @@ def _r16(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -428,8 +418,7 @@ def _r16(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -440,7 +429,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -448,8 +437,7 @@ def _r16(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -457,7 +445,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -512,7 +500,7 @@ def _r17(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -520,8 +508,7 @@ def _r17(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -529,8 +516,7 @@ def _r17(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -541,8 +527,7 @@ def _r17(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -550,7 +535,7 @@ def _r17(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -558,8 +543,7 @@ def _r17(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -567,7 +551,7 @@ def _r17(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -621,7 +605,7 @@ def _r18(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -629,8 +613,7 @@ def _r18(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -638,8 +621,7 @@ def _r18(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -650,8 +632,7 @@ def _r18(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -659,7 +640,7 @@ def _r18(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -667,8 +648,7 @@ def _r18(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -676,7 +656,7 @@ def _r18(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -729,7 +709,7 @@ def _r21(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -737,8 +717,7 @@ def _r21(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -746,8 +725,7 @@ def _r21(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -758,8 +736,7 @@ def _r21(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -767,7 +744,7 @@ def _r21(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -775,8 +752,7 @@ def _r21(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -784,7 +760,7 @@ def _r21(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -848,7 +824,7 @@ def _r24(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -856,8 +832,7 @@ def _r24(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -865,8 +840,7 @@ def _r24(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -877,8 +851,7 @@ def _r24(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -886,7 +859,7 @@ def _r24(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -894,8 +867,7 @@ def _r24(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -903,7 +875,7 @@ def _r24(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -966,7 +938,7 @@ def _r26(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -974,8 +946,7 @@ def _r26(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S7(b, p)
             p += 6
             if n1 < 0:
@@ -983,8 +954,7 @@ def _r26(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -995,8 +965,7 @@ def _r26(b, p, k=_MAXE):
             raise Malformed
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S10(b, p)
     p += 8
     if n0 < 0:
@@ -1004,7 +973,7 @@ def _r26(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1012,8 +981,7 @@ def _r26(b, p, k=_MAXE):
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S11(b, p)
             p += 5
             if n1 < 0:
@@ -1021,7 +989,7 @@ def _r26(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -1089,7 +1057,7 @@ def _r30(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -1100,8 +1068,7 @@ def _r30(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S13(b, p)
             p += 5
             if n1 > 127:
@@ -1110,8 +1077,7 @@ def _r30(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t27(b, p, o1, k)
@@ -1127,8 +1093,7 @@ def _r30(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1139,7 +1104,7 @@ def _r30(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1150,8 +1115,7 @@ def _r30(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.is_internal, n1 = _S15(b, p)
             p += 2
             if n1 > 127:
@@ -1162,7 +1126,7 @@ def _r30(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -1247,7 +1211,7 @@ def _r32(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -1258,8 +1222,7 @@ def _r32(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S13(b, p)
             p += 5
             if n1 > 127:
@@ -1268,8 +1231,7 @@ def _r32(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t27(b, p, o1, k)
@@ -1285,8 +1247,7 @@ def _r32(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1297,7 +1258,7 @@ def _r32(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1308,8 +1269,7 @@ def _r32(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.is_internal, n1 = _S15(b, p)
@@ -1322,7 +1282,7 @@ def _r32(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -1406,7 +1366,7 @@ def _r33(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -1417,8 +1377,7 @@ def _r33(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S13(b, p)
             p += 5
             if n1 > 127:
@@ -1427,8 +1386,7 @@ def _r33(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t27(b, p, o1, k)
@@ -1444,8 +1402,7 @@ def _r33(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1456,7 +1413,7 @@ def _r33(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1467,8 +1424,7 @@ def _r33(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.is_internal, n1 = _S15(b, p)
@@ -1481,7 +1437,7 @@ def _r33(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -1566,7 +1522,7 @@ def _r35(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -1577,8 +1533,7 @@ def _r35(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S13(b, p)
             p += 5
             if n1 > 127:
@@ -1587,8 +1542,7 @@ def _r35(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t27(b, p, o1, k)
@@ -1604,8 +1558,7 @@ def _r35(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1616,7 +1569,7 @@ def _r35(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1628,8 +1581,7 @@ def _r35(b, p, k=_MAXE):
             if n1 < 0:
                 o1.name = None
             else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.is_internal, n1 = _S15(b, p)
@@ -1642,7 +1594,7 @@ def _r35(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()
@@ -1727,7 +1679,7 @@ def _r36(b, p, k=_MAXE):
     o.brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseBroker()
@@ -1738,8 +1690,7 @@ def _r36(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S13(b, p)
             p += 5
             if n1 > 127:
@@ -1748,8 +1699,7 @@ def _r36(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t27(b, p, o1, k)
@@ -1765,8 +1715,7 @@ def _r36(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.controller_id, n0 = _S13(b, p)
     p += 5
     if n0 > 127:
@@ -1777,7 +1726,7 @@ def _r36(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = MetadataResponse_MetadataResponseTopic()
@@ -1789,8 +1738,7 @@ def _r36(b, p, k=_MAXE):
             if n1 < 0:
                 o1.name = None
             else:
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             o1.is_internal, n1 = _S15(b, p)
@@ -1803,7 +1751,7 @@ def _r36(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = MetadataResponse_MetadataResponsePartition()

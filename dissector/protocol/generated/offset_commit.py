@@ -48,8 +48,7 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -57,7 +56,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -65,8 +64,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -74,7 +72,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -85,8 +83,7 @@ def _r2(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
@@ -110,14 +107,12 @@ def _r5(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -125,7 +120,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -133,8 +128,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -142,7 +136,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -153,8 +147,7 @@ def _r5(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -175,14 +168,12 @@ def _r6(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.retention_time_ms, n0 = _S5(b, p)
     p += 12
     if n0 < 0:
@@ -190,7 +181,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -198,8 +189,7 @@ def _r6(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -207,7 +197,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -218,8 +208,7 @@ def _r6(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
@@ -240,14 +229,12 @@ def _r7(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -255,7 +242,7 @@ def _r7(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -263,8 +250,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -272,7 +258,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -283,8 +269,7 @@ def _r7(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
@@ -306,14 +291,12 @@ def _r10(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -321,7 +304,7 @@ def _r10(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -329,8 +312,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -338,7 +320,7 @@ def _r10(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -349,8 +331,7 @@ def _r10(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -371,14 +352,12 @@ def _r11(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -386,8 +365,7 @@ def _r11(b, p, k=_MAXE):
             raise Malformed
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -395,7 +373,7 @@ def _r11(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -403,8 +381,7 @@ def _r11(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -412,7 +389,7 @@ def _r11(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -423,8 +400,7 @@ def _r11(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -447,8 +423,7 @@ def _r14(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
@@ -456,8 +431,7 @@ def _r14(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -466,8 +440,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -478,7 +451,7 @@ def _r14(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitRequest_OffsetCommitRequestTopic()
@@ -489,8 +462,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -501,7 +473,7 @@ def _r14(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -513,8 +485,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     if b[p]:
@@ -549,8 +520,7 @@ def _r16(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id_or_member_epoch, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
@@ -558,8 +528,7 @@ def _r16(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -568,8 +537,7 @@ def _r16(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -596,7 +564,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
@@ -608,8 +576,7 @@ def _r16(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
                     if b[p]:
@@ -644,7 +611,7 @@ def _r19(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
@@ -652,8 +619,7 @@ def _r19(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -661,7 +627,7 @@ def _r19(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):
@@ -696,7 +662,7 @@ def _r20(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
@@ -704,8 +670,7 @@ def _r20(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -713,7 +678,7 @@ def _r20(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):
@@ -750,7 +715,7 @@ def _r23(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetCommitResponse_OffsetCommitResponseTopic()
@@ -761,8 +726,7 @@ def _r23(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -773,7 +737,7 @@ def _r23(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
@@ -836,7 +800,7 @@ def _r25(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):

@@ -39,8 +39,7 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -48,7 +47,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetDeleteRequest_OffsetDeleteRequestTopic()
@@ -56,8 +55,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -65,7 +63,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I1(b[p:p + 4 * n1]):
@@ -98,7 +96,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetDeleteResponse_OffsetDeleteResponseTopic()
@@ -106,8 +104,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -115,7 +112,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 6 * n1]):

@@ -60,8 +60,7 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -69,7 +68,7 @@ def _r1(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
@@ -77,8 +76,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -106,8 +104,7 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = _S1(b, p)[0]
     p += 4
     if n0 < 0:
@@ -118,7 +115,7 @@ def _r2(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
@@ -126,8 +123,7 @@ def _r2(b, p, k=_MAXE):
                 p += 2
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 n1 = _S1(b, p)[0]
                 p += 4
                 if n1 < 0:
@@ -158,8 +154,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -171,7 +166,7 @@ def _r4(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
@@ -182,8 +177,7 @@ def _r4(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -225,8 +219,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -238,7 +231,7 @@ def _r5(b, p, k=_MAXE):
         o.topics = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = OffsetFetchRequest_OffsetFetchRequestTopic()
@@ -249,8 +242,7 @@ def _r5(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.name = b[p:p + n1].decode()
-                p += n1
+                o1.name = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -294,7 +286,7 @@ def _r8(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
@@ -305,8 +297,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -318,7 +309,7 @@ def _r8(b, p, k=_MAXE):
                 o1.topics = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
@@ -329,8 +320,7 @@ def _r8(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.name = b[p:p + n2].decode()
-                        p += n2
+                        o2.name = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -385,7 +375,7 @@ def _r10(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
@@ -396,8 +386,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -406,8 +395,7 @@ def _r10(b, p, k=_MAXE):
             if n1 < 0:
                 o1.member_id = None
             else:
-                o1.member_id = b[p:p + n1].decode()
-                p += n1
+                o1.member_id = b[p:(p := p + n1)].decode()
             o1.member_epoch, n1 = _S4(b, p)
             p += 5
             if n1 > 127:
@@ -419,7 +407,7 @@ def _r10(b, p, k=_MAXE):
                 o1.topics = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = OffsetFetchRequest_OffsetFetchRequestTopics()
@@ -430,8 +418,7 @@ def _r10(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.name = b[p:p + n2].decode()
-                        p += n2
+                        o2.name = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -484,7 +471,7 @@ def _r13(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchRequest_OffsetFetchRequestGroup()
@@ -495,8 +482,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -505,8 +491,7 @@ def _r13(b, p, k=_MAXE):
             if n1 < 0:
                 o1.member_id = None
             else:
-                o1.member_id = b[p:p + n1].decode()
-                p += n1
+                o1.member_id = b[p:(p := p + n1)].decode()
             o1.member_epoch, n1 = _S4(b, p)
             p += 5
             if n1 > 127:
@@ -573,7 +558,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
@@ -581,8 +566,7 @@ def _r16(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -590,7 +574,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
@@ -601,8 +585,7 @@ def _r16(b, p, k=_MAXE):
                             raise Malformed
                         o2.metadata = None
                     else:
-                        o2.metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     o2.error_code = _S0(b, p)[0]
@@ -628,7 +611,7 @@ def _r17(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
@@ -636,8 +619,7 @@ def _r17(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -645,7 +627,7 @@ def _r17(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
@@ -656,8 +638,7 @@ def _r17(b, p, k=_MAXE):
                             raise Malformed
                         o2.metadata = None
                     else:
-                        o2.metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     o2.error_code = _S0(b, p)[0]
@@ -684,7 +665,7 @@ def _r18(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
@@ -692,8 +673,7 @@ def _r18(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -701,7 +681,7 @@ def _r18(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
@@ -712,8 +692,7 @@ def _r18(b, p, k=_MAXE):
                             raise Malformed
                         o2.metadata = None
                     else:
-                        o2.metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     o2.error_code = _S0(b, p)[0]
@@ -739,7 +718,7 @@ def _r21(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
@@ -747,8 +726,7 @@ def _r21(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S1(b, p)[0]
             p += 4
             if n1 < 0:
@@ -756,7 +734,7 @@ def _r21(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
@@ -767,8 +745,7 @@ def _r21(b, p, k=_MAXE):
                             raise Malformed
                         o2.metadata = None
                     else:
-                        o2.metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.metadata = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.error_code = _S0(b, p)[0]
                     p += 2
@@ -796,7 +773,7 @@ def _r24(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseTopic()
@@ -807,8 +784,7 @@ def _r24(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -819,7 +795,7 @@ def _r24(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
@@ -831,8 +807,7 @@ def _r24(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.metadata = None
                     else:
-                        o2.metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.metadata = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.error_code, n2 = _S9(b, p)
                     p += 3
@@ -868,7 +843,7 @@ def _r28(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
@@ -879,8 +854,7 @@ def _r28(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -891,7 +865,7 @@ def _r28(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponseTopics()
@@ -902,8 +876,7 @@ def _r28(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -914,7 +887,7 @@ def _r28(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
@@ -926,8 +899,7 @@ def _r28(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.metadata = None
                             else:
-                                o3.metadata = b[p:p + n3].decode()
-                                p += n3
+                                o3.metadata = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.error_code, n3 = _S9(b, p)
                             p += 3
@@ -972,7 +944,7 @@ def _r31(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetFetchResponse_OffsetFetchResponseGroup()
@@ -983,8 +955,7 @@ def _r31(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -1011,7 +982,7 @@ def _r31(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
@@ -1023,8 +994,7 @@ def _r31(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.metadata = None
                             else:
-                                o3.metadata = b[p:p + n3].decode()
-                                p += n3
+                                o3.metadata = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.error_code, n3 = _S9(b, p)
                             p += 3

@@ -54,7 +54,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
@@ -62,8 +62,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -71,7 +70,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I2(b[p:p + 8 * n1]):
@@ -107,7 +106,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
@@ -115,8 +114,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -124,7 +122,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 12 * n1]):
@@ -158,7 +156,7 @@ def _r6(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
@@ -166,8 +164,7 @@ def _r6(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -175,7 +172,7 @@ def _r6(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I3(b[p:p + 12 * n1]):
@@ -211,7 +208,7 @@ def _r9(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochRequest_OffsetForLeaderTopic()
@@ -222,8 +219,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -234,7 +230,7 @@ def _r9(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
                     for v in _I6(s1):
@@ -277,7 +273,7 @@ def _r12(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
@@ -285,8 +281,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -294,7 +289,7 @@ def _r12(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I8(b[p:p + 14 * n1]):
@@ -330,7 +325,7 @@ def _r15(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
@@ -338,8 +333,7 @@ def _r15(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -347,7 +341,7 @@ def _r15(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I9(b[p:p + 18 * n1]):
@@ -381,7 +375,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
@@ -389,8 +383,7 @@ def _r16(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = _S0(b, p)[0]
             p += 4
             if n1 < 0:
@@ -398,7 +391,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I9(b[p:p + 18 * n1]):
@@ -434,7 +427,7 @@ def _r19(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()
@@ -445,8 +438,7 @@ def _r19(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic = b[p:p + n1].decode()
-            p += n1
+            o1.topic = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -457,7 +449,7 @@ def _r19(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
                     for v in _I10(s1):

@@ -66,7 +66,7 @@ def _r2(b, p, k=_MAXE):
     o.topic_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceRequest_TopicProduceData()
@@ -74,8 +74,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -83,7 +82,7 @@ def _r2(b, p, k=_MAXE):
             o1.partition_data = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
@@ -94,8 +93,7 @@ def _r2(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -118,8 +116,7 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.acks, o.timeout_ms, n0 = _S0(b, p)
     p += 10
     if n0 < 0:
@@ -127,7 +124,7 @@ def _r3(b, p, k=_MAXE):
     o.topic_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceRequest_TopicProduceData()
@@ -135,8 +132,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -144,7 +140,7 @@ def _r3(b, p, k=_MAXE):
             o1.partition_data = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
@@ -155,8 +151,7 @@ def _r3(b, p, k=_MAXE):
                             raise Malformed
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -179,8 +174,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.acks, o.timeout_ms, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -191,7 +185,7 @@ def _r6(b, p, k=_MAXE):
     o.topic_data = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceRequest_TopicProduceData()
@@ -202,8 +196,7 @@ def _r6(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -214,7 +207,7 @@ def _r6(b, p, k=_MAXE):
             o1.partition_data = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
@@ -230,8 +223,7 @@ def _r6(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t4(b, p, o2, k)
@@ -266,8 +258,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.transactional_id = None
     else:
-        o.transactional_id = b[p:p + n0].decode()
-        p += n0
+        o.transactional_id = b[p:(p := p + n0)].decode()
     o.acks, o.timeout_ms, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
@@ -294,7 +285,7 @@ def _r8(b, p, k=_MAXE):
             o1.partition_data = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
@@ -310,8 +301,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t4(b, p, o2, k)
@@ -344,7 +334,7 @@ def _r11(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -352,8 +342,7 @@ def _r11(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -361,7 +350,7 @@ def _r11(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
@@ -407,7 +396,7 @@ def _r12(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -415,8 +404,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -424,7 +412,7 @@ def _r12(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I7(b[p:p + 14 * n1]):
@@ -471,7 +459,7 @@ def _r15(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -479,8 +467,7 @@ def _r15(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -488,7 +475,7 @@ def _r15(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I8(b[p:p + 22 * n1]):
@@ -533,7 +520,7 @@ def _r18(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -541,8 +528,7 @@ def _r18(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -550,7 +536,7 @@ def _r18(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I9(b[p:p + 30 * n1]):
@@ -593,7 +579,7 @@ def _r22(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -601,8 +587,7 @@ def _r22(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -610,7 +595,7 @@ def _r22(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
@@ -621,7 +606,7 @@ def _r22(b, p, k=_MAXE):
                     o2.record_errors = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
@@ -632,8 +617,7 @@ def _r22(b, p, k=_MAXE):
                                     raise Malformed
                                 o3.batch_index_error_message = None
                             else:
-                                o3.batch_index_error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             l2.append(o3)
                             n2 -= 1
@@ -644,8 +628,7 @@ def _r22(b, p, k=_MAXE):
                             raise Malformed
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.current_leader = None
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -673,7 +656,7 @@ def _r26(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -684,8 +667,7 @@ def _r26(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -696,7 +678,7 @@ def _r26(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
@@ -710,7 +692,7 @@ def _r26(b, p, k=_MAXE):
                     o2.record_errors = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
@@ -722,8 +704,7 @@ def _r26(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.batch_index_error_message = None
                             else:
-                                o3.batch_index_error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t23(b, p, o3, k)
@@ -739,8 +720,7 @@ def _r26(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.current_leader = None
                     o2.unknown_tags = None
                     if b[p]:
@@ -778,7 +758,7 @@ def _r31(b, p, k=_MAXE):
     o.responses = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ProduceResponse_TopicProduceResponse()
@@ -789,8 +769,7 @@ def _r31(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -801,7 +780,7 @@ def _r31(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
@@ -815,7 +794,7 @@ def _r31(b, p, k=_MAXE):
                     o2.record_errors = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
@@ -827,8 +806,7 @@ def _r31(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.batch_index_error_message = None
                             else:
-                                o3.batch_index_error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t23(b, p, o3, k)
@@ -844,8 +822,7 @@ def _r31(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     d2 = ProduceResponse_LeaderIdAndEpoch()
                     d2.leader_id = -1
                     d2.leader_epoch = -1
@@ -903,7 +880,7 @@ def _r33(b, p, k=_MAXE):
             o1.partition_responses = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
@@ -917,7 +894,7 @@ def _r33(b, p, k=_MAXE):
                     o2.record_errors = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ProduceResponse_BatchIndexAndErrorMessage()
@@ -929,8 +906,7 @@ def _r33(b, p, k=_MAXE):
                             if n3 < 0:
                                 o3.batch_index_error_message = None
                             else:
-                                o3.batch_index_error_message = b[p:p + n3].decode()
-                                p += n3
+                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t23(b, p, o3, k)
@@ -946,8 +922,7 @@ def _r33(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     d2 = ProduceResponse_LeaderIdAndEpoch()
                     d2.leader_id = -1
                     d2.leader_epoch = -1
@@ -1280,7 +1255,7 @@ def _t31(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = ProduceResponse_NodeEndpoint()
@@ -1291,8 +1266,7 @@ def _t31(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.port, n1 = _S6(b, p)
                     p += 5
                     if n1 > 127:
@@ -1301,8 +1275,7 @@ def _t31(b, p, o, k):
                     if n1 < 0:
                         o1.rack = None
                     else:
-                        o1.rack = b[p:p + n1].decode()
-                        p += n1
+                        o1.rack = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     if b[p]:
                         p, k = _t30(b, p, o1, k)
@@ -1372,7 +1345,7 @@ def _t33(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = ProduceResponse_NodeEndpoint()
@@ -1383,8 +1356,7 @@ def _t33(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.port, n1 = _S6(b, p)
                     p += 5
                     if n1 > 127:
@@ -1393,8 +1365,7 @@ def _t33(b, p, o, k):
                     if n1 < 0:
                         o1.rack = None
                     else:
-                        o1.rack = b[p:p + n1].decode()
-                        p += n1
+                        o1.rack = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     if b[p]:
                         p, k = _t30(b, p, o1, k)

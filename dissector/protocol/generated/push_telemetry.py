@@ -24,8 +24,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.metrics = b[p:p + n0]
-    p += n0
+    o.metrics = b[p:(p := p + n0)]
     o.unknown_tags = None
     if b[p]:
         p, k = _t0(b, p, o, k)

@@ -24,8 +24,7 @@ def _r0(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.voter_id = _S1(b, p)[0]
     p += 4
     o.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -48,8 +47,7 @@ def _r1(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t1(b, p, o, k)

@@ -23,8 +23,7 @@ def _r0(b, p, k=_MAXE):
     p += 4
     if n0 < 0:
         raise Malformed
-    o.hmac = b[p:p + n0]
-    p += n0
+    o.hmac = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.renew_period_ms = _S1(b, p)[0]
     p += 8
@@ -40,8 +39,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.hmac = b[p:p + n0]
-    p += n0
+    o.hmac = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.renew_period_ms, n0 = _S3(b, p)
     p += 9

@@ -27,8 +27,7 @@ def _r1(b, p, k=_MAXE):
             raise Malformed
         o.client_id = None
     else:
-        o.client_id = b[p:p + n0].decode()
-        p += n0
+        o.client_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     return o, p
 
@@ -42,8 +41,7 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.client_id = None
     else:
-        o.client_id = b[p:p + n0].decode()
-        p += n0
+        o.client_id = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t2(b, p, o, k)

@@ -23,8 +23,7 @@ def _r0(b, p, k=_MAXE):
     p += 4
     if n0 < 0:
         raise Malformed
-    o.auth_bytes = b[p:p + n0]
-    p += n0
+    o.auth_bytes = b[p:(p := p + n0)]
     o.unknown_tags = None
     return o, p
 
@@ -38,8 +37,7 @@ def _r1(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.auth_bytes = b[p:p + n0]
-    p += n0
+    o.auth_bytes = b[p:(p := p + n0)]
     o.unknown_tags = None
     if b[p]:
         p, k = _t1(b, p, o, k)
@@ -57,14 +55,12 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    o.auth_bytes = b[p:p + n0]
-    p += n0
+    o.auth_bytes = b[p:(p := p + n0)]
     o.session_lifetime_ms = 0
     o.unknown_tags = None
     return o, p
@@ -79,14 +75,12 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 4
     if n0 < 0:
         raise Malformed
-    o.auth_bytes = b[p:p + n0]
-    p += n0
+    o.auth_bytes = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.session_lifetime_ms = _S3(b, p)[0]
     p += 8
@@ -103,8 +97,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -112,8 +105,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.auth_bytes = b[p:p + n0]
-    p += n0
+    o.auth_bytes = b[p:(p := p + n0)]
     o.unknown_tags = None
     o.session_lifetime_ms, n0 = _S5(b, p)
     p += 9

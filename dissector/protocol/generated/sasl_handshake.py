@@ -19,8 +19,7 @@ def _r0(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.mechanism = b[p:p + n0].decode()
-    p += n0
+    o.mechanism = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     return o, p
 
@@ -34,15 +33,14 @@ def _r1(b, p, k=_MAXE):
     o.mechanisms = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = _S0(b, p)[0]
             p += 2
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None

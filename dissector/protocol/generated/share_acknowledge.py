@@ -56,8 +56,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.group_id = None
     else:
-        o.group_id = b[p:p + n0].decode()
-        p += n0
+        o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,8 +65,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.share_session_epoch, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -94,7 +92,7 @@ def _r3(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareAcknowledgeRequest_AcknowledgePartition()
@@ -108,7 +106,7 @@ def _r3(b, p, k=_MAXE):
                     o2.acknowledgement_batches = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
@@ -167,8 +165,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.group_id = None
     else:
-        o.group_id = b[p:p + n0].decode()
-        p += n0
+        o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -177,8 +174,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.share_session_epoch, o.is_renew_ack, n0 = _S3(b, p)
     p += 6
     if n0 > 127:
@@ -205,7 +201,7 @@ def _r4(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareAcknowledgeRequest_AcknowledgePartition()
@@ -219,7 +215,7 @@ def _r4(b, p, k=_MAXE):
                     o2.acknowledgement_batches = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ShareAcknowledgeRequest_AcknowledgementBatch()
@@ -277,8 +273,7 @@ def _r9(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -305,7 +300,7 @@ def _r9(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareAcknowledgeResponse_PartitionData()
@@ -317,8 +312,7 @@ def _r9(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
                     o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
@@ -350,7 +344,7 @@ def _r9(b, p, k=_MAXE):
     o.node_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ShareAcknowledgeResponse_NodeEndpoint()
@@ -361,8 +355,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S1(b, p)
             p += 5
             if n1 > 127:
@@ -371,8 +364,7 @@ def _r9(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t8(b, p, o1, k)
@@ -399,8 +391,7 @@ def _r10(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.acquisition_lock_timeout_ms, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -427,7 +418,7 @@ def _r10(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareAcknowledgeResponse_PartitionData()
@@ -439,8 +430,7 @@ def _r10(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o3 = ShareAcknowledgeResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
                     o3.leader_id, o3.leader_epoch, n3 = _S5(b, p)
@@ -472,7 +462,7 @@ def _r10(b, p, k=_MAXE):
     o.node_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ShareAcknowledgeResponse_NodeEndpoint()
@@ -483,8 +473,7 @@ def _r10(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S1(b, p)
             p += 5
             if n1 > 127:
@@ -493,8 +482,7 @@ def _r10(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t8(b, p, o1, k)

@@ -71,8 +71,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.group_id = None
     else:
-        o.group_id = b[p:p + n0].decode()
-        p += n0
+        o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -81,8 +80,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, n0 = _S1(b, p)
     p += 17
     if n0 > 127:
@@ -109,7 +107,7 @@ def _r4(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareFetchRequest_FetchPartition()
@@ -123,7 +121,7 @@ def _r4(b, p, k=_MAXE):
                     o2.acknowledgement_batches = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
@@ -223,8 +221,7 @@ def _r7(b, p, k=_MAXE):
     if n0 < 0:
         o.group_id = None
     else:
-        o.group_id = b[p:p + n0].decode()
-        p += n0
+        o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -233,8 +230,7 @@ def _r7(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, n0 = _S4(b, p)
     p += 25
     if n0 > 127:
@@ -261,7 +257,7 @@ def _r7(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareFetchRequest_FetchPartition()
@@ -275,7 +271,7 @@ def _r7(b, p, k=_MAXE):
                     o2.acknowledgement_batches = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
@@ -374,8 +370,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.group_id = None
     else:
-        o.group_id = b[p:p + n0].decode()
-        p += n0
+        o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -384,8 +379,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack, n0 = _S6(b, p)
     p += 27
     if n0 > 127:
@@ -412,7 +406,7 @@ def _r8(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareFetchRequest_FetchPartition()
@@ -426,7 +420,7 @@ def _r8(b, p, k=_MAXE):
                     o2.acknowledgement_batches = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = ShareFetchRequest_AcknowledgementBatch()
@@ -524,8 +518,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -552,7 +545,7 @@ def _r14(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareFetchResponse_PartitionData()
@@ -564,8 +557,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.acknowledge_error_code, n2 = _S8(b, p)
                     p += 3
                     if n2 > 127:
@@ -574,8 +566,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.acknowledge_error_message = None
                     else:
-                        o2.acknowledge_error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.acknowledge_error_message = b[p:(p := p + n2)].decode()
                     o3 = ShareFetchResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
                     o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
@@ -595,8 +586,7 @@ def _r14(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.records = None
                     else:
-                        o2.records = m[p:p + n2]
-                        p += n2
+                        o2.records = m[p:(p := p + n2)]
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -607,7 +597,7 @@ def _r14(b, p, k=_MAXE):
                     o2.acquired_records = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
                             for v in _I9(s2):
@@ -650,7 +640,7 @@ def _r14(b, p, k=_MAXE):
     o.node_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ShareFetchResponse_NodeEndpoint()
@@ -661,8 +651,7 @@ def _r14(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -671,8 +660,7 @@ def _r14(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t13(b, p, o1, k)
@@ -700,8 +688,7 @@ def _r17(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.acquisition_lock_timeout_ms, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
@@ -728,7 +715,7 @@ def _r17(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareFetchResponse_PartitionData()
@@ -740,8 +727,7 @@ def _r17(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.error_message = None
                     else:
-                        o2.error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.error_message = b[p:(p := p + n2)].decode()
                     o2.acknowledge_error_code, n2 = _S8(b, p)
                     p += 3
                     if n2 > 127:
@@ -750,8 +736,7 @@ def _r17(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.acknowledge_error_message = None
                     else:
-                        o2.acknowledge_error_message = b[p:p + n2].decode()
-                        p += n2
+                        o2.acknowledge_error_message = b[p:(p := p + n2)].decode()
                     o3 = ShareFetchResponse_LeaderIdAndEpoch()
                     o3.unknown_tags = None
                     o3.leader_id, o3.leader_epoch, n3 = _S2(b, p)
@@ -770,8 +755,7 @@ def _r17(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.records = m[p:p + n2]
-                    p += n2
+                    o2.records = m[p:(p := p + n2)]
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -782,7 +766,7 @@ def _r17(b, p, k=_MAXE):
                     o2.acquired_records = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
                             for v in _I9(s2):
@@ -825,7 +809,7 @@ def _r17(b, p, k=_MAXE):
     o.node_endpoints = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ShareFetchResponse_NodeEndpoint()
@@ -836,8 +820,7 @@ def _r17(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.port, n1 = _S5(b, p)
             p += 5
             if n1 > 127:
@@ -846,8 +829,7 @@ def _r17(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t13(b, p, o1, k)

@@ -45,7 +45,7 @@ def _r0(b, p, k=_MAXE):
     o.group_ids = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -56,8 +56,7 @@ def _r0(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -80,7 +79,7 @@ def _r5(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = ShareGroupDescribeResponse_DescribedGroup()
@@ -92,8 +91,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -101,8 +99,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -110,8 +107,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_epoch, o1.assignment_epoch, n1 = _S4(b, p)
             p += 9
             if n1 > 127:
@@ -119,8 +115,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.assignor_name = b[p:p + n1].decode()
-            p += n1
+            o1.assignor_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -131,7 +126,7 @@ def _r5(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = ShareGroupDescribeResponse_Member()
@@ -142,8 +137,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -152,8 +146,7 @@ def _r5(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.rack_id = None
                     else:
-                        o2.rack_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.rack_id = b[p:(p := p + n2)].decode()
                     o2.member_epoch, n2 = _S2(b, p)
                     p += 5
                     if n2 > 127:
@@ -161,8 +154,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -170,8 +162,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -182,7 +173,7 @@ def _r5(b, p, k=_MAXE):
                     o2.subscribed_topic_names = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             n3 = b[p]
@@ -193,8 +184,7 @@ def _r5(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            c = b[p:p + n3].decode()
-                            p += n3
+                            c = b[p:(p := p + n3)].decode()
                             l2.append(c)
                             n2 -= 1
                     o3 = ShareGroupDescribeResponse_Assignment()
@@ -221,8 +211,7 @@ def _r5(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.topic_name = b[p:p + n4].decode()
-                            p += n4
+                            o4.topic_name = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:

@@ -33,8 +33,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -42,8 +41,7 @@ def _r0(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, n0 = _S1(b, p)
     p += 5
     if n0 > 127:
@@ -52,8 +50,7 @@ def _r0(b, p, k=_MAXE):
     if n0 < 0:
         o.rack_id = None
     else:
-        o.rack_id = b[p:p + n0].decode()
-        p += n0
+        o.rack_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -65,7 +62,7 @@ def _r0(b, p, k=_MAXE):
         o.subscribed_topic_names = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 n1 = b[p]
@@ -76,8 +73,7 @@ def _r0(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                c = b[p:p + n1].decode()
-                p += n1
+                c = b[p:(p := p + n1)].decode()
                 l0.append(c)
                 n0 -= 1
     o.unknown_tags = None
@@ -98,8 +94,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -108,8 +103,7 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         o.member_id = None
     else:
-        o.member_id = b[p:p + n0].decode()
-        p += n0
+        o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, o.heartbeat_interval_ms, n0 = _S3(b, p)
     p += 9
     if n0 > 127:

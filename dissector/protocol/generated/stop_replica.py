@@ -56,7 +56,7 @@ def _r1(b, p, k=_MAXE):
     o.ungrouped_partitions = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaRequest_StopReplicaPartitionV0()
@@ -64,8 +64,7 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index = _S2(b, p)[0]
             p += 4
@@ -88,7 +87,7 @@ def _r3(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaRequest_StopReplicaTopicV1()
@@ -96,8 +95,7 @@ def _r3(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -132,7 +130,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaRequest_StopReplicaTopicV1()
@@ -143,8 +141,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -190,7 +187,7 @@ def _r8(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaRequest_StopReplicaTopicState()
@@ -201,8 +198,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -213,7 +209,7 @@ def _r8(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
                     for v in _I7(s1):
@@ -263,7 +259,7 @@ def _r9(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaRequest_StopReplicaTopicState()
@@ -274,8 +270,7 @@ def _r9(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -286,7 +281,7 @@ def _r9(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
                     for v in _I7(s1):
@@ -332,7 +327,7 @@ def _r11(b, p, k=_MAXE):
     o.partition_errors = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaResponse_StopReplicaPartitionError()
@@ -340,8 +335,7 @@ def _r11(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index, o1.error_code = _S11(b, p)
             p += 6
@@ -363,7 +357,7 @@ def _r13(b, p, k=_MAXE):
     o.partition_errors = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StopReplicaResponse_StopReplicaPartitionError()
@@ -374,8 +368,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.partition_index, o1.error_code, n1 = _S13(b, p)
             p += 7

@@ -90,7 +90,7 @@ def _r0(b, p, k=_MAXE):
     o.group_ids = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -101,8 +101,7 @@ def _r0(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.include_topology_description = False
@@ -126,7 +125,7 @@ def _r1(b, p, k=_MAXE):
     o.group_ids = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             n1 = b[p]
@@ -137,8 +136,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            c = b[p:p + n1].decode()
-            p += n1
+            c = b[p:(p := p + n1)].decode()
             l0.append(c)
             n0 -= 1
     o.unknown_tags = None
@@ -161,7 +159,7 @@ def _r12(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StreamsGroupDescribeResponse_DescribedGroup()
@@ -173,8 +171,7 @@ def _r12(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -182,8 +179,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -191,8 +187,7 @@ def _r12(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
             p += 9
             if n1 > 127:
@@ -210,7 +205,7 @@ def _r12(b, p, k=_MAXE):
                     o2.subtopologies = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_Subtopology()
@@ -221,8 +216,7 @@ def _r12(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -233,7 +227,7 @@ def _r12(b, p, k=_MAXE):
                             o3.source_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     n4 = b[p]
@@ -244,8 +238,7 @@ def _r12(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    c = b[p:p + n4].decode()
-                                    p += n4
+                                    c = b[p:(p := p + n4)].decode()
                                     l3.append(c)
                                     n3 -= 1
                             n3 = b[p]
@@ -258,7 +251,7 @@ def _r12(b, p, k=_MAXE):
                             o3.repartition_sink_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     n4 = b[p]
@@ -269,8 +262,7 @@ def _r12(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    c = b[p:p + n4].decode()
-                                    p += n4
+                                    c = b[p:(p := p + n4)].decode()
                                     l3.append(c)
                                     n3 -= 1
                             n3 = b[p]
@@ -283,7 +275,7 @@ def _r12(b, p, k=_MAXE):
                             o3.state_changelog_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
@@ -294,8 +286,7 @@ def _r12(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    o4.name = b[p:p + n4].decode()
-                                    p += n4
+                                    o4.name = b[p:(p := p + n4)].decode()
                                     o4.partitions, o4.replication_factor, n4 = _S6(b, p)
                                     p += 7
                                     if n4 > 127:
@@ -306,7 +297,7 @@ def _r12(b, p, k=_MAXE):
                                     o4.topic_configs = l4 = []
                                     if n4:
                                         k -= n4
-                                        if n4 > len(b) - p or k < 0:
+                                        if k < 0:
                                             raise Malformed
                                         while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
@@ -317,8 +308,7 @@ def _r12(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.key = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.key = b[p:(p := p + n5)].decode()
                                             n5 = b[p]
                                             p += 1
                                             if n5 > 127:
@@ -326,8 +316,7 @@ def _r12(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.value = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.value = b[p:(p := p + n5)].decode()
                                             o5.unknown_tags = None
                                             if b[p]:
                                                 p, k = _t2(b, p, o5, k)
@@ -352,7 +341,7 @@ def _r12(b, p, k=_MAXE):
                             o3.repartition_source_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
@@ -363,8 +352,7 @@ def _r12(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    o4.name = b[p:p + n4].decode()
-                                    p += n4
+                                    o4.name = b[p:(p := p + n4)].decode()
                                     o4.partitions, o4.replication_factor, n4 = _S6(b, p)
                                     p += 7
                                     if n4 > 127:
@@ -375,7 +363,7 @@ def _r12(b, p, k=_MAXE):
                                     o4.topic_configs = l4 = []
                                     if n4:
                                         k -= n4
-                                        if n4 > len(b) - p or k < 0:
+                                        if k < 0:
                                             raise Malformed
                                         while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
@@ -386,8 +374,7 @@ def _r12(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.key = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.key = b[p:(p := p + n5)].decode()
                                             n5 = b[p]
                                             p += 1
                                             if n5 > 127:
@@ -395,8 +382,7 @@ def _r12(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.value = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.value = b[p:(p := p + n5)].decode()
                                             o5.unknown_tags = None
                                             if b[p]:
                                                 p, k = _t2(b, p, o5, k)
@@ -434,7 +420,7 @@ def _r12(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = StreamsGroupDescribeResponse_Member()
@@ -445,8 +431,7 @@ def _r12(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     o2.member_epoch, n2 = _S3(b, p)
                     p += 5
                     if n2 > 127:
@@ -455,8 +440,7 @@ def _r12(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.instance_id = None
                     else:
-                        o2.instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -465,8 +449,7 @@ def _r12(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.rack_id = None
                     else:
-                        o2.rack_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.rack_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -474,8 +457,7 @@ def _r12(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -483,8 +465,7 @@ def _r12(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     o2.topology_epoch, n2 = _S3(b, p)
                     p += 5
                     if n2 > 127:
@@ -492,8 +473,7 @@ def _r12(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.process_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.process_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -507,8 +487,7 @@ def _r12(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        o3.host = b[p:p + n3].decode()
-                        p += n3
+                        o3.host = b[p:(p := p + n3)].decode()
                         o3.unknown_tags = None
                         o3.port, n3 = _S7(b, p)
                         p += 3
@@ -525,7 +504,7 @@ def _r12(b, p, k=_MAXE):
                     o2.client_tags = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_KeyValue()
@@ -536,8 +515,7 @@ def _r12(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.key = b[p:p + n3].decode()
-                            p += n3
+                            o3.key = b[p:(p := p + n3)].decode()
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -545,8 +523,7 @@ def _r12(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.value = b[p:p + n3].decode()
-                            p += n3
+                            o3.value = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t2(b, p, o3, k)
@@ -564,7 +541,7 @@ def _r12(b, p, k=_MAXE):
                     o2.task_offsets = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
@@ -575,8 +552,7 @@ def _r12(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.partition, o3.offset, n3 = _S8(b, p)
                             p += 13
@@ -594,7 +570,7 @@ def _r12(b, p, k=_MAXE):
                     o2.task_end_offsets = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
@@ -605,8 +581,7 @@ def _r12(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.partition, o3.offset, n3 = _S8(b, p)
                             p += 13
@@ -625,7 +600,7 @@ def _r12(b, p, k=_MAXE):
                     o3.active_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -636,8 +611,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -670,7 +644,7 @@ def _r12(b, p, k=_MAXE):
                     o3.standby_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -681,8 +655,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -715,7 +688,7 @@ def _r12(b, p, k=_MAXE):
                     o3.warmup_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -726,8 +699,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -767,7 +739,7 @@ def _r12(b, p, k=_MAXE):
                     o3.active_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -778,8 +750,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -812,7 +783,7 @@ def _r12(b, p, k=_MAXE):
                     o3.standby_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -823,8 +794,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -857,7 +827,7 @@ def _r12(b, p, k=_MAXE):
                     o3.warmup_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -868,8 +838,7 @@ def _r12(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -935,7 +904,7 @@ def _r18(b, p, k=_MAXE):
     o.groups = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = StreamsGroupDescribeResponse_DescribedGroup()
@@ -947,8 +916,7 @@ def _r18(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -956,8 +924,7 @@ def _r18(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_id = b[p:p + n1].decode()
-            p += n1
+            o1.group_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -965,8 +932,7 @@ def _r18(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.group_state = b[p:p + n1].decode()
-            p += n1
+            o1.group_state = b[p:(p := p + n1)].decode()
             o1.group_epoch, o1.assignment_epoch, n1 = _S5(b, p)
             p += 9
             if n1 > 127:
@@ -984,7 +950,7 @@ def _r18(b, p, k=_MAXE):
                     o2.subtopologies = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_Subtopology()
@@ -995,8 +961,7 @@ def _r18(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -1007,7 +972,7 @@ def _r18(b, p, k=_MAXE):
                             o3.source_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     n4 = b[p]
@@ -1018,8 +983,7 @@ def _r18(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    c = b[p:p + n4].decode()
-                                    p += n4
+                                    c = b[p:(p := p + n4)].decode()
                                     l3.append(c)
                                     n3 -= 1
                             n3 = b[p]
@@ -1032,7 +996,7 @@ def _r18(b, p, k=_MAXE):
                             o3.repartition_sink_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     n4 = b[p]
@@ -1043,8 +1007,7 @@ def _r18(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    c = b[p:p + n4].decode()
-                                    p += n4
+                                    c = b[p:(p := p + n4)].decode()
                                     l3.append(c)
                                     n3 -= 1
                             n3 = b[p]
@@ -1057,7 +1020,7 @@ def _r18(b, p, k=_MAXE):
                             o3.state_changelog_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
@@ -1068,8 +1031,7 @@ def _r18(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    o4.name = b[p:p + n4].decode()
-                                    p += n4
+                                    o4.name = b[p:(p := p + n4)].decode()
                                     o4.partitions, o4.replication_factor, n4 = _S6(b, p)
                                     p += 7
                                     if n4 > 127:
@@ -1080,7 +1042,7 @@ def _r18(b, p, k=_MAXE):
                                     o4.topic_configs = l4 = []
                                     if n4:
                                         k -= n4
-                                        if n4 > len(b) - p or k < 0:
+                                        if k < 0:
                                             raise Malformed
                                         while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
@@ -1091,8 +1053,7 @@ def _r18(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.key = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.key = b[p:(p := p + n5)].decode()
                                             n5 = b[p]
                                             p += 1
                                             if n5 > 127:
@@ -1100,8 +1061,7 @@ def _r18(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.value = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.value = b[p:(p := p + n5)].decode()
                                             o5.unknown_tags = None
                                             if b[p]:
                                                 p, k = _t2(b, p, o5, k)
@@ -1126,7 +1086,7 @@ def _r18(b, p, k=_MAXE):
                             o3.repartition_source_topics = l3 = []
                             if n3:
                                 k -= n3
-                                if n3 > len(b) - p or k < 0:
+                                if k < 0:
                                     raise Malformed
                                 while n3:
                                     o4 = StreamsGroupDescribeResponse_TopicInfo()
@@ -1137,8 +1097,7 @@ def _r18(b, p, k=_MAXE):
                                     n4 -= 1
                                     if n4 < 0:
                                         raise Malformed
-                                    o4.name = b[p:p + n4].decode()
-                                    p += n4
+                                    o4.name = b[p:(p := p + n4)].decode()
                                     o4.partitions, o4.replication_factor, n4 = _S6(b, p)
                                     p += 7
                                     if n4 > 127:
@@ -1149,7 +1108,7 @@ def _r18(b, p, k=_MAXE):
                                     o4.topic_configs = l4 = []
                                     if n4:
                                         k -= n4
-                                        if n4 > len(b) - p or k < 0:
+                                        if k < 0:
                                             raise Malformed
                                         while n4:
                                             o5 = StreamsGroupDescribeResponse_KeyValue()
@@ -1160,8 +1119,7 @@ def _r18(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.key = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.key = b[p:(p := p + n5)].decode()
                                             n5 = b[p]
                                             p += 1
                                             if n5 > 127:
@@ -1169,8 +1127,7 @@ def _r18(b, p, k=_MAXE):
                                             n5 -= 1
                                             if n5 < 0:
                                                 raise Malformed
-                                            o5.value = b[p:p + n5].decode()
-                                            p += n5
+                                            o5.value = b[p:(p := p + n5)].decode()
                                             o5.unknown_tags = None
                                             if b[p]:
                                                 p, k = _t2(b, p, o5, k)
@@ -1208,7 +1165,7 @@ def _r18(b, p, k=_MAXE):
             o1.members = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = StreamsGroupDescribeResponse_Member()
@@ -1219,8 +1176,7 @@ def _r18(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.member_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.member_id = b[p:(p := p + n2)].decode()
                     o2.member_epoch, n2 = _S3(b, p)
                     p += 5
                     if n2 > 127:
@@ -1229,8 +1185,7 @@ def _r18(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.instance_id = None
                     else:
-                        o2.instance_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.instance_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1239,8 +1194,7 @@ def _r18(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.rack_id = None
                     else:
-                        o2.rack_id = b[p:p + n2].decode()
-                        p += n2
+                        o2.rack_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1248,8 +1202,7 @@ def _r18(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1257,8 +1210,7 @@ def _r18(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.client_host = b[p:p + n2].decode()
-                    p += n2
+                    o2.client_host = b[p:(p := p + n2)].decode()
                     o2.topology_epoch, n2 = _S3(b, p)
                     p += 5
                     if n2 > 127:
@@ -1266,8 +1218,7 @@ def _r18(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.process_id = b[p:p + n2].decode()
-                    p += n2
+                    o2.process_id = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1281,8 +1232,7 @@ def _r18(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        o3.host = b[p:p + n3].decode()
-                        p += n3
+                        o3.host = b[p:(p := p + n3)].decode()
                         o3.unknown_tags = None
                         o3.port, n3 = _S7(b, p)
                         p += 3
@@ -1299,7 +1249,7 @@ def _r18(b, p, k=_MAXE):
                     o2.client_tags = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_KeyValue()
@@ -1310,8 +1260,7 @@ def _r18(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.key = b[p:p + n3].decode()
-                            p += n3
+                            o3.key = b[p:(p := p + n3)].decode()
                             n3 = b[p]
                             p += 1
                             if n3 > 127:
@@ -1319,8 +1268,7 @@ def _r18(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.value = b[p:p + n3].decode()
-                            p += n3
+                            o3.value = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             if b[p]:
                                 p, k = _t2(b, p, o3, k)
@@ -1338,7 +1286,7 @@ def _r18(b, p, k=_MAXE):
                     o2.task_offsets = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
@@ -1349,8 +1297,7 @@ def _r18(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.partition, o3.offset, n3 = _S8(b, p)
                             p += 13
@@ -1368,7 +1315,7 @@ def _r18(b, p, k=_MAXE):
                     o2.task_end_offsets = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n2:
                             o3 = StreamsGroupDescribeResponse_TaskOffset()
@@ -1379,8 +1326,7 @@ def _r18(b, p, k=_MAXE):
                             n3 -= 1
                             if n3 < 0:
                                 raise Malformed
-                            o3.subtopology_id = b[p:p + n3].decode()
-                            p += n3
+                            o3.subtopology_id = b[p:(p := p + n3)].decode()
                             o3.unknown_tags = None
                             o3.partition, o3.offset, n3 = _S8(b, p)
                             p += 13
@@ -1399,7 +1345,7 @@ def _r18(b, p, k=_MAXE):
                     o3.active_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1410,8 +1356,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1444,7 +1389,7 @@ def _r18(b, p, k=_MAXE):
                     o3.standby_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1455,8 +1400,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1489,7 +1433,7 @@ def _r18(b, p, k=_MAXE):
                     o3.warmup_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1500,8 +1444,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1541,7 +1484,7 @@ def _r18(b, p, k=_MAXE):
                     o3.active_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1552,8 +1495,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1586,7 +1528,7 @@ def _r18(b, p, k=_MAXE):
                     o3.standby_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1597,8 +1539,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1631,7 +1572,7 @@ def _r18(b, p, k=_MAXE):
                     o3.warmup_tasks = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             o4 = StreamsGroupDescribeResponse_TaskIds()
@@ -1642,8 +1583,7 @@ def _r18(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            o4.subtopology_id = b[p:p + n4].decode()
-                            p += n4
+                            o4.subtopology_id = b[p:(p := p + n4)].decode()
                             n4 = b[p]
                             p += 1
                             if n4 > 127:
@@ -1695,7 +1635,7 @@ def _r18(b, p, k=_MAXE):
                 o2.subtopologies = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         o3 = StreamsGroupDescribeResponse_TopologyDescriptionSubtopology()
@@ -1706,8 +1646,7 @@ def _r18(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        o3.subtopology_id = b[p:p + n3].decode()
-                        p += n3
+                        o3.subtopology_id = b[p:(p := p + n3)].decode()
                         n3 = b[p]
                         p += 1
                         if n3 > 127:
@@ -1718,7 +1657,7 @@ def _r18(b, p, k=_MAXE):
                         o3.nodes = l3 = []
                         if n3:
                             k -= n3
-                            if n3 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n3:
                                 o4 = StreamsGroupDescribeResponse_TopologyDescriptionNode()
@@ -1729,8 +1668,7 @@ def _r18(b, p, k=_MAXE):
                                 n4 -= 1
                                 if n4 < 0:
                                     raise Malformed
-                                o4.name = b[p:p + n4].decode()
-                                p += n4
+                                o4.name = b[p:(p := p + n4)].decode()
                                 o4.node_type, n4 = _S9(b, p)
                                 p += 2
                                 if n4 > 127:
@@ -1741,7 +1679,7 @@ def _r18(b, p, k=_MAXE):
                                 o4.source_topics = l4 = []
                                 if n4:
                                     k -= n4
-                                    if n4 > len(b) - p or k < 0:
+                                    if k < 0:
                                         raise Malformed
                                     while n4:
                                         n5 = b[p]
@@ -1752,8 +1690,7 @@ def _r18(b, p, k=_MAXE):
                                         n5 -= 1
                                         if n5 < 0:
                                             raise Malformed
-                                        c = b[p:p + n5].decode()
-                                        p += n5
+                                        c = b[p:(p := p + n5)].decode()
                                         l4.append(c)
                                         n4 -= 1
                                 n4 = b[p]
@@ -1764,8 +1701,7 @@ def _r18(b, p, k=_MAXE):
                                 if n4 < 0:
                                     o4.sink_topic = None
                                 else:
-                                    o4.sink_topic = b[p:p + n4].decode()
-                                    p += n4
+                                    o4.sink_topic = b[p:(p := p + n4)].decode()
                                 n4 = b[p]
                                 p += 1
                                 if n4 > 127:
@@ -1776,7 +1712,7 @@ def _r18(b, p, k=_MAXE):
                                 o4.stores = l4 = []
                                 if n4:
                                     k -= n4
-                                    if n4 > len(b) - p or k < 0:
+                                    if k < 0:
                                         raise Malformed
                                     while n4:
                                         n5 = b[p]
@@ -1787,8 +1723,7 @@ def _r18(b, p, k=_MAXE):
                                         n5 -= 1
                                         if n5 < 0:
                                             raise Malformed
-                                        c = b[p:p + n5].decode()
-                                        p += n5
+                                        c = b[p:(p := p + n5)].decode()
                                         l4.append(c)
                                         n4 -= 1
                                 n4 = b[p]
@@ -1801,7 +1736,7 @@ def _r18(b, p, k=_MAXE):
                                 o4.successors = l4 = []
                                 if n4:
                                     k -= n4
-                                    if n4 > len(b) - p or k < 0:
+                                    if k < 0:
                                         raise Malformed
                                     while n4:
                                         n5 = b[p]
@@ -1812,8 +1747,7 @@ def _r18(b, p, k=_MAXE):
                                         n5 -= 1
                                         if n5 < 0:
                                             raise Malformed
-                                        c = b[p:p + n5].decode()
-                                        p += n5
+                                        c = b[p:(p := p + n5)].decode()
                                         l4.append(c)
                                         n4 -= 1
                                 o4.unknown_tags = None
@@ -1840,7 +1774,7 @@ def _r18(b, p, k=_MAXE):
                 o2.global_stores = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         o3 = StreamsGroupDescribeResponse_TopologyDescriptionGlobalStore()
@@ -1852,8 +1786,7 @@ def _r18(b, p, k=_MAXE):
                         n4 -= 1
                         if n4 < 0:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
+                        o4.name = b[p:(p := p + n4)].decode()
                         o4.node_type, n4 = _S9(b, p)
                         p += 2
                         if n4 > 127:
@@ -1864,7 +1797,7 @@ def _r18(b, p, k=_MAXE):
                         o4.source_topics = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -1875,8 +1808,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         n4 = b[p]
@@ -1887,8 +1819,7 @@ def _r18(b, p, k=_MAXE):
                         if n4 < 0:
                             o4.sink_topic = None
                         else:
-                            o4.sink_topic = b[p:p + n4].decode()
-                            p += n4
+                            o4.sink_topic = b[p:(p := p + n4)].decode()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -1899,7 +1830,7 @@ def _r18(b, p, k=_MAXE):
                         o4.stores = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -1910,8 +1841,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         n4 = b[p]
@@ -1924,7 +1854,7 @@ def _r18(b, p, k=_MAXE):
                         o4.successors = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -1935,8 +1865,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         o4.unknown_tags = None
@@ -1953,8 +1882,7 @@ def _r18(b, p, k=_MAXE):
                         n4 -= 1
                         if n4 < 0:
                             raise Malformed
-                        o4.name = b[p:p + n4].decode()
-                        p += n4
+                        o4.name = b[p:(p := p + n4)].decode()
                         o4.node_type, n4 = _S9(b, p)
                         p += 2
                         if n4 > 127:
@@ -1965,7 +1893,7 @@ def _r18(b, p, k=_MAXE):
                         o4.source_topics = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -1976,8 +1904,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         n4 = b[p]
@@ -1988,8 +1915,7 @@ def _r18(b, p, k=_MAXE):
                         if n4 < 0:
                             o4.sink_topic = None
                         else:
-                            o4.sink_topic = b[p:p + n4].decode()
-                            p += n4
+                            o4.sink_topic = b[p:(p := p + n4)].decode()
                         n4 = b[p]
                         p += 1
                         if n4 > 127:
@@ -2000,7 +1926,7 @@ def _r18(b, p, k=_MAXE):
                         o4.stores = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -2011,8 +1937,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         n4 = b[p]
@@ -2025,7 +1950,7 @@ def _r18(b, p, k=_MAXE):
                         o4.successors = l4 = []
                         if n4:
                             k -= n4
-                            if n4 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n4:
                                 n5 = b[p]
@@ -2036,8 +1961,7 @@ def _r18(b, p, k=_MAXE):
                                 n5 -= 1
                                 if n5 < 0:
                                     raise Malformed
-                                c = b[p:p + n5].decode()
-                                p += n5
+                                c = b[p:(p := p + n5)].decode()
                                 l4.append(c)
                                 n4 -= 1
                         o4.unknown_tags = None
@@ -2067,8 +1991,7 @@ def _r18(b, p, k=_MAXE):
             if n1 < 0:
                 o1.assignor_name = None
             else:
-                o1.assignor_name = b[p:p + n1].decode()
-                p += n1
+                o1.assignor_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t17(b, p, o1, k)

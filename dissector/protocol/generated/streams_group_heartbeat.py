@@ -85,8 +85,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -94,8 +93,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, o.endpoint_information_epoch, n0 = _S1(b, p)
     p += 9
     if n0 > 127:
@@ -104,8 +102,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.instance_id = None
     else:
-        o.instance_id = b[p:p + n0].decode()
-        p += n0
+        o.instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -114,8 +111,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.rack_id = None
     else:
-        o.rack_id = b[p:p + n0].decode()
-        p += n0
+        o.rack_id = b[p:(p := p + n0)].decode()
     o.rebalance_timeout_ms, n0 = _S2(b, p)
     p += 5
     if n0 > 127:
@@ -132,7 +128,7 @@ def _r8(b, p, k=_MAXE):
         o1.subtopologies = l1 = []
         if n1:
             k -= n1
-            if n1 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n1:
                 o2 = StreamsGroupHeartbeatRequest_Subtopology()
@@ -143,8 +139,7 @@ def _r8(b, p, k=_MAXE):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.subtopology_id = b[p:p + n2].decode()
-                p += n2
+                o2.subtopology_id = b[p:(p := p + n2)].decode()
                 n2 = b[p]
                 p += 1
                 if n2 > 127:
@@ -155,7 +150,7 @@ def _r8(b, p, k=_MAXE):
                 o2.source_topics = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         n3 = b[p]
@@ -166,8 +161,7 @@ def _r8(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        c = b[p:p + n3].decode()
-                        p += n3
+                        c = b[p:(p := p + n3)].decode()
                         l2.append(c)
                         n2 -= 1
                 n2 = b[p]
@@ -180,7 +174,7 @@ def _r8(b, p, k=_MAXE):
                 o2.source_topic_regex = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         n3 = b[p]
@@ -191,8 +185,7 @@ def _r8(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        c = b[p:p + n3].decode()
-                        p += n3
+                        c = b[p:(p := p + n3)].decode()
                         l2.append(c)
                         n2 -= 1
                 n2 = b[p]
@@ -205,7 +198,7 @@ def _r8(b, p, k=_MAXE):
                 o2.state_changelog_topics = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         o3 = StreamsGroupHeartbeatRequest_TopicInfo()
@@ -216,8 +209,7 @@ def _r8(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        o3.name = b[p:p + n3].decode()
-                        p += n3
+                        o3.name = b[p:(p := p + n3)].decode()
                         o3.partitions, o3.replication_factor, n3 = _S3(b, p)
                         p += 7
                         if n3 > 127:
@@ -228,7 +220,7 @@ def _r8(b, p, k=_MAXE):
                         o3.topic_configs = l3 = []
                         if n3:
                             k -= n3
-                            if n3 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n3:
                                 o4 = StreamsGroupHeartbeatRequest_KeyValue()
@@ -239,8 +231,7 @@ def _r8(b, p, k=_MAXE):
                                 n4 -= 1
                                 if n4 < 0:
                                     raise Malformed
-                                o4.key = b[p:p + n4].decode()
-                                p += n4
+                                o4.key = b[p:(p := p + n4)].decode()
                                 n4 = b[p]
                                 p += 1
                                 if n4 > 127:
@@ -248,8 +239,7 @@ def _r8(b, p, k=_MAXE):
                                 n4 -= 1
                                 if n4 < 0:
                                     raise Malformed
-                                o4.value = b[p:p + n4].decode()
-                                p += n4
+                                o4.value = b[p:(p := p + n4)].decode()
                                 o4.unknown_tags = None
                                 if b[p]:
                                     p, k = _t0(b, p, o4, k)
@@ -274,7 +264,7 @@ def _r8(b, p, k=_MAXE):
                 o2.repartition_sink_topics = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         n3 = b[p]
@@ -285,8 +275,7 @@ def _r8(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        c = b[p:p + n3].decode()
-                        p += n3
+                        c = b[p:(p := p + n3)].decode()
                         l2.append(c)
                         n2 -= 1
                 n2 = b[p]
@@ -299,7 +288,7 @@ def _r8(b, p, k=_MAXE):
                 o2.repartition_source_topics = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         o3 = StreamsGroupHeartbeatRequest_TopicInfo()
@@ -310,8 +299,7 @@ def _r8(b, p, k=_MAXE):
                         n3 -= 1
                         if n3 < 0:
                             raise Malformed
-                        o3.name = b[p:p + n3].decode()
-                        p += n3
+                        o3.name = b[p:(p := p + n3)].decode()
                         o3.partitions, o3.replication_factor, n3 = _S3(b, p)
                         p += 7
                         if n3 > 127:
@@ -322,7 +310,7 @@ def _r8(b, p, k=_MAXE):
                         o3.topic_configs = l3 = []
                         if n3:
                             k -= n3
-                            if n3 > len(b) - p or k < 0:
+                            if k < 0:
                                 raise Malformed
                             while n3:
                                 o4 = StreamsGroupHeartbeatRequest_KeyValue()
@@ -333,8 +321,7 @@ def _r8(b, p, k=_MAXE):
                                 n4 -= 1
                                 if n4 < 0:
                                     raise Malformed
-                                o4.key = b[p:p + n4].decode()
-                                p += n4
+                                o4.key = b[p:(p := p + n4)].decode()
                                 n4 = b[p]
                                 p += 1
                                 if n4 > 127:
@@ -342,8 +329,7 @@ def _r8(b, p, k=_MAXE):
                                 n4 -= 1
                                 if n4 < 0:
                                     raise Malformed
-                                o4.value = b[p:p + n4].decode()
-                                p += n4
+                                o4.value = b[p:(p := p + n4)].decode()
                                 o4.unknown_tags = None
                                 if b[p]:
                                     p, k = _t0(b, p, o4, k)
@@ -368,7 +354,7 @@ def _r8(b, p, k=_MAXE):
                 o2.copartition_groups = l2 = []
                 if n2:
                     k -= n2
-                    if n2 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n2:
                         o3 = StreamsGroupHeartbeatRequest_CopartitionGroup()
@@ -448,7 +434,7 @@ def _r8(b, p, k=_MAXE):
         o.active_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
@@ -459,8 +445,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -494,7 +479,7 @@ def _r8(b, p, k=_MAXE):
         o.standby_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
@@ -505,8 +490,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -540,7 +524,7 @@ def _r8(b, p, k=_MAXE):
         o.warmup_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskIds()
@@ -551,8 +535,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -583,8 +566,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.process_id = None
     else:
-        o.process_id = b[p:p + n0].decode()
-        p += n0
+        o.process_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -598,8 +580,7 @@ def _r8(b, p, k=_MAXE):
         n1 -= 1
         if n1 < 0:
             raise Malformed
-        o1.host = b[p:p + n1].decode()
-        p += n1
+        o1.host = b[p:(p := p + n1)].decode()
         o1.unknown_tags = None
         o1.port, n1 = _S4(b, p)
         p += 3
@@ -617,7 +598,7 @@ def _r8(b, p, k=_MAXE):
         o.client_tags = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_KeyValue()
@@ -628,8 +609,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.key = b[p:p + n1].decode()
-                p += n1
+                o1.key = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -637,8 +617,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.value = b[p:p + n1].decode()
-                p += n1
+                o1.value = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t0(b, p, o1, k)
@@ -657,7 +636,7 @@ def _r8(b, p, k=_MAXE):
         o.task_offsets = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskOffset()
@@ -668,8 +647,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 o1.partition, o1.offset, n1 = _S5(b, p)
                 p += 13
@@ -688,7 +666,7 @@ def _r8(b, p, k=_MAXE):
         o.task_end_offsets = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatRequest_TaskOffset()
@@ -699,8 +677,7 @@ def _r8(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 o1.partition, o1.offset, n1 = _S5(b, p)
                 p += 13
@@ -726,8 +703,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -735,8 +711,7 @@ def _r14(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, o.heartbeat_interval_ms, o.acceptable_recovery_lag_legacy, o.task_offset_interval_ms, n0 = _S7(b, p)
     p += 17
     if n0 > 127:
@@ -748,7 +723,7 @@ def _r14(b, p, k=_MAXE):
         o.status = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_Status()
@@ -759,8 +734,7 @@ def _r14(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.status_detail = b[p:p + n1].decode()
-                p += n1
+                o1.status_detail = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t9(b, p, o1, k)
@@ -779,7 +753,7 @@ def _r14(b, p, k=_MAXE):
         o.active_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -790,8 +764,7 @@ def _r14(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -825,7 +798,7 @@ def _r14(b, p, k=_MAXE):
         o.standby_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -836,8 +809,7 @@ def _r14(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -871,7 +843,7 @@ def _r14(b, p, k=_MAXE):
         o.warmup_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -882,8 +854,7 @@ def _r14(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -917,7 +888,7 @@ def _r14(b, p, k=_MAXE):
         o.partitions_by_user_endpoint = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
@@ -929,8 +900,7 @@ def _r14(b, p, k=_MAXE):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.host = b[p:p + n2].decode()
-                p += n2
+                o2.host = b[p:(p := p + n2)].decode()
                 o2.unknown_tags = None
                 o2.port, n2 = _S4(b, p)
                 p += 3
@@ -947,7 +917,7 @@ def _r14(b, p, k=_MAXE):
                 o1.active_partitions = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
@@ -958,8 +928,7 @@ def _r14(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.topic = b[p:p + n2].decode()
-                        p += n2
+                        o2.topic = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -992,7 +961,7 @@ def _r14(b, p, k=_MAXE):
                 o1.standby_partitions = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
@@ -1003,8 +972,7 @@ def _r14(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.topic = b[p:p + n2].decode()
-                        p += n2
+                        o2.topic = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -1054,8 +1022,7 @@ def _r15(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -1063,8 +1030,7 @@ def _r15(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.member_epoch, o.heartbeat_interval_ms, o.task_offset_interval_ms, o.acceptable_recovery_lag, n0 = _S9(b, p)
     p += 21
     if n0 > 127:
@@ -1076,7 +1042,7 @@ def _r15(b, p, k=_MAXE):
         o.status = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_Status()
@@ -1087,8 +1053,7 @@ def _r15(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.status_detail = b[p:p + n1].decode()
-                p += n1
+                o1.status_detail = b[p:(p := p + n1)].decode()
                 o1.unknown_tags = None
                 if b[p]:
                     p, k = _t9(b, p, o1, k)
@@ -1107,7 +1072,7 @@ def _r15(b, p, k=_MAXE):
         o.active_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -1118,8 +1083,7 @@ def _r15(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -1153,7 +1117,7 @@ def _r15(b, p, k=_MAXE):
         o.standby_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -1164,8 +1128,7 @@ def _r15(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -1199,7 +1162,7 @@ def _r15(b, p, k=_MAXE):
         o.warmup_tasks = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_TaskIds()
@@ -1210,8 +1173,7 @@ def _r15(b, p, k=_MAXE):
                 n1 -= 1
                 if n1 < 0:
                     raise Malformed
-                o1.subtopology_id = b[p:p + n1].decode()
-                p += n1
+                o1.subtopology_id = b[p:(p := p + n1)].decode()
                 n1 = b[p]
                 p += 1
                 if n1 > 127:
@@ -1245,7 +1207,7 @@ def _r15(b, p, k=_MAXE):
         o.partitions_by_user_endpoint = l0 = []
         if n0:
             k -= n0
-            if n0 > len(b) - p or k < 0:
+            if k < 0:
                 raise Malformed
             while n0:
                 o1 = StreamsGroupHeartbeatResponse_EndpointToPartitions()
@@ -1257,8 +1219,7 @@ def _r15(b, p, k=_MAXE):
                 n2 -= 1
                 if n2 < 0:
                     raise Malformed
-                o2.host = b[p:p + n2].decode()
-                p += n2
+                o2.host = b[p:(p := p + n2)].decode()
                 o2.unknown_tags = None
                 o2.port, n2 = _S4(b, p)
                 p += 3
@@ -1275,7 +1236,7 @@ def _r15(b, p, k=_MAXE):
                 o1.active_partitions = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
@@ -1286,8 +1247,7 @@ def _r15(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.topic = b[p:p + n2].decode()
-                        p += n2
+                        o2.topic = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:
@@ -1320,7 +1280,7 @@ def _r15(b, p, k=_MAXE):
                 o1.standby_partitions = l1 = []
                 if n1:
                     k -= n1
-                    if n1 > len(b) - p or k < 0:
+                    if k < 0:
                         raise Malformed
                     while n1:
                         o2 = StreamsGroupHeartbeatResponse_TopicPartition()
@@ -1331,8 +1291,7 @@ def _r15(b, p, k=_MAXE):
                         n2 -= 1
                         if n2 < 0:
                             raise Malformed
-                        o2.topic = b[p:p + n2].decode()
-                        p += n2
+                        o2.topic = b[p:(p := p + n2)].decode()
                         n2 = b[p]
                         p += 1
                         if n2 > 127:

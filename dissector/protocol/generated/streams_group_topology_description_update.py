@@ -40,8 +40,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -49,8 +48,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     o.topology_epoch = _S1(b, p)[0]
     p += 4
     o1 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescription()
@@ -64,7 +62,7 @@ def _r4(b, p, k=_MAXE):
     o1.subtopologies = l1 = []
     if n1:
         k -= n1
-        if n1 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n1:
             o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionSubtopology()
@@ -75,8 +73,7 @@ def _r4(b, p, k=_MAXE):
             n2 -= 1
             if n2 < 0:
                 raise Malformed
-            o2.subtopology_id = b[p:p + n2].decode()
-            p += n2
+            o2.subtopology_id = b[p:(p := p + n2)].decode()
             n2 = b[p]
             p += 1
             if n2 > 127:
@@ -87,7 +84,7 @@ def _r4(b, p, k=_MAXE):
             o2.nodes = l2 = []
             if n2:
                 k -= n2
-                if n2 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n2:
                     o3 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionNode()
@@ -98,8 +95,7 @@ def _r4(b, p, k=_MAXE):
                     n3 -= 1
                     if n3 < 0:
                         raise Malformed
-                    o3.name = b[p:p + n3].decode()
-                    p += n3
+                    o3.name = b[p:(p := p + n3)].decode()
                     o3.node_type, n3 = _S2(b, p)
                     p += 2
                     if n3 > 127:
@@ -110,7 +106,7 @@ def _r4(b, p, k=_MAXE):
                     o3.source_topics = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             n4 = b[p]
@@ -121,8 +117,7 @@ def _r4(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            c = b[p:p + n4].decode()
-                            p += n4
+                            c = b[p:(p := p + n4)].decode()
                             l3.append(c)
                             n3 -= 1
                     n3 = b[p]
@@ -133,8 +128,7 @@ def _r4(b, p, k=_MAXE):
                     if n3 < 0:
                         o3.sink_topic = None
                     else:
-                        o3.sink_topic = b[p:p + n3].decode()
-                        p += n3
+                        o3.sink_topic = b[p:(p := p + n3)].decode()
                     n3 = b[p]
                     p += 1
                     if n3 > 127:
@@ -145,7 +139,7 @@ def _r4(b, p, k=_MAXE):
                     o3.stores = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             n4 = b[p]
@@ -156,8 +150,7 @@ def _r4(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            c = b[p:p + n4].decode()
-                            p += n4
+                            c = b[p:(p := p + n4)].decode()
                             l3.append(c)
                             n3 -= 1
                     n3 = b[p]
@@ -170,7 +163,7 @@ def _r4(b, p, k=_MAXE):
                     o3.successors = l3 = []
                     if n3:
                         k -= n3
-                        if n3 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         while n3:
                             n4 = b[p]
@@ -181,8 +174,7 @@ def _r4(b, p, k=_MAXE):
                             n4 -= 1
                             if n4 < 0:
                                 raise Malformed
-                            c = b[p:p + n4].decode()
-                            p += n4
+                            c = b[p:(p := p + n4)].decode()
                             l3.append(c)
                             n3 -= 1
                     o3.unknown_tags = None
@@ -209,7 +201,7 @@ def _r4(b, p, k=_MAXE):
     o1.global_stores = l1 = []
     if n1:
         k -= n1
-        if n1 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n1:
             o2 = StreamsGroupTopologyDescriptionUpdateRequest_TopologyDescriptionGlobalStore()
@@ -221,8 +213,7 @@ def _r4(b, p, k=_MAXE):
             n3 -= 1
             if n3 < 0:
                 raise Malformed
-            o3.name = b[p:p + n3].decode()
-            p += n3
+            o3.name = b[p:(p := p + n3)].decode()
             o3.node_type, n3 = _S2(b, p)
             p += 2
             if n3 > 127:
@@ -233,7 +224,7 @@ def _r4(b, p, k=_MAXE):
             o3.source_topics = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -244,8 +235,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             n3 = b[p]
@@ -256,8 +246,7 @@ def _r4(b, p, k=_MAXE):
             if n3 < 0:
                 o3.sink_topic = None
             else:
-                o3.sink_topic = b[p:p + n3].decode()
-                p += n3
+                o3.sink_topic = b[p:(p := p + n3)].decode()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -268,7 +257,7 @@ def _r4(b, p, k=_MAXE):
             o3.stores = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -279,8 +268,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             n3 = b[p]
@@ -293,7 +281,7 @@ def _r4(b, p, k=_MAXE):
             o3.successors = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -304,8 +292,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             o3.unknown_tags = None
@@ -322,8 +309,7 @@ def _r4(b, p, k=_MAXE):
             n3 -= 1
             if n3 < 0:
                 raise Malformed
-            o3.name = b[p:p + n3].decode()
-            p += n3
+            o3.name = b[p:(p := p + n3)].decode()
             o3.node_type, n3 = _S2(b, p)
             p += 2
             if n3 > 127:
@@ -334,7 +320,7 @@ def _r4(b, p, k=_MAXE):
             o3.source_topics = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -345,8 +331,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             n3 = b[p]
@@ -357,8 +342,7 @@ def _r4(b, p, k=_MAXE):
             if n3 < 0:
                 o3.sink_topic = None
             else:
-                o3.sink_topic = b[p:p + n3].decode()
-                p += n3
+                o3.sink_topic = b[p:(p := p + n3)].decode()
             n3 = b[p]
             p += 1
             if n3 > 127:
@@ -369,7 +353,7 @@ def _r4(b, p, k=_MAXE):
             o3.stores = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -380,8 +364,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             n3 = b[p]
@@ -394,7 +377,7 @@ def _r4(b, p, k=_MAXE):
             o3.successors = l3 = []
             if n3:
                 k -= n3
-                if n3 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n3:
                     n4 = b[p]
@@ -405,8 +388,7 @@ def _r4(b, p, k=_MAXE):
                     n4 -= 1
                     if n4 < 0:
                         raise Malformed
-                    c = b[p:p + n4].decode()
-                    p += n4
+                    c = b[p:(p := p + n4)].decode()
                     l3.append(c)
                     n3 -= 1
             o3.unknown_tags = None
@@ -446,8 +428,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.unknown_tags = None
     if b[p]:
         p, k = _t5(b, p, o, k)

@@ -29,14 +29,12 @@ def _r1(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -44,7 +42,7 @@ def _r1(b, p, k=_MAXE):
     o.assignments = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
@@ -52,14 +50,12 @@ def _r1(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.assignment = b[p:p + n1]
-            p += n1
+            o1.assignment = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -76,14 +72,12 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S1(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
@@ -91,8 +85,7 @@ def _r2(b, p, k=_MAXE):
             raise Malformed
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = _S2(b, p)[0]
     p += 4
     if n0 < 0:
@@ -100,7 +93,7 @@ def _r2(b, p, k=_MAXE):
     o.assignments = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
@@ -108,14 +101,12 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
                 raise Malformed
-            o1.assignment = b[p:p + n1]
-            p += n1
+            o1.assignment = b[p:(p := p + n1)]
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
@@ -134,8 +125,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -143,8 +133,7 @@ def _r4(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -153,8 +142,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -165,7 +153,7 @@ def _r4(b, p, k=_MAXE):
     o.assignments = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
@@ -176,8 +164,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -185,8 +172,7 @@ def _r4(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.assignment = b[p:p + n1]
-            p += n1
+            o1.assignment = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t3(b, p, o1, k)
@@ -213,8 +199,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.generation_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
@@ -222,8 +207,7 @@ def _r5(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -232,8 +216,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -242,8 +225,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_type = None
     else:
-        o.protocol_type = b[p:p + n0].decode()
-        p += n0
+        o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -252,8 +234,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_name = None
     else:
-        o.protocol_name = b[p:p + n0].decode()
-        p += n0
+        o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -264,7 +245,7 @@ def _r5(b, p, k=_MAXE):
     o.assignments = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = SyncGroupRequest_SyncGroupRequestAssignment()
@@ -275,8 +256,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.member_id = b[p:p + n1].decode()
-            p += n1
+            o1.member_id = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -284,8 +264,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.assignment = b[p:p + n1]
-            p += n1
+            o1.assignment = b[p:(p := p + n1)]
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t3(b, p, o1, k)
@@ -307,8 +286,7 @@ def _r6(b, p, k=_MAXE):
     p += 6
     if n0 < 0:
         raise Malformed
-    o.assignment = b[p:p + n0]
-    p += n0
+    o.assignment = b[p:(p := p + n0)]
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.protocol_name = None
@@ -322,8 +300,7 @@ def _r7(b, p, k=_MAXE):
     p += 10
     if n0 < 0:
         raise Malformed
-    o.assignment = b[p:p + n0]
-    p += n0
+    o.assignment = b[p:(p := p + n0)]
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -339,8 +316,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.assignment = b[p:p + n0]
-    p += n0
+    o.assignment = b[p:(p := p + n0)]
     o.protocol_type = None
     o.protocol_name = None
     o.unknown_tags = None
@@ -361,8 +337,7 @@ def _r9(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_type = None
     else:
-        o.protocol_type = b[p:p + n0].decode()
-        p += n0
+        o.protocol_type = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -371,8 +346,7 @@ def _r9(b, p, k=_MAXE):
     if n0 < 0:
         o.protocol_name = None
     else:
-        o.protocol_name = b[p:p + n0].decode()
-        p += n0
+        o.protocol_name = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -380,8 +354,7 @@ def _r9(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.assignment = b[p:p + n0]
-    p += n0
+    o.assignment = b[p:(p := p + n0)]
     o.unknown_tags = None
     if b[p]:
         p, k = _t9(b, p, o, k)

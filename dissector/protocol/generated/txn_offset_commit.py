@@ -48,14 +48,12 @@ def _r2(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, n0 = _S1(b, p)
     p += 14
     if n0 < 0:
@@ -63,7 +61,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
@@ -71,8 +69,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -80,7 +77,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
@@ -91,8 +88,7 @@ def _r2(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.committed_leader_epoch = -1
                     o2.unknown_tags = None
                     l1.append(o2)
@@ -114,14 +110,12 @@ def _r5(b, p, k=_MAXE):
     p += 2
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     n0 = _S0(b, p)[0]
     p += 2
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, n0 = _S1(b, p)
     p += 14
     if n0 < 0:
@@ -129,7 +123,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
@@ -137,8 +131,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -146,7 +139,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
@@ -157,8 +150,7 @@ def _r5(b, p, k=_MAXE):
                             raise Malformed
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     l1.append(o2)
                     n1 -= 1
@@ -182,8 +174,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -191,8 +182,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch, n0 = _S6(b, p)
     p += 15
     if n0 > 127:
@@ -200,8 +190,7 @@ def _r8(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -210,8 +199,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -222,7 +210,7 @@ def _r8(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()
@@ -233,8 +221,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -245,7 +232,7 @@ def _r8(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
@@ -257,8 +244,7 @@ def _r8(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t6(b, p, o2, k)
@@ -291,8 +277,7 @@ def _r10(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.transactional_id = b[p:p + n0].decode()
-    p += n0
+    o.transactional_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -300,8 +285,7 @@ def _r10(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.group_id = b[p:p + n0].decode()
-    p += n0
+    o.group_id = b[p:(p := p + n0)].decode()
     o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch, n0 = _S6(b, p)
     p += 15
     if n0 > 127:
@@ -309,8 +293,7 @@ def _r10(b, p, k=_MAXE):
     n0 -= 1
     if n0 < 0:
         raise Malformed
-    o.member_id = b[p:p + n0].decode()
-    p += n0
+    o.member_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -319,8 +302,7 @@ def _r10(b, p, k=_MAXE):
     if n0 < 0:
         o.group_instance_id = None
     else:
-        o.group_instance_id = b[p:p + n0].decode()
-        p += n0
+        o.group_instance_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -347,7 +329,7 @@ def _r10(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()
@@ -359,8 +341,7 @@ def _r10(b, p, k=_MAXE):
                     if n2 < 0:
                         o2.committed_metadata = None
                     else:
-                        o2.committed_metadata = b[p:p + n2].decode()
-                        p += n2
+                        o2.committed_metadata = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t6(b, p, o2, k)
@@ -393,7 +374,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
@@ -401,8 +382,7 @@ def _r13(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = _S2(b, p)[0]
             p += 4
             if n1 < 0:
@@ -410,7 +390,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4:
                     for v in _I9(b[p:p + 6 * n1]):
@@ -447,7 +427,7 @@ def _r16(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()
@@ -458,8 +438,7 @@ def _r16(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -470,7 +449,7 @@ def _r16(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):
@@ -533,7 +512,7 @@ def _r18(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
                     for v in _I11(s1):

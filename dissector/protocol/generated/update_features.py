@@ -38,7 +38,7 @@ def _r1(b, p, k=_MAXE):
     o.feature_updates = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateFeaturesRequest_FeatureUpdateKey()
@@ -49,8 +49,7 @@ def _r1(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.feature = b[p:p + n1].decode()
-            p += n1
+            o1.feature = b[p:(p := p + n1)].decode()
             o1.upgrade_type = 1
             o1.unknown_tags = None
             o1.max_version_level, o1.allow_downgrade, n1 = _S2(b, p)
@@ -80,7 +79,7 @@ def _r3(b, p, k=_MAXE):
     o.feature_updates = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateFeaturesRequest_FeatureUpdateKey()
@@ -91,8 +90,7 @@ def _r3(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.feature = b[p:p + n1].decode()
-            p += n1
+            o1.feature = b[p:(p := p + n1)].decode()
             o1.allow_downgrade = False
             o1.unknown_tags = None
             o1.max_version_level, o1.upgrade_type, n1 = _S3(b, p)
@@ -119,8 +117,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -131,7 +128,7 @@ def _r5(b, p, k=_MAXE):
     o.results = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateFeaturesResponse_UpdatableFeatureResult()
@@ -142,8 +139,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.feature = b[p:p + n1].decode()
-            p += n1
+            o1.feature = b[p:(p := p + n1)].decode()
             o1.error_code, n1 = _S6(b, p)
             p += 3
             if n1 > 127:
@@ -152,8 +148,7 @@ def _r5(b, p, k=_MAXE):
             if n1 < 0:
                 o1.error_message = None
             else:
-                o1.error_message = b[p:p + n1].decode()
-                p += n1
+                o1.error_message = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             if b[p]:
                 p, k = _t4(b, p, o1, k)
@@ -179,8 +174,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         o.error_message = None
     else:
-        o.error_message = b[p:p + n0].decode()
-        p += n0
+        o.error_message = b[p:(p := p + n0)].decode()
     o.results = []
     o.unknown_tags = None
     if b[p]:

@@ -51,7 +51,7 @@ def _r2(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -59,8 +59,7 @@ def _r2(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -96,7 +95,7 @@ def _r2(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -104,8 +103,7 @@ def _r2(b, p, k=_MAXE):
             p += 6
             if n1 < 0:
                 raise Malformed
-            o1.v0_host = b[p:p + n1].decode()
-            p += n1
+            o1.v0_host = b[p:(p := p + n1)].decode()
             o1.endpoints = []
             o1.rack = ''
             o1.unknown_tags = None
@@ -130,7 +128,7 @@ def _r5(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -138,8 +136,7 @@ def _r5(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -175,7 +172,7 @@ def _r5(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -186,7 +183,7 @@ def _r5(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -194,8 +191,7 @@ def _r5(b, p, k=_MAXE):
                     p += 6
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.listener = ''
                     o2.unknown_tags = None
                     o2.security_protocol = _S1(b, p)[0]
@@ -225,7 +221,7 @@ def _r7(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -233,8 +229,7 @@ def _r7(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -270,7 +265,7 @@ def _r7(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -281,7 +276,7 @@ def _r7(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -289,8 +284,7 @@ def _r7(b, p, k=_MAXE):
                     p += 6
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.listener = ''
                     o2.unknown_tags = None
                     o2.security_protocol = _S1(b, p)[0]
@@ -304,8 +298,7 @@ def _r7(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -328,7 +321,7 @@ def _r10(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -336,8 +329,7 @@ def _r10(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -373,7 +365,7 @@ def _r10(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -384,7 +376,7 @@ def _r10(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -392,14 +384,12 @@ def _r10(b, p, k=_MAXE):
                     p += 6
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
@@ -412,8 +402,7 @@ def _r10(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -436,7 +425,7 @@ def _r12(b, p, k=_MAXE):
     o.ungrouped_partition_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -444,8 +433,7 @@ def _r12(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.partition_index, o1.controller_epoch, o1.leader, o1.leader_epoch, n1 = _S2(b, p)
             p += 20
             if n1 < 0:
@@ -492,7 +480,7 @@ def _r12(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -503,7 +491,7 @@ def _r12(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -511,14 +499,12 @@ def _r12(b, p, k=_MAXE):
                     p += 6
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
@@ -531,8 +517,7 @@ def _r12(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -555,7 +540,7 @@ def _r15(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
@@ -563,8 +548,7 @@ def _r15(b, p, k=_MAXE):
             p += 2
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = _S4(b, p)[0]
             p += 4
             if n1 < 0:
@@ -572,7 +556,7 @@ def _r15(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -627,7 +611,7 @@ def _r15(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -638,7 +622,7 @@ def _r15(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -646,14 +630,12 @@ def _r15(b, p, k=_MAXE):
                     p += 6
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = _S1(b, p)[0]
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol = _S1(b, p)[0]
                     p += 2
@@ -666,8 +648,7 @@ def _r15(b, p, k=_MAXE):
                     raise Malformed
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -692,7 +673,7 @@ def _r20(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
@@ -703,8 +684,7 @@ def _r20(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -715,7 +695,7 @@ def _r20(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -790,7 +770,7 @@ def _r20(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -804,7 +784,7 @@ def _r20(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -815,8 +795,7 @@ def _r20(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -824,8 +803,7 @@ def _r20(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol, n2 = _S11(b, p)
                     p += 3
@@ -841,8 +819,7 @@ def _r20(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -875,7 +852,7 @@ def _r22(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
@@ -886,8 +863,7 @@ def _r22(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -900,7 +876,7 @@ def _r22(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -974,7 +950,7 @@ def _r22(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -988,7 +964,7 @@ def _r22(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -999,8 +975,7 @@ def _r22(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1008,8 +983,7 @@ def _r22(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol, n2 = _S11(b, p)
                     p += 3
@@ -1025,8 +999,7 @@ def _r22(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None
@@ -1059,7 +1032,7 @@ def _r23(b, p, k=_MAXE):
     o.topic_states = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataTopicState()
@@ -1070,8 +1043,7 @@ def _r23(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
             n1 = b[p]
@@ -1084,7 +1056,7 @@ def _r23(b, p, k=_MAXE):
             o1.partition_states = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataPartitionState()
@@ -1158,7 +1130,7 @@ def _r23(b, p, k=_MAXE):
     o.live_brokers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateMetadataRequest_UpdateMetadataBroker()
@@ -1172,7 +1144,7 @@ def _r23(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = UpdateMetadataRequest_UpdateMetadataEndpoint()
@@ -1183,8 +1155,7 @@ def _r23(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -1192,8 +1163,7 @@ def _r23(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.listener = b[p:p + n2].decode()
-                    p += n2
+                    o2.listener = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.security_protocol, n2 = _S11(b, p)
                     p += 3
@@ -1209,8 +1179,7 @@ def _r23(b, p, k=_MAXE):
             if n1 < 0:
                 o1.rack = None
             else:
-                o1.rack = b[p:p + n1].decode()
-                p += n1
+                o1.rack = b[p:(p := p + n1)].decode()
             o1.v0_host = ''
             o1.v0_port = 0
             o1.unknown_tags = None

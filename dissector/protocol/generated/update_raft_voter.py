@@ -40,8 +40,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.current_leader_epoch, o.voter_id = _S1(b, p)
     p += 8
     o.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
@@ -56,7 +55,7 @@ def _r2(b, p, k=_MAXE):
     o.listeners = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = UpdateRaftVoterRequest_Listener()
@@ -67,8 +66,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.name = b[p:p + n1].decode()
-            p += n1
+            o1.name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -76,8 +74,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S2(b, p)
             p += 3
@@ -215,8 +212,7 @@ def _t4(b, p, o, k):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.host = b[p:p + n1].decode()
-            p += n1
+            o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
             o1.port, n1 = _S6(b, p)
             p += 5

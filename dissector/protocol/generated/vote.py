@@ -54,8 +54,7 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     n0 = b[p]
     p += 1
     if n0 > 127:
@@ -66,7 +65,7 @@ def _r2(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VoteRequest_TopicData()
@@ -77,8 +76,7 @@ def _r2(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -89,7 +87,7 @@ def _r2(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
                     for v in _I1(s1):
@@ -140,8 +138,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.voter_id, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -152,7 +149,7 @@ def _r5(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VoteRequest_TopicData()
@@ -163,8 +160,7 @@ def _r5(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -175,7 +171,7 @@ def _r5(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = VoteRequest_PartitionData()
@@ -218,8 +214,7 @@ def _r8(b, p, k=_MAXE):
     if n0 < 0:
         o.cluster_id = None
     else:
-        o.cluster_id = b[p:p + n0].decode()
-        p += n0
+        o.cluster_id = b[p:(p := p + n0)].decode()
     o.voter_id, n0 = _S3(b, p)
     p += 5
     if n0 > 127:
@@ -230,7 +225,7 @@ def _r8(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VoteRequest_TopicData()
@@ -241,8 +236,7 @@ def _r8(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -253,7 +247,7 @@ def _r8(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = VoteRequest_PartitionData()
@@ -297,7 +291,7 @@ def _r11(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VoteResponse_TopicData()
@@ -308,8 +302,7 @@ def _r11(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -320,7 +313,7 @@ def _r11(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
                     for v in _I8(s1):
@@ -367,7 +360,7 @@ def _r13(b, p, k=_MAXE):
     o.topics = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VoteResponse_TopicData()
@@ -378,8 +371,7 @@ def _r13(b, p, k=_MAXE):
             n1 -= 1
             if n1 < 0:
                 raise Malformed
-            o1.topic_name = b[p:p + n1].decode()
-            p += n1
+            o1.topic_name = b[p:(p := p + n1)].decode()
             n1 = b[p]
             p += 1
             if n1 > 127:
@@ -390,7 +382,7 @@ def _r13(b, p, k=_MAXE):
             o1.partitions = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
                     for v in _I8(s1):
@@ -741,7 +733,7 @@ def _t13(b, p, o, k):
             o.node_endpoints = l0 = []
             if n0:
                 k -= n0
-                if n0 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n0:
                     o1 = VoteResponse_NodeEndpoint()
@@ -752,8 +744,7 @@ def _t13(b, p, o, k):
                     n1 -= 1
                     if n1 < 0:
                         raise Malformed
-                    o1.host = b[p:p + n1].decode()
-                    p += n1
+                    o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
                     o1.port, n1 = _S10(b, p)
                     p += 3

@@ -36,7 +36,7 @@ def _r3(b, p, k=_MAXE):
     o.voters = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = VotersRecord_Voter()
@@ -54,7 +54,7 @@ def _r3(b, p, k=_MAXE):
             o1.endpoints = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = VotersRecord_Endpoint()
@@ -65,8 +65,7 @@ def _r3(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -74,8 +73,7 @@ def _r3(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.host = b[p:p + n2].decode()
-                    p += n2
+                    o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
                     o2.port, n2 = _S3(b, p)
                     p += 3

@@ -55,7 +55,7 @@ def _r2(b, p, k=_MAXE):
     o.markers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
@@ -66,7 +66,7 @@ def _r2(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
@@ -74,8 +74,7 @@ def _r2(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -113,7 +112,7 @@ def _r5(b, p, k=_MAXE):
     o.markers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
@@ -127,7 +126,7 @@ def _r5(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
@@ -138,8 +137,7 @@ def _r5(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -190,7 +188,7 @@ def _r7(b, p, k=_MAXE):
     o.markers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersRequest_WritableTxnMarker()
@@ -204,7 +202,7 @@ def _r7(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = WriteTxnMarkersRequest_WritableTxnMarkerTopic()
@@ -215,8 +213,7 @@ def _r7(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -263,7 +260,7 @@ def _r11(b, p, k=_MAXE):
     o.markers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
@@ -274,7 +271,7 @@ def _r11(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
@@ -282,8 +279,7 @@ def _r11(b, p, k=_MAXE):
                     p += 2
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = _S0(b, p)[0]
                     p += 4
                     if n2 < 0:
@@ -291,7 +287,7 @@ def _r11(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4:
                             for v in _I8(b[p:p + 6 * n2]):
@@ -330,7 +326,7 @@ def _r15(b, p, k=_MAXE):
     o.markers = l0 = []
     if n0:
         k -= n0
-        if n0 > len(b) - p or k < 0:
+        if k < 0:
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
@@ -344,7 +340,7 @@ def _r15(b, p, k=_MAXE):
             o1.topics = l1 = []
             if n1:
                 k -= n1
-                if n1 > len(b) - p or k < 0:
+                if k < 0:
                     raise Malformed
                 while n1:
                     o2 = WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()
@@ -355,8 +351,7 @@ def _r15(b, p, k=_MAXE):
                     n2 -= 1
                     if n2 < 0:
                         raise Malformed
-                    o2.name = b[p:p + n2].decode()
-                    p += n2
+                    o2.name = b[p:(p := p + n2)].decode()
                     n2 = b[p]
                     p += 1
                     if n2 > 127:
@@ -367,7 +362,7 @@ def _r15(b, p, k=_MAXE):
                     o2.partitions = l2 = []
                     if n2:
                         k -= n2
-                        if n2 > len(b) - p or k < 0:
+                        if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
                             for v in _I10(s2):
