@@ -3,6 +3,8 @@
     python benchmarks/spark_scaling.py [--size-mb 2048] [--file-mb 128] [--keep]
     python benchmarks/spark_scaling.py --small          # a few MB: proves it works (CI)
 
+A corpus kept with --keep is reused by the next run with the same --size-mb and --file-mb.
+
 The corpus is built from the project's real captures (captures/*.pcap with the broker on 9092):
 their connections are replicated, each replica with its own client address (so its own 5-tuples)
 and its own time, replicas running in overlapping groups so many connections are in flight at
@@ -97,7 +99,13 @@ class _Rotating:
 
 
 def build(folder: Path, size: int, file_size: int) -> list[Path]:
-    """Write rotated files of replicated connections until `size` bytes; their paths in order."""
+    """Write rotated files of replicated connections until `size` bytes; their paths in order.
+    A corpus kept (--keep) with the same sizes is reused as it is."""
+    made = folder / ".built"   # hidden: the Spark job skips it
+    settings = f"{size} {file_size}"
+    if made.exists() and made.read_text() == settings:
+        return sorted(folder.glob("kafka-*.pcap"))
+    shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     sources = _sources()
     out = _Rotating(folder, file_size)
@@ -116,6 +124,7 @@ def build(folder: Path, size: int, file_size: int) -> list[Path]:
         replica += PARALLEL
         start += span + 10**9
     out.close()
+    made.write_text(settings)
     return out.paths
 
 

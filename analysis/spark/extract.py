@@ -16,28 +16,36 @@ options, ...). Packets that are IP but not usable TCP (fragments, truncated head
 raw, so the decode stage can hand them to the core and get the very same Issue it reports.
 Every file ends with one summary row: packet count, first timestamp and the capture error, if any.
 
-Pure Python and pyarrow: no pyspark here.
+Python touches each packet only to step to the next record (records.py); the headers of a whole
+chunk are read, checked and grouped by connection with numpy, and a block of chunks becomes one
+row per connection. Pure Python, numpy and pyarrow: no pyspark here.
 """
 from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pyarrow as pa
 
-from dissector.capture.files import CaptureError, open_capture
-from dissector.capture.layers import (LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW,
-                                      LT_RAW_ALIASES, LT_SLL, LT_SLL2, tcp_segment)
-from dissector.capture.pcap import MAX_RECORD, pcap_header
-from dissector.capture.pcapng import pcapng_batches
+from dissector.capture.errors import CaptureError
+from dissector.capture.files import open_capture
+from dissector.capture.layers import tcp_segment
+
+from .records import chunk_records
+from .tcp_headers import fast_segments
 
 SEGMENTS, RAW, SUMMARY = 0, 1, 2   # row kinds
 
 # local packet number, ts_ns, payload offset in the file (-1: in the row), payload length, seq,
 # ack, flags, side (0: from the row's src to its dst, 1: the other way)
 SEGMENT = struct.Struct("<qqqIIIBB")
+META = np.dtype([("packet", "<i8"), ("ts", "<i8"), ("at", "<i8"), ("n", "<u4"), ("seq", "<u4"),
+                 ("ack", "<u4"), ("flags", "u1"), ("side", "u1")])   # SEGMENT as numpy reads it
+assert META.itemsize == SEGMENT.size
 INLINE = -1
 MAX_ROW_SEGMENTS = 16384         # a row is closed past this many segments (bounded rows)
-MAX_OPEN_BYTES = 64 << 20        # all open rows are closed past this much held in them
+BLOCK_PACKETS = 1 << 20          # rows are made per block of this many packets...
+BLOCK_BYTES = 64 << 20           # ...or of this much payload carried inline (bounded memory)
 BATCH_BYTES = 16 << 20           # hand a record batch to Spark past this much
 
 SCHEMA = pa.schema([
@@ -58,34 +66,6 @@ SCHEMA = pa.schema([
 ])
 
 _PORT = struct.Struct("!H")
-_split = struct.Struct("!4s4sHH").unpack
-
-# The header fast path (the shape of nearly every packet, as dissector.capture reads it fast):
-# a fixed-size link header with its IPv4 tag, then IPv4 without options or fragmentation, a
-# complete TCP header, the IP length within the captured bytes. Fields: tag, version/ihl, total
-# length, flags/fragment offset, protocol, addresses and ports, seq, ack, data offset, flags.
-_IPV4_TCP = "BxHxxHxB2x12sIIBB"
-_IPV4 = b"\x08\x00"
-_LINKS = {   # link type -> (format of the link header up to its tag, its length, IPv4 tags)
-    LT_ETHERNET: ("12x2s", 14, (_IPV4,)),
-    LT_SLL: ("14x2s", 16, (_IPV4,)),
-    LT_SLL2: ("2s18x", 20, (_IPV4,)),
-    LT_NULL: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),   # AF_INET in either byte order
-    LT_LOOP: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),
-    LT_RAW: ("0s", 0, (b"",)),
-    LT_IPV4: ("0s", 0, (b"",)),
-}
-for _alias in LT_RAW_ALIASES:
-    _LINKS[_alias] = _LINKS[LT_RAW]
-
-
-def _fast(linktype):
-    """(unpack_from over link + IPv4 + TCP headers, IPv4 offset, IPv4 tags, bytes needed)."""
-    link = _LINKS.get(linktype)
-    if link is None:
-        return None, 0, (), 1 << 62
-    fmt, off, tags = link
-    return struct.Struct("!" + fmt + _IPV4_TCP).unpack_from, off, tags, off + 40
 
 
 def flow_key(src, sport, dst, dport) -> bytes:
@@ -95,78 +75,126 @@ def flow_key(src, sport, dst, dport) -> bytes:
     return a + b if a <= b else b + a
 
 
-class _Row:
-    __slots__ = ("src", "dst", "sport", "dport", "first", "meta", "payload", "segments", "keys")
+class _Block:
+    """The segments of a block of chunks, until they become rows.
 
-    def __init__(self, src, dst, sport, dport, first, keys):
-        self.src, self.dst, self.sport, self.dport = bytes(src), bytes(dst), sport, dport
-        self.first = first
-        self.keys = keys   # its two direction keys in the open rows
-        self.meta = bytearray()
-        self.payload = bytearray()
-        self.segments = 0
+    A segment's connection is numbered by (lo, hi): its two ends (address << 16 | port) in
+    order, so IPv4 connections need no Python object per packet; the rare others (IPv6) get
+    lo = 2**63 + their index in `others`, hi 0. `up` says the segment goes from lo to hi."""
+
+    def __init__(self):
+        self.parts = []     # per chunk: dict of arrays (META's fields but side, lo, hi, up)
+        self.inline = {}    # local packet number -> payload carried in the row
+        self.others = {}    # canonical key of a non-IPv4 connection -> its index
+        self.packets = 0
+        self.bytes = 0      # inline payload held
+
+    def add(self, arrays, inline=None):
+        """A chunk's segments; inline: a payload per segment, carried in the row."""
+        if inline is not None:
+            for p, payload in zip(arrays["packet"].tolist(), inline):
+                self.inline[p] = payload
+                self.bytes += len(payload)
+            arrays["at"] = np.full(len(arrays["packet"]), INLINE, np.int64)
+        self.parts.append(arrays)
+        self.packets += len(arrays["packet"])
+
+    def add_parsed(self, segments):
+        """Segments from the general parser: (packet, ts, src, dst, sport, dport, seq, ack,
+        flags, payload) tuples (their payloads are carried in the row)."""
+        if not segments:
+            return
+        ends = []
+        for _packet, _ts, src, dst, sport, dport, *_rest in segments:
+            a, b = bytes(src) + _PORT.pack(sport), bytes(dst) + _PORT.pack(dport)
+            if len(src) == 4:
+                ends.append((int.from_bytes(min(a, b), "big"), int.from_bytes(max(a, b), "big"),
+                             a < b))
+            else:
+                index = self.others.setdefault(min(a, b) + max(a, b), len(self.others))
+                ends.append(((1 << 63) + index, 0, a < b))
+        lo, hi, up = zip(*ends)
+        packet, ts, _s, _d, _sp, _dp, seq, ack, flags, payload = zip(*segments)
+        self.add({"packet": np.array(packet, np.int64), "ts": np.array(ts, np.int64),
+                  "n": np.array([len(p) for p in payload], np.uint32),
+                  "seq": np.array(seq, np.uint32), "ack": np.array(ack, np.uint32),
+                  "flags": np.array(flags, np.uint8), "lo": np.array(lo, np.uint64),
+                  "hi": np.array(hi, np.uint64), "up": np.array(up, bool)},
+                 [bytes(p) for p in payload])
+
+    def rows(self, out):
+        """Turn the block's segments into rows of `out` (one per connection, or more past
+        MAX_ROW_SEGMENTS); the block is empty afterwards."""
+        parts, self.parts = self.parts, []
+        inline, self.inline = self.inline, {}
+        others = {index: key for key, index in self.others.items()}
+        self.others = {}
+        self.packets = self.bytes = 0
+        if not parts:
+            return
+        s = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        order = np.lexsort((s["packet"], s["hi"], s["lo"]))
+        s = {name: v[order] for name, v in s.items()}
+        n = len(order)
+        lo, hi, up = s["lo"], s["hi"], s["up"]
+        new = np.r_[True, (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])]
+        at = np.arange(n)
+        rank = at - np.maximum.accumulate(np.where(new, at, 0))   # position in its connection
+        starts = np.flatnonzero(rank % MAX_ROW_SEGMENTS == 0)
+        stops = np.r_[starts[1:], n]
+        meta = np.empty(n, META)
+        for name in ("packet", "ts", "at", "n", "seq", "ack", "flags"):
+            meta[name] = s[name]
+        meta["side"] = up != np.repeat(up[starts], stops - starts)
+        blob = meta.tobytes()
+        size = META.itemsize
+        packets = s["packet"]
+        carried = (np.add.reduceat((s["at"] == INLINE).astype(np.int64), starts) if inline
+                   else np.zeros(len(starts), np.int64)).tolist()
+        for a, b, row_lo, row_hi, row_up, first, held in zip(
+                starts.tolist(), stops.tolist(), lo[starts].tolist(), hi[starts].tolist(),
+                up[starts].tolist(), packets[starts].tolist(), carried):
+            if row_lo >> 63:
+                key = others[row_lo - (1 << 63)]
+            else:
+                key = row_lo.to_bytes(6, "big") + row_hi.to_bytes(6, "big")
+            half = len(key) // 2
+            x, y = (key[:half], key[half:]) if row_up else (key[half:], key[:half])
+            payload = b"".join(inline[p] for p in packets[a:b].tolist() if p in inline) \
+                if held else b""
+            out.add(kind=SEGMENTS, key=key, packet=first, src=x[:-2], dst=y[:-2],
+                    sport=int.from_bytes(x[-2:], "big"), dport=int.from_bytes(y[-2:], "big"),
+                    meta=blob[a * size:b * size], payload=payload)
+            out.bytes += len(payload) + (b - a) * size
+            if out.bytes >= BATCH_BYTES:
+                out.flush()
 
 
 class _Columns:
-    """Column lists of the rows not yet handed out."""
+    """Column lists of the rows not yet handed out, and the record batches made of them."""
 
     def __init__(self, file):
         self.file = file
         self.cols = {name: [] for name in SCHEMA.names}
         self.bytes = 0
+        self.batches = []
 
     def add(self, **values):
         for name, lst in self.cols.items():
             lst.append(values.get(name))
 
-    def batch(self) -> pa.RecordBatch:
+    def flush(self):
         n = len(self.cols["kind"])
-        self.cols["file"] = [self.file] * n
-        batch = pa.RecordBatch.from_pydict(self.cols, schema=SCHEMA)
-        self.cols = {name: [] for name in SCHEMA.names}
-        self.bytes = 0
-        return batch
+        if n:
+            self.cols["file"] = [self.file] * n
+            self.batches.append(pa.RecordBatch.from_pydict(self.cols, schema=SCHEMA))
+            self.cols = {name: [] for name in SCHEMA.names}
+            self.bytes = 0
 
-
-def _pcap_records(chunks):
-    """(ts_ns, linktype, buffer, start, stop, file offset of start) of every record, the packet
-    being buffer[start:stop] until the next one is asked for."""
-    order, scale, linktype = pcap_header(chunks)
-    unpack = struct.Struct(order + "III4x").unpack_from
-    name = chunks.name
-    buf, end = chunks.buf, chunks.end
-    pos = 24
-    while True:
-        while pos + 16 <= end:
-            sec, frac, incl = unpack(buf, pos)
-            if incl > MAX_RECORD:
-                raise CaptureError(f"{name}: packet record length {incl} too large at byte "
-                                   f"{chunks.base + pos}")
-            stop = pos + 16 + incl
-            if stop > end:
-                break
-            yield sec * 1_000_000_000 + frac * scale, linktype, buf, pos + 16, stop, \
-                chunks.base + pos + 16
-            pos = stop
-        if not chunks.refill(pos):
-            if pos < end:
-                raise CaptureError(f"{name}: truncated packet record at byte {chunks.base}")
-            return
-        buf, end = chunks.buf, chunks.end
-        pos = 0
-
-
-def _pcapng_records(chunks):
-    for batch in pcapng_batches(chunks):
-        buf, base = chunks.buf, chunks.base
-        for ts, lt, start, stop in batch:
-            yield ts, lt, buf, start, stop, base + start
-
-
-def _close_all(rows, close):
-    for row in {id(row): row for row, _side in rows.values()}.values():
-        close(row)
-    rows.clear()
+    def take(self):
+        self.flush()
+        batches, self.batches = self.batches, []
+        return batches
 
 
 def _is_gzip(path) -> bool:
@@ -183,92 +211,43 @@ def extract_file(path, file=None, inline=False):
     offset); a gzip file is always read so."""
     file = str(path) if file is None else file
     out = _Columns(file)
-    rows = {}   # direction key (src, dst, sport, dport) -> (its connection's open row, side)
-    held = 0    # bytes held in open rows
+    block = _Block()
     count = 0
     first_ts = None
     error = None
-
-    def close(row):
-        out.add(kind=SEGMENTS, key=flow_key(row.src, row.sport, row.dst, row.dport),
-                packet=row.first, src=row.src, dst=row.dst, sport=row.sport, dport=row.dport,
-                meta=bytes(row.meta), payload=bytes(row.payload))
-        out.bytes += len(row.payload) + len(row.meta)
-
-    pack = SEGMENT.pack
-    linktype = None
     f = None
     try:
         inline = inline or _is_gzip(path)
         f, chunks, kind = open_capture(path)
-        records = _pcap_records(chunks) if kind == "pcap" else _pcapng_records(chunks)
-        for ts, lt, buf, p, stop, at in records:
-            count += 1
-            if first_ts is None:
-                first_ts = ts
-            if lt != linktype:
-                linktype = lt
-                hdr, off, tags, need = _fast(lt)
-            incl = stop - p
-            seg = None
-            if incl >= need:
-                tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
-                if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                        and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
-                    start = off + 20 + hl
-                    n = total - 20 - hl
-                    payload = buf[p + start:p + start + n] if inline else None
-                    seg = True
-            if seg is None:
-                data = bytes(buf[p:stop])
-                seg = tcp_segment(lt, data)
+        for data, starts, stops, ts, lts in chunk_records(chunks, kind):
+            if first_ts is None and len(ts):
+                first_ts = int(ts[0])
+            fast, slow = fast_segments(data, starts, stops, ts, lts, count + 1, chunks.base)
+            block.add(fast, [data[a:a + m].tobytes() for a, m in zip(
+                (fast["at"] - chunks.base).tolist(), fast["n"].tolist())] if inline else None)
+            segs = []
+            for i in slow.tolist():
+                packet = count + 1 + i
+                raw = bytes(data[starts[i]:stops[i]])
+                seg = tcp_segment(int(lts[i]), raw)
                 if seg is None:
                     continue
                 if seg.__class__ is str:
-                    out.add(kind=RAW, packet=count, payload=data, linktype=lt, ts=ts)
-                    out.bytes += len(data)
-                    continue
-                src, dst, sport, dport, seq, ack, flags, payload = seg
-                src, dst = bytes(src), bytes(dst)
-                key = src + dst + _PORT.pack(sport) + _PORT.pack(dport)
-                n = len(payload)
-                inline_here = True
-            else:
-                inline_here = inline
-            found = rows.get(key)
-            if found is None:
-                if seg is True:
-                    src, dst, sport, dport = _split(key)
-                back = dst + src + _PORT.pack(dport) + _PORT.pack(sport)
-                row = _Row(src, dst, sport, dport, count, (key, back))
-                rows[key] = row, 0
-                rows[back] = row, 1
-                side = 0
-            else:
-                row, side = found
-            if inline_here:
-                row.payload += payload
-                row.meta += pack(count, ts, INLINE, n, seq, ack, flags, side)
-                held += n + SEGMENT.size
-            else:
-                row.meta += pack(count, ts, at + start, n, seq, ack, flags, side)
-                held += SEGMENT.size
-            row.segments += 1
-            if row.segments >= MAX_ROW_SEGMENTS:
-                close(row)
-                held -= len(row.payload) + len(row.meta)
-                for k in row.keys:
-                    rows.pop(k, None)
-            if held >= MAX_OPEN_BYTES:
-                _close_all(rows, close)
-                held = 0
-            if out.bytes >= BATCH_BYTES:
-                yield out.batch()
+                    out.add(kind=RAW, packet=packet, payload=raw, linktype=int(lts[i]),
+                            ts=int(ts[i]))
+                    out.bytes += len(raw)
+                else:
+                    segs.append((packet, int(ts[i]), *seg))
+            block.add_parsed(segs)
+            count += len(ts)
+            if block.packets >= BLOCK_PACKETS or block.bytes >= BLOCK_BYTES:
+                block.rows(out)
+            yield from out.take()   # the chunk's buffer is refilled after this
     except CaptureError as exc:
         error = str(exc)
     finally:
         if f is not None:
             f.close()
-    _close_all(rows, close)
+    block.rows(out)
     out.add(kind=SUMMARY, ts=first_ts, count=count, error=error)
-    yield out.batch()
+    yield from out.take()

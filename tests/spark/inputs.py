@@ -61,3 +61,53 @@ def _ipv4_tcp(frag: int, tcp_len: int) -> bytes:
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 1, frag, 64, 6, 0,
                      bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
     return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp
+
+
+def mixed_shapes(capture, path: Path, pcapng=False) -> Path:
+    """`capture` (Ethernet, IPv4) rewritten packet by packet into every shape the extract stage
+    must read: plain, VLAN-tagged, IPv4 options, IPv6, and (pcapng) the other link types, plus
+    packets that are IP but not usable TCP between them."""
+    from dissector.capture.layers import LT_ETHERNET, LT_NULL, LT_RAW, LT_SLL, LT_SLL2
+    from dissector.capture.writer import PcapngWriter
+
+    def vlan(eth):
+        return eth[:12] + b"\x81\x00\x00\x05" + eth[12:]
+
+    def options(eth):
+        ip = eth[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        total = struct.unpack("!H", ip[2:4])[0] + 4
+        ip = bytes([ip[0] + 1]) + ip[1:2] + struct.pack("!H", total) + ip[4:ihl] + \
+            b"\x01\x01\x01\x00" + ip[ihl:]
+        return eth[:14] + ip
+
+    def ipv6(eth):
+        ip = eth[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        total = struct.unpack("!H", ip[2:4])[0]
+        tcp = ip[ihl:total]
+        v6 = struct.pack("!IHBB", 6 << 28, len(tcp), 6, 64) + b"\x20\x01\x0d\xb8" + \
+            b"\0" * 8 + ip[12:16] + b"\x20\x01\x0d\xb8" + b"\0" * 8 + ip[16:20]
+        return eth[:12] + b"\x86\xdd" + v6 + tcp
+
+    links = [
+        (LT_ETHERNET, lambda eth: eth),
+        (LT_RAW, lambda eth: eth[14:]),
+        (LT_SLL, lambda eth: b"\0\0\0\x01\0\x06" + eth[6:12] + b"\0\0" + eth[12:]),
+        (LT_SLL2, lambda eth: eth[12:14] + b"\0\0\0\0\0\x02\0\x01\0\x06" + eth[6:12] + b"\0\0"
+         + eth[14:]),
+        (LT_NULL, lambda eth: b"\x02\0\0\0" + eth[14:]),
+    ]
+    shapes = [lambda eth: eth, vlan, options, lambda eth: eth, ipv6]
+    writer = PcapngWriter(path, LT_ETHERNET) if pcapng else PcapWriter(path, LT_ETHERNET)
+    with writer:
+        for i, (_no, ts, _lt, data) in enumerate(read_packets(capture)):
+            eth = shapes[i % len(shapes)](bytes(data))
+            if i % 97 == 50:   # not usable: a fragment
+                writer.write(ts, _ipv4_tcp(0x2000, 20))
+            if pcapng and eth[12:14] == b"\x08\x00":
+                lt, make = links[i // 3 % len(links)]
+                writer.write(ts, make(eth), linktype=lt)
+            else:
+                writer.write(ts, eth)
+    return path

@@ -3,6 +3,8 @@ the file at their offsets, or carried inline), with far fewer rows than packets;
 in a summary saying what went wrong."""
 from __future__ import annotations
 
+import gzip
+
 import pyarrow as pa
 import pytest
 
@@ -12,13 +14,19 @@ from dissector.capture.files import read_packets
 from dissector.capture.layers import tcp_segment
 from tests.support import require_path
 
-from .inputs import CAPTURES, damaged_files
+from .inputs import CAPTURES, damaged_files, mixed_shapes
 
 NAMES = ["librdkafka_produce_consume.mss1448.pcap", "codecs.pcap", "transactions.mss1448.pcap"]
 
 
 def _extract(path, inline=False):
     return pa.Table.from_batches(list(extract_file(path, inline=inline)))
+
+
+def _usable(path):
+    """(number, segment or issue code) of the packets that are TCP, usable or not."""
+    return [(no, seg) for no, _ts, lt, data in read_packets(path)
+            if (seg := tcp_segment(lt, bytes(data))) is not None]
 
 
 def _tcp_packets(path):
@@ -37,6 +45,26 @@ def _tcp_packets(path):
 def test_index_replays_every_tcp_packet_exactly(name, inline):
     path = CAPTURES / name
     require_path(path)
+    _check_replay(path, inline)
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "gzip"])
+def test_every_shape_replayed_exactly(tmp_path, kind):
+    """VLAN tags, IP options, IPv6, every link type, unusable packets between: the fast path and
+    the general parser's packets of one connection end up in its rows, in packet order."""
+    require_path(CAPTURES / "codecs.pcap")
+    path = mixed_shapes(CAPTURES / "codecs.pcap", tmp_path / "mixed", pcapng=kind != "pcap")
+    if kind == "gzip":
+        packed = tmp_path / "mixed.gz"
+        packed.write_bytes(gzip.compress(path.read_bytes()))
+        path = packed
+    at = _check_replay(path, kind == "gzip")
+    if kind != "gzip":   # the general parser's packets carry their payloads, the rest do not
+        assert INLINE in at and len(set(at)) > len(at) // 3
+
+
+def _check_replay(path, inline):
+    """The rows replay every TCP packet exactly; the payload offsets of their segments."""
     t = _extract(path, inline)
     rows = t.filter(pa.compute.equal(t.column("kind"), SEGMENTS))
     offsets = {str(path): 0}
@@ -51,11 +79,14 @@ def test_index_replays_every_tcp_packet_exactly(name, inline):
     expected = _tcp_packets(path)
     assert len(expected) > 50
     assert sorted(replayed) == expected
+    raw = t.filter(pa.compute.equal(t.column("kind"), RAW)).column("packet").to_pylist()
+    assert sorted(raw + [c[0] for c in replayed]) == [n for n, *_ in _usable(path)]
     at = [seg[2] for m in rows.column("meta").to_pylist() for seg in SEGMENT.iter_unpack(m)]
     if inline:
         assert set(at) == {INLINE}
-    else:   # payloads stay in the file
+    elif path.name in NAMES:   # payloads stay in the file
         assert INLINE not in at and sum(len(p) for p in rows.column("payload").to_pylist()) == 0
+    return at
 
 
 @pytest.mark.parametrize("name", NAMES)
