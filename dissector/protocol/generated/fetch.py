@@ -10,32 +10,35 @@ _S5 = Struct('>iiiibi').unpack_from
 _S6 = Struct('>iqqi').unpack_from
 _S7 = Struct('>iiiibiii').unpack_from
 _S8 = Struct('>iiqqi').unpack_from
-_S9 = Struct('>iiiibiiB').unpack_from
-_S10 = Struct('>B').unpack_from
-_S11 = Struct('>iiqiqix').unpack_from
-_S12 = Struct('>iiqiqiB').unpack_from
-_S13 = Struct('>iiibiiB').unpack_from
-_S14 = Struct('>ihqi').unpack_from
-_S15 = Struct('>ii').unpack_from
-_S16 = Struct('>ihqqi').unpack_from
-_S17 = Struct('>qq').unpack_from
-_S18 = Struct('>ihqqqi').unpack_from
-_S19 = Struct('>ihii').unpack_from
-_S20 = Struct('>ihiB').unpack_from
-_S21 = Struct('>ihqqqB').unpack_from
-_S22 = Struct('>qqx').unpack_from
-_S23 = Struct('>qqB').unpack_from
-_S24 = Struct('>iB').unpack_from
-_S25 = Struct('>iqB').unpack_from
-_S26 = Struct('>q').unpack_from
-_S27 = Struct('>iiB').unpack_from
-_S28 = Struct('>qiB').unpack_from
+_S9 = Struct('>ih').unpack_from
+_S10 = Struct('>iiiibiiB').unpack_from
+_S11 = Struct('>B').unpack_from
+_S12 = Struct('>iiqiqix').unpack_from
+_S13 = Struct('>iiqiqiB').unpack_from
+_S14 = Struct('>BB').unpack_from
+_S15 = Struct('>iiibiiB').unpack_from
+_S16 = Struct('>ihqi').unpack_from
+_S17 = Struct('>ii').unpack_from
+_S18 = Struct('>ihqqii').unpack_from
+_S19 = Struct('>qq').unpack_from
+_S20 = Struct('>ihqqqii').unpack_from
+_S21 = Struct('>ihii').unpack_from
+_S22 = Struct('>ihqqqiii').unpack_from
+_S23 = Struct('>ihiB').unpack_from
+_S24 = Struct('>ihqqqBiB').unpack_from
+_S25 = Struct('>qqx').unpack_from
+_S26 = Struct('>qqB').unpack_from
+_S27 = Struct('>iB').unpack_from
+_S28 = Struct('>iqB').unpack_from
+_S29 = Struct('>q').unpack_from
+_S30 = Struct('>iiB').unpack_from
+_S31 = Struct('>qiB').unpack_from
 _I3 = Struct('>iqi').iter_unpack
 _I6 = Struct('>iqqi').iter_unpack
 _I8 = Struct('>iiqqi').iter_unpack
-_I11 = Struct('>iiqiqix').iter_unpack
-_I17 = Struct('>qq').iter_unpack
-_I22 = Struct('>qqx').iter_unpack
+_I12 = Struct('>iiqiqix').iter_unpack
+_I19 = Struct('>qq').iter_unpack
+_I25 = Struct('>qqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -592,40 +595,45 @@ def _r13(b, p, k=_MAXE):
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
-    n0 = _S2(b, p)[0]
-    p += 4
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if k < 0:
+    q0, n0 = _S9(b, p)
+    if q0 == 0:
+        o.forgotten_topics_data = []
+        p += 6
+    else:
+        p += 4
+        n0 = q0
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            n1 = _S1(b, p)[0]
-            p += 2
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if k < 0:
                 raise Malformed
-            o1.topic = b[p:(p := p + n1)].decode()
-            n1 = _S2(b, p)[0]
-            p += 4
-            if n1 < 0:
-                raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                n1 = _S1(b, p)[0]
+                p += 2
+                if n1 < 0:
                     raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            l0.append(o1)
-            n0 -= 1
-    n0 = _S1(b, p)[0]
-    p += 2
+                o1.topic = b[p:(p := p + n1)].decode()
+                n1 = _S2(b, p)[0]
+                p += 4
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                l0.append(o1)
+                n0 -= 1
+        n0 = _S1(b, p)[0]
+        p += 2
     if n0 < 0:
         raise Malformed
     o.rack_id = b[p:(p := p + n0)].decode()
@@ -637,7 +645,7 @@ def _r13(b, p, k=_MAXE):
 
 def _r17(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S10(b, p)
     p += 26
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -672,7 +680,7 @@ def _r17(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I12(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
@@ -686,7 +694,7 @@ def _r17(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -700,53 +708,58 @@ def _r17(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if k < 0:
+    q0, n0 = _S14(b, p)
+    if q0 == 1:
+        o.forgotten_topics_data = []
+        p += 2
+    else:
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if k < 0:
                 raise Malformed
-            o1.topic = b[p:(p := p + n1)].decode()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
-                raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
-                    raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic_id = UUID0
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t16(b, p, o1, k)
-            else:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
-            n0 -= 1
-    n0 = b[p]
-    p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                o1.topic = b[p:(p := p + n1)].decode()
+                n1 = b[p]
+                p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic_id = UUID0
+                o1.unknown_tags = None
+                if b[p]:
+                    p, k = _t16(b, p, o1, k)
+                else:
+                    p += 1
+                l0.append(o1)
+                n0 -= 1
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -765,7 +778,7 @@ def _r17(b, p, k=_MAXE):
 
 def _r20(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S10(b, p)
     p += 26
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -794,7 +807,7 @@ def _r20(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I12(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
@@ -808,7 +821,7 @@ def _r20(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -822,47 +835,52 @@ def _r20(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if n0 > len(b) - p or k < 0:
+    q0, n0 = _S14(b, p)
+    if q0 == 1:
+        o.forgotten_topics_data = []
+        p += 2
+    else:
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if n0 > len(b) - p or k < 0:
                 raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
-                    raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic = ''
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t19(b, p, o1, k)
-            else:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
-            n0 -= 1
-    n0 = b[p]
-    p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic = ''
+                o1.unknown_tags = None
+                if b[p]:
+                    p, k = _t19(b, p, o1, k)
+                else:
+                    p += 1
+                l0.append(o1)
+                n0 -= 1
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -881,7 +899,7 @@ def _r20(b, p, k=_MAXE):
 
 def _r22(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -910,7 +928,7 @@ def _r22(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I12(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
@@ -924,7 +942,7 @@ def _r22(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -938,47 +956,52 @@ def _r22(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if n0 > len(b) - p or k < 0:
+    q0, n0 = _S14(b, p)
+    if q0 == 1:
+        o.forgotten_topics_data = []
+        p += 2
+    else:
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if n0 > len(b) - p or k < 0:
                 raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
-                    raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic = ''
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t19(b, p, o1, k)
-            else:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
-            n0 -= 1
-    n0 = b[p]
-    p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic = ''
+                o1.unknown_tags = None
+                if b[p]:
+                    p, k = _t19(b, p, o1, k)
+                else:
+                    p += 1
+                l0.append(o1)
+                n0 -= 1
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -1002,7 +1025,7 @@ def _r22(b, p, k=_MAXE):
 
 def _r25(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1031,7 +1054,7 @@ def _r25(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I12(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.high_watermark = 9223372036854775807
@@ -1045,7 +1068,7 @@ def _r25(b, p, k=_MAXE):
                         o2.high_watermark = 9223372036854775807
                         o2.replica_directory_id = UUID0
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
                         p += 33
                         if n2:
                             p, k = _t23(b, p - 1, o2, k)
@@ -1059,47 +1082,52 @@ def _r25(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if n0 > len(b) - p or k < 0:
+    q0, n0 = _S14(b, p)
+    if q0 == 1:
+        o.forgotten_topics_data = []
+        p += 2
+    else:
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if n0 > len(b) - p or k < 0:
                 raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
-                    raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic = ''
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t19(b, p, o1, k)
-            else:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
-            n0 -= 1
-    n0 = b[p]
-    p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic = ''
+                o1.unknown_tags = None
+                if b[p]:
+                    p, k = _t19(b, p, o1, k)
+                else:
+                    p += 1
+                l0.append(o1)
+                n0 -= 1
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -1123,7 +1151,7 @@ def _r25(b, p, k=_MAXE):
 
 def _r28(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1152,7 +1180,7 @@ def _r28(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I12(s1):
                         o2 = FetchRequest_FetchPartition()
                         o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
@@ -1166,7 +1194,7 @@ def _r28(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S12(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
                         p += 33
                         if n2:
                             p, k = _t26(b, p - 1, o2, k)
@@ -1180,47 +1208,52 @@ def _r28(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
-        raise Malformed
-    o.forgotten_topics_data = l0 = []
-    if n0:
-        k -= n0
-        if n0 > len(b) - p or k < 0:
+    q0, n0 = _S14(b, p)
+    if q0 == 1:
+        o.forgotten_topics_data = []
+        p += 2
+    else:
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
             raise Malformed
-        while n0:
-            o1 = FetchRequest_ForgottenTopic()
-            o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
-            p += 16
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+        o.forgotten_topics_data = l0 = []
+        if n0:
+            k -= n0
+            if n0 > len(b) - p or k < 0:
                 raise Malformed
-            if n1:
-                k -= n1
-                if k < 0:
-                    raise Malformed
-                o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
-                p += 4 * n1
-            else:
-                o1.partitions = []
-            o1.topic = ''
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t19(b, p, o1, k)
-            else:
+            while n0:
+                o1 = FetchRequest_ForgottenTopic()
+                o1.topic_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
+                p += 16
+                n1 = b[p]
                 p += 1
-            l0.append(o1)
-            n0 -= 1
-    n0 = b[p]
-    p += 1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    raise Malformed
+                if n1:
+                    k -= n1
+                    if k < 0:
+                        raise Malformed
+                    o1.partitions = [*_Ai[n1](b, p)] if n1 < 16 else [*_su('>%di' % n1, b, p)]
+                    p += 4 * n1
+                else:
+                    o1.partitions = []
+                o1.topic = ''
+                o1.unknown_tags = None
+                if b[p]:
+                    p, k = _t19(b, p, o1, k)
+                else:
+                    p += 1
+                l0.append(o1)
+                n0 -= 1
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -1272,7 +1305,7 @@ def _r31(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S16(b, p)
                     p += 18
                     if n2 < 0:
                         if n2 != -1:
@@ -1305,7 +1338,7 @@ def _r31(b, p, k=_MAXE):
 def _r32(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S15(b, p)
+    o.throttle_time_ms, n0 = _S17(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1332,7 +1365,7 @@ def _r32(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S14(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S16(b, p)
                     p += 18
                     if n2 < 0:
                         if n2 != -1:
@@ -1364,7 +1397,7 @@ def _r32(b, p, k=_MAXE):
 def _r36(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S15(b, p)
+    o.throttle_time_ms, n0 = _S17(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1391,35 +1424,40 @@ def _r36(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, n2 = _S16(b, p)
-                    p += 26
-                    if n2 < 0:
-                        if n2 != -1:
-                            raise Malformed
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, q2, n2 = _S18(b, p)
+                    if q2 == 0:
+                        o2.aborted_transactions = []
+                        p += 30
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
+                        p += 26
+                        n2 = q2
+                        if n2 < 0:
+                            if n2 != -1:
                                 raise Malformed
-                            if n2 > 4:
-                                for v in _I17(b[p:p + 16 * n2]):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 16 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset = _S17(b, p)
-                                    p += 16
-                                    l2.append(o3)
-                                    n2 -= 1
-                    n2 = _S2(b, p)[0]
-                    p += 4
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4:
+                                    for v in _I19(b[p:p + 16 * n2]):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 16 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        p += 16
+                                        l2.append(o3)
+                                        n2 -= 1
+                        n2 = _S2(b, p)[0]
+                        p += 4
                     if n2 < 0:
                         if n2 != -1:
                             raise Malformed
@@ -1448,7 +1486,7 @@ def _r36(b, p, k=_MAXE):
 def _r39(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S15(b, p)
+    o.throttle_time_ms, n0 = _S17(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1475,35 +1513,40 @@ def _r39(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-                    p += 34
-                    if n2 < 0:
-                        if n2 != -1:
-                            raise Malformed
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S20(b, p)
+                    if q2 == 0:
+                        o2.aborted_transactions = []
+                        p += 38
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
+                        p += 34
+                        n2 = q2
+                        if n2 < 0:
+                            if n2 != -1:
                                 raise Malformed
-                            if n2 > 4:
-                                for v in _I17(b[p:p + 16 * n2]):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 16 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset = _S17(b, p)
-                                    p += 16
-                                    l2.append(o3)
-                                    n2 -= 1
-                    n2 = _S2(b, p)[0]
-                    p += 4
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4:
+                                    for v in _I19(b[p:p + 16 * n2]):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 16 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        p += 16
+                                        l2.append(o3)
+                                        n2 -= 1
+                        n2 = _S2(b, p)[0]
+                        p += 4
                     if n2 < 0:
                         if n2 != -1:
                             raise Malformed
@@ -1531,7 +1574,7 @@ def _r39(b, p, k=_MAXE):
 def _r40(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S21(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1558,35 +1601,40 @@ def _r40(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-                    p += 34
-                    if n2 < 0:
-                        if n2 != -1:
-                            raise Malformed
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S20(b, p)
+                    if q2 == 0:
+                        o2.aborted_transactions = []
+                        p += 38
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
+                        p += 34
+                        n2 = q2
+                        if n2 < 0:
+                            if n2 != -1:
                                 raise Malformed
-                            if n2 > 4:
-                                for v in _I17(b[p:p + 16 * n2]):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 16 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset = _S17(b, p)
-                                    p += 16
-                                    l2.append(o3)
-                                    n2 -= 1
-                    n2 = _S2(b, p)[0]
-                    p += 4
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4:
+                                    for v in _I19(b[p:p + 16 * n2]):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 16 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        p += 16
+                                        l2.append(o3)
+                                        n2 -= 1
+                        n2 = _S2(b, p)[0]
+                        p += 4
                     if n2 < 0:
                         if n2 != -1:
                             raise Malformed
@@ -1612,7 +1660,7 @@ def _r40(b, p, k=_MAXE):
 def _r43(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S19(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S21(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1639,35 +1687,40 @@ def _r43(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S18(b, p)
-                    p += 34
-                    if n2 < 0:
-                        if n2 != -1:
-                            raise Malformed
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S22(b, p)
+                    if q2 == 0:
+                        o2.aborted_transactions = []
+                        p += 42
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
+                        p += 34
+                        n2 = q2
+                        if n2 < 0:
+                            if n2 != -1:
                                 raise Malformed
-                            if n2 > 4:
-                                for v in _I17(b[p:p + 16 * n2]):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 16 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset = _S17(b, p)
-                                    p += 16
-                                    l2.append(o3)
-                                    n2 -= 1
-                    o2.preferred_read_replica, n2 = _S15(b, p)
-                    p += 8
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4:
+                                    for v in _I19(b[p:p + 16 * n2]):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 16 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        p += 16
+                                        l2.append(o3)
+                                        n2 -= 1
+                        o2.preferred_read_replica, n2 = _S17(b, p)
+                        p += 8
                     if n2 < 0:
                         if n2 != -1:
                             raise Malformed
@@ -1692,7 +1745,7 @@ def _r43(b, p, k=_MAXE):
 def _r50(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1728,38 +1781,43 @@ def _r50(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    if q2 == 1:
+                        o2.aborted_transactions = []
+                        p += 36
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
-                                raise Malformed
-                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                for v in _I22(s2):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 17 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                                    p += 17
-                                    if n3:
-                                        p, k = _t44(b, p - 1, o3, k)
-                                    l2.append(o3)
-                                    n2 -= 1
-                    o2.preferred_read_replica, n2 = _S24(b, p)
-                    p += 5
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                    for v in _I25(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 17 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        p += 17
+                                        if n3:
+                                            p, k = _t44(b, p - 1, o3, k)
+                                        l2.append(o3)
+                                        n2 -= 1
+                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        p += 5
                     if n2 > 127:
                         if b[p] < 128:
                             n2 = n2 - 128 + (b[p] << 7)
@@ -1813,7 +1871,7 @@ def _r50(b, p, k=_MAXE):
 def _r52(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1843,38 +1901,43 @@ def _r52(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    if q2 == 1:
+                        o2.aborted_transactions = []
+                        p += 36
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
-                                raise Malformed
-                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                for v in _I22(s2):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 17 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                                    p += 17
-                                    if n3:
-                                        p, k = _t44(b, p - 1, o3, k)
-                                    l2.append(o3)
-                                    n2 -= 1
-                    o2.preferred_read_replica, n2 = _S24(b, p)
-                    p += 5
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                    for v in _I25(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 17 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        p += 17
+                                        if n3:
+                                            p, k = _t44(b, p - 1, o3, k)
+                                        l2.append(o3)
+                                        n2 -= 1
+                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        p += 5
                     if n2 > 127:
                         if b[p] < 128:
                             n2 = n2 - 128 + (b[p] << 7)
@@ -1928,7 +1991,7 @@ def _r52(b, p, k=_MAXE):
 def _r54(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S20(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1958,38 +2021,43 @@ def _r54(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, n2 = _S21(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.aborted_transactions = None
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    if q2 == 1:
+                        o2.aborted_transactions = []
+                        p += 36
                     else:
-                        o2.aborted_transactions = l2 = []
-                        if n2:
-                            k -= n2
-                            if k < 0:
-                                raise Malformed
-                            if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                for v in _I22(s2):
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.producer_id, o3.first_offset = v
-                                    o3.unknown_tags = None
-                                    l2.append(o3)
-                                p += 17 * n2
-                            else:
-                                while n2:
-                                    o3 = FetchResponse_AbortedTransaction()
-                                    o3.unknown_tags = None
-                                    o3.producer_id, o3.first_offset, n3 = _S23(b, p)
-                                    p += 17
-                                    if n3:
-                                        p, k = _t44(b, p - 1, o3, k)
-                                    l2.append(o3)
-                                    n2 -= 1
-                    o2.preferred_read_replica, n2 = _S24(b, p)
-                    p += 5
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.aborted_transactions = None
+                        else:
+                            o2.aborted_transactions = l2 = []
+                            if n2:
+                                k -= n2
+                                if k < 0:
+                                    raise Malformed
+                                if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
+                                    for v in _I25(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.producer_id, o3.first_offset = v
+                                        o3.unknown_tags = None
+                                        l2.append(o3)
+                                    p += 17 * n2
+                                else:
+                                    while n2:
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        p += 17
+                                        if n3:
+                                            p, k = _t44(b, p - 1, o3, k)
+                                        l2.append(o3)
+                                        n2 -= 1
+                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        p += 5
                     if n2 > 127:
                         if b[p] < 128:
                             n2 = n2 - 128 + (b[p] << 7)
@@ -2130,7 +2198,7 @@ def _t17(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2215,7 +2283,7 @@ def _t20(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2252,7 +2320,7 @@ def _t22(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2266,7 +2334,7 @@ def _t22(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2353,7 +2421,7 @@ def _t25(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2367,7 +2435,7 @@ def _t25(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2405,7 +2473,7 @@ def _t26(b, p, o, k):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o.high_watermark = _S26(b, p)[0]
+            o.high_watermark = _S29(b, p)[0]
             p += 8
             if p != e:
                 raise Malformed
@@ -2459,7 +2527,7 @@ def _t28(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2473,7 +2541,7 @@ def _t28(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S25(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2532,7 +2600,7 @@ def _t48(b, p, o, k):
         if t == 0:
             o1 = FetchResponse_EpochEndOffset()
             o1.unknown_tags = None
-            o1.epoch, o1.end_offset, n1 = _S25(b, p)
+            o1.epoch, o1.end_offset, n1 = _S28(b, p)
             p += 13
             if n1:
                 p, k = _t45(b, p - 1, o1, k)
@@ -2542,7 +2610,7 @@ def _t48(b, p, o, k):
         elif t == 1:
             o1 = FetchResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
-            o1.leader_id, o1.leader_epoch, n1 = _S27(b, p)
+            o1.leader_id, o1.leader_epoch, n1 = _S30(b, p)
             p += 9
             if n1:
                 p, k = _t46(b, p - 1, o1, k)
@@ -2552,7 +2620,7 @@ def _t48(b, p, o, k):
         elif t == 2:
             o1 = FetchResponse_SnapshotId()
             o1.unknown_tags = None
-            o1.end_offset, o1.epoch, n1 = _S28(b, p)
+            o1.end_offset, o1.epoch, n1 = _S31(b, p)
             p += 13
             if n1:
                 p, k = _t47(b, p - 1, o1, k)
@@ -2681,7 +2749,7 @@ def _t54(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S10(b, p)[0]
+            n0 = _S11(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2695,7 +2763,7 @@ def _t54(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = FetchResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S24(b, p)
+                    o1.node_id, n1 = _S27(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -2703,7 +2771,7 @@ def _t54(b, p, o, k):
                     if n1 < 0:
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
-                    o1.port, n1 = _S24(b, p)
+                    o1.port, n1 = _S27(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)

@@ -5,7 +5,8 @@ _S0 = Struct('>h').unpack_from
 _S1 = Struct('>ih').unpack_from
 _S2 = Struct('>B').unpack_from
 _S3 = Struct('>iB').unpack_from
-_S4 = Struct('>ihB').unpack_from
+_S4 = Struct('>BB').unpack_from
+_S5 = Struct('>ihB').unpack_from
 
 
 class HeartbeatRequest(Body):
@@ -75,20 +76,25 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S4(b, p)
+    if q0 == 0:
         o.group_instance_id = None
-    else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    o.unknown_tags = None
-    if b[p]:
-        p, k = _t2(b, p, o, k)
+        p += 2
     else:
         p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
+    o.unknown_tags = None
+    if n0:
+        p, k = _t2(b, p - 1, o, k)
     return o, p
 
 
@@ -112,7 +118,7 @@ def _r4(b, p, k=_MAXE):
 def _r5(b, p, k=_MAXE):
     o = HeartbeatResponse()
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0:
         p, k = _t5(b, p - 1, o, k)

@@ -3,13 +3,15 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>h').unpack_from
 _S1 = Struct('>i').unpack_from
-_S2 = Struct('>B').unpack_from
+_S2 = Struct('>BiB').unpack_from
 _S3 = Struct('>iB').unpack_from
-_S4 = Struct('>iqhB').unpack_from
-_S5 = Struct('>iqh??B').unpack_from
-_S6 = Struct('>ihqh').unpack_from
-_S7 = Struct('>ihqhB').unpack_from
-_S8 = Struct('>ihqhqhB').unpack_from
+_S4 = Struct('>BiqhB').unpack_from
+_S5 = Struct('>iqhB').unpack_from
+_S6 = Struct('>Biqh??B').unpack_from
+_S7 = Struct('>iqh??B').unpack_from
+_S8 = Struct('>ihqh').unpack_from
+_S9 = Struct('>ihqhB').unpack_from
+_S10 = Struct('>ihqhqhB').unpack_from
 
 
 class InitProducerIdRequest(Body):
@@ -42,22 +44,27 @@ def _r0(b, p, k=_MAXE):
 
 def _r1(b, p, k=_MAXE):
     o = InitProducerIdRequest()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, o.transaction_timeout_ms, n0 = _S2(b, p)
+    if q0 == 0:
         o.transactional_id = None
+        p += 6
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.transaction_timeout_ms, n0 = _S3(b, p)
+        p += 5
     o.producer_id = -1
     o.producer_epoch = -1
     o.enable2_pc = False
     o.keep_prepared_txn = False
     o.unknown_tags = None
-    o.transaction_timeout_ms, n0 = _S3(b, p)
-    p += 5
     if n0:
         p, k = _t1(b, p - 1, o, k)
     return o, p
@@ -65,20 +72,25 @@ def _r1(b, p, k=_MAXE):
 
 def _r2(b, p, k=_MAXE):
     o = InitProducerIdRequest()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, o.transaction_timeout_ms, o.producer_id, o.producer_epoch, n0 = _S4(b, p)
+    if q0 == 0:
         o.transactional_id = None
+        p += 16
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.transaction_timeout_ms, o.producer_id, o.producer_epoch, n0 = _S5(b, p)
+        p += 15
     o.enable2_pc = False
     o.keep_prepared_txn = False
     o.unknown_tags = None
-    o.transaction_timeout_ms, o.producer_id, o.producer_epoch, n0 = _S4(b, p)
-    p += 15
     if n0:
         p, k = _t2(b, p - 1, o, k)
     return o, p
@@ -86,18 +98,23 @@ def _r2(b, p, k=_MAXE):
 
 def _r3(b, p, k=_MAXE):
     o = InitProducerIdRequest()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn, n0 = _S6(b, p)
+    if q0 == 0:
         o.transactional_id = None
+        p += 18
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn, n0 = _S7(b, p)
+        p += 17
     o.unknown_tags = None
-    o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn, n0 = _S5(b, p)
-    p += 17
     if n0:
         p, k = _t3(b, p - 1, o, k)
     return o, p
@@ -108,7 +125,7 @@ def _r4(b, p, k=_MAXE):
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S6(b, p)
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S8(b, p)
     p += 16
     return o, p
 
@@ -118,7 +135,7 @@ def _r5(b, p, k=_MAXE):
     o.ongoing_txn_producer_id = -1
     o.ongoing_txn_producer_epoch = -1
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, n0 = _S7(b, p)
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, n0 = _S9(b, p)
     p += 17
     if n0:
         p, k = _t5(b, p - 1, o, k)
@@ -128,7 +145,7 @@ def _r5(b, p, k=_MAXE):
 def _r6(b, p, k=_MAXE):
     o = InitProducerIdResponse()
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch, n0 = _S8(b, p)
+    o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch, n0 = _S10(b, p)
     p += 27
     if n0:
         p, k = _t6(b, p - 1, o, k)

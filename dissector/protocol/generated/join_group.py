@@ -5,12 +5,14 @@ _S0 = Struct('>h').unpack_from
 _S1 = Struct('>ih').unpack_from
 _S2 = Struct('>i').unpack_from
 _S3 = Struct('>iih').unpack_from
-_S4 = Struct('>B').unpack_from
-_S5 = Struct('>iiB').unpack_from
-_S6 = Struct('>hih').unpack_from
-_S7 = Struct('>ihih').unpack_from
-_S8 = Struct('>ihiB').unpack_from
-_S9 = Struct('>?B').unpack_from
+_S4 = Struct('>hh').unpack_from
+_S5 = Struct('>B').unpack_from
+_S6 = Struct('>iiB').unpack_from
+_S7 = Struct('>BB').unpack_from
+_S8 = Struct('>hih').unpack_from
+_S9 = Struct('>ihih').unpack_from
+_S10 = Struct('>ihiB').unpack_from
+_S11 = Struct('>?B').unpack_from
 
 
 class JoinGroupRequest(Body):
@@ -136,16 +138,21 @@ def _r3(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = _S0(b, p)[0]
-    p += 2
-    if n0 < 0:
-        if n0 != -1:
-            raise Malformed
+    q0, n0 = _S4(b, p)
+    if q0 == -1:
         o.group_instance_id = None
+        p += 4
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = _S0(b, p)[0]
-    p += 2
+        p += 2
+        n0 = q0
+        if n0 < 0:
+            if n0 != -1:
+                raise Malformed
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = _S0(b, p)[0]
+        p += 2
     if n0 < 0:
         raise Malformed
     o.protocol_type = b[p:(p := p + n0)].decode()
@@ -188,7 +195,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S5(b, p)
+    o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S6(b, p)
     p += 9
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -196,17 +203,22 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S7(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -269,7 +281,7 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S5(b, p)
+    o.session_timeout_ms, o.rebalance_timeout_ms, n0 = _S6(b, p)
     p += 9
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -277,17 +289,22 @@ def _r6(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S7(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -350,7 +367,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r8(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.error_code, o.generation_id, n0 = _S6(b, p)
+    o.error_code, o.generation_id, n0 = _S8(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -399,7 +416,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S7(b, p)
+    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S9(b, p)
     p += 12
     if n0 < 0:
         raise Malformed
@@ -447,7 +464,7 @@ def _r9(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S7(b, p)
+    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S9(b, p)
     p += 12
     if n0 < 0:
         raise Malformed
@@ -502,7 +519,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
+    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S10(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -584,7 +601,7 @@ def _r13(b, p, k=_MAXE):
 
 def _r14(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
+    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S10(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -675,7 +692,7 @@ def _r14(b, p, k=_MAXE):
 
 def _r15(b, p, k=_MAXE):
     o = JoinGroupResponse()
-    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S8(b, p)
+    o.throttle_time_ms, o.error_code, o.generation_id, n0 = _S10(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -701,7 +718,7 @@ def _r15(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.leader = b[p:(p := p + n0)].decode()
-    o.skip_assignment, n0 = _S9(b, p)
+    o.skip_assignment, n0 = _S11(b, p)
     p += 2
     if n0 > 127:
         n0, p = _uv(b, p - 1)

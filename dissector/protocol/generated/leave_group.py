@@ -4,10 +4,11 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>h').unpack_from
 _S1 = Struct('>i').unpack_from
 _S2 = Struct('>B').unpack_from
-_S3 = Struct('>ih').unpack_from
-_S4 = Struct('>ihi').unpack_from
-_S5 = Struct('>ihB').unpack_from
-_S6 = Struct('>hB').unpack_from
+_S3 = Struct('>BB').unpack_from
+_S4 = Struct('>ih').unpack_from
+_S5 = Struct('>ihi').unpack_from
+_S6 = Struct('>ihB').unpack_from
+_S7 = Struct('>hB').unpack_from
 
 
 class LeaveGroupRequest(Body):
@@ -115,21 +116,26 @@ def _r4(b, p, k=_MAXE):
             if n1 < 0:
                 raise Malformed
             o1.member_id = b[p:(p := p + n1)].decode()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+            q1, n1 = _S3(b, p)
+            if q1 == 0:
                 o1.group_instance_id = None
-            else:
-                o1.group_instance_id = b[p:(p := p + n1)].decode()
-            o1.reason = None
-            o1.unknown_tags = None
-            if b[p]:
-                p, k = _t3(b, p, o1, k)
+                p += 2
             else:
                 p += 1
+                n1 = q1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    o1.group_instance_id = None
+                else:
+                    o1.group_instance_id = b[p:(p := p + n1)].decode()
+                n1 = b[p]
+                p += 1
+            o1.reason = None
+            o1.unknown_tags = None
+            if n1:
+                p, k = _t3(b, p - 1, o1, k)
             l0.append(o1)
             n0 -= 1
     o.member_id = ''
@@ -173,17 +179,22 @@ def _r6(b, p, k=_MAXE):
             if n1 < 0:
                 raise Malformed
             o1.member_id = b[p:(p := p + n1)].decode()
-            n1 = b[p]
-            p += 1
-            if n1 > 127:
-                n1, p = _uv(b, p - 1)
-            n1 -= 1
-            if n1 < 0:
+            q1, n1 = _S3(b, p)
+            if q1 == 0:
                 o1.group_instance_id = None
+                p += 2
             else:
-                o1.group_instance_id = b[p:(p := p + n1)].decode()
-            n1 = b[p]
-            p += 1
+                p += 1
+                n1 = q1
+                if n1 > 127:
+                    n1, p = _uv(b, p - 1)
+                n1 -= 1
+                if n1 < 0:
+                    o1.group_instance_id = None
+                else:
+                    o1.group_instance_id = b[p:(p := p + n1)].decode()
+                n1 = b[p]
+                p += 1
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
             n1 -= 1
@@ -221,14 +232,14 @@ def _r8(b, p, k=_MAXE):
     o = LeaveGroupResponse()
     o.members = []
     o.unknown_tags = None
-    o.throttle_time_ms, o.error_code = _S3(b, p)
+    o.throttle_time_ms, o.error_code = _S4(b, p)
     p += 6
     return o, p
 
 
 def _r10(b, p, k=_MAXE):
     o = LeaveGroupResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 10
     if n0 < 0:
         raise Malformed
@@ -263,7 +274,7 @@ def _r10(b, p, k=_MAXE):
 
 def _r12(b, p, k=_MAXE):
     o = LeaveGroupResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -295,7 +306,7 @@ def _r12(b, p, k=_MAXE):
             else:
                 o1.group_instance_id = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
-            o1.error_code, n1 = _S6(b, p)
+            o1.error_code, n1 = _S7(b, p)
             p += 3
             if n1:
                 p, k = _t11(b, p - 1, o1, k)

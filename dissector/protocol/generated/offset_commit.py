@@ -8,14 +8,16 @@ _S3 = Struct('>ih').unpack_from
 _S4 = Struct('>iqqh').unpack_from
 _S5 = Struct('>qi').unpack_from
 _S6 = Struct('>iqih').unpack_from
-_S7 = Struct('>B').unpack_from
-_S8 = Struct('>iB').unpack_from
-_S9 = Struct('>iqiB').unpack_from
-_S10 = Struct('>ii').unpack_from
-_S11 = Struct('>ihx').unpack_from
-_S12 = Struct('>ihB').unpack_from
+_S7 = Struct('>hi').unpack_from
+_S8 = Struct('>B').unpack_from
+_S9 = Struct('>iB').unpack_from
+_S10 = Struct('>BB').unpack_from
+_S11 = Struct('>iqiBB').unpack_from
+_S12 = Struct('>ii').unpack_from
+_S13 = Struct('>ihx').unpack_from
+_S14 = Struct('>ihB').unpack_from
 _I3 = Struct('>ih').iter_unpack
-_I11 = Struct('>ihx').iter_unpack
+_I13 = Struct('>ihx').iter_unpack
 
 
 class OffsetCommitRequest(Body):
@@ -358,16 +360,21 @@ def _r11(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = _S0(b, p)[0]
-    p += 2
-    if n0 < 0:
-        if n0 != -1:
-            raise Malformed
+    q0, n0 = _S7(b, p)
+    if q0 == -1:
         o.group_instance_id = None
+        p += 6
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = _S1(b, p)[0]
-    p += 4
+        p += 2
+        n0 = q0
+        if n0 < 0:
+            if n0 != -1:
+                raise Malformed
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = _S1(b, p)[0]
+        p += 4
     if n0 < 0:
         raise Malformed
     o.topics = l0 = []
@@ -424,7 +431,7 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.generation_id_or_member_epoch, n0 = _S8(b, p)
+    o.generation_id_or_member_epoch, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -432,17 +439,22 @@ def _r14(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S10(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -477,21 +489,26 @@ def _r14(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
-                    p += 17
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.committed_metadata = None
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, q2, n2 = _S11(b, p)
+                    if q2 == 1:
+                        o2.committed_metadata = ''
+                        p += 18
                     else:
-                        o2.committed_metadata = b[p:(p := p + n2)].decode()
+                        p += 17
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.committed_metadata = None
+                        else:
+                            o2.committed_metadata = b[p:(p := p + n2)].decode()
+                        n2 = b[p]
+                        p += 1
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
-                    if b[p]:
-                        p, k = _t12(b, p, o2, k)
-                    else:
-                        p += 1
+                    if n2:
+                        p, k = _t12(b, p - 1, o2, k)
                     l1.append(o2)
                     n1 -= 1
             o1.topic_id = UUID0
@@ -521,7 +538,7 @@ def _r16(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.generation_id_or_member_epoch, n0 = _S8(b, p)
+    o.generation_id_or_member_epoch, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -529,17 +546,22 @@ def _r16(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S10(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -568,21 +590,26 @@ def _r16(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = OffsetCommitRequest_OffsetCommitRequestPartition()
-                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S9(b, p)
-                    p += 17
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.committed_metadata = None
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, q2, n2 = _S11(b, p)
+                    if q2 == 1:
+                        o2.committed_metadata = ''
+                        p += 18
                     else:
-                        o2.committed_metadata = b[p:(p := p + n2)].decode()
+                        p += 17
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.committed_metadata = None
+                        else:
+                            o2.committed_metadata = b[p:(p := p + n2)].decode()
+                        n2 = b[p]
+                        p += 1
                     o2.commit_timestamp = -1
                     o2.unknown_tags = None
-                    if b[p]:
-                        p, k = _t12(b, p, o2, k)
-                    else:
-                        p += 1
+                    if n2:
+                        p, k = _t12(b, p - 1, o2, k)
                     l1.append(o2)
                     n1 -= 1
             o1.name = ''
@@ -655,7 +682,7 @@ def _r19(b, p, k=_MAXE):
 
 def _r20(b, p, k=_MAXE):
     o = OffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S10(b, p)
+    o.throttle_time_ms, n0 = _S12(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -705,7 +732,7 @@ def _r20(b, p, k=_MAXE):
 
 def _r23(b, p, k=_MAXE):
     o = OffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S8(b, p)
+    o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -740,7 +767,7 @@ def _r23(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I13(s1):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
@@ -750,7 +777,7 @@ def _r23(b, p, k=_MAXE):
                     while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
                         p += 7
                         if n2:
                             p, k = _t21(b, p - 1, o2, k)
@@ -774,7 +801,7 @@ def _r23(b, p, k=_MAXE):
 
 def _r25(b, p, k=_MAXE):
     o = OffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S8(b, p)
+    o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -803,7 +830,7 @@ def _r25(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I11(s1):
+                    for v in _I13(s1):
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
@@ -813,7 +840,7 @@ def _r25(b, p, k=_MAXE):
                     while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
                         p += 7
                         if n2:
                             p, k = _t21(b, p - 1, o2, k)

@@ -9,7 +9,7 @@ _S4 = Struct('>iB').unpack_from
 _S5 = Struct('>iqh').unpack_from
 _S6 = Struct('>ii').unpack_from
 _S7 = Struct('>iqih').unpack_from
-_S8 = Struct('>iqiB').unpack_from
+_S8 = Struct('>iqiBhB').unpack_from
 _S9 = Struct('>hB').unpack_from
 _Ai = ARRAYS['i']
 
@@ -799,18 +799,23 @@ def _r24(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = OffsetFetchResponse_OffsetFetchResponsePartition()
-                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, n2 = _S8(b, p)
-                    p += 17
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        o2.metadata = None
+                    o2.partition_index, o2.committed_offset, o2.committed_leader_epoch, q2, o2.error_code, n2 = _S8(b, p)
+                    if q2 == 1:
+                        o2.metadata = ''
+                        p += 20
                     else:
-                        o2.metadata = b[p:(p := p + n2)].decode()
+                        p += 17
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
+                            o2.metadata = None
+                        else:
+                            o2.metadata = b[p:(p := p + n2)].decode()
+                        o2.error_code, n2 = _S9(b, p)
+                        p += 3
                     o2.unknown_tags = None
-                    o2.error_code, n2 = _S9(b, p)
-                    p += 3
                     if n2:
                         p, k = _t22(b, p - 1, o2, k)
                     l1.append(o2)
@@ -891,18 +896,23 @@ def _r28(b, p, k=_MAXE):
                             raise Malformed
                         while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
-                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
-                            p += 17
-                            if n3 > 127:
-                                n3, p = _uv(b, p - 1)
-                            n3 -= 1
-                            if n3 < 0:
+                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, q3, o3.error_code, n3 = _S8(b, p)
+                            if q3 == 0:
                                 o3.metadata = None
+                                p += 20
                             else:
-                                o3.metadata = b[p:(p := p + n3)].decode()
+                                p += 17
+                                n3 = q3
+                                if n3 > 127:
+                                    n3, p = _uv(b, p - 1)
+                                n3 -= 1
+                                if n3 < 0:
+                                    o3.metadata = None
+                                else:
+                                    o3.metadata = b[p:(p := p + n3)].decode()
+                                o3.error_code, n3 = _S9(b, p)
+                                p += 3
                             o3.unknown_tags = None
-                            o3.error_code, n3 = _S9(b, p)
-                            p += 3
                             if n3:
                                 p, k = _t25(b, p - 1, o3, k)
                             l2.append(o3)
@@ -986,18 +996,23 @@ def _r31(b, p, k=_MAXE):
                             raise Malformed
                         while n2:
                             o3 = OffsetFetchResponse_OffsetFetchResponsePartitions()
-                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, n3 = _S8(b, p)
-                            p += 17
-                            if n3 > 127:
-                                n3, p = _uv(b, p - 1)
-                            n3 -= 1
-                            if n3 < 0:
+                            o3.partition_index, o3.committed_offset, o3.committed_leader_epoch, q3, o3.error_code, n3 = _S8(b, p)
+                            if q3 == 0:
                                 o3.metadata = None
+                                p += 20
                             else:
-                                o3.metadata = b[p:(p := p + n3)].decode()
+                                p += 17
+                                n3 = q3
+                                if n3 > 127:
+                                    n3, p = _uv(b, p - 1)
+                                n3 -= 1
+                                if n3 < 0:
+                                    o3.metadata = None
+                                else:
+                                    o3.metadata = b[p:(p := p + n3)].decode()
+                                o3.error_code, n3 = _S9(b, p)
+                                p += 3
                             o3.unknown_tags = None
-                            o3.error_code, n3 = _S9(b, p)
-                            p += 3
                             if n3:
                                 p, k = _t25(b, p - 1, o3, k)
                             l2.append(o3)

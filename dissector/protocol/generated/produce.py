@@ -5,19 +5,21 @@ _S0 = Struct('>hii').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>i').unpack_from
 _S3 = Struct('>ii').unpack_from
-_S4 = Struct('>B').unpack_from
-_S5 = Struct('>hiB').unpack_from
-_S6 = Struct('>iB').unpack_from
-_S7 = Struct('>ihq').unpack_from
-_S8 = Struct('>ihqq').unpack_from
-_S9 = Struct('>ihqqq').unpack_from
-_S10 = Struct('>ihqqqi').unpack_from
-_S11 = Struct('>ih').unpack_from
-_S12 = Struct('>ihqqqB').unpack_from
-_S13 = Struct('>iiB').unpack_from
-_I7 = Struct('>ihq').iter_unpack
-_I8 = Struct('>ihqq').iter_unpack
-_I9 = Struct('>ihqqq').iter_unpack
+_S4 = Struct('>hhii').unpack_from
+_S5 = Struct('>BhiB').unpack_from
+_S6 = Struct('>hiB').unpack_from
+_S7 = Struct('>B').unpack_from
+_S8 = Struct('>iB').unpack_from
+_S9 = Struct('>ihq').unpack_from
+_S10 = Struct('>ihqq').unpack_from
+_S11 = Struct('>ihqqq').unpack_from
+_S12 = Struct('>ihqqqih').unpack_from
+_S13 = Struct('>ih').unpack_from
+_S14 = Struct('>ihqqqBB').unpack_from
+_S15 = Struct('>iiB').unpack_from
+_I9 = Struct('>ihq').iter_unpack
+_I10 = Struct('>ihqq').iter_unpack
+_I11 = Struct('>ihqqq').iter_unpack
 
 
 class ProduceRequest(Body):
@@ -109,16 +111,21 @@ def _r2(b, p, k=_MAXE):
 def _r3(b, p, k=_MAXE):
     m = memoryview(b)
     o = ProduceRequest()
-    n0 = _S1(b, p)[0]
-    p += 2
-    if n0 < 0:
-        if n0 != -1:
-            raise Malformed
+    q0, o.acks, o.timeout_ms, n0 = _S4(b, p)
+    if q0 == -1:
         o.transactional_id = None
+        p += 12
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
-    o.acks, o.timeout_ms, n0 = _S0(b, p)
-    p += 10
+        p += 2
+        n0 = q0
+        if n0 < 0:
+            if n0 != -1:
+                raise Malformed
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.acks, o.timeout_ms, n0 = _S0(b, p)
+        p += 10
     if n0 < 0:
         raise Malformed
     o.topic_data = l0 = []
@@ -166,17 +173,22 @@ def _r3(b, p, k=_MAXE):
 def _r6(b, p, k=_MAXE):
     m = memoryview(b)
     o = ProduceRequest()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, o.acks, o.timeout_ms, n0 = _S5(b, p)
+    if q0 == 0:
         o.transactional_id = None
+        p += 8
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
-    o.acks, o.timeout_ms, n0 = _S5(b, p)
-    p += 7
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.acks, o.timeout_ms, n0 = _S6(b, p)
+        p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -211,7 +223,7 @@ def _r6(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
-                    o2.index, n2 = _S6(b, p)
+                    o2.index, n2 = _S8(b, p)
                     p += 5
                     if n2 > 127:
                         if b[p] < 128:
@@ -250,17 +262,22 @@ def _r6(b, p, k=_MAXE):
 def _r8(b, p, k=_MAXE):
     m = memoryview(b)
     o = ProduceRequest()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, o.acks, o.timeout_ms, n0 = _S5(b, p)
+    if q0 == 0:
         o.transactional_id = None
+        p += 8
     else:
-        o.transactional_id = b[p:(p := p + n0)].decode()
-    o.acks, o.timeout_ms, n0 = _S5(b, p)
-    p += 7
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.transactional_id = None
+        else:
+            o.transactional_id = b[p:(p := p + n0)].decode()
+        o.acks, o.timeout_ms, n0 = _S6(b, p)
+        p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -289,7 +306,7 @@ def _r8(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceRequest_PartitionProduceData()
-                    o2.index, n2 = _S6(b, p)
+                    o2.index, n2 = _S8(b, p)
                     p += 5
                     if n2 > 127:
                         if b[p] < 128:
@@ -353,7 +370,7 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I7(b[p:p + 14 * n1]):
+                    for v in _I9(b[p:p + 14 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset = v
                         o2.log_append_time_ms = -1
@@ -373,7 +390,7 @@ def _r11(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                        o2.index, o2.error_code, o2.base_offset = _S9(b, p)
                         p += 14
                         l1.append(o2)
                         n1 -= 1
@@ -415,7 +432,7 @@ def _r12(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I7(b[p:p + 14 * n1]):
+                    for v in _I9(b[p:p + 14 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset = v
                         o2.log_append_time_ms = -1
@@ -435,7 +452,7 @@ def _r12(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset = _S7(b, p)
+                        o2.index, o2.error_code, o2.base_offset = _S9(b, p)
                         p += 14
                         l1.append(o2)
                         n1 -= 1
@@ -478,7 +495,7 @@ def _r15(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 22 * n1]):
+                    for v in _I10(b[p:p + 22 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
                         o2.log_start_offset = -1
@@ -496,7 +513,7 @@ def _r15(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S8(b, p)
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S10(b, p)
                         p += 22
                         l1.append(o2)
                         n1 -= 1
@@ -539,7 +556,7 @@ def _r18(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 30 * n1]):
+                    for v in _I11(b[p:p + 30 * n1]):
                         o2 = ProduceResponse_PartitionProduceResponse()
                         o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
                         o2.record_errors = []
@@ -555,7 +572,7 @@ def _r18(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S9(b, p)
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S11(b, p)
                         p += 30
                         l1.append(o2)
                         n1 -= 1
@@ -599,30 +616,35 @@ def _r22(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S10(b, p)
-                    p += 34
-                    if n2 < 0:
-                        raise Malformed
-                    o2.record_errors = l2 = []
-                    if n2:
-                        k -= n2
-                        if k < 0:
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S12(b, p)
+                    if q2 == 0:
+                        o2.record_errors = []
+                        p += 36
+                    else:
+                        p += 34
+                        n2 = q2
+                        if n2 < 0:
                             raise Malformed
-                        while n2:
-                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                            o3.batch_index, n3 = _S11(b, p)
-                            p += 6
-                            if n3 < 0:
-                                if n3 != -1:
-                                    raise Malformed
-                                o3.batch_index_error_message = None
-                            else:
-                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
-                            o3.unknown_tags = None
-                            l2.append(o3)
-                            n2 -= 1
-                    n2 = _S1(b, p)[0]
-                    p += 2
+                        o2.record_errors = l2 = []
+                        if n2:
+                            k -= n2
+                            if k < 0:
+                                raise Malformed
+                            while n2:
+                                o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                                o3.batch_index, n3 = _S13(b, p)
+                                p += 6
+                                if n3 < 0:
+                                    if n3 != -1:
+                                        raise Malformed
+                                    o3.batch_index_error_message = None
+                                else:
+                                    o3.batch_index_error_message = b[p:(p := p + n3)].decode()
+                                o3.unknown_tags = None
+                                l2.append(o3)
+                                n2 -= 1
+                        n2 = _S1(b, p)[0]
+                        p += 2
                     if n2 < 0:
                         if n2 != -1:
                             raise Malformed
@@ -682,38 +704,43 @@ def _r26(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        raise Malformed
-                    o2.record_errors = l2 = []
-                    if n2:
-                        k -= n2
-                        if k < 0:
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    if q2 == 1:
+                        o2.record_errors = []
+                        p += 32
+                    else:
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
                             raise Malformed
-                        while n2:
-                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                            o3.batch_index, n3 = _S6(b, p)
-                            p += 5
-                            if n3 > 127:
-                                n3, p = _uv(b, p - 1)
-                            n3 -= 1
-                            if n3 < 0:
-                                o3.batch_index_error_message = None
-                            else:
-                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
-                            o3.unknown_tags = None
-                            if b[p]:
-                                p, k = _t23(b, p, o3, k)
-                            else:
-                                p += 1
-                            l2.append(o3)
-                            n2 -= 1
-                    n2 = b[p]
-                    p += 1
+                        o2.record_errors = l2 = []
+                        if n2:
+                            k -= n2
+                            if k < 0:
+                                raise Malformed
+                            while n2:
+                                o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                                o3.batch_index, n3 = _S8(b, p)
+                                p += 5
+                                if n3 > 127:
+                                    n3, p = _uv(b, p - 1)
+                                n3 -= 1
+                                if n3 < 0:
+                                    o3.batch_index_error_message = None
+                                else:
+                                    o3.batch_index_error_message = b[p:(p := p + n3)].decode()
+                                o3.unknown_tags = None
+                                if b[p]:
+                                    p, k = _t23(b, p, o3, k)
+                                else:
+                                    p += 1
+                                l2.append(o3)
+                                n2 -= 1
+                        n2 = b[p]
+                        p += 1
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
                     n2 -= 1
@@ -739,7 +766,7 @@ def _r26(b, p, k=_MAXE):
             n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0:
         p, k = _t26(b, p - 1, o, k)
@@ -784,38 +811,43 @@ def _r31(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        raise Malformed
-                    o2.record_errors = l2 = []
-                    if n2:
-                        k -= n2
-                        if k < 0:
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    if q2 == 1:
+                        o2.record_errors = []
+                        p += 32
+                    else:
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
                             raise Malformed
-                        while n2:
-                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                            o3.batch_index, n3 = _S6(b, p)
-                            p += 5
-                            if n3 > 127:
-                                n3, p = _uv(b, p - 1)
-                            n3 -= 1
-                            if n3 < 0:
-                                o3.batch_index_error_message = None
-                            else:
-                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
-                            o3.unknown_tags = None
-                            if b[p]:
-                                p, k = _t23(b, p, o3, k)
-                            else:
-                                p += 1
-                            l2.append(o3)
-                            n2 -= 1
-                    n2 = b[p]
-                    p += 1
+                        o2.record_errors = l2 = []
+                        if n2:
+                            k -= n2
+                            if k < 0:
+                                raise Malformed
+                            while n2:
+                                o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                                o3.batch_index, n3 = _S8(b, p)
+                                p += 5
+                                if n3 > 127:
+                                    n3, p = _uv(b, p - 1)
+                                n3 -= 1
+                                if n3 < 0:
+                                    o3.batch_index_error_message = None
+                                else:
+                                    o3.batch_index_error_message = b[p:(p := p + n3)].decode()
+                                o3.unknown_tags = None
+                                if b[p]:
+                                    p, k = _t23(b, p, o3, k)
+                                else:
+                                    p += 1
+                                l2.append(o3)
+                                n2 -= 1
+                        n2 = b[p]
+                        p += 1
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
                     n2 -= 1
@@ -845,7 +877,7 @@ def _r31(b, p, k=_MAXE):
             n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0:
         p, k = _t31(b, p - 1, o, k)
@@ -884,38 +916,43 @@ def _r33(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, n2 = _S12(b, p)
-                    p += 31
-                    if n2 > 127:
-                        n2, p = _uv(b, p - 1)
-                    n2 -= 1
-                    if n2 < 0:
-                        raise Malformed
-                    o2.record_errors = l2 = []
-                    if n2:
-                        k -= n2
-                        if k < 0:
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    if q2 == 1:
+                        o2.record_errors = []
+                        p += 32
+                    else:
+                        p += 31
+                        n2 = q2
+                        if n2 > 127:
+                            n2, p = _uv(b, p - 1)
+                        n2 -= 1
+                        if n2 < 0:
                             raise Malformed
-                        while n2:
-                            o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                            o3.batch_index, n3 = _S6(b, p)
-                            p += 5
-                            if n3 > 127:
-                                n3, p = _uv(b, p - 1)
-                            n3 -= 1
-                            if n3 < 0:
-                                o3.batch_index_error_message = None
-                            else:
-                                o3.batch_index_error_message = b[p:(p := p + n3)].decode()
-                            o3.unknown_tags = None
-                            if b[p]:
-                                p, k = _t23(b, p, o3, k)
-                            else:
-                                p += 1
-                            l2.append(o3)
-                            n2 -= 1
-                    n2 = b[p]
-                    p += 1
+                        o2.record_errors = l2 = []
+                        if n2:
+                            k -= n2
+                            if k < 0:
+                                raise Malformed
+                            while n2:
+                                o3 = ProduceResponse_BatchIndexAndErrorMessage()
+                                o3.batch_index, n3 = _S8(b, p)
+                                p += 5
+                                if n3 > 127:
+                                    n3, p = _uv(b, p - 1)
+                                n3 -= 1
+                                if n3 < 0:
+                                    o3.batch_index_error_message = None
+                                else:
+                                    o3.batch_index_error_message = b[p:(p := p + n3)].decode()
+                                o3.unknown_tags = None
+                                if b[p]:
+                                    p, k = _t23(b, p, o3, k)
+                                else:
+                                    p += 1
+                                l2.append(o3)
+                                n2 -= 1
+                        n2 = b[p]
+                        p += 1
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
                     n2 -= 1
@@ -945,7 +982,7 @@ def _r33(b, p, k=_MAXE):
             n0 -= 1
     o.node_endpoints = []
     o.unknown_tags = None
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0:
         p, k = _t33(b, p - 1, o, k)
@@ -1188,7 +1225,7 @@ def _t28(b, p, o, k):
         if t == 0:
             o1 = ProduceResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
-            o1.leader_id, o1.leader_epoch, n1 = _S13(b, p)
+            o1.leader_id, o1.leader_epoch, n1 = _S15(b, p)
             p += 9
             if n1:
                 p, k = _t27(b, p - 1, o1, k)
@@ -1245,7 +1282,7 @@ def _t31(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S4(b, p)[0]
+            n0 = _S7(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -1259,7 +1296,7 @@ def _t31(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = ProduceResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S6(b, p)
+                    o1.node_id, n1 = _S8(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -1267,7 +1304,7 @@ def _t31(b, p, o, k):
                     if n1 < 0:
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
-                    o1.port, n1 = _S6(b, p)
+                    o1.port, n1 = _S8(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -1335,7 +1372,7 @@ def _t33(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S4(b, p)[0]
+            n0 = _S7(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -1349,7 +1386,7 @@ def _t33(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = ProduceResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S6(b, p)
+                    o1.node_id, n1 = _S8(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -1357,7 +1394,7 @@ def _t33(b, p, o, k):
                     if n1 < 0:
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
-                    o1.port, n1 = _S6(b, p)
+                    o1.port, n1 = _S8(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)

@@ -4,11 +4,12 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>h').unpack_from
 _S1 = Struct('>ih').unpack_from
 _S2 = Struct('>i').unpack_from
-_S3 = Struct('>B').unpack_from
-_S4 = Struct('>iB').unpack_from
-_S5 = Struct('>hi').unpack_from
-_S6 = Struct('>ihi').unpack_from
-_S7 = Struct('>ihB').unpack_from
+_S3 = Struct('>hi').unpack_from
+_S4 = Struct('>B').unpack_from
+_S5 = Struct('>iB').unpack_from
+_S6 = Struct('>BB').unpack_from
+_S7 = Struct('>ihi').unpack_from
+_S8 = Struct('>ihB').unpack_from
 
 
 class SyncGroupRequest(Body):
@@ -78,16 +79,21 @@ def _r2(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = _S0(b, p)[0]
-    p += 2
-    if n0 < 0:
-        if n0 != -1:
-            raise Malformed
+    q0, n0 = _S3(b, p)
+    if q0 == -1:
         o.group_instance_id = None
+        p += 6
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = _S2(b, p)[0]
-    p += 4
+        p += 2
+        n0 = q0
+        if n0 < 0:
+            if n0 != -1:
+                raise Malformed
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = _S2(b, p)[0]
+        p += 4
     if n0 < 0:
         raise Malformed
     o.assignments = l0 = []
@@ -126,7 +132,7 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.generation_id, n0 = _S4(b, p)
+    o.generation_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -134,17 +140,22 @@ def _r4(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S6(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -200,7 +211,7 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.group_id = b[p:(p := p + n0)].decode()
-    o.generation_id, n0 = _S4(b, p)
+    o.generation_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -208,17 +219,22 @@ def _r5(b, p, k=_MAXE):
     if n0 < 0:
         raise Malformed
     o.member_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
-    if n0 > 127:
-        n0, p = _uv(b, p - 1)
-    n0 -= 1
-    if n0 < 0:
+    q0, n0 = _S6(b, p)
+    if q0 == 0:
         o.group_instance_id = None
+        p += 2
     else:
-        o.group_instance_id = b[p:(p := p + n0)].decode()
-    n0 = b[p]
-    p += 1
+        p += 1
+        n0 = q0
+        if n0 > 127:
+            n0, p = _uv(b, p - 1)
+        n0 -= 1
+        if n0 < 0:
+            o.group_instance_id = None
+        else:
+            o.group_instance_id = b[p:(p := p + n0)].decode()
+        n0 = b[p]
+        p += 1
     if n0 > 127:
         n0, p = _uv(b, p - 1)
     n0 -= 1
@@ -282,7 +298,7 @@ def _r5(b, p, k=_MAXE):
 
 def _r6(b, p, k=_MAXE):
     o = SyncGroupResponse()
-    o.error_code, n0 = _S5(b, p)
+    o.error_code, n0 = _S3(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
@@ -296,7 +312,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r7(b, p, k=_MAXE):
     o = SyncGroupResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 10
     if n0 < 0:
         raise Malformed
@@ -309,7 +325,7 @@ def _r7(b, p, k=_MAXE):
 
 def _r8(b, p, k=_MAXE):
     o = SyncGroupResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -329,7 +345,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = SyncGroupResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S8(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
