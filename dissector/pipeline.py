@@ -6,6 +6,7 @@ Only in-flight state is kept: exchanges are handed out as soon as they complete.
 """
 from __future__ import annotations
 
+import struct
 import weakref
 from collections import deque
 
@@ -25,6 +26,7 @@ MAX_KEPT_ISSUES = 100_000   # capture-level issues kept in memory; the rest are 
 # per attempt (~320 bytes) would let a SYN flood grow the table without bound. Those that close
 # without data are counted in the `tcp.flow_limit` Issue.
 MAX_ROWS = 1 << 16
+_ports = struct.Struct("!HH").pack   # for FlowTable.direct's keys (tcp.flows.direct_key)
 
 
 class Dissector:
@@ -145,18 +147,27 @@ class Dissector:
         sequences: packet numbers, capture times in ns, source and destination addresses (4 or 16
         bytes), ports, sequence and acknowledgement numbers, flags, payloads as bytes), of one
         or more connections in packet order. The result (exchanges in `output` and their order,
-        issues, connections) is the same as calling `feed_segment` for each segment in turn.
-        `emitted`, if a list, gets for each exchange added to `output` the packet number during
-        which `feed_segment` would have handed it out."""
-        add = self._flows.add
+        issues, connections) is the same as calling `feed_segment` for each segment in turn, for
+        less: a segment of a live flow without SYN, FIN or RST goes straight to its handler, as
+        the file reader hands it (FlowTable.direct). `emitted`, if a list, gets for each exchange
+        added to `output` the packet number during which `feed_segment` would have handed it
+        out."""
+        flows = self._flows
+        get = flows.direct.get
+        add = flows.add
         out = self.output
-        for seg in zip(packet_nos, ts_ns, srcs, dsts, sports, dports, seqs, acks, flags, payloads):
-            if emitted is None:
-                add(*seg)
-                continue
+        for pkt, ts, src, dst, sport, dport, seq, ack, fl, payload in zip(
+                packet_nos, ts_ns, srcs, dsts, sports, dports, seqs, acks, flags, payloads):
             before = len(out)
-            add(*seg)
-            emitted.extend([seg[0]] * (len(out) - before))
+            handle = get(src + dst + _ports(sport, dport))
+            if handle is not None and not fl & 7:   # no FIN, SYN, RST: what add does with it
+                handle(pkt, ts, seq, ack, fl, payload)
+                if ts > flows.deadline:
+                    flows.tick(ts)
+            else:
+                add(pkt, ts, src, dst, sport, dport, seq, ack, fl, payload)
+            if emitted is not None and len(out) != before:
+                emitted.extend([pkt] * (len(out) - before))
 
     def expire(self, now_ns, idle_ns) -> None:
         """Close connections idle for longer than idle_ns (long live captures)."""
