@@ -79,4 +79,3 @@ def test_feed_segments_same_as_one_by_one(path):
             got, emitted = _batched(segs, sizes)
             assert got == ref
             assert emitted == ref_emitted
-
