@@ -79,3 +79,15 @@ def test_feed_segments_same_as_one_by_one(path):
             got, emitted = _batched(segs, sizes)
             assert got == ref
             assert emitted == ref_emitted
+
+
+def test_feed_segments_ipv6_and_views():
+    """Addresses of 16 bytes (keys of another length) and payloads given as views."""
+    path = CAPTURES / "kafka_python.mss1448.pcap"
+    six = [(n, ts, b"\xfd" + b"\0" * 11 + src, b"\xfd" + b"\0" * 11 + dst, *rest)
+           for n, ts, src, dst, *rest in _segments(path)]
+    ref, ref_emitted = _one_by_one(six)
+    views = [(*s[:9], memoryview(bytearray(s[9]))) for s in six]
+    got, emitted = _batched(views, [len(views)])
+    assert got == ref and emitted == ref_emitted
+    assert ref[0] and ref[0][0][0][1].startswith("fd00:")
