@@ -58,6 +58,7 @@ class Module:
         self.structs = {}      # format -> constant name
         self.tables = []       # (table name, {version: layout id})
         self.defaults = set()  # layouts that need a default-struct maker _dN
+        self.shared = set()    # layouts whose default struct is one shared instance _DN
         self.tag_funcs = set()  # layouts whose tagged section has a function _tN
         self.arrays = set()    # format chars of fixed-size arrays (short-array unpackers _A<c>)
         self.iters = set()     # iter_unpack functions _I<n> of the Struct _S<n>
@@ -104,6 +105,9 @@ class Module:
             for i in sorted(self.defaults - set(makers)):
                 makers[i] = self._default(i, self.layouts[i])
         body.extend(makers[i] for i in sorted(makers))
+        body.extend(f"_D{i} = _d{i}()\n" for i in sorted(self.shared))
+        if self.shared:
+            body.append("\n\n")
         schema = [self._schema(i, layout) for i, layout in enumerate(self.layouts)]
         out = [HEADER, "from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struct, UUID0, "
                "MAX_ELEMENTS as _MAXE, new as _new, unpack_from as _su, uvarint as _uv, uuid_at as _uuid, ARRAYS, UUIDS as _uuids\n\n"]
@@ -439,8 +443,16 @@ class Module:
         return literal(f.default)
 
     def _tag_default(self, f, ov, pad, depth):
-        """The default of a tagged field, set before the tagged section is read."""
-        if f.default == "STRUCT":  # built inline: absent tagged structs are common (Fetch)
+        """The default of a tagged field, set before the tagged section is read. An absent
+        tagged struct of scalars is one shared instance per layout (`_DN`, made at import:
+        Fetch responses have three per partition); others are built inline."""
+        if f.default == "STRUCT" and all(x.kind in FIXED or x.kind in ("uuid", "string", "bytes")
+                                         for x in f.struct.fields + f.struct.tagged):
+            i = self.lid(f.struct)
+            self.defaults.add(i)
+            self.shared.add(i)
+            return [f"{pad}{ov}.{f.attr} = _D{i}"]
+        if f.default == "STRUCT":
             dv = f"d{depth}"
             return self._default_lines(f.struct, dv, pad, depth) + [f"{pad}{ov}.{f.attr} = {dv}"]
         return [f"{pad}{ov}.{f.attr} = {self._default_expr(f)}"]

@@ -1010,11 +1010,7 @@ def _r22(b, p, k=_MAXE):
     o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
-    d0 = FetchRequest_ReplicaState()
-    d0.replica_id = -1
-    d0.replica_epoch = -1
-    d0.unknown_tags = None
-    o.replica_state = d0
+    o.replica_state = _D21
     o.unknown_tags = None
     if b[p]:
         p, k = _t22(b, p, o, k)
@@ -1136,11 +1132,7 @@ def _r25(b, p, k=_MAXE):
     o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
-    d0 = FetchRequest_ReplicaState()
-    d0.replica_id = -1
-    d0.replica_epoch = -1
-    d0.unknown_tags = None
-    o.replica_state = d0
+    o.replica_state = _D21
     o.unknown_tags = None
     if b[p]:
         p, k = _t25(b, p, o, k)
@@ -1262,11 +1254,7 @@ def _r28(b, p, k=_MAXE):
     o.rack_id = b[p:(p := p + n0)].decode()
     o.replica_id = -1
     o.cluster_id = None
-    d0 = FetchRequest_ReplicaState()
-    d0.replica_id = -1
-    d0.replica_epoch = -1
-    d0.unknown_tags = None
-    o.replica_state = d0
+    o.replica_state = _D21
     o.unknown_tags = None
     if b[p]:
         p, k = _t28(b, p, o, k)
@@ -1829,21 +1817,9 @@ def _r50(b, p, k=_MAXE):
                         o2.records = None
                     else:
                         o2.records = m[p:(p := p + n2)]
-                    d2 = FetchResponse_EpochEndOffset()
-                    d2.epoch = -1
-                    d2.end_offset = -1
-                    d2.unknown_tags = None
-                    o2.diverging_epoch = d2
-                    d2 = FetchResponse_LeaderIdAndEpoch()
-                    d2.leader_id = -1
-                    d2.leader_epoch = -1
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
-                    d2 = FetchResponse_SnapshotId()
-                    d2.end_offset = -1
-                    d2.epoch = -1
-                    d2.unknown_tags = None
-                    o2.snapshot_id = d2
+                    o2.diverging_epoch = _D45
+                    o2.current_leader = _D46
+                    o2.snapshot_id = _D47
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t48(b, p, o2, k)
@@ -1949,21 +1925,9 @@ def _r52(b, p, k=_MAXE):
                         o2.records = None
                     else:
                         o2.records = m[p:(p := p + n2)]
-                    d2 = FetchResponse_EpochEndOffset()
-                    d2.epoch = -1
-                    d2.end_offset = -1
-                    d2.unknown_tags = None
-                    o2.diverging_epoch = d2
-                    d2 = FetchResponse_LeaderIdAndEpoch()
-                    d2.leader_id = -1
-                    d2.leader_epoch = -1
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
-                    d2 = FetchResponse_SnapshotId()
-                    d2.end_offset = -1
-                    d2.epoch = -1
-                    d2.unknown_tags = None
-                    o2.snapshot_id = d2
+                    o2.diverging_epoch = _D45
+                    o2.current_leader = _D46
+                    o2.snapshot_id = _D47
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t48(b, p, o2, k)
@@ -2069,21 +2033,9 @@ def _r54(b, p, k=_MAXE):
                         o2.records = None
                     else:
                         o2.records = m[p:(p := p + n2)]
-                    d2 = FetchResponse_EpochEndOffset()
-                    d2.epoch = -1
-                    d2.end_offset = -1
-                    d2.unknown_tags = None
-                    o2.diverging_epoch = d2
-                    d2 = FetchResponse_LeaderIdAndEpoch()
-                    d2.leader_id = -1
-                    d2.leader_epoch = -1
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
-                    d2 = FetchResponse_SnapshotId()
-                    d2.end_offset = -1
-                    d2.epoch = -1
-                    d2.unknown_tags = None
-                    o2.snapshot_id = d2
+                    o2.diverging_epoch = _D45
+                    o2.current_leader = _D46
+                    o2.snapshot_id = _D47
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t48(b, p, o2, k)
@@ -2915,6 +2867,44 @@ def _t53(b, p, o, k):
         u[t] = b[p:e]
         p = e
     return p, k
+
+
+def _d21():
+    o = FetchRequest_ReplicaState()
+    o.replica_id = -1
+    o.replica_epoch = -1
+    o.unknown_tags = None
+    return o
+
+
+def _d45():
+    o = FetchResponse_EpochEndOffset()
+    o.epoch = -1
+    o.end_offset = -1
+    o.unknown_tags = None
+    return o
+
+
+def _d46():
+    o = FetchResponse_LeaderIdAndEpoch()
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tags = None
+    return o
+
+
+def _d47():
+    o = FetchResponse_SnapshotId()
+    o.end_offset = -1
+    o.epoch = -1
+    o.unknown_tags = None
+    return o
+
+
+_D21 = _d21()
+_D45 = _d45()
+_D46 = _d46()
+_D47 = _d47()
 
 
 # Schema tables for the tree interpreter: (class, flexible, fields, tagged, absent);

@@ -255,11 +255,7 @@ def _r11(b, p, k=_MAXE):
                     if n2 < 0:
                         raise Malformed
                     o2.unaligned_records = m[p:(p := p + n2)]
-                    d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
-                    d2.leader_id = 0
-                    d2.leader_epoch = 0
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
+                    o2.current_leader = _D8
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t9(b, p, o2, k)
@@ -343,11 +339,7 @@ def _r13(b, p, k=_MAXE):
                     if n2 < 0:
                         raise Malformed
                     o2.unaligned_records = m[p:(p := p + n2)]
-                    d2 = FetchSnapshotResponse_LeaderIdAndEpoch()
-                    d2.leader_id = 0
-                    d2.leader_epoch = 0
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
+                    o2.current_leader = _D8
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t9(b, p, o2, k)
@@ -781,6 +773,17 @@ def _t12(b, p, o, k):
         u[t] = b[p:e]
         p = e
     return p, k
+
+
+def _d8():
+    o = FetchSnapshotResponse_LeaderIdAndEpoch()
+    o.leader_id = 0
+    o.leader_epoch = 0
+    o.unknown_tags = None
+    return o
+
+
+_D8 = _d8()
 
 
 # Schema tables for the tree interpreter: (class, flexible, fields, tagged, absent);

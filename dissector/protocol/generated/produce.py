@@ -855,11 +855,7 @@ def _r31(b, p, k=_MAXE):
                         o2.error_message = None
                     else:
                         o2.error_message = b[p:(p := p + n2)].decode()
-                    d2 = ProduceResponse_LeaderIdAndEpoch()
-                    d2.leader_id = -1
-                    d2.leader_epoch = -1
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
+                    o2.current_leader = _D27
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t28(b, p, o2, k)
@@ -960,11 +956,7 @@ def _r33(b, p, k=_MAXE):
                         o2.error_message = None
                     else:
                         o2.error_message = b[p:(p := p + n2)].decode()
-                    d2 = ProduceResponse_LeaderIdAndEpoch()
-                    d2.leader_id = -1
-                    d2.leader_epoch = -1
-                    d2.unknown_tags = None
-                    o2.current_leader = d2
+                    o2.current_leader = _D27
                     o2.unknown_tags = None
                     if b[p]:
                         p, k = _t28(b, p, o2, k)
@@ -1466,6 +1458,17 @@ def _t30(b, p, o, k):
         u[t] = b[p:e]
         p = e
     return p, k
+
+
+def _d27():
+    o = ProduceResponse_LeaderIdAndEpoch()
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tags = None
+    return o
+
+
+_D27 = _d27()
 
 
 # Schema tables for the tree interpreter: (class, flexible, fields, tagged, absent);

@@ -99,13 +99,7 @@ def _r2(b, p, k=_MAXE):
 
 def _r4(b, p, k=_MAXE):
     o = UpdateRaftVoterResponse()
-    d0 = UpdateRaftVoterResponse_CurrentLeader()
-    d0.leader_id = -1
-    d0.leader_epoch = -1
-    d0.host = ''
-    d0.port = 0
-    d0.unknown_tags = None
-    o.current_leader = d0
+    o.current_leader = _D3
     o.unknown_tags = None
     o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
@@ -251,6 +245,19 @@ def _t3(b, p, o, k):
         u[t] = b[p:e]
         p = e
     return p, k
+
+
+def _d3():
+    o = UpdateRaftVoterResponse_CurrentLeader()
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.host = ''
+    o.port = 0
+    o.unknown_tags = None
+    return o
+
+
+_D3 = _d3()
 
 
 # Schema tables for the tree interpreter: (class, flexible, fields, tagged, absent);
