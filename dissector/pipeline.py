@@ -147,12 +147,11 @@ class Dissector:
         sequences: packet numbers, capture times in ns, source and destination addresses (4 or 16
         bytes), ports, sequence and acknowledgement numbers, flags, payloads as bytes or views
         that stay valid until `finish`, as with `feed_segment`), of one or more connections in
-        packet order. The result (exchanges in `output` and their order,
-        issues, connections) is the same as calling `feed_segment` for each segment in turn, for
-        less: a segment of a live flow without SYN, FIN or RST goes straight to its handler, as
-        the file reader hands it (FlowTable.direct). `emitted`, if a list, gets for each exchange
-        added to `output` the packet number during which `feed_segment` would have handed it
-        out."""
+        packet order. The result (exchanges in `output` and their order, issues, connections) is
+        the same as calling `feed_segment` for each segment in turn, for less: a segment of a
+        live flow without SYN, FIN or RST goes straight to its handler, as the file reader hands
+        it (FlowTable.direct). `emitted`, if a list, gets for each exchange added to `output` the
+        packet number during which `feed_segment` would have handed it out."""
         flows = self._flows
         get = flows.direct.get
         add = flows.add
