@@ -398,31 +398,43 @@ class Module:
 
     def _flat_array(self, f, ind, depth):
         """An array of structs made of fixed-size fields only: more than FLAT_MIN elements are
-        read by one Struct.iter_unpack over the whole array. In flexible versions each element
-        ends with its tag count: the fast loop runs only when every count is zero (checked on
-        one strided slice), otherwise the array is read element by element."""
+        read by one Struct.iter_unpack over the whole array, two elements per step (one loop
+        pass and one tuple per pair: ~8% less per element), the first one alone if the count is
+        odd. In flexible versions each element ends with its tag count: the fast loop runs only
+        when every count is zero (checked on one strided slice), otherwise the array is read
+        element by element."""
         pad = "    " * ind
-        n, lst, child = f"n{depth}", f"l{depth}", f"o{depth + 1}"
+        n, lst, s = f"n{depth}", f"l{depth}", f"s{depth}"
+        child, twin = f"o{depth + 1}", f"r{depth + 1}"
         layout = f.struct
         chars = "".join(FIXED[x.kind] for x in layout.fields) + ("x" if layout.flexible else "")
         size = sum(FIXED_SIZE.get(c, 1) for c in chars)
-        it = self.iter_struct(">" + chars)
-        targets = [f"{child}.{x.attr}" for x in layout.fields]
+        one, pairs = self.struct(">" + chars), self.iter_struct(">" + chars * 2)
         inner, deeper = pad + "    ", pad + "        "
-        lines = []
+
+        def make(o, ind_pad):
+            out = [f"{ind_pad}{o} = {layout.cls}()"]
+            for a, d in self._absent(layout):
+                out.append(f"{ind_pad}{o}.{a} = {literal(d)}")
+            for x in layout.tagged:
+                out += self._tag_default(x, o, ind_pad, depth + 1)
+            return out + [f"{ind_pad}{o}.unknown_tags = None"]
+
+        def targets(o):
+            return [f"{o}.{x.attr}" for x in layout.fields]
+
         if layout.flexible:
-            s = f"s{depth}"
-            lines += [f"{pad}if {n} > {FLAT_MIN} and ({s} := b[p:p + {size} * {n}])[{size - 1}::{size}].count(0) == {n}:",
-                      f"{inner}for v in {it}({s}):"]
+            lines = [f"{pad}if {n} > {FLAT_MIN} and ({s} := b[p:p + {size} * {n}])[{size - 1}::{size}].count(0) == {n}:"]
         else:
-            lines += [f"{pad}if {n} > {FLAT_MIN}:", f"{inner}for v in {it}(b[p:p + {size} * {n}]):"]
-        lines += [f"{deeper}{child} = {layout.cls}()",
-                  f"{deeper}{', '.join(targets)}{',' if len(targets) == 1 else ''} = v"]
-        for a, d in self._absent(layout):
-            lines.append(f"{deeper}{child}.{a} = {literal(d)}")
-        for x in layout.tagged:
-            lines += self._tag_default(x, child, deeper, depth + 1)
-        lines += [f"{deeper}{child}.unknown_tags = None", f"{deeper}{lst}.append({child})",
+            lines = [f"{pad}if {n} > {FLAT_MIN}:", f"{inner}{s} = b[p:p + {size} * {n}]"]
+        first = targets(child)
+        lines += [f"{inner}if {n} & 1:"] + make(child, deeper)
+        lines += [f"{deeper}{', '.join(first)}{',' if len(first) == 1 else ''} = {one}({s}, 0)",
+                  f"{deeper}{lst}.append({child})", f"{deeper}{s} = {s}[{size}:]",
+                  f"{inner}for v in {pairs}({s}):"]
+        lines += make(child, deeper) + make(twin, deeper)
+        lines += [f"{deeper}{', '.join(targets(child) + targets(twin))} = v",
+                  f"{deeper}{lst}.append({child})", f"{deeper}{lst}.append({twin})",
                   f"{inner}p += {size} * {n}", f"{pad}else:", f"{inner}while {n}:"]
         lines += self._struct(layout, child, ind + 2, depth + 1)
         return lines + [f"{deeper}{lst}.append({child})", f"{deeper}{n} -= 1"]

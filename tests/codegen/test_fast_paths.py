@@ -1,8 +1,8 @@
 """The generated readers' size-dependent fast paths, over all 736 decoders.
 
 The shared round-trip tests use arrays of 0-3 elements; the readers switch to one iter_unpack
-per array of fixed-size structs above that, and in flexible versions take that path only when
-no element carries tagged fields. Here arrays are long (4-33 elements), with tags on none,
+(by pairs) per array of fixed-size structs above that, and in flexible versions take that path
+only when no element carries tagged fields. Here arrays are long (4-33 elements), with tags on none,
 some or all elements, and the fast reader must agree with the body that was encoded (the
 schema-driven test encoder), with the interpreter, and on truncations with the interpreter's
 partial result.
@@ -35,7 +35,7 @@ def long_body(schema, rnd, depth=0):
         attr, kind, elem, _, compact, _, _, child = f
         if kind != "array" or depth > 1 or getattr(obj, attr) is None:
             continue
-        n = rnd.choice([4, 5, 9, 33])
+        n = rnd.choice([4, 5, 6, 9, 33])  # even and odd counts past FLAT_MIN: pairs, plus one
         if elem == "struct":
             tagged = rnd.choice([0.0, 0.1, 1.0])  # share of elements that keep their tags
             items = []

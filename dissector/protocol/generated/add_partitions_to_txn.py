@@ -9,11 +9,13 @@ _S4 = Struct('>qhB').unpack_from
 _S5 = Struct('>qh?B').unpack_from
 _S6 = Struct('>ii').unpack_from
 _S7 = Struct('>ih').unpack_from
-_S8 = Struct('>iB').unpack_from
-_S9 = Struct('>ihx').unpack_from
-_S10 = Struct('>ihB').unpack_from
-_I7 = Struct('>ih').iter_unpack
-_I9 = Struct('>ihx').iter_unpack
+_S8 = Struct('>ihih').unpack_from
+_S9 = Struct('>iB').unpack_from
+_S10 = Struct('>ihx').unpack_from
+_S11 = Struct('>ihxihx').unpack_from
+_S12 = Struct('>ihB').unpack_from
+_I8 = Struct('>ihih').iter_unpack
+_I11 = Struct('>ihxihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -266,11 +268,21 @@ def _r8(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I7(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                        o2.partition_index, o2.partition_error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I8(s1):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code, r2.partition_index, r2.partition_error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
@@ -291,7 +303,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = AddPartitionsToTxnResponse()
-    o.throttle_time_ms, n0 = _S8(b, p)
+    o.throttle_time_ms, n0 = _S9(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -326,17 +338,26 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I9(s1):
+                    if n1 & 1:
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                        o2.partition_index, o2.partition_error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code = _S10(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I11(s1):
+                        o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.partition_error_code, r2.partition_index, r2.partition_error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.partition_error_code, n2 = _S10(b, p)
+                        o2.partition_index, o2.partition_error_code, n2 = _S12(b, p)
                         p += 7
                         if n2:
                             p, k = _t9(b, p - 1, o2, k)
@@ -361,7 +382,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = AddPartitionsToTxnResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S12(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -418,17 +439,26 @@ def _r13(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
-                            for v in _I9(s2):
+                            if n2 & 1:
                                 o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
-                                o3.partition_index, o3.partition_error_code = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_error_code = _S10(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[7:]
+                            for v in _I11(s2):
+                                o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                                o3.unknown_tags = None
+                                r3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_error_code, r3.partition_index, r3.partition_error_code = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 7 * n2
                         else:
                             while n2:
                                 o3 = AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.partition_error_code, n3 = _S10(b, p)
+                                o3.partition_index, o3.partition_error_code, n3 = _S12(b, p)
                                 p += 7
                                 if n3:
                                     p, k = _t9(b, p - 1, o3, k)

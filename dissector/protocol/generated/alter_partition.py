@@ -7,9 +7,10 @@ _S2 = Struct('>iiB').unpack_from
 _S3 = Struct('>iB').unpack_from
 _S4 = Struct('>biB').unpack_from
 _S5 = Struct('>iqx').unpack_from
-_S6 = Struct('>ihB').unpack_from
-_S7 = Struct('>ihiiB').unpack_from
-_I5 = Struct('>iqx').iter_unpack
+_S6 = Struct('>iqxiqx').unpack_from
+_S7 = Struct('>ihB').unpack_from
+_S8 = Struct('>ihiiB').unpack_from
+_I6 = Struct('>iqxiqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -312,11 +313,20 @@ def _r11(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                            for v in _I5(s2):
+                            if n2 & 1:
                                 o3 = AlterPartitionRequest_BrokerState()
-                                o3.broker_id, o3.broker_epoch = v
                                 o3.unknown_tags = None
+                                o3.broker_id, o3.broker_epoch = _S5(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[13:]
+                            for v in _I6(s2):
+                                o3 = AlterPartitionRequest_BrokerState()
+                                o3.unknown_tags = None
+                                r3 = AlterPartitionRequest_BrokerState()
+                                r3.unknown_tags = None
+                                o3.broker_id, o3.broker_epoch, r3.broker_id, r3.broker_epoch = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 13 * n2
                         else:
                             while n2:
@@ -354,7 +364,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r14(b, p, k=_MAXE):
     o = AlterPartitionResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -390,7 +400,7 @@ def _r14(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S8(b, p)
                     p += 15
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -431,7 +441,7 @@ def _r14(b, p, k=_MAXE):
 
 def _r17(b, p, k=_MAXE):
     o = AlterPartitionResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -467,7 +477,7 @@ def _r17(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S8(b, p)
                     p += 15
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -507,7 +517,7 @@ def _r17(b, p, k=_MAXE):
 
 def _r19(b, p, k=_MAXE):
     o = AlterPartitionResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S6(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S7(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -537,7 +547,7 @@ def _r19(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = AlterPartitionResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S7(b, p)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S8(b, p)
                     p += 15
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)

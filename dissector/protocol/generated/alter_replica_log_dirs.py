@@ -6,11 +6,13 @@ _S1 = Struct('>h').unpack_from
 _S2 = Struct('>B').unpack_from
 _S3 = Struct('>ii').unpack_from
 _S4 = Struct('>ih').unpack_from
-_S5 = Struct('>iB').unpack_from
-_S6 = Struct('>ihx').unpack_from
-_S7 = Struct('>ihB').unpack_from
-_I4 = Struct('>ih').iter_unpack
-_I6 = Struct('>ihx').iter_unpack
+_S5 = Struct('>ihih').unpack_from
+_S6 = Struct('>iB').unpack_from
+_S7 = Struct('>ihx').unpack_from
+_S8 = Struct('>ihxihx').unpack_from
+_S9 = Struct('>ihB').unpack_from
+_I5 = Struct('>ihih').iter_unpack
+_I8 = Struct('>ihxihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -205,11 +207,21 @@ def _r8(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I4(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S4(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I5(s1):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
@@ -228,7 +240,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = AlterReplicaLogDirsResponse()
-    o.throttle_time_ms, n0 = _S5(b, p)
+    o.throttle_time_ms, n0 = _S6(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -263,17 +275,26 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I6(s1):
+                    if n1 & 1:
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I8(s1):
+                        o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S7(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S9(b, p)
                         p += 7
                         if n2:
                             p, k = _t9(b, p - 1, o2, k)

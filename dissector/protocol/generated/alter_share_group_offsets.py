@@ -3,9 +3,10 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iqx').unpack_from
-_S2 = Struct('>iqB').unpack_from
-_S3 = Struct('>ihB').unpack_from
-_I1 = Struct('>iqx').iter_unpack
+_S2 = Struct('>iqxiqx').unpack_from
+_S3 = Struct('>iqB').unpack_from
+_S4 = Struct('>ihB').unpack_from
+_I2 = Struct('>iqxiqx').iter_unpack
 
 
 class AlterShareGroupOffsetsRequest(Body):
@@ -77,17 +78,26 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
-                        o2.partition_index, o2.start_offset = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.start_offset = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[13:]
+                    for v in _I2(s1):
+                        o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
+                        o2.unknown_tags = None
+                        r2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.start_offset, r2.partition_index, r2.start_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 13 * n1
                 else:
                     while n1:
                         o2 = AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.start_offset, n2 = _S2(b, p)
+                        o2.partition_index, o2.start_offset, n2 = _S3(b, p)
                         p += 13
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -110,7 +120,7 @@ def _r2(b, p, k=_MAXE):
 
 def _r5(b, p, k=_MAXE):
     o = AlterShareGroupOffsetsResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S3(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -157,7 +167,7 @@ def _r5(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition()
-                    o2.partition_index, o2.error_code, n2 = _S3(b, p)
+                    o2.partition_index, o2.error_code, n2 = _S4(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)

@@ -5,15 +5,17 @@ _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iB').unpack_from
 _S2 = Struct('>hi').unpack_from
 _S3 = Struct('>hhh').unpack_from
-_S4 = Struct('>i').unpack_from
-_S5 = Struct('>hB').unpack_from
-_S6 = Struct('>hhhx').unpack_from
-_S7 = Struct('>hhhB').unpack_from
-_S8 = Struct('>hhB').unpack_from
-_S9 = Struct('>q').unpack_from
-_S10 = Struct('>?').unpack_from
-_I3 = Struct('>hhh').iter_unpack
-_I6 = Struct('>hhhx').iter_unpack
+_S4 = Struct('>hhhhhh').unpack_from
+_S5 = Struct('>i').unpack_from
+_S6 = Struct('>hB').unpack_from
+_S7 = Struct('>hhhx').unpack_from
+_S8 = Struct('>hhhxhhhx').unpack_from
+_S9 = Struct('>hhhB').unpack_from
+_S10 = Struct('>hhB').unpack_from
+_S11 = Struct('>q').unpack_from
+_S12 = Struct('>?').unpack_from
+_I4 = Struct('>hhhhhh').iter_unpack
+_I8 = Struct('>hhhxhhhx').iter_unpack
 
 
 class ApiVersionsRequest(Body):
@@ -121,11 +123,21 @@ def _r4(b, p, k=_MAXE):
         if k < 0:
             raise Malformed
         if n0 > 4:
-            for v in _I3(b[p:p + 6 * n0]):
+            s0 = b[p:p + 6 * n0]
+            if n0 & 1:
                 o1 = ApiVersionsResponse_ApiVersion()
-                o1.api_key, o1.min_version, o1.max_version = v
                 o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version = _S3(s0, 0)
                 l0.append(o1)
+                s0 = s0[6:]
+            for v in _I4(s0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                r1 = ApiVersionsResponse_ApiVersion()
+                r1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version, r1.api_key, r1.min_version, r1.max_version = v
+                l0.append(o1)
+                l0.append(r1)
             p += 6 * n0
         else:
             while n0:
@@ -156,11 +168,21 @@ def _r5(b, p, k=_MAXE):
         if k < 0:
             raise Malformed
         if n0 > 4:
-            for v in _I3(b[p:p + 6 * n0]):
+            s0 = b[p:p + 6 * n0]
+            if n0 & 1:
                 o1 = ApiVersionsResponse_ApiVersion()
-                o1.api_key, o1.min_version, o1.max_version = v
                 o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version = _S3(s0, 0)
                 l0.append(o1)
+                s0 = s0[6:]
+            for v in _I4(s0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                r1 = ApiVersionsResponse_ApiVersion()
+                r1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version, r1.api_key, r1.min_version, r1.max_version = v
+                l0.append(o1)
+                l0.append(r1)
             p += 6 * n0
         else:
             while n0:
@@ -175,14 +197,14 @@ def _r5(b, p, k=_MAXE):
     o.finalized_features = []
     o.zk_migration_ready = False
     o.unknown_tags = None
-    o.throttle_time_ms = _S4(b, p)[0]
+    o.throttle_time_ms = _S5(b, p)[0]
     p += 4
     return o, p
 
 
 def _r9(b, p, k=_MAXE):
     o = ApiVersionsResponse()
-    o.error_code, n0 = _S5(b, p)
+    o.error_code, n0 = _S6(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -195,17 +217,26 @@ def _r9(b, p, k=_MAXE):
         if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 7 * n0])[6::7].count(0) == n0:
-            for v in _I6(s0):
+            if n0 & 1:
                 o1 = ApiVersionsResponse_ApiVersion()
-                o1.api_key, o1.min_version, o1.max_version = v
                 o1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version = _S7(s0, 0)
                 l0.append(o1)
+                s0 = s0[7:]
+            for v in _I8(s0):
+                o1 = ApiVersionsResponse_ApiVersion()
+                o1.unknown_tags = None
+                r1 = ApiVersionsResponse_ApiVersion()
+                r1.unknown_tags = None
+                o1.api_key, o1.min_version, o1.max_version, r1.api_key, r1.min_version, r1.max_version = v
+                l0.append(o1)
+                l0.append(r1)
             p += 7 * n0
         else:
             while n0:
                 o1 = ApiVersionsResponse_ApiVersion()
                 o1.unknown_tags = None
-                o1.api_key, o1.min_version, o1.max_version, n1 = _S7(b, p)
+                o1.api_key, o1.min_version, o1.max_version, n1 = _S9(b, p)
                 p += 7
                 if n1:
                     p, k = _t6(b, p - 1, o1, k)
@@ -336,7 +367,7 @@ def _t9(b, p, o, k):
                         raise Malformed
                     o1.name = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
-                    o1.min_version, o1.max_version, n1 = _S8(b, p)
+                    o1.min_version, o1.max_version, n1 = _S10(b, p)
                     p += 5
                     if n1:
                         p, k = _t7(b, p - 1, o1, k)
@@ -345,7 +376,7 @@ def _t9(b, p, o, k):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o.finalized_features_epoch = _S9(b, p)[0]
+            o.finalized_features_epoch = _S11(b, p)[0]
             p += 8
             if p != e:
                 raise Malformed
@@ -373,7 +404,7 @@ def _t9(b, p, o, k):
                         raise Malformed
                     o1.name = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
-                    o1.max_version_level, o1.min_version_level, n1 = _S8(b, p)
+                    o1.max_version_level, o1.min_version_level, n1 = _S10(b, p)
                     p += 5
                     if n1:
                         p, k = _t8(b, p - 1, o1, k)
@@ -382,7 +413,7 @@ def _t9(b, p, o, k):
             if p != e:
                 raise Malformed
         elif t == 3:
-            o.zk_migration_ready = _S10(b, p)[0]
+            o.zk_migration_ready = _S12(b, p)[0]
             p += 1
             if p != e:
                 raise Malformed

@@ -4,11 +4,13 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>iqB').unpack_from
 _S1 = Struct('>B').unpack_from
 _S2 = Struct('>ix').unpack_from
-_S3 = Struct('>iB').unpack_from
-_S4 = Struct('>ihB').unpack_from
-_S5 = Struct('>ihx').unpack_from
-_I2 = Struct('>ix').iter_unpack
-_I5 = Struct('>ihx').iter_unpack
+_S3 = Struct('>ixix').unpack_from
+_S4 = Struct('>iB').unpack_from
+_S5 = Struct('>ihB').unpack_from
+_S6 = Struct('>ihx').unpack_from
+_S7 = Struct('>ihxihx').unpack_from
+_I3 = Struct('>ixix').iter_unpack
+_I7 = Struct('>ihxihx').iter_unpack
 
 
 class AssignReplicasToDirsRequest(Body):
@@ -90,17 +92,26 @@ def _r3(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 5 * n2])[4::5].count(0) == n2:
-                            for v in _I2(s2):
+                            if n2 & 1:
                                 o3 = AssignReplicasToDirsRequest_PartitionData()
-                                o3.partition_index, = v
                                 o3.unknown_tags = None
+                                o3.partition_index, = _S2(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[5:]
+                            for v in _I3(s2):
+                                o3 = AssignReplicasToDirsRequest_PartitionData()
+                                o3.unknown_tags = None
+                                r3 = AssignReplicasToDirsRequest_PartitionData()
+                                r3.unknown_tags = None
+                                o3.partition_index, r3.partition_index = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 5 * n2
                         else:
                             while n2:
                                 o3 = AssignReplicasToDirsRequest_PartitionData()
                                 o3.unknown_tags = None
-                                o3.partition_index, n3 = _S3(b, p)
+                                o3.partition_index, n3 = _S4(b, p)
                                 p += 5
                                 if n3:
                                     p, k = _t0(b, p - 1, o3, k)
@@ -130,7 +141,7 @@ def _r3(b, p, k=_MAXE):
 
 def _r7(b, p, k=_MAXE):
     o = AssignReplicasToDirsResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S4(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S5(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -175,17 +186,26 @@ def _r7(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
-                            for v in _I5(s2):
+                            if n2 & 1:
                                 o3 = AssignReplicasToDirsResponse_PartitionData()
-                                o3.partition_index, o3.error_code = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.error_code = _S6(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[7:]
+                            for v in _I7(s2):
+                                o3 = AssignReplicasToDirsResponse_PartitionData()
+                                o3.unknown_tags = None
+                                r3 = AssignReplicasToDirsResponse_PartitionData()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.error_code, r3.partition_index, r3.error_code = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 7 * n2
                         else:
                             while n2:
                                 o3 = AssignReplicasToDirsResponse_PartitionData()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.error_code, n3 = _S4(b, p)
+                                o3.partition_index, o3.error_code, n3 = _S5(b, p)
                                 p += 7
                                 if n3:
                                     p, k = _t4(b, p - 1, o3, k)

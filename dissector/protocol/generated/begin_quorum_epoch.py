@@ -4,18 +4,21 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>h').unpack_from
 _S1 = Struct('>i').unpack_from
 _S2 = Struct('>iii').unpack_from
-_S3 = Struct('>B').unpack_from
-_S4 = Struct('>iB').unpack_from
-_S5 = Struct('>iiB').unpack_from
-_S6 = Struct('>HB').unpack_from
-_S7 = Struct('>hi').unpack_from
-_S8 = Struct('>ihii').unpack_from
-_S9 = Struct('>hB').unpack_from
-_S10 = Struct('>ihiix').unpack_from
-_S11 = Struct('>ihiiB').unpack_from
-_I2 = Struct('>iii').iter_unpack
-_I8 = Struct('>ihii').iter_unpack
-_I10 = Struct('>ihiix').iter_unpack
+_S3 = Struct('>iiiiii').unpack_from
+_S4 = Struct('>B').unpack_from
+_S5 = Struct('>iB').unpack_from
+_S6 = Struct('>iiB').unpack_from
+_S7 = Struct('>HB').unpack_from
+_S8 = Struct('>hi').unpack_from
+_S9 = Struct('>ihii').unpack_from
+_S10 = Struct('>ihiiihii').unpack_from
+_S11 = Struct('>hB').unpack_from
+_S12 = Struct('>ihiix').unpack_from
+_S13 = Struct('>ihiixihiix').unpack_from
+_S14 = Struct('>ihiiB').unpack_from
+_I3 = Struct('>iiiiii').iter_unpack
+_I10 = Struct('>ihiiihii').iter_unpack
+_I13 = Struct('>ihiixihiix').iter_unpack
 
 
 class BeginQuorumEpochRequest(Body):
@@ -86,12 +89,24 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I2(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = BeginQuorumEpochRequest_PartitionData()
-                        o2.partition_index, o2.leader_id, o2.leader_epoch = v
                         o2.voter_directory_id = UUID0
                         o2.unknown_tags = None
+                        o2.partition_index, o2.leader_id, o2.leader_epoch = _S2(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I3(s1):
+                        o2 = BeginQuorumEpochRequest_PartitionData()
+                        o2.voter_directory_id = UUID0
+                        o2.unknown_tags = None
+                        r2 = BeginQuorumEpochRequest_PartitionData()
+                        r2.voter_directory_id = UUID0
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.leader_id, o2.leader_epoch, r2.partition_index, r2.leader_id, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
@@ -122,7 +137,7 @@ def _r6(b, p, k=_MAXE):
         o.cluster_id = None
     else:
         o.cluster_id = b[p:(p := p + n0)].decode()
-    o.voter_id, n0 = _S4(b, p)
+    o.voter_id, n0 = _S5(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -163,7 +178,7 @@ def _r6(b, p, k=_MAXE):
                     o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
                     o2.unknown_tags = None
-                    o2.leader_id, o2.leader_epoch, n2 = _S5(b, p)
+                    o2.leader_id, o2.leader_epoch, n2 = _S6(b, p)
                     p += 9
                     if n2:
                         p, k = _t3(b, p - 1, o2, k)
@@ -207,7 +222,7 @@ def _r6(b, p, k=_MAXE):
                 raise Malformed
             o1.host = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
-            o1.port, n1 = _S6(b, p)
+            o1.port, n1 = _S7(b, p)
             p += 3
             if n1:
                 p, k = _t5(b, p - 1, o1, k)
@@ -223,7 +238,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = BeginQuorumEpochResponse()
-    o.error_code, n0 = _S7(b, p)
+    o.error_code, n0 = _S8(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
@@ -249,17 +264,27 @@ def _r9(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I10(s1):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = BeginQuorumEpochResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S8(b, p)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S9(b, p)
                         p += 14
                         l1.append(o2)
                         n1 -= 1
@@ -273,7 +298,7 @@ def _r9(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = BeginQuorumEpochResponse()
-    o.error_code, n0 = _S9(b, p)
+    o.error_code, n0 = _S11(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -308,17 +333,26 @@ def _r13(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-                    for v in _I10(s1):
+                    if n1 & 1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[15:]
+                    for v in _I13(s1):
+                        o2 = BeginQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = BeginQuorumEpochResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 15 * n1
                 else:
                     while n1:
                         o2 = BeginQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S11(b, p)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S14(b, p)
                         p += 15
                         if n2:
                             p, k = _t10(b, p - 1, o2, k)
@@ -502,7 +536,7 @@ def _t13(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S3(b, p)[0]
+            n0 = _S4(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -516,7 +550,7 @@ def _t13(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = BeginQuorumEpochResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S4(b, p)
+                    o1.node_id, n1 = _S5(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -525,7 +559,7 @@ def _t13(b, p, o, k):
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
-                    o1.port, n1 = _S6(b, p)
+                    o1.port, n1 = _S7(b, p)
                     p += 3
                     if n1:
                         p, k = _t12(b, p - 1, o1, k)

@@ -4,18 +4,22 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>i').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>iq').unpack_from
-_S3 = Struct('>B').unpack_from
-_S4 = Struct('>iqx').unpack_from
-_S5 = Struct('>iqB').unpack_from
-_S6 = Struct('>iB').unpack_from
-_S7 = Struct('>ii').unpack_from
-_S8 = Struct('>iqh').unpack_from
-_S9 = Struct('>iqhx').unpack_from
-_S10 = Struct('>iqhB').unpack_from
-_I2 = Struct('>iq').iter_unpack
-_I4 = Struct('>iqx').iter_unpack
-_I8 = Struct('>iqh').iter_unpack
-_I9 = Struct('>iqhx').iter_unpack
+_S3 = Struct('>iqiq').unpack_from
+_S4 = Struct('>B').unpack_from
+_S5 = Struct('>iqx').unpack_from
+_S6 = Struct('>iqxiqx').unpack_from
+_S7 = Struct('>iqB').unpack_from
+_S8 = Struct('>iB').unpack_from
+_S9 = Struct('>ii').unpack_from
+_S10 = Struct('>iqh').unpack_from
+_S11 = Struct('>iqhiqh').unpack_from
+_S12 = Struct('>iqhx').unpack_from
+_S13 = Struct('>iqhxiqhx').unpack_from
+_S14 = Struct('>iqhB').unpack_from
+_I3 = Struct('>iqiq').iter_unpack
+_I6 = Struct('>iqxiqx').iter_unpack
+_I11 = Struct('>iqhiqh').iter_unpack
+_I13 = Struct('>iqhxiqhx').iter_unpack
 
 
 class DeleteRecordsRequest(Body):
@@ -70,11 +74,21 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I2(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                        o2.partition_index, o2.offset = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.offset = _S2(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I3(s1):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.unknown_tags = None
+                        r2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.offset, r2.partition_index, r2.offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
@@ -130,17 +144,26 @@ def _r5(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
-                    for v in _I4(s1):
+                    if n1 & 1:
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
-                        o2.partition_index, o2.offset = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.offset = _S5(s1, 0)
                         l1.append(o2)
+                        s1 = s1[13:]
+                    for v in _I6(s1):
+                        o2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        o2.unknown_tags = None
+                        r2 = DeleteRecordsRequest_DeleteRecordsPartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.offset, r2.partition_index, r2.offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 13 * n1
                 else:
                     while n1:
                         o2 = DeleteRecordsRequest_DeleteRecordsPartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.offset, n2 = _S5(b, p)
+                        o2.partition_index, o2.offset, n2 = _S7(b, p)
                         p += 13
                         if n2:
                             p, k = _t3(b, p - 1, o2, k)
@@ -154,7 +177,7 @@ def _r5(b, p, k=_MAXE):
             l0.append(o1)
             n0 -= 1
     o.unknown_tags = None
-    o.timeout_ms, n0 = _S6(b, p)
+    o.timeout_ms, n0 = _S8(b, p)
     p += 5
     if n0:
         p, k = _t5(b, p - 1, o, k)
@@ -163,7 +186,7 @@ def _r5(b, p, k=_MAXE):
 
 def _r8(b, p, k=_MAXE):
     o = DeleteRecordsResponse()
-    o.throttle_time_ms, n0 = _S7(b, p)
+    o.throttle_time_ms, n0 = _S9(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -189,17 +212,27 @@ def _r8(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                        o2.partition_index, o2.low_watermark, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S10(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I11(s1):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code, r2.partition_index, r2.low_watermark, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.low_watermark, o2.error_code = _S8(b, p)
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S10(b, p)
                         p += 14
                         l1.append(o2)
                         n1 -= 1
@@ -212,7 +245,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = DeleteRecordsResponse()
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o.throttle_time_ms, n0 = _S8(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -247,17 +280,26 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-                    for v in _I9(s1):
+                    if n1 & 1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
-                        o2.partition_index, o2.low_watermark, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[15:]
+                    for v in _I13(s1):
+                        o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        o2.unknown_tags = None
+                        r2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.low_watermark, o2.error_code, r2.partition_index, r2.low_watermark, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 15 * n1
                 else:
                     while n1:
                         o2 = DeleteRecordsResponse_DeleteRecordsPartitionResult()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S10(b, p)
+                        o2.partition_index, o2.low_watermark, o2.error_code, n2 = _S14(b, p)
                         p += 15
                         if n2:
                             p, k = _t9(b, p - 1, o2, k)

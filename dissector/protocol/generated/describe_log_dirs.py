@@ -7,15 +7,17 @@ _S2 = Struct('>B').unpack_from
 _S3 = Struct('>ii').unpack_from
 _S4 = Struct('>hh').unpack_from
 _S5 = Struct('>iqq?').unpack_from
-_S6 = Struct('>iB').unpack_from
-_S7 = Struct('>hB').unpack_from
-_S8 = Struct('>iqq?x').unpack_from
-_S9 = Struct('>iqq?B').unpack_from
-_S10 = Struct('>ihB').unpack_from
-_S11 = Struct('>qqB').unpack_from
-_S12 = Struct('>qq?B').unpack_from
-_I5 = Struct('>iqq?').iter_unpack
-_I8 = Struct('>iqq?x').iter_unpack
+_S6 = Struct('>iqq?iqq?').unpack_from
+_S7 = Struct('>iB').unpack_from
+_S8 = Struct('>hB').unpack_from
+_S9 = Struct('>iqq?x').unpack_from
+_S10 = Struct('>iqq?xiqq?x').unpack_from
+_S11 = Struct('>iqq?B').unpack_from
+_S12 = Struct('>ihB').unpack_from
+_S13 = Struct('>qqB').unpack_from
+_S14 = Struct('>qq?B').unpack_from
+_I6 = Struct('>iqq?iqq?').iter_unpack
+_I10 = Struct('>iqq?xiqq?x').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -182,11 +184,21 @@ def _r7(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4:
-                            for v in _I5(b[p:p + 21 * n2]):
+                            s2 = b[p:p + 21 * n2]
+                            if n2 & 1:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S5(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[21:]
+                            for v in _I6(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                r3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, r3.partition_index, r3.partition_size, r3.offset_lag, r3.is_future_key = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 21 * n2
                         else:
                             while n2:
@@ -212,7 +224,7 @@ def _r7(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = DescribeLogDirsResponse()
-    o.throttle_time_ms, n0 = _S6(b, p)
+    o.throttle_time_ms, n0 = _S7(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -226,7 +238,7 @@ def _r11(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-            o1.error_code, n1 = _S7(b, p)
+            o1.error_code, n1 = _S8(b, p)
             p += 3
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -269,17 +281,26 @@ def _r11(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                            for v in _I8(s2):
+                            if n2 & 1:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[22:]
+                            for v in _I10(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                r3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, r3.partition_index, r3.partition_size, r3.offset_lag, r3.is_future_key = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 22 * n2
                         else:
                             while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S11(b, p)
                                 p += 22
                                 if n3:
                                     p, k = _t8(b, p - 1, o3, k)
@@ -313,7 +334,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r12(b, p, k=_MAXE):
     o = DescribeLogDirsResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S12(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -327,7 +348,7 @@ def _r12(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-            o1.error_code, n1 = _S7(b, p)
+            o1.error_code, n1 = _S8(b, p)
             p += 3
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -370,17 +391,26 @@ def _r12(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                            for v in _I8(s2):
+                            if n2 & 1:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[22:]
+                            for v in _I10(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                r3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, r3.partition_index, r3.partition_size, r3.offset_lag, r3.is_future_key = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 22 * n2
                         else:
                             while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S11(b, p)
                                 p += 22
                                 if n3:
                                     p, k = _t8(b, p - 1, o3, k)
@@ -413,7 +443,7 @@ def _r12(b, p, k=_MAXE):
 
 def _r14(b, p, k=_MAXE):
     o = DescribeLogDirsResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S12(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -427,7 +457,7 @@ def _r14(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-            o1.error_code, n1 = _S7(b, p)
+            o1.error_code, n1 = _S8(b, p)
             p += 3
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -470,17 +500,26 @@ def _r14(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                            for v in _I8(s2):
+                            if n2 & 1:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[22:]
+                            for v in _I10(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                r3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, r3.partition_index, r3.partition_size, r3.offset_lag, r3.is_future_key = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 22 * n2
                         else:
                             while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S11(b, p)
                                 p += 22
                                 if n3:
                                     p, k = _t8(b, p - 1, o3, k)
@@ -495,7 +534,7 @@ def _r14(b, p, k=_MAXE):
                     n1 -= 1
             o1.is_cordoned = False
             o1.unknown_tags = None
-            o1.total_bytes, o1.usable_bytes, n1 = _S11(b, p)
+            o1.total_bytes, o1.usable_bytes, n1 = _S13(b, p)
             p += 17
             if n1:
                 p, k = _t13(b, p - 1, o1, k)
@@ -511,7 +550,7 @@ def _r14(b, p, k=_MAXE):
 
 def _r16(b, p, k=_MAXE):
     o = DescribeLogDirsResponse()
-    o.throttle_time_ms, o.error_code, n0 = _S10(b, p)
+    o.throttle_time_ms, o.error_code, n0 = _S12(b, p)
     p += 7
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -525,7 +564,7 @@ def _r16(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = DescribeLogDirsResponse_DescribeLogDirsResult()
-            o1.error_code, n1 = _S7(b, p)
+            o1.error_code, n1 = _S8(b, p)
             p += 3
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -568,17 +607,26 @@ def _r16(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 22 * n2])[21::22].count(0) == n2:
-                            for v in _I8(s2):
+                            if n2 & 1:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[22:]
+                            for v in _I10(s2):
+                                o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                o3.unknown_tags = None
+                                r3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, r3.partition_index, r3.partition_size, r3.offset_lag, r3.is_future_key = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 22 * n2
                         else:
                             while n2:
                                 o3 = DescribeLogDirsResponse_DescribeLogDirsPartition()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S9(b, p)
+                                o3.partition_index, o3.partition_size, o3.offset_lag, o3.is_future_key, n3 = _S11(b, p)
                                 p += 22
                                 if n3:
                                     p, k = _t8(b, p - 1, o3, k)
@@ -592,7 +640,7 @@ def _r16(b, p, k=_MAXE):
                     l1.append(o2)
                     n1 -= 1
             o1.unknown_tags = None
-            o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S12(b, p)
+            o1.total_bytes, o1.usable_bytes, o1.is_cordoned, n1 = _S14(b, p)
             p += 18
             if n1:
                 p, k = _t15(b, p - 1, o1, k)

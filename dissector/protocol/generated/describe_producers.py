@@ -5,8 +5,9 @@ _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iB').unpack_from
 _S2 = Struct('>ihB').unpack_from
 _S3 = Struct('>qiiqiqx').unpack_from
-_S4 = Struct('>qiiqiqB').unpack_from
-_I3 = Struct('>qiiqiqx').iter_unpack
+_S4 = Struct('>qiiqiqxqiiqiqx').unpack_from
+_S5 = Struct('>qiiqiqB').unpack_from
+_I4 = Struct('>qiiqiqxqiiqiqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -148,17 +149,26 @@ def _r5(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 37 * n2])[36::37].count(0) == n2:
-                            for v in _I3(s2):
+                            if n2 & 1:
                                 o3 = DescribeProducersResponse_ProducerState()
-                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = v
                                 o3.unknown_tags = None
+                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset = _S3(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[37:]
+                            for v in _I4(s2):
+                                o3 = DescribeProducersResponse_ProducerState()
+                                o3.unknown_tags = None
+                                r3 = DescribeProducersResponse_ProducerState()
+                                r3.unknown_tags = None
+                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, r3.producer_id, r3.producer_epoch, r3.last_sequence, r3.last_timestamp, r3.coordinator_epoch, r3.current_txn_start_offset = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 37 * n2
                         else:
                             while n2:
                                 o3 = DescribeProducersResponse_ProducerState()
                                 o3.unknown_tags = None
-                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S4(b, p)
+                                o3.producer_id, o3.producer_epoch, o3.last_sequence, o3.last_timestamp, o3.coordinator_epoch, o3.current_txn_start_offset, n3 = _S5(b, p)
                                 p += 37
                                 if n3:
                                     p, k = _t2(b, p - 1, o3, k)

@@ -3,21 +3,24 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>ix').unpack_from
-_S2 = Struct('>iB').unpack_from
-_S3 = Struct('>hB').unpack_from
-_S4 = Struct('>ihiiqB').unpack_from
-_S5 = Struct('>iqx').unpack_from
-_S6 = Struct('>iqB').unpack_from
-_S7 = Struct('>iqqqx').unpack_from
-_S8 = Struct('>iqqqB').unpack_from
-_S9 = Struct('>ihB').unpack_from
-_S10 = Struct('>iiqB').unpack_from
-_S11 = Struct('>i').unpack_from
-_S12 = Struct('>qqqB').unpack_from
-_S13 = Struct('>HB').unpack_from
-_I1 = Struct('>ix').iter_unpack
-_I5 = Struct('>iqx').iter_unpack
-_I7 = Struct('>iqqqx').iter_unpack
+_S2 = Struct('>ixix').unpack_from
+_S3 = Struct('>iB').unpack_from
+_S4 = Struct('>hB').unpack_from
+_S5 = Struct('>ihiiqB').unpack_from
+_S6 = Struct('>iqx').unpack_from
+_S7 = Struct('>iqxiqx').unpack_from
+_S8 = Struct('>iqB').unpack_from
+_S9 = Struct('>iqqqx').unpack_from
+_S10 = Struct('>iqqqxiqqqx').unpack_from
+_S11 = Struct('>iqqqB').unpack_from
+_S12 = Struct('>ihB').unpack_from
+_S13 = Struct('>iiqB').unpack_from
+_S14 = Struct('>i').unpack_from
+_S15 = Struct('>qqqB').unpack_from
+_S16 = Struct('>HB').unpack_from
+_I2 = Struct('>ixix').iter_unpack
+_I7 = Struct('>iqxiqx').iter_unpack
+_I10 = Struct('>iqqqxiqqqx').iter_unpack
 
 
 class DescribeQuorumRequest(Body):
@@ -93,17 +96,26 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 5 * n1])[4::5].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = DescribeQuorumRequest_PartitionData()
-                        o2.partition_index, = v
                         o2.unknown_tags = None
+                        o2.partition_index, = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[5:]
+                    for v in _I2(s1):
+                        o2 = DescribeQuorumRequest_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = DescribeQuorumRequest_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, r2.partition_index = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 5 * n1
                 else:
                     while n1:
                         o2 = DescribeQuorumRequest_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, n2 = _S2(b, p)
+                        o2.partition_index, n2 = _S3(b, p)
                         p += 5
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -126,7 +138,7 @@ def _r2(b, p, k=_MAXE):
 
 def _r6(b, p, k=_MAXE):
     o = DescribeQuorumResponse()
-    o.error_code, n0 = _S3(b, p)
+    o.error_code, n0 = _S4(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -162,7 +174,7 @@ def _r6(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S5(b, p)
                     p += 23
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -175,14 +187,29 @@ def _r6(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                            for v in _I5(s2):
+                            if n2 & 1:
                                 o3 = DescribeQuorumResponse_ReplicaState()
-                                o3.replica_id, o3.log_end_offset = v
                                 o3.replica_directory_id = UUID0
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
                                 o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset = _S6(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[13:]
+                            for v in _I7(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                r3 = DescribeQuorumResponse_ReplicaState()
+                                r3.replica_directory_id = UUID0
+                                r3.last_fetch_timestamp = -1
+                                r3.last_caught_up_timestamp = -1
+                                r3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, r3.replica_id, r3.log_end_offset = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 13 * n2
                         else:
                             while n2:
@@ -191,7 +218,7 @@ def _r6(b, p, k=_MAXE):
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
                                 o3.unknown_tags = None
-                                o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                                o3.replica_id, o3.log_end_offset, n3 = _S8(b, p)
                                 p += 13
                                 if n3:
                                     p, k = _t3(b, p - 1, o3, k)
@@ -210,14 +237,29 @@ def _r6(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 13 * n2])[12::13].count(0) == n2:
-                            for v in _I5(s2):
+                            if n2 & 1:
                                 o3 = DescribeQuorumResponse_ReplicaState()
-                                o3.replica_id, o3.log_end_offset = v
                                 o3.replica_directory_id = UUID0
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
                                 o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset = _S6(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[13:]
+                            for v in _I7(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.last_fetch_timestamp = -1
+                                o3.last_caught_up_timestamp = -1
+                                o3.unknown_tags = None
+                                r3 = DescribeQuorumResponse_ReplicaState()
+                                r3.replica_directory_id = UUID0
+                                r3.last_fetch_timestamp = -1
+                                r3.last_caught_up_timestamp = -1
+                                r3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, r3.replica_id, r3.log_end_offset = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 13 * n2
                         else:
                             while n2:
@@ -226,7 +268,7 @@ def _r6(b, p, k=_MAXE):
                                 o3.last_fetch_timestamp = -1
                                 o3.last_caught_up_timestamp = -1
                                 o3.unknown_tags = None
-                                o3.replica_id, o3.log_end_offset, n3 = _S6(b, p)
+                                o3.replica_id, o3.log_end_offset, n3 = _S8(b, p)
                                 p += 13
                                 if n3:
                                     p, k = _t3(b, p - 1, o3, k)
@@ -259,7 +301,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r10(b, p, k=_MAXE):
     o = DescribeQuorumResponse()
-    o.error_code, n0 = _S3(b, p)
+    o.error_code, n0 = _S4(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -295,7 +337,7 @@ def _r10(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S4(b, p)
+                    o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S5(b, p)
                     p += 23
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -308,19 +350,30 @@ def _r10(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
-                            for v in _I7(s2):
+                            if n2 & 1:
                                 o3 = DescribeQuorumResponse_ReplicaState()
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[29:]
+                            for v in _I10(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                r3 = DescribeQuorumResponse_ReplicaState()
+                                r3.replica_directory_id = UUID0
+                                r3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, r3.replica_id, r3.log_end_offset, r3.last_fetch_timestamp, r3.last_caught_up_timestamp = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 29 * n2
                         else:
                             while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S11(b, p)
                                 p += 29
                                 if n3:
                                     p, k = _t7(b, p - 1, o3, k)
@@ -339,19 +392,30 @@ def _r10(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 29 * n2])[28::29].count(0) == n2:
-                            for v in _I7(s2):
+                            if n2 & 1:
                                 o3 = DescribeQuorumResponse_ReplicaState()
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = v
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[29:]
+                            for v in _I10(s2):
+                                o3 = DescribeQuorumResponse_ReplicaState()
+                                o3.replica_directory_id = UUID0
+                                o3.unknown_tags = None
+                                r3 = DescribeQuorumResponse_ReplicaState()
+                                r3.replica_directory_id = UUID0
+                                r3.unknown_tags = None
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, r3.replica_id, r3.log_end_offset, r3.last_fetch_timestamp, r3.last_caught_up_timestamp = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 29 * n2
                         else:
                             while n2:
                                 o3 = DescribeQuorumResponse_ReplicaState()
                                 o3.replica_directory_id = UUID0
                                 o3.unknown_tags = None
-                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S8(b, p)
+                                o3.replica_id, o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S11(b, p)
                                 p += 29
                                 if n3:
                                     p, k = _t7(b, p - 1, o3, k)
@@ -384,7 +448,7 @@ def _r10(b, p, k=_MAXE):
 
 def _r16(b, p, k=_MAXE):
     o = DescribeQuorumResponse()
-    o.error_code, n0 = _S3(b, p)
+    o.error_code, n0 = _S4(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -429,7 +493,7 @@ def _r16(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = DescribeQuorumResponse_PartitionData()
-                    o2.partition_index, o2.error_code, n2 = _S9(b, p)
+                    o2.partition_index, o2.error_code, n2 = _S12(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -438,7 +502,7 @@ def _r16(b, p, k=_MAXE):
                         o2.error_message = None
                     else:
                         o2.error_message = b[p:(p := p + n2)].decode()
-                    o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S10(b, p)
+                    o2.leader_id, o2.leader_epoch, o2.high_watermark, n2 = _S13(b, p)
                     p += 17
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -452,12 +516,12 @@ def _r16(b, p, k=_MAXE):
                             raise Malformed
                         while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
-                            o3.replica_id = _S11(b, p)[0]
+                            o3.replica_id = _S14(b, p)[0]
                             p += 4
                             o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                             p += 16
                             o3.unknown_tags = None
-                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
+                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S15(b, p)
                             p += 25
                             if n3:
                                 p, k = _t11(b, p - 1, o3, k)
@@ -477,12 +541,12 @@ def _r16(b, p, k=_MAXE):
                             raise Malformed
                         while n2:
                             o3 = DescribeQuorumResponse_ReplicaState()
-                            o3.replica_id = _S11(b, p)[0]
+                            o3.replica_id = _S14(b, p)[0]
                             p += 4
                             o3.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                             p += 16
                             o3.unknown_tags = None
-                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S12(b, p)
+                            o3.log_end_offset, o3.last_fetch_timestamp, o3.last_caught_up_timestamp, n3 = _S15(b, p)
                             p += 25
                             if n3:
                                 p, k = _t11(b, p - 1, o3, k)
@@ -516,7 +580,7 @@ def _r16(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = DescribeQuorumResponse_Node()
-            o1.node_id, n1 = _S2(b, p)
+            o1.node_id, n1 = _S3(b, p)
             p += 5
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -547,7 +611,7 @@ def _r16(b, p, k=_MAXE):
                         raise Malformed
                     o2.host = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
-                    o2.port, n2 = _S13(b, p)
+                    o2.port, n2 = _S16(b, p)
                     p += 3
                     if n2:
                         p, k = _t14(b, p - 1, o2, k)

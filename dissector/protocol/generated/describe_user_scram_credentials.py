@@ -5,8 +5,9 @@ _S0 = Struct('>B').unpack_from
 _S1 = Struct('>ihB').unpack_from
 _S2 = Struct('>hB').unpack_from
 _S3 = Struct('>bix').unpack_from
-_S4 = Struct('>biB').unpack_from
-_I3 = Struct('>bix').iter_unpack
+_S4 = Struct('>bixbix').unpack_from
+_S5 = Struct('>biB').unpack_from
+_I4 = Struct('>bixbix').iter_unpack
 
 
 class DescribeUserScramCredentialsRequest(Body):
@@ -124,17 +125,26 @@ def _r4(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 6 * n1])[5::6].count(0) == n1:
-                    for v in _I3(s1):
+                    if n1 & 1:
                         o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
-                        o2.mechanism, o2.iterations = v
                         o2.unknown_tags = None
+                        o2.mechanism, o2.iterations = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I4(s1):
+                        o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                        o2.unknown_tags = None
+                        r2 = DescribeUserScramCredentialsResponse_CredentialInfo()
+                        r2.unknown_tags = None
+                        o2.mechanism, o2.iterations, r2.mechanism, r2.iterations = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
                         o2 = DescribeUserScramCredentialsResponse_CredentialInfo()
                         o2.unknown_tags = None
-                        o2.mechanism, o2.iterations, n2 = _S4(b, p)
+                        o2.mechanism, o2.iterations, n2 = _S5(b, p)
                         p += 6
                         if n2:
                             p, k = _t2(b, p - 1, o2, k)

@@ -9,12 +9,14 @@ _S4 = Struct('>iiiB').unpack_from
 _S5 = Struct('>HB').unpack_from
 _S6 = Struct('>hi').unpack_from
 _S7 = Struct('>ihii').unpack_from
-_S8 = Struct('>hB').unpack_from
-_S9 = Struct('>ihiix').unpack_from
-_S10 = Struct('>ihiiB').unpack_from
-_S11 = Struct('>iB').unpack_from
-_I7 = Struct('>ihii').iter_unpack
-_I9 = Struct('>ihiix').iter_unpack
+_S8 = Struct('>ihiiihii').unpack_from
+_S9 = Struct('>hB').unpack_from
+_S10 = Struct('>ihiix').unpack_from
+_S11 = Struct('>ihiixihiix').unpack_from
+_S12 = Struct('>ihiiB').unpack_from
+_S13 = Struct('>iB').unpack_from
+_I8 = Struct('>ihiiihii').iter_unpack
+_I11 = Struct('>ihiixihiix').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -275,11 +277,21 @@ def _r10(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I7(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = EndQuorumEpochResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I8(s1):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = EndQuorumEpochResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
@@ -299,7 +311,7 @@ def _r10(b, p, k=_MAXE):
 
 def _r14(b, p, k=_MAXE):
     o = EndQuorumEpochResponse()
-    o.error_code, n0 = _S8(b, p)
+    o.error_code, n0 = _S9(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -334,17 +346,26 @@ def _r14(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 15 * n1])[14::15].count(0) == n1:
-                    for v in _I9(s1):
+                    if n1 & 1:
                         o2 = EndQuorumEpochResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch = _S10(s1, 0)
                         l1.append(o2)
+                        s1 = s1[15:]
+                    for v in _I11(s1):
+                        o2 = EndQuorumEpochResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = EndQuorumEpochResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 15 * n1
                 else:
                     while n1:
                         o2 = EndQuorumEpochResponse_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S10(b, p)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, n2 = _S12(b, p)
                         p += 15
                         if n2:
                             p, k = _t11(b, p - 1, o2, k)
@@ -566,7 +587,7 @@ def _t14(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = EndQuorumEpochResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S11(b, p)
+                    o1.node_id, n1 = _S13(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)

@@ -5,40 +5,46 @@ _S0 = Struct('>iiii').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>i').unpack_from
 _S3 = Struct('>iqi').unpack_from
-_S4 = Struct('>iiiii').unpack_from
-_S5 = Struct('>iiiibi').unpack_from
-_S6 = Struct('>iqqi').unpack_from
-_S7 = Struct('>iiiibiii').unpack_from
-_S8 = Struct('>iiqqi').unpack_from
-_S9 = Struct('>ih').unpack_from
-_S10 = Struct('>iiiibiiB').unpack_from
-_S11 = Struct('>B').unpack_from
-_S12 = Struct('>iiqiqix').unpack_from
-_S13 = Struct('>iiqiqiB').unpack_from
-_S14 = Struct('>BB').unpack_from
-_S15 = Struct('>iiibiiB').unpack_from
-_S16 = Struct('>ihqi').unpack_from
-_S17 = Struct('>ii').unpack_from
-_S18 = Struct('>ihqqii').unpack_from
-_S19 = Struct('>qq').unpack_from
-_S20 = Struct('>ihqqqii').unpack_from
-_S21 = Struct('>ihii').unpack_from
-_S22 = Struct('>ihqqqiii').unpack_from
-_S23 = Struct('>ihiB').unpack_from
-_S24 = Struct('>ihqqqBiB').unpack_from
-_S25 = Struct('>qqx').unpack_from
-_S26 = Struct('>qqB').unpack_from
-_S27 = Struct('>iB').unpack_from
-_S28 = Struct('>iqB').unpack_from
-_S29 = Struct('>q').unpack_from
-_S30 = Struct('>iiB').unpack_from
-_S31 = Struct('>qiB').unpack_from
-_I3 = Struct('>iqi').iter_unpack
-_I6 = Struct('>iqqi').iter_unpack
-_I8 = Struct('>iiqqi').iter_unpack
-_I12 = Struct('>iiqiqix').iter_unpack
-_I19 = Struct('>qq').iter_unpack
-_I25 = Struct('>qqx').iter_unpack
+_S4 = Struct('>iqiiqi').unpack_from
+_S5 = Struct('>iiiii').unpack_from
+_S6 = Struct('>iiiibi').unpack_from
+_S7 = Struct('>iqqi').unpack_from
+_S8 = Struct('>iqqiiqqi').unpack_from
+_S9 = Struct('>iiiibiii').unpack_from
+_S10 = Struct('>iiqqi').unpack_from
+_S11 = Struct('>iiqqiiiqqi').unpack_from
+_S12 = Struct('>ih').unpack_from
+_S13 = Struct('>iiiibiiB').unpack_from
+_S14 = Struct('>B').unpack_from
+_S15 = Struct('>iiqiqix').unpack_from
+_S16 = Struct('>iiqiqixiiqiqix').unpack_from
+_S17 = Struct('>iiqiqiB').unpack_from
+_S18 = Struct('>BB').unpack_from
+_S19 = Struct('>iiibiiB').unpack_from
+_S20 = Struct('>ihqi').unpack_from
+_S21 = Struct('>ii').unpack_from
+_S22 = Struct('>ihqqii').unpack_from
+_S23 = Struct('>qq').unpack_from
+_S24 = Struct('>qqqq').unpack_from
+_S25 = Struct('>ihqqqii').unpack_from
+_S26 = Struct('>ihii').unpack_from
+_S27 = Struct('>ihqqqiii').unpack_from
+_S28 = Struct('>ihiB').unpack_from
+_S29 = Struct('>ihqqqBiB').unpack_from
+_S30 = Struct('>qqx').unpack_from
+_S31 = Struct('>qqxqqx').unpack_from
+_S32 = Struct('>qqB').unpack_from
+_S33 = Struct('>iB').unpack_from
+_S34 = Struct('>iqB').unpack_from
+_S35 = Struct('>q').unpack_from
+_S36 = Struct('>iiB').unpack_from
+_S37 = Struct('>qiB').unpack_from
+_I4 = Struct('>iqiiqi').iter_unpack
+_I8 = Struct('>iqqiiqqi').iter_unpack
+_I11 = Struct('>iiqqiiiqqi').iter_unpack
+_I16 = Struct('>iiqiqixiiqiqix').iter_unpack
+_I24 = Struct('>qqqq').iter_unpack
+_I31 = Struct('>qqxqqx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -122,16 +128,36 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 16 * n1]):
+                    s1 = b[p:p + 16 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.log_start_offset = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I4(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.current_leader_epoch = -1
+                        r2.last_fetched_epoch = -1
+                        r2.log_start_offset = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes, r2.partition, r2.fetch_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
@@ -164,7 +190,7 @@ def _r2(b, p, k=_MAXE):
 
 def _r3(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, n0 = _S4(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, n0 = _S5(b, p)
     p += 20
     if n0 < 0:
         raise Malformed
@@ -190,16 +216,36 @@ def _r3(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 16 * n1]):
+                    s1 = b[p:p + 16 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.log_start_offset = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I4(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.current_leader_epoch = -1
+                        r2.last_fetched_epoch = -1
+                        r2.log_start_offset = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes, r2.partition, r2.fetch_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
@@ -231,7 +277,7 @@ def _r3(b, p, k=_MAXE):
 
 def _r4(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S5(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S6(b, p)
     p += 21
     if n0 < 0:
         raise Malformed
@@ -257,16 +303,36 @@ def _r4(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 16 * n1]):
+                    s1 = b[p:p + 16 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = v
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.log_start_offset = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I4(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.log_start_offset = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.current_leader_epoch = -1
+                        r2.last_fetched_epoch = -1
+                        r2.log_start_offset = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.partition_max_bytes, r2.partition, r2.fetch_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
@@ -297,7 +363,7 @@ def _r4(b, p, k=_MAXE):
 
 def _r7(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S5(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, n0 = _S6(b, p)
     p += 21
     if n0 < 0:
         raise Malformed
@@ -323,15 +389,33 @@ def _r7(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I6(b[p:p + 24 * n1]):
+                    s1 = b[p:p + 24 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[24:]
+                    for v in _I8(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.current_leader_epoch = -1
+                        r2.last_fetched_epoch = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.fetch_offset, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 24 * n1
                 else:
                     while n1:
@@ -341,7 +425,7 @@ def _r7(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S7(b, p)
                         p += 24
                         l1.append(o2)
                         n1 -= 1
@@ -361,7 +445,7 @@ def _r7(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
     p += 29
     if n0 < 0:
         raise Malformed
@@ -387,15 +471,33 @@ def _r9(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I6(b[p:p + 24 * n1]):
+                    s1 = b[p:p + 24 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.current_leader_epoch = -1
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[24:]
+                    for v in _I8(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.current_leader_epoch = -1
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.current_leader_epoch = -1
+                        r2.last_fetched_epoch = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.fetch_offset, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 24 * n1
                 else:
                     while n1:
@@ -405,7 +507,7 @@ def _r9(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S6(b, p)
+                        o2.partition, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S7(b, p)
                         p += 24
                         l1.append(o2)
                         n1 -= 1
@@ -454,7 +556,7 @@ def _r9(b, p, k=_MAXE):
 
 def _r12(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
     p += 29
     if n0 < 0:
         raise Malformed
@@ -480,14 +582,30 @@ def _r12(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 28 * n1]):
+                    s1 = b[p:p + 28 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S10(s1, 0)
                         l1.append(o2)
+                        s1 = s1[28:]
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.last_fetched_epoch = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 28 * n1
                 else:
                     while n1:
@@ -496,7 +614,7 @@ def _r12(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S10(b, p)
                         p += 28
                         l1.append(o2)
                         n1 -= 1
@@ -545,7 +663,7 @@ def _r12(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S7(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S9(b, p)
     p += 29
     if n0 < 0:
         raise Malformed
@@ -571,14 +689,30 @@ def _r13(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 28 * n1]):
+                    s1 = b[p:p + 28 * n1]
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.last_fetched_epoch = -1
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S10(s1, 0)
                         l1.append(o2)
+                        s1 = s1[28:]
+                    for v in _I11(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.last_fetched_epoch = -1
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.last_fetched_epoch = -1
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 28 * n1
                 else:
                     while n1:
@@ -587,7 +721,7 @@ def _r13(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S8(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.log_start_offset, o2.partition_max_bytes = _S10(b, p)
                         p += 28
                         l1.append(o2)
                         n1 -= 1
@@ -595,7 +729,7 @@ def _r13(b, p, k=_MAXE):
             o1.unknown_tags = None
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S9(b, p)
+    q0, n0 = _S12(b, p)
     if q0 == 0:
         o.forgotten_topics_data = []
         p += 6
@@ -645,7 +779,7 @@ def _r13(b, p, k=_MAXE):
 
 def _r17(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S10(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
     p += 26
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -680,13 +814,26 @@ def _r17(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I12(s1):
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[33:]
+                    for v in _I16(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.last_fetched_epoch, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 33 * n1
                 else:
                     while n1:
@@ -694,7 +841,7 @@ def _r17(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S17(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -708,7 +855,7 @@ def _r17(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S14(b, p)
+    q0, n0 = _S18(b, p)
     if q0 == 1:
         o.forgotten_topics_data = []
         p += 2
@@ -778,7 +925,7 @@ def _r17(b, p, k=_MAXE):
 
 def _r20(b, p, k=_MAXE):
     o = FetchRequest()
-    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S10(b, p)
+    o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S13(b, p)
     p += 26
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -807,13 +954,26 @@ def _r20(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I12(s1):
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[33:]
+                    for v in _I16(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.last_fetched_epoch, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 33 * n1
                 else:
                     while n1:
@@ -821,7 +981,7 @@ def _r20(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S17(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -835,7 +995,7 @@ def _r20(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S14(b, p)
+    q0, n0 = _S18(b, p)
     if q0 == 1:
         o.forgotten_topics_data = []
         p += 2
@@ -899,7 +1059,7 @@ def _r20(b, p, k=_MAXE):
 
 def _r22(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S19(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -928,13 +1088,26 @@ def _r22(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I12(s1):
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[33:]
+                    for v in _I16(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.last_fetched_epoch, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 33 * n1
                 else:
                     while n1:
@@ -942,7 +1115,7 @@ def _r22(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S17(b, p)
                         p += 33
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -956,7 +1129,7 @@ def _r22(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S14(b, p)
+    q0, n0 = _S18(b, p)
     if q0 == 1:
         o.forgotten_topics_data = []
         p += 2
@@ -1021,7 +1194,7 @@ def _r22(b, p, k=_MAXE):
 
 def _r25(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S19(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1050,13 +1223,26 @@ def _r25(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I12(s1):
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.high_watermark = 9223372036854775807
                         o2.replica_directory_id = UUID0
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[33:]
+                    for v in _I16(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.high_watermark = 9223372036854775807
+                        o2.replica_directory_id = UUID0
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.high_watermark = 9223372036854775807
+                        r2.replica_directory_id = UUID0
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.last_fetched_epoch, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 33 * n1
                 else:
                     while n1:
@@ -1064,7 +1250,7 @@ def _r25(b, p, k=_MAXE):
                         o2.high_watermark = 9223372036854775807
                         o2.replica_directory_id = UUID0
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S17(b, p)
                         p += 33
                         if n2:
                             p, k = _t23(b, p - 1, o2, k)
@@ -1078,7 +1264,7 @@ def _r25(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S14(b, p)
+    q0, n0 = _S18(b, p)
     if q0 == 1:
         o.forgotten_topics_data = []
         p += 2
@@ -1143,7 +1329,7 @@ def _r25(b, p, k=_MAXE):
 
 def _r28(b, p, k=_MAXE):
     o = FetchRequest()
-    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S15(b, p)
+    o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n0 = _S19(b, p)
     p += 22
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1172,13 +1358,26 @@ def _r28(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 33 * n1])[32::33].count(0) == n1:
-                    for v in _I12(s1):
+                    if n1 & 1:
                         o2 = FetchRequest_FetchPartition()
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = v
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[33:]
+                    for v in _I16(s1):
+                        o2 = FetchRequest_FetchPartition()
+                        o2.replica_directory_id = UUID0
+                        o2.high_watermark = 9223372036854775807
+                        o2.unknown_tags = None
+                        r2 = FetchRequest_FetchPartition()
+                        r2.replica_directory_id = UUID0
+                        r2.high_watermark = 9223372036854775807
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, r2.partition, r2.current_leader_epoch, r2.fetch_offset, r2.last_fetched_epoch, r2.log_start_offset, r2.partition_max_bytes = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 33 * n1
                 else:
                     while n1:
@@ -1186,7 +1385,7 @@ def _r28(b, p, k=_MAXE):
                         o2.replica_directory_id = UUID0
                         o2.high_watermark = 9223372036854775807
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S13(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.fetch_offset, o2.last_fetched_epoch, o2.log_start_offset, o2.partition_max_bytes, n2 = _S17(b, p)
                         p += 33
                         if n2:
                             p, k = _t26(b, p - 1, o2, k)
@@ -1200,7 +1399,7 @@ def _r28(b, p, k=_MAXE):
                 p += 1
             l0.append(o1)
             n0 -= 1
-    q0, n0 = _S14(b, p)
+    q0, n0 = _S18(b, p)
     if q0 == 1:
         o.forgotten_topics_data = []
         p += 2
@@ -1293,7 +1492,7 @@ def _r31(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S16(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S20(b, p)
                     p += 18
                     if n2 < 0:
                         if n2 != -1:
@@ -1326,7 +1525,7 @@ def _r31(b, p, k=_MAXE):
 def _r32(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S17(b, p)
+    o.throttle_time_ms, n0 = _S21(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1353,7 +1552,7 @@ def _r32(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S16(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, n2 = _S20(b, p)
                     p += 18
                     if n2 < 0:
                         if n2 != -1:
@@ -1385,7 +1584,7 @@ def _r32(b, p, k=_MAXE):
 def _r36(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S17(b, p)
+    o.throttle_time_ms, n0 = _S21(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1412,7 +1611,7 @@ def _r36(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, q2, n2 = _S18(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, q2, n2 = _S22(b, p)
                     if q2 == 0:
                         o2.aborted_transactions = []
                         p += 30
@@ -1430,17 +1629,27 @@ def _r36(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4:
-                                    for v in _I19(b[p:p + 16 * n2]):
+                                    s2 = b[p:p + 16 * n2]
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S23(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[16:]
+                                    for v in _I24(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 16 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        o3.producer_id, o3.first_offset = _S23(b, p)
                                         p += 16
                                         l2.append(o3)
                                         n2 -= 1
@@ -1474,7 +1683,7 @@ def _r36(b, p, k=_MAXE):
 def _r39(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, n0 = _S17(b, p)
+    o.throttle_time_ms, n0 = _S21(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -1501,7 +1710,7 @@ def _r39(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S20(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S25(b, p)
                     if q2 == 0:
                         o2.aborted_transactions = []
                         p += 38
@@ -1519,17 +1728,27 @@ def _r39(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4:
-                                    for v in _I19(b[p:p + 16 * n2]):
+                                    s2 = b[p:p + 16 * n2]
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S23(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[16:]
+                                    for v in _I24(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 16 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        o3.producer_id, o3.first_offset = _S23(b, p)
                                         p += 16
                                         l2.append(o3)
                                         n2 -= 1
@@ -1562,7 +1781,7 @@ def _r39(b, p, k=_MAXE):
 def _r40(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S21(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S26(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1589,7 +1808,7 @@ def _r40(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S20(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, n2 = _S25(b, p)
                     if q2 == 0:
                         o2.aborted_transactions = []
                         p += 38
@@ -1607,17 +1826,27 @@ def _r40(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4:
-                                    for v in _I19(b[p:p + 16 * n2]):
+                                    s2 = b[p:p + 16 * n2]
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S23(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[16:]
+                                    for v in _I24(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 16 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        o3.producer_id, o3.first_offset = _S23(b, p)
                                         p += 16
                                         l2.append(o3)
                                         n2 -= 1
@@ -1648,7 +1877,7 @@ def _r40(b, p, k=_MAXE):
 def _r43(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S21(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S26(b, p)
     p += 14
     if n0 < 0:
         raise Malformed
@@ -1675,7 +1904,7 @@ def _r43(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S22(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S27(b, p)
                     if q2 == 0:
                         o2.aborted_transactions = []
                         p += 42
@@ -1693,21 +1922,31 @@ def _r43(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4:
-                                    for v in _I19(b[p:p + 16 * n2]):
+                                    s2 = b[p:p + 16 * n2]
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S23(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[16:]
+                                    for v in _I24(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 16 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset = _S19(b, p)
+                                        o3.producer_id, o3.first_offset = _S23(b, p)
                                         p += 16
                                         l2.append(o3)
                                         n2 -= 1
-                        o2.preferred_read_replica, n2 = _S17(b, p)
+                        o2.preferred_read_replica, n2 = _S21(b, p)
                         p += 8
                     if n2 < 0:
                         if n2 != -1:
@@ -1733,7 +1972,7 @@ def _r43(b, p, k=_MAXE):
 def _r50(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S28(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1769,7 +2008,7 @@ def _r50(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S29(b, p)
                     if q2 == 1:
                         o2.aborted_transactions = []
                         p += 36
@@ -1788,23 +2027,32 @@ def _r50(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                    for v in _I25(s2):
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S30(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[17:]
+                                    for v in _I31(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 17 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        o3.producer_id, o3.first_offset, n3 = _S32(b, p)
                                         p += 17
                                         if n3:
                                             p, k = _t44(b, p - 1, o3, k)
                                         l2.append(o3)
                                         n2 -= 1
-                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        o2.preferred_read_replica, n2 = _S33(b, p)
                         p += 5
                     if n2 > 127:
                         if b[p] < 128:
@@ -1847,7 +2095,7 @@ def _r50(b, p, k=_MAXE):
 def _r52(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S28(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1877,7 +2125,7 @@ def _r52(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S29(b, p)
                     if q2 == 1:
                         o2.aborted_transactions = []
                         p += 36
@@ -1896,23 +2144,32 @@ def _r52(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                    for v in _I25(s2):
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S30(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[17:]
+                                    for v in _I31(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 17 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        o3.producer_id, o3.first_offset, n3 = _S32(b, p)
                                         p += 17
                                         if n3:
                                             p, k = _t44(b, p - 1, o3, k)
                                         l2.append(o3)
                                         n2 -= 1
-                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        o2.preferred_read_replica, n2 = _S33(b, p)
                         p += 5
                     if n2 > 127:
                         if b[p] < 128:
@@ -1955,7 +2212,7 @@ def _r52(b, p, k=_MAXE):
 def _r54(b, p, k=_MAXE):
     m = memoryview(b)
     o = FetchResponse()
-    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S23(b, p)
+    o.throttle_time_ms, o.error_code, o.session_id, n0 = _S28(b, p)
     p += 11
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -1985,7 +2242,7 @@ def _r54(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = FetchResponse_PartitionData()
-                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S24(b, p)
+                    o2.partition_index, o2.error_code, o2.high_watermark, o2.last_stable_offset, o2.log_start_offset, q2, o2.preferred_read_replica, n2 = _S29(b, p)
                     if q2 == 1:
                         o2.aborted_transactions = []
                         p += 36
@@ -2004,23 +2261,32 @@ def _r54(b, p, k=_MAXE):
                                 if k < 0:
                                     raise Malformed
                                 if n2 > 4 and (s2 := b[p:p + 17 * n2])[16::17].count(0) == n2:
-                                    for v in _I25(s2):
+                                    if n2 & 1:
                                         o3 = FetchResponse_AbortedTransaction()
-                                        o3.producer_id, o3.first_offset = v
                                         o3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset = _S30(s2, 0)
                                         l2.append(o3)
+                                        s2 = s2[17:]
+                                    for v in _I31(s2):
+                                        o3 = FetchResponse_AbortedTransaction()
+                                        o3.unknown_tags = None
+                                        r3 = FetchResponse_AbortedTransaction()
+                                        r3.unknown_tags = None
+                                        o3.producer_id, o3.first_offset, r3.producer_id, r3.first_offset = v
+                                        l2.append(o3)
+                                        l2.append(r3)
                                     p += 17 * n2
                                 else:
                                     while n2:
                                         o3 = FetchResponse_AbortedTransaction()
                                         o3.unknown_tags = None
-                                        o3.producer_id, o3.first_offset, n3 = _S26(b, p)
+                                        o3.producer_id, o3.first_offset, n3 = _S32(b, p)
                                         p += 17
                                         if n3:
                                             p, k = _t44(b, p - 1, o3, k)
                                         l2.append(o3)
                                         n2 -= 1
-                        o2.preferred_read_replica, n2 = _S27(b, p)
+                        o2.preferred_read_replica, n2 = _S33(b, p)
                         p += 5
                     if n2 > 127:
                         if b[p] < 128:
@@ -2150,7 +2416,7 @@ def _t17(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2235,7 +2501,7 @@ def _t20(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2272,7 +2538,7 @@ def _t22(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2286,7 +2552,7 @@ def _t22(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S34(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2373,7 +2639,7 @@ def _t25(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2387,7 +2653,7 @@ def _t25(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S34(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2425,7 +2691,7 @@ def _t26(b, p, o, k):
             if p != e:
                 raise Malformed
         elif t == 1:
-            o.high_watermark = _S29(b, p)[0]
+            o.high_watermark = _S35(b, p)[0]
             p += 8
             if p != e:
                 raise Malformed
@@ -2479,7 +2745,7 @@ def _t28(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2493,7 +2759,7 @@ def _t28(b, p, o, k):
         elif t == 1:
             o1 = FetchRequest_ReplicaState()
             o1.unknown_tags = None
-            o1.replica_id, o1.replica_epoch, n1 = _S28(b, p)
+            o1.replica_id, o1.replica_epoch, n1 = _S34(b, p)
             p += 13
             if n1:
                 p, k = _t21(b, p - 1, o1, k)
@@ -2552,7 +2818,7 @@ def _t48(b, p, o, k):
         if t == 0:
             o1 = FetchResponse_EpochEndOffset()
             o1.unknown_tags = None
-            o1.epoch, o1.end_offset, n1 = _S28(b, p)
+            o1.epoch, o1.end_offset, n1 = _S34(b, p)
             p += 13
             if n1:
                 p, k = _t45(b, p - 1, o1, k)
@@ -2562,7 +2828,7 @@ def _t48(b, p, o, k):
         elif t == 1:
             o1 = FetchResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
-            o1.leader_id, o1.leader_epoch, n1 = _S30(b, p)
+            o1.leader_id, o1.leader_epoch, n1 = _S36(b, p)
             p += 9
             if n1:
                 p, k = _t46(b, p - 1, o1, k)
@@ -2572,7 +2838,7 @@ def _t48(b, p, o, k):
         elif t == 2:
             o1 = FetchResponse_SnapshotId()
             o1.unknown_tags = None
-            o1.end_offset, o1.epoch, n1 = _S31(b, p)
+            o1.end_offset, o1.epoch, n1 = _S37(b, p)
             p += 13
             if n1:
                 p, k = _t47(b, p - 1, o1, k)
@@ -2701,7 +2967,7 @@ def _t54(b, p, o, k):
         if e > len(b):
             raise Malformed
         if t == 0:
-            n0 = _S11(b, p)[0]
+            n0 = _S14(b, p)[0]
             p += 1
             if n0 > 127:
                 n0, p = _uv(b, p - 1)
@@ -2715,7 +2981,7 @@ def _t54(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = FetchResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S27(b, p)
+                    o1.node_id, n1 = _S33(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -2723,7 +2989,7 @@ def _t54(b, p, o, k):
                     if n1 < 0:
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
-                    o1.port, n1 = _S27(b, p)
+                    o1.port, n1 = _S33(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)

@@ -3,9 +3,10 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iiqx').unpack_from
-_S2 = Struct('>iiqB').unpack_from
-_S3 = Struct('>ihB').unpack_from
-_I1 = Struct('>iiqx').iter_unpack
+_S2 = Struct('>iiqxiiqx').unpack_from
+_S3 = Struct('>iiqB').unpack_from
+_S4 = Struct('>ihB').unpack_from
+_I2 = Struct('>iiqxiiqx').iter_unpack
 
 
 class InitializeShareGroupStateRequest(Body):
@@ -71,17 +72,26 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = InitializeShareGroupStateRequest_PartitionData()
-                        o2.partition, o2.state_epoch, o2.start_offset = v
                         o2.unknown_tags = None
+                        o2.partition, o2.state_epoch, o2.start_offset = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[17:]
+                    for v in _I2(s1):
+                        o2 = InitializeShareGroupStateRequest_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = InitializeShareGroupStateRequest_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition, o2.state_epoch, o2.start_offset, r2.partition, r2.state_epoch, r2.start_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 17 * n1
                 else:
                     while n1:
                         o2 = InitializeShareGroupStateRequest_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition, o2.state_epoch, o2.start_offset, n2 = _S2(b, p)
+                        o2.partition, o2.state_epoch, o2.start_offset, n2 = _S3(b, p)
                         p += 17
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -134,7 +144,7 @@ def _r5(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = InitializeShareGroupStateResponse_PartitionResult()
-                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    o2.partition, o2.error_code, n2 = _S4(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)

@@ -21,7 +21,8 @@ _S16 = Struct('>hi').unpack_from
 _S17 = Struct('>hB').unpack_from
 _S18 = Struct('>ihB').unpack_from
 _S19 = Struct('>ihx').unpack_from
-_I19 = Struct('>ihx').iter_unpack
+_S20 = Struct('>ihxihx').unpack_from
+_I20 = Struct('>ihxihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -1136,12 +1137,23 @@ def _r27(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I19(s1):
+                    if n1 & 1:
                         o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
-                        o2.partition_index, o2.error_code = v
                         o2.topic_name = ''
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S19(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I20(s1):
+                        o2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                        o2.topic_name = ''
+                        o2.unknown_tags = None
+                        r2 = LeaderAndIsrResponse_LeaderAndIsrPartitionError()
+                        r2.topic_name = ''
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:

@@ -3,10 +3,11 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>hiB').unpack_from
 _S1 = Struct('>ix').unpack_from
-_S2 = Struct('>iB').unpack_from
-_S3 = Struct('>B').unpack_from
-_S4 = Struct('>i').unpack_from
-_I1 = Struct('>ix').iter_unpack
+_S2 = Struct('>ixix').unpack_from
+_S3 = Struct('>iB').unpack_from
+_S4 = Struct('>B').unpack_from
+_S5 = Struct('>i').unpack_from
+_I2 = Struct('>ixix').iter_unpack
 
 
 class LeaderChangeMessage(Body):
@@ -32,19 +33,30 @@ def _r1(b, p, k=_MAXE):
         if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
-            for v in _I1(s0):
+            if n0 & 1:
                 o1 = LeaderChangeMessage_Voter()
-                o1.voter_id, = v
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
+                o1.voter_id, = _S1(s0, 0)
                 l0.append(o1)
+                s0 = s0[5:]
+            for v in _I2(s0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                r1 = LeaderChangeMessage_Voter()
+                r1.voter_directory_id = UUID0
+                r1.unknown_tags = None
+                o1.voter_id, r1.voter_id = v
+                l0.append(o1)
+                l0.append(r1)
             p += 5 * n0
         else:
             while n0:
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
-                o1.voter_id, n1 = _S2(b, p)
+                o1.voter_id, n1 = _S3(b, p)
                 p += 5
                 if n1:
                     p, k = _t0(b, p - 1, o1, k)
@@ -63,19 +75,30 @@ def _r1(b, p, k=_MAXE):
         if k < 0:
             raise Malformed
         if n0 > 4 and (s0 := b[p:p + 5 * n0])[4::5].count(0) == n0:
-            for v in _I1(s0):
+            if n0 & 1:
                 o1 = LeaderChangeMessage_Voter()
-                o1.voter_id, = v
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
+                o1.voter_id, = _S1(s0, 0)
                 l0.append(o1)
+                s0 = s0[5:]
+            for v in _I2(s0):
+                o1 = LeaderChangeMessage_Voter()
+                o1.voter_directory_id = UUID0
+                o1.unknown_tags = None
+                r1 = LeaderChangeMessage_Voter()
+                r1.voter_directory_id = UUID0
+                r1.unknown_tags = None
+                o1.voter_id, r1.voter_id = v
+                l0.append(o1)
+                l0.append(r1)
             p += 5 * n0
         else:
             while n0:
                 o1 = LeaderChangeMessage_Voter()
                 o1.voter_directory_id = UUID0
                 o1.unknown_tags = None
-                o1.voter_id, n1 = _S2(b, p)
+                o1.voter_id, n1 = _S3(b, p)
                 p += 5
                 if n1:
                     p, k = _t0(b, p - 1, o1, k)
@@ -105,7 +128,7 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = LeaderChangeMessage_Voter()
-            o1.voter_id = _S4(b, p)[0]
+            o1.voter_id = _S5(b, p)[0]
             p += 4
             o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16
@@ -130,7 +153,7 @@ def _r3(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = LeaderChangeMessage_Voter()
-            o1.voter_id = _S4(b, p)[0]
+            o1.voter_id = _S5(b, p)[0]
             p += 4
             o1.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
             p += 16

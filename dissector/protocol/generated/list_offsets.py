@@ -5,26 +5,33 @@ _S0 = Struct('>ii').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>i').unpack_from
 _S3 = Struct('>iqi').unpack_from
-_S4 = Struct('>iq').unpack_from
-_S5 = Struct('>ibi').unpack_from
-_S6 = Struct('>iiq').unpack_from
-_S7 = Struct('>ibB').unpack_from
-_S8 = Struct('>B').unpack_from
-_S9 = Struct('>iiqx').unpack_from
-_S10 = Struct('>iiqB').unpack_from
-_S11 = Struct('>iB').unpack_from
-_S12 = Struct('>ihi').unpack_from
-_S13 = Struct('>ihqq').unpack_from
-_S14 = Struct('>ihqqi').unpack_from
-_S15 = Struct('>ihqqix').unpack_from
-_S16 = Struct('>ihqqiB').unpack_from
-_I3 = Struct('>iqi').iter_unpack
-_I4 = Struct('>iq').iter_unpack
-_I6 = Struct('>iiq').iter_unpack
-_I9 = Struct('>iiqx').iter_unpack
-_I13 = Struct('>ihqq').iter_unpack
-_I14 = Struct('>ihqqi').iter_unpack
-_I15 = Struct('>ihqqix').iter_unpack
+_S4 = Struct('>iqiiqi').unpack_from
+_S5 = Struct('>iq').unpack_from
+_S6 = Struct('>iqiq').unpack_from
+_S7 = Struct('>ibi').unpack_from
+_S8 = Struct('>iiq').unpack_from
+_S9 = Struct('>iiqiiq').unpack_from
+_S10 = Struct('>ibB').unpack_from
+_S11 = Struct('>B').unpack_from
+_S12 = Struct('>iiqx').unpack_from
+_S13 = Struct('>iiqxiiqx').unpack_from
+_S14 = Struct('>iiqB').unpack_from
+_S15 = Struct('>iB').unpack_from
+_S16 = Struct('>ihi').unpack_from
+_S17 = Struct('>ihqq').unpack_from
+_S18 = Struct('>ihqqihqq').unpack_from
+_S19 = Struct('>ihqqi').unpack_from
+_S20 = Struct('>ihqqiihqqi').unpack_from
+_S21 = Struct('>ihqqix').unpack_from
+_S22 = Struct('>ihqqixihqqix').unpack_from
+_S23 = Struct('>ihqqiB').unpack_from
+_I4 = Struct('>iqiiqi').iter_unpack
+_I6 = Struct('>iqiq').iter_unpack
+_I9 = Struct('>iiqiiq').iter_unpack
+_I13 = Struct('>iiqxiiqx').iter_unpack
+_I18 = Struct('>ihqqihqq').iter_unpack
+_I20 = Struct('>ihqqiihqqi').iter_unpack
+_I22 = Struct('>ihqqixihqqix').iter_unpack
 _Aq = ARRAYS['q']
 
 
@@ -80,12 +87,24 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 16 * n1]):
+                    s1 = b[p:p + 16 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.timestamp, o2.max_num_offsets = v
                         o2.current_leader_epoch = -1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp, o2.max_num_offsets = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I4(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.current_leader_epoch = -1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.timestamp, o2.max_num_offsets, r2.partition_index, r2.timestamp, r2.max_num_offsets = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
@@ -133,13 +152,27 @@ def _r5(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I4(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.timestamp = v
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp = _S5(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I6(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.current_leader_epoch = -1
+                        r2.max_num_offsets = 1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.timestamp, r2.partition_index, r2.timestamp = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
@@ -147,7 +180,7 @@ def _r5(b, p, k=_MAXE):
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
-                        o2.partition_index, o2.timestamp = _S4(b, p)
+                        o2.partition_index, o2.timestamp = _S5(b, p)
                         p += 12
                         l1.append(o2)
                         n1 -= 1
@@ -162,7 +195,7 @@ def _r5(b, p, k=_MAXE):
 
 def _r6(b, p, k=_MAXE):
     o = ListOffsetsRequest()
-    o.replica_id, o.isolation_level, n0 = _S5(b, p)
+    o.replica_id, o.isolation_level, n0 = _S7(b, p)
     p += 9
     if n0 < 0:
         raise Malformed
@@ -188,13 +221,27 @@ def _r6(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I4(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.timestamp = v
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.timestamp = _S5(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I6(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.current_leader_epoch = -1
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.current_leader_epoch = -1
+                        r2.max_num_offsets = 1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.timestamp, r2.partition_index, r2.timestamp = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
@@ -202,7 +249,7 @@ def _r6(b, p, k=_MAXE):
                         o2.current_leader_epoch = -1
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
-                        o2.partition_index, o2.timestamp = _S4(b, p)
+                        o2.partition_index, o2.timestamp = _S5(b, p)
                         p += 12
                         l1.append(o2)
                         n1 -= 1
@@ -216,7 +263,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = ListOffsetsRequest()
-    o.replica_id, o.isolation_level, n0 = _S5(b, p)
+    o.replica_id, o.isolation_level, n0 = _S7(b, p)
     p += 9
     if n0 < 0:
         raise Malformed
@@ -242,19 +289,31 @@ def _r9(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I6(b[p:p + 16 * n1]):
+                    s1 = b[p:p + 16 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S8(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I9(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.max_num_offsets = 1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, r2.partition_index, r2.current_leader_epoch, r2.timestamp = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S6(b, p)
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S8(b, p)
                         p += 16
                         l1.append(o2)
                         n1 -= 1
@@ -268,7 +327,7 @@ def _r9(b, p, k=_MAXE):
 
 def _r12(b, p, k=_MAXE):
     o = ListOffsetsRequest()
-    o.replica_id, o.isolation_level, n0 = _S7(b, p)
+    o.replica_id, o.isolation_level, n0 = _S10(b, p)
     p += 6
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -303,19 +362,30 @@ def _r12(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
-                    for v in _I9(s1):
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[17:]
+                    for v in _I13(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.max_num_offsets = 1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, r2.partition_index, r2.current_leader_epoch, r2.timestamp = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 17 * n1
                 else:
                     while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S14(b, p)
                         p += 17
                         if n2:
                             p, k = _t10(b, p - 1, o2, k)
@@ -339,7 +409,7 @@ def _r12(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = ListOffsetsRequest()
-    o.replica_id, o.isolation_level, n0 = _S7(b, p)
+    o.replica_id, o.isolation_level, n0 = _S10(b, p)
     p += 6
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -374,19 +444,30 @@ def _r13(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 17 * n1])[16::17].count(0) == n1:
-                    for v in _I9(s1):
+                    if n1 & 1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = v
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[17:]
+                    for v in _I13(s1):
+                        o2 = ListOffsetsRequest_ListOffsetsPartition()
+                        o2.max_num_offsets = 1
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsRequest_ListOffsetsPartition()
+                        r2.max_num_offsets = 1
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, r2.partition_index, r2.current_leader_epoch, r2.timestamp = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 17 * n1
                 else:
                     while n1:
                         o2 = ListOffsetsRequest_ListOffsetsPartition()
                         o2.max_num_offsets = 1
                         o2.unknown_tags = None
-                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S10(b, p)
+                        o2.partition_index, o2.current_leader_epoch, o2.timestamp, n2 = _S14(b, p)
                         p += 17
                         if n2:
                             p, k = _t10(b, p - 1, o2, k)
@@ -400,7 +481,7 @@ def _r13(b, p, k=_MAXE):
             l0.append(o1)
             n0 -= 1
     o.unknown_tags = None
-    o.timeout_ms, n0 = _S11(b, p)
+    o.timeout_ms, n0 = _S15(b, p)
     p += 5
     if n0:
         p, k = _t13(b, p - 1, o, k)
@@ -436,7 +517,7 @@ def _r16(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                    o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                    o2.partition_index, o2.error_code, n2 = _S16(b, p)
                     p += 10
                     if n2 < 0:
                         raise Malformed
@@ -490,13 +571,27 @@ def _r19(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I13(b[p:p + 22 * n1]):
+                    s1 = b[p:p + 22 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S17(s1, 0)
                         l1.append(o2)
+                        s1 = s1[22:]
+                    for v in _I18(s1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        r2.leader_epoch = -1
+                        r2.old_style_offsets = []
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, r2.partition_index, r2.error_code, r2.timestamp, r2.offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 22 * n1
                 else:
                     while n1:
@@ -504,7 +599,7 @@ def _r19(b, p, k=_MAXE):
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S17(b, p)
                         p += 22
                         l1.append(o2)
                         n1 -= 1
@@ -544,13 +639,27 @@ def _r20(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I13(b[p:p + 22 * n1]):
+                    s1 = b[p:p + 22 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = v
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S17(s1, 0)
                         l1.append(o2)
+                        s1 = s1[22:]
+                    for v in _I18(s1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.leader_epoch = -1
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        r2.leader_epoch = -1
+                        r2.old_style_offsets = []
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, r2.partition_index, r2.error_code, r2.timestamp, r2.offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 22 * n1
                 else:
                     while n1:
@@ -558,7 +667,7 @@ def _r20(b, p, k=_MAXE):
                         o2.leader_epoch = -1
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S13(b, p)
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset = _S17(b, p)
                         p += 22
                         l1.append(o2)
                         n1 -= 1
@@ -597,19 +706,31 @@ def _r23(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I14(b[p:p + 26 * n1]):
+                    s1 = b[p:p + 26 * n1]
+                    if n1 & 1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S19(s1, 0)
                         l1.append(o2)
+                        s1 = s1[26:]
+                    for v in _I20(s1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        r2.old_style_offsets = []
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, r2.partition_index, r2.error_code, r2.timestamp, r2.offset, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 26 * n1
                 else:
                     while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S14(b, p)
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S19(b, p)
                         p += 26
                         l1.append(o2)
                         n1 -= 1
@@ -622,7 +743,7 @@ def _r23(b, p, k=_MAXE):
 
 def _r26(b, p, k=_MAXE):
     o = ListOffsetsResponse()
-    o.throttle_time_ms, n0 = _S11(b, p)
+    o.throttle_time_ms, n0 = _S15(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -657,19 +778,30 @@ def _r26(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 27 * n1])[26::27].count(0) == n1:
-                    for v in _I15(s1):
+                    if n1 & 1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = v
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch = _S21(s1, 0)
                         l1.append(o2)
+                        s1 = s1[27:]
+                    for v in _I22(s1):
+                        o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        o2.old_style_offsets = []
+                        o2.unknown_tags = None
+                        r2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
+                        r2.old_style_offsets = []
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, r2.partition_index, r2.error_code, r2.timestamp, r2.offset, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 27 * n1
                 else:
                     while n1:
                         o2 = ListOffsetsResponse_ListOffsetsPartitionResponse()
                         o2.old_style_offsets = []
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S16(b, p)
+                        o2.partition_index, o2.error_code, o2.timestamp, o2.offset, o2.leader_epoch, n2 = _S23(b, p)
                         p += 27
                         if n2:
                             p, k = _t24(b, p - 1, o2, k)

@@ -13,11 +13,13 @@ _S8 = Struct('>B').unpack_from
 _S9 = Struct('>iB').unpack_from
 _S10 = Struct('>BB').unpack_from
 _S11 = Struct('>iqiBB').unpack_from
-_S12 = Struct('>ii').unpack_from
-_S13 = Struct('>ihx').unpack_from
-_S14 = Struct('>ihB').unpack_from
-_I3 = Struct('>ih').iter_unpack
-_I13 = Struct('>ihx').iter_unpack
+_S12 = Struct('>ihih').unpack_from
+_S13 = Struct('>ii').unpack_from
+_S14 = Struct('>ihx').unpack_from
+_S15 = Struct('>ihxihx').unpack_from
+_S16 = Struct('>ihB').unpack_from
+_I12 = Struct('>ihih').iter_unpack
+_I15 = Struct('>ihxihx').iter_unpack
 
 
 class OffsetCommitRequest(Body):
@@ -657,11 +659,21 @@ def _r19(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I12(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
@@ -682,7 +694,7 @@ def _r19(b, p, k=_MAXE):
 
 def _r20(b, p, k=_MAXE):
     o = OffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S12(b, p)
+    o.throttle_time_ms, n0 = _S13(b, p)
     p += 8
     if n0 < 0:
         raise Malformed
@@ -708,11 +720,21 @@ def _r20(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S3(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I12(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
@@ -767,17 +789,26 @@ def _r23(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I13(s1):
+                    if n1 & 1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S14(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I15(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S16(b, p)
                         p += 7
                         if n2:
                             p, k = _t21(b, p - 1, o2, k)
@@ -830,17 +861,26 @@ def _r25(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I13(s1):
+                    if n1 & 1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S14(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I15(s1):
+                        o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetCommitResponse_OffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = OffsetCommitResponse_OffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S16(b, p)
                         p += 7
                         if n2:
                             p, k = _t21(b, p - 1, o2, k)

@@ -3,10 +3,12 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>h').unpack_from
 _S1 = Struct('>i').unpack_from
-_S2 = Struct('>hii').unpack_from
-_S3 = Struct('>ih').unpack_from
-_I1 = Struct('>i').iter_unpack
-_I3 = Struct('>ih').iter_unpack
+_S2 = Struct('>ii').unpack_from
+_S3 = Struct('>hii').unpack_from
+_S4 = Struct('>ih').unpack_from
+_S5 = Struct('>ihih').unpack_from
+_I2 = Struct('>ii').iter_unpack
+_I5 = Struct('>ihih').iter_unpack
 
 
 class OffsetDeleteRequest(Body):
@@ -66,11 +68,21 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I1(b[p:p + 4 * n1]):
+                    s1 = b[p:p + 4 * n1]
+                    if n1 & 1:
                         o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
-                        o2.partition_index, = v
                         o2.unknown_tags = None
+                        o2.partition_index, = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[4:]
+                    for v in _I2(s1):
+                        o2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetDeleteRequest_OffsetDeleteRequestPartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, r2.partition_index = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 4 * n1
                 else:
                     while n1:
@@ -89,7 +101,7 @@ def _r2(b, p, k=_MAXE):
 
 def _r5(b, p, k=_MAXE):
     o = OffsetDeleteResponse()
-    o.error_code, o.throttle_time_ms, n0 = _S2(b, p)
+    o.error_code, o.throttle_time_ms, n0 = _S3(b, p)
     p += 10
     if n0 < 0:
         raise Malformed
@@ -115,17 +127,27 @@ def _r5(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S4(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I5(s1):
+                        o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
                         o2 = OffsetDeleteResponse_OffsetDeleteResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code = _S3(b, p)
+                        o2.partition_index, o2.error_code = _S4(b, p)
                         p += 6
                         l1.append(o2)
                         n1 -= 1

@@ -4,21 +4,27 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>i').unpack_from
 _S1 = Struct('>h').unpack_from
 _S2 = Struct('>ii').unpack_from
-_S3 = Struct('>iii').unpack_from
-_S4 = Struct('>iB').unpack_from
-_S5 = Struct('>B').unpack_from
-_S6 = Struct('>iiix').unpack_from
-_S7 = Struct('>iiiB').unpack_from
-_S8 = Struct('>hiq').unpack_from
-_S9 = Struct('>hiiq').unpack_from
-_S10 = Struct('>hiiqx').unpack_from
-_S11 = Struct('>hiiqB').unpack_from
-_I2 = Struct('>ii').iter_unpack
-_I3 = Struct('>iii').iter_unpack
-_I6 = Struct('>iiix').iter_unpack
-_I8 = Struct('>hiq').iter_unpack
-_I9 = Struct('>hiiq').iter_unpack
-_I10 = Struct('>hiiqx').iter_unpack
+_S3 = Struct('>iiii').unpack_from
+_S4 = Struct('>iii').unpack_from
+_S5 = Struct('>iiiiii').unpack_from
+_S6 = Struct('>iB').unpack_from
+_S7 = Struct('>B').unpack_from
+_S8 = Struct('>iiix').unpack_from
+_S9 = Struct('>iiixiiix').unpack_from
+_S10 = Struct('>iiiB').unpack_from
+_S11 = Struct('>hiq').unpack_from
+_S12 = Struct('>hiqhiq').unpack_from
+_S13 = Struct('>hiiq').unpack_from
+_S14 = Struct('>hiiqhiiq').unpack_from
+_S15 = Struct('>hiiqx').unpack_from
+_S16 = Struct('>hiiqxhiiqx').unpack_from
+_S17 = Struct('>hiiqB').unpack_from
+_I3 = Struct('>iiii').iter_unpack
+_I5 = Struct('>iiiiii').iter_unpack
+_I9 = Struct('>iiixiiix').iter_unpack
+_I12 = Struct('>hiqhiq').iter_unpack
+_I14 = Struct('>hiiqhiiq').iter_unpack
+_I16 = Struct('>hiiqxhiiqx').iter_unpack
 
 
 class OffsetForLeaderEpochRequest(Body):
@@ -73,12 +79,24 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I2(b[p:p + 8 * n1]):
+                    s1 = b[p:p + 8 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                        o2.partition, o2.leader_epoch = v
                         o2.current_leader_epoch = -1
                         o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch = _S2(s1, 0)
                         l1.append(o2)
+                        s1 = s1[8:]
+                    for v in _I3(s1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.current_leader_epoch = -1
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        r2.current_leader_epoch = -1
+                        r2.unknown_tags = None
+                        o2.partition, o2.leader_epoch, r2.partition, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 8 * n1
                 else:
                     while n1:
@@ -125,17 +143,27 @@ def _r5(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S4(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I5(s1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, r2.partition, r2.current_leader_epoch, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S4(b, p)
                         p += 12
                         l1.append(o2)
                         n1 -= 1
@@ -175,17 +203,27 @@ def _r6(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I3(b[p:p + 12 * n1]):
+                    s1 = b[p:p + 12 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S4(s1, 0)
                         l1.append(o2)
+                        s1 = s1[12:]
+                    for v in _I5(s1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, r2.partition, r2.current_leader_epoch, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 12 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S3(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S4(b, p)
                         p += 12
                         l1.append(o2)
                         n1 -= 1
@@ -198,7 +236,7 @@ def _r6(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = OffsetForLeaderEpochRequest()
-    o.replica_id, n0 = _S4(b, p)
+    o.replica_id, n0 = _S6(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -233,17 +271,26 @@ def _r9(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 13 * n1])[12::13].count(0) == n1:
-                    for v in _I6(s1):
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch = _S8(s1, 0)
                         l1.append(o2)
+                        s1 = s1[13:]
+                    for v in _I9(s1):
+                        o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
+                        r2.unknown_tags = None
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, r2.partition, r2.current_leader_epoch, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 13 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochRequest_OffsetForLeaderPartition()
                         o2.unknown_tags = None
-                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S7(b, p)
+                        o2.partition, o2.current_leader_epoch, o2.leader_epoch, n2 = _S10(b, p)
                         p += 13
                         if n2:
                             p, k = _t7(b, p - 1, o2, k)
@@ -292,19 +339,31 @@ def _r12(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I8(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                        o2.error_code, o2.partition, o2.end_offset = v
                         o2.leader_epoch = -1
                         o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.end_offset = _S11(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I12(s1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.leader_epoch = -1
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        r2.leader_epoch = -1
+                        r2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.end_offset, r2.error_code, r2.partition, r2.end_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.leader_epoch = -1
                         o2.unknown_tags = None
-                        o2.error_code, o2.partition, o2.end_offset = _S8(b, p)
+                        o2.error_code, o2.partition, o2.end_offset = _S11(b, p)
                         p += 14
                         l1.append(o2)
                         n1 -= 1
@@ -344,17 +403,27 @@ def _r15(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 18 * n1]):
+                    s1 = b[p:p + 18 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
                         o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S13(s1, 0)
                         l1.append(o2)
+                        s1 = s1[18:]
+                    for v in _I14(s1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        r2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, r2.error_code, r2.partition, r2.leader_epoch, r2.end_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 18 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S13(b, p)
                         p += 18
                         l1.append(o2)
                         n1 -= 1
@@ -394,17 +463,27 @@ def _r16(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 18 * n1]):
+                    s1 = b[p:p + 18 * n1]
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
                         o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S13(s1, 0)
                         l1.append(o2)
+                        s1 = s1[18:]
+                    for v in _I14(s1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        r2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, r2.error_code, r2.partition, r2.leader_epoch, r2.end_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 18 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S9(b, p)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S13(b, p)
                         p += 18
                         l1.append(o2)
                         n1 -= 1
@@ -417,7 +496,7 @@ def _r16(b, p, k=_MAXE):
 
 def _r19(b, p, k=_MAXE):
     o = OffsetForLeaderEpochResponse()
-    o.throttle_time_ms, n0 = _S4(b, p)
+    o.throttle_time_ms, n0 = _S6(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -452,17 +531,26 @@ def _r19(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 19 * n1])[18::19].count(0) == n1:
-                    for v in _I10(s1):
+                    if n1 & 1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = v
                         o2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset = _S15(s1, 0)
                         l1.append(o2)
+                        s1 = s1[19:]
+                    for v in _I16(s1):
+                        o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        o2.unknown_tags = None
+                        r2 = OffsetForLeaderEpochResponse_EpochEndOffset()
+                        r2.unknown_tags = None
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, r2.error_code, r2.partition, r2.leader_epoch, r2.end_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 19 * n1
                 else:
                     while n1:
                         o2 = OffsetForLeaderEpochResponse_EpochEndOffset()
                         o2.unknown_tags = None
-                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S11(b, p)
+                        o2.error_code, o2.partition, o2.leader_epoch, o2.end_offset, n2 = _S17(b, p)
                         p += 19
                         if n2:
                             p, k = _t17(b, p - 1, o2, k)

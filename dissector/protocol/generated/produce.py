@@ -11,15 +11,18 @@ _S6 = Struct('>hiB').unpack_from
 _S7 = Struct('>B').unpack_from
 _S8 = Struct('>iB').unpack_from
 _S9 = Struct('>ihq').unpack_from
-_S10 = Struct('>ihqq').unpack_from
-_S11 = Struct('>ihqqq').unpack_from
-_S12 = Struct('>ihqqqih').unpack_from
-_S13 = Struct('>ih').unpack_from
-_S14 = Struct('>ihqqqBB').unpack_from
-_S15 = Struct('>iiB').unpack_from
-_I9 = Struct('>ihq').iter_unpack
-_I10 = Struct('>ihqq').iter_unpack
-_I11 = Struct('>ihqqq').iter_unpack
+_S10 = Struct('>ihqihq').unpack_from
+_S11 = Struct('>ihqq').unpack_from
+_S12 = Struct('>ihqqihqq').unpack_from
+_S13 = Struct('>ihqqq').unpack_from
+_S14 = Struct('>ihqqqihqqq').unpack_from
+_S15 = Struct('>ihqqqih').unpack_from
+_S16 = Struct('>ih').unpack_from
+_S17 = Struct('>ihqqqBB').unpack_from
+_S18 = Struct('>iiB').unpack_from
+_I10 = Struct('>ihqihq').iter_unpack
+_I12 = Struct('>ihqqihqq').iter_unpack
+_I14 = Struct('>ihqqqihqqq').iter_unpack
 
 
 class ProduceRequest(Body):
@@ -370,16 +373,36 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = ProduceResponse_PartitionProduceResponse()
-                        o2.index, o2.error_code, o2.base_offset = v
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
                         o2.record_errors = []
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I10(s1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        r2 = ProduceResponse_PartitionProduceResponse()
+                        r2.log_append_time_ms = -1
+                        r2.log_start_offset = -1
+                        r2.record_errors = []
+                        r2.error_message = None
+                        r2.current_leader = None
+                        r2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, r2.index, r2.error_code, r2.base_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
@@ -432,16 +455,36 @@ def _r12(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 14 * n1]):
+                    s1 = b[p:p + 14 * n1]
+                    if n1 & 1:
                         o2 = ProduceResponse_PartitionProduceResponse()
-                        o2.index, o2.error_code, o2.base_offset = v
                         o2.log_append_time_ms = -1
                         o2.log_start_offset = -1
                         o2.record_errors = []
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[14:]
+                    for v in _I10(s1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_append_time_ms = -1
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        r2 = ProduceResponse_PartitionProduceResponse()
+                        r2.log_append_time_ms = -1
+                        r2.log_start_offset = -1
+                        r2.record_errors = []
+                        r2.error_message = None
+                        r2.current_leader = None
+                        r2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, r2.index, r2.error_code, r2.base_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 14 * n1
                 else:
                     while n1:
@@ -495,15 +538,33 @@ def _r15(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I10(b[p:p + 22 * n1]):
+                    s1 = b[p:p + 22 * n1]
+                    if n1 & 1:
                         o2 = ProduceResponse_PartitionProduceResponse()
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = v
                         o2.log_start_offset = -1
                         o2.record_errors = []
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S11(s1, 0)
                         l1.append(o2)
+                        s1 = s1[22:]
+                    for v in _I12(s1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.log_start_offset = -1
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        r2 = ProduceResponse_PartitionProduceResponse()
+                        r2.log_start_offset = -1
+                        r2.record_errors = []
+                        r2.error_message = None
+                        r2.current_leader = None
+                        r2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, r2.index, r2.error_code, r2.base_offset, r2.log_append_time_ms = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 22 * n1
                 else:
                     while n1:
@@ -513,7 +574,7 @@ def _r15(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S10(b, p)
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms = _S11(b, p)
                         p += 22
                         l1.append(o2)
                         n1 -= 1
@@ -556,14 +617,30 @@ def _r18(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I11(b[p:p + 30 * n1]):
+                    s1 = b[p:p + 30 * n1]
+                    if n1 & 1:
                         o2 = ProduceResponse_PartitionProduceResponse()
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = v
                         o2.record_errors = []
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S13(s1, 0)
                         l1.append(o2)
+                        s1 = s1[30:]
+                    for v in _I14(s1):
+                        o2 = ProduceResponse_PartitionProduceResponse()
+                        o2.record_errors = []
+                        o2.error_message = None
+                        o2.current_leader = None
+                        o2.unknown_tags = None
+                        r2 = ProduceResponse_PartitionProduceResponse()
+                        r2.record_errors = []
+                        r2.error_message = None
+                        r2.current_leader = None
+                        r2.unknown_tags = None
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, r2.index, r2.error_code, r2.base_offset, r2.log_append_time_ms, r2.log_start_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 30 * n1
                 else:
                     while n1:
@@ -572,7 +649,7 @@ def _r18(b, p, k=_MAXE):
                         o2.error_message = None
                         o2.current_leader = None
                         o2.unknown_tags = None
-                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S11(b, p)
+                        o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset = _S13(b, p)
                         p += 30
                         l1.append(o2)
                         n1 -= 1
@@ -616,7 +693,7 @@ def _r22(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S12(b, p)
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S15(b, p)
                     if q2 == 0:
                         o2.record_errors = []
                         p += 36
@@ -632,7 +709,7 @@ def _r22(b, p, k=_MAXE):
                                 raise Malformed
                             while n2:
                                 o3 = ProduceResponse_BatchIndexAndErrorMessage()
-                                o3.batch_index, n3 = _S13(b, p)
+                                o3.batch_index, n3 = _S16(b, p)
                                 p += 6
                                 if n3 < 0:
                                     if n3 != -1:
@@ -704,7 +781,7 @@ def _r26(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S17(b, p)
                     if q2 == 1:
                         o2.record_errors = []
                         p += 32
@@ -811,7 +888,7 @@ def _r31(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S17(b, p)
                     if q2 == 1:
                         o2.record_errors = []
                         p += 32
@@ -912,7 +989,7 @@ def _r33(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ProduceResponse_PartitionProduceResponse()
-                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S14(b, p)
+                    o2.index, o2.error_code, o2.base_offset, o2.log_append_time_ms, o2.log_start_offset, q2, n2 = _S17(b, p)
                     if q2 == 1:
                         o2.record_errors = []
                         p += 32
@@ -1217,7 +1294,7 @@ def _t28(b, p, o, k):
         if t == 0:
             o1 = ProduceResponse_LeaderIdAndEpoch()
             o1.unknown_tags = None
-            o1.leader_id, o1.leader_epoch, n1 = _S15(b, p)
+            o1.leader_id, o1.leader_epoch, n1 = _S18(b, p)
             p += 9
             if n1:
                 p, k = _t27(b, p - 1, o1, k)

@@ -3,13 +3,15 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iix').unpack_from
-_S2 = Struct('>iiB').unpack_from
-_S3 = Struct('>ihB').unpack_from
-_S4 = Struct('>iqB').unpack_from
-_S5 = Struct('>qqbhx').unpack_from
-_S6 = Struct('>qqbhB').unpack_from
-_I1 = Struct('>iix').iter_unpack
-_I5 = Struct('>qqbhx').iter_unpack
+_S2 = Struct('>iixiix').unpack_from
+_S3 = Struct('>iiB').unpack_from
+_S4 = Struct('>ihB').unpack_from
+_S5 = Struct('>iqB').unpack_from
+_S6 = Struct('>qqbhx').unpack_from
+_S7 = Struct('>qqbhxqqbhx').unpack_from
+_S8 = Struct('>qqbhB').unpack_from
+_I2 = Struct('>iixiix').iter_unpack
+_I7 = Struct('>qqbhxqqbhx').iter_unpack
 
 
 class ReadShareGroupStateRequest(Body):
@@ -79,17 +81,26 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = ReadShareGroupStateRequest_PartitionData()
-                        o2.partition, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[9:]
+                    for v in _I2(s1):
+                        o2 = ReadShareGroupStateRequest_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = ReadShareGroupStateRequest_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition, o2.leader_epoch, r2.partition, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 9 * n1
                 else:
                     while n1:
                         o2 = ReadShareGroupStateRequest_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                        o2.partition, o2.leader_epoch, n2 = _S3(b, p)
                         p += 9
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -142,7 +153,7 @@ def _r6(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ReadShareGroupStateResponse_PartitionResult()
-                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    o2.partition, o2.error_code, n2 = _S4(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -151,7 +162,7 @@ def _r6(b, p, k=_MAXE):
                         o2.error_message = None
                     else:
                         o2.error_message = b[p:(p := p + n2)].decode()
-                    o2.state_epoch, o2.start_offset, n2 = _S4(b, p)
+                    o2.state_epoch, o2.start_offset, n2 = _S5(b, p)
                     p += 13
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -164,17 +175,26 @@ def _r6(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                            for v in _I5(s2):
+                            if n2 & 1:
                                 o3 = ReadShareGroupStateResponse_StateBatch()
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
                                 o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = _S6(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[20:]
+                            for v in _I7(s2):
+                                o3 = ReadShareGroupStateResponse_StateBatch()
+                                o3.unknown_tags = None
+                                r3 = ReadShareGroupStateResponse_StateBatch()
+                                r3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, r3.first_offset, r3.last_offset, r3.delivery_state, r3.delivery_count = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 20 * n2
                         else:
                             while n2:
                                 o3 = ReadShareGroupStateResponse_StateBatch()
                                 o3.unknown_tags = None
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S6(b, p)
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S8(b, p)
                                 p += 20
                                 if n3:
                                     p, k = _t3(b, p - 1, o3, k)

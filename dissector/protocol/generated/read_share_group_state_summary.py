@@ -3,11 +3,12 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iix').unpack_from
-_S2 = Struct('>iiB').unpack_from
-_S3 = Struct('>ihB').unpack_from
-_S4 = Struct('>iiqB').unpack_from
-_S5 = Struct('>iiqiB').unpack_from
-_I1 = Struct('>iix').iter_unpack
+_S2 = Struct('>iixiix').unpack_from
+_S3 = Struct('>iiB').unpack_from
+_S4 = Struct('>ihB').unpack_from
+_S5 = Struct('>iiqB').unpack_from
+_S6 = Struct('>iiqiB').unpack_from
+_I2 = Struct('>iixiix').iter_unpack
 
 
 class ReadShareGroupStateSummaryRequest(Body):
@@ -73,17 +74,26 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 9 * n1])[8::9].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = ReadShareGroupStateSummaryRequest_PartitionData()
-                        o2.partition, o2.leader_epoch = v
                         o2.unknown_tags = None
+                        o2.partition, o2.leader_epoch = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[9:]
+                    for v in _I2(s1):
+                        o2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = ReadShareGroupStateSummaryRequest_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition, o2.leader_epoch, r2.partition, r2.leader_epoch = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 9 * n1
                 else:
                     while n1:
                         o2 = ReadShareGroupStateSummaryRequest_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition, o2.leader_epoch, n2 = _S2(b, p)
+                        o2.partition, o2.leader_epoch, n2 = _S3(b, p)
                         p += 9
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -136,7 +146,7 @@ def _r5(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
-                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    o2.partition, o2.error_code, n2 = _S4(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -147,7 +157,7 @@ def _r5(b, p, k=_MAXE):
                         o2.error_message = b[p:(p := p + n2)].decode()
                     o2.delivery_complete_count = -1
                     o2.unknown_tags = None
-                    o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S4(b, p)
+                    o2.state_epoch, o2.leader_epoch, o2.start_offset, n2 = _S5(b, p)
                     p += 17
                     if n2:
                         p, k = _t3(b, p - 1, o2, k)
@@ -200,7 +210,7 @@ def _r8(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = ReadShareGroupStateSummaryResponse_PartitionResult()
-                    o2.partition, o2.error_code, n2 = _S3(b, p)
+                    o2.partition, o2.error_code, n2 = _S4(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -210,7 +220,7 @@ def _r8(b, p, k=_MAXE):
                     else:
                         o2.error_message = b[p:(p := p + n2)].decode()
                     o2.unknown_tags = None
-                    o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S5(b, p)
+                    o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S6(b, p)
                     p += 21
                     if n2:
                         p, k = _t6(b, p - 1, o2, k)

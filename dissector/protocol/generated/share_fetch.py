@@ -11,8 +11,9 @@ _S6 = Struct('>iiiiiib?B').unpack_from
 _S7 = Struct('>ihB').unpack_from
 _S8 = Struct('>hB').unpack_from
 _S9 = Struct('>qqhx').unpack_from
-_S10 = Struct('>qqhB').unpack_from
-_I9 = Struct('>qqhx').iter_unpack
+_S10 = Struct('>qqhxqqhx').unpack_from
+_S11 = Struct('>qqhB').unpack_from
+_I10 = Struct('>qqhxqqhx').iter_unpack
 _Ab = ARRAYS['b']
 _Ai = ARRAYS['i']
 
@@ -600,17 +601,26 @@ def _r14(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
-                            for v in _I9(s2):
+                            if n2 & 1:
                                 o3 = ShareFetchResponse_AcquiredRecords()
-                                o3.first_offset, o3.last_offset, o3.delivery_count = v
                                 o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[19:]
+                            for v in _I10(s2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.unknown_tags = None
+                                r3 = ShareFetchResponse_AcquiredRecords()
+                                r3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count, r3.first_offset, r3.last_offset, r3.delivery_count = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 19 * n2
                         else:
                             while n2:
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.unknown_tags = None
-                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S11(b, p)
                                 p += 19
                                 if n3:
                                     p, k = _t10(b, p - 1, o3, k)
@@ -769,17 +779,26 @@ def _r17(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 19 * n2])[18::19].count(0) == n2:
-                            for v in _I9(s2):
+                            if n2 & 1:
                                 o3 = ShareFetchResponse_AcquiredRecords()
-                                o3.first_offset, o3.last_offset, o3.delivery_count = v
                                 o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count = _S9(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[19:]
+                            for v in _I10(s2):
+                                o3 = ShareFetchResponse_AcquiredRecords()
+                                o3.unknown_tags = None
+                                r3 = ShareFetchResponse_AcquiredRecords()
+                                r3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_count, r3.first_offset, r3.last_offset, r3.delivery_count = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 19 * n2
                         else:
                             while n2:
                                 o3 = ShareFetchResponse_AcquiredRecords()
                                 o3.unknown_tags = None
-                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S10(b, p)
+                                o3.first_offset, o3.last_offset, o3.delivery_count, n3 = _S11(b, p)
                                 p += 19
                                 if n3:
                                     p, k = _t10(b, p - 1, o3, k)

@@ -9,13 +9,14 @@ _S4 = Struct('>iiq?B').unpack_from
 _S5 = Struct('>B').unpack_from
 _S6 = Struct('>iiqB').unpack_from
 _S7 = Struct('>ii?x').unpack_from
-_S8 = Struct('>ii?B').unpack_from
-_S9 = Struct('>i?iqB').unpack_from
-_S10 = Struct('>hi').unpack_from
-_S11 = Struct('>ih').unpack_from
-_S12 = Struct('>hB').unpack_from
-_S13 = Struct('>ihB').unpack_from
-_I7 = Struct('>ii?x').iter_unpack
+_S8 = Struct('>ii?xii?x').unpack_from
+_S9 = Struct('>ii?B').unpack_from
+_S10 = Struct('>i?iqB').unpack_from
+_S11 = Struct('>hi').unpack_from
+_S12 = Struct('>ih').unpack_from
+_S13 = Struct('>hB').unpack_from
+_S14 = Struct('>ihB').unpack_from
+_I8 = Struct('>ii?xii?x').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -212,17 +213,26 @@ def _r8(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
-                    for v in _I7(s1):
+                    if n1 & 1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
-                        o2.partition_index, o2.leader_epoch, o2.delete_partition = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[10:]
+                    for v in _I8(s1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.unknown_tags = None
+                        r2 = StopReplicaRequest_StopReplicaPartitionState()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, r2.partition_index, r2.leader_epoch, r2.delete_partition = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 10 * n1
                 else:
                     while n1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S9(b, p)
                         p += 10
                         if n2:
                             p, k = _t6(b, p - 1, o2, k)
@@ -249,7 +259,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r9(b, p, k=_MAXE):
     o = StopReplicaRequest()
-    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, n0 = _S9(b, p)
+    o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, n0 = _S10(b, p)
     p += 18
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -284,17 +294,26 @@ def _r9(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 10 * n1])[9::10].count(0) == n1:
-                    for v in _I7(s1):
+                    if n1 & 1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
-                        o2.partition_index, o2.leader_epoch, o2.delete_partition = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition = _S7(s1, 0)
                         l1.append(o2)
+                        s1 = s1[10:]
+                    for v in _I8(s1):
+                        o2 = StopReplicaRequest_StopReplicaPartitionState()
+                        o2.unknown_tags = None
+                        r2 = StopReplicaRequest_StopReplicaPartitionState()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, r2.partition_index, r2.leader_epoch, r2.delete_partition = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 10 * n1
                 else:
                     while n1:
                         o2 = StopReplicaRequest_StopReplicaPartitionState()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S8(b, p)
+                        o2.partition_index, o2.leader_epoch, o2.delete_partition, n2 = _S9(b, p)
                         p += 10
                         if n2:
                             p, k = _t6(b, p - 1, o2, k)
@@ -320,7 +339,7 @@ def _r9(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = StopReplicaResponse()
-    o.error_code, n0 = _S10(b, p)
+    o.error_code, n0 = _S11(b, p)
     p += 6
     if n0 < 0:
         raise Malformed
@@ -337,7 +356,7 @@ def _r11(b, p, k=_MAXE):
                 raise Malformed
             o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
-            o1.partition_index, o1.error_code = _S11(b, p)
+            o1.partition_index, o1.error_code = _S12(b, p)
             p += 6
             l0.append(o1)
             n0 -= 1
@@ -347,7 +366,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = StopReplicaResponse()
-    o.error_code, n0 = _S12(b, p)
+    o.error_code, n0 = _S13(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -370,7 +389,7 @@ def _r13(b, p, k=_MAXE):
                 raise Malformed
             o1.topic_name = b[p:(p := p + n1)].decode()
             o1.unknown_tags = None
-            o1.partition_index, o1.error_code, n1 = _S13(b, p)
+            o1.partition_index, o1.error_code, n1 = _S14(b, p)
             p += 7
             if n1:
                 p, k = _t12(b, p - 1, o1, k)

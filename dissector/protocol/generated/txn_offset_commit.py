@@ -11,11 +11,13 @@ _S6 = Struct('>qhiB').unpack_from
 _S7 = Struct('>iqiB').unpack_from
 _S8 = Struct('>ii').unpack_from
 _S9 = Struct('>ih').unpack_from
-_S10 = Struct('>iB').unpack_from
-_S11 = Struct('>ihx').unpack_from
-_S12 = Struct('>ihB').unpack_from
-_I9 = Struct('>ih').iter_unpack
-_I11 = Struct('>ihx').iter_unpack
+_S10 = Struct('>ihih').unpack_from
+_S11 = Struct('>iB').unpack_from
+_S12 = Struct('>ihx').unpack_from
+_S13 = Struct('>ihxihx').unpack_from
+_S14 = Struct('>ihB').unpack_from
+_I10 = Struct('>ihih').iter_unpack
+_I13 = Struct('>ihxihx').iter_unpack
 
 
 class TxnOffsetCommitRequest(Body):
@@ -393,11 +395,21 @@ def _r13(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4:
-                    for v in _I9(b[p:p + 6 * n1]):
+                    s1 = b[p:p + 6 * n1]
+                    if n1 & 1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[6:]
+                    for v in _I10(s1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 6 * n1
                 else:
                     while n1:
@@ -417,7 +429,7 @@ def _r13(b, p, k=_MAXE):
 
 def _r16(b, p, k=_MAXE):
     o = TxnOffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S10(b, p)
+    o.throttle_time_ms, n0 = _S11(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -452,17 +464,26 @@ def _r16(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I11(s1):
+                    if n1 & 1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I13(s1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
                         p += 7
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)
@@ -486,7 +507,7 @@ def _r16(b, p, k=_MAXE):
 
 def _r18(b, p, k=_MAXE):
     o = TxnOffsetCommitResponse()
-    o.throttle_time_ms, n0 = _S10(b, p)
+    o.throttle_time_ms, n0 = _S11(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -515,17 +536,26 @@ def _r18(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 7 * n1])[6::7].count(0) == n1:
-                    for v in _I11(s1):
+                    if n1 & 1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
-                        o2.partition_index, o2.error_code = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code = _S12(s1, 0)
                         l1.append(o2)
+                        s1 = s1[7:]
+                    for v in _I13(s1):
+                        o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        o2.unknown_tags = None
+                        r2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, r2.partition_index, r2.error_code = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 7 * n1
                 else:
                     while n1:
                         o2 = TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, n2 = _S12(b, p)
+                        o2.partition_index, o2.error_code, n2 = _S14(b, p)
                         p += 7
                         if n2:
                             p, k = _t14(b, p - 1, o2, k)

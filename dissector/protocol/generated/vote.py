@@ -3,17 +3,19 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iiiiqx').unpack_from
-_S2 = Struct('>iiiiqB').unpack_from
-_S3 = Struct('>iB').unpack_from
-_S4 = Struct('>iii').unpack_from
-_S5 = Struct('>iqB').unpack_from
-_S6 = Struct('>iq?B').unpack_from
-_S7 = Struct('>hB').unpack_from
-_S8 = Struct('>ihii?x').unpack_from
-_S9 = Struct('>ihii?B').unpack_from
-_S10 = Struct('>HB').unpack_from
-_I1 = Struct('>iiiiqx').iter_unpack
-_I8 = Struct('>ihii?x').iter_unpack
+_S2 = Struct('>iiiiqxiiiiqx').unpack_from
+_S3 = Struct('>iiiiqB').unpack_from
+_S4 = Struct('>iB').unpack_from
+_S5 = Struct('>iii').unpack_from
+_S6 = Struct('>iqB').unpack_from
+_S7 = Struct('>iq?B').unpack_from
+_S8 = Struct('>hB').unpack_from
+_S9 = Struct('>ihii?x').unpack_from
+_S10 = Struct('>ihii?xihii?x').unpack_from
+_S11 = Struct('>ihii?B').unpack_from
+_S12 = Struct('>HB').unpack_from
+_I2 = Struct('>iiiiqxiiiiqx').iter_unpack
+_I10 = Struct('>ihii?xihii?x').iter_unpack
 
 
 class VoteRequest(Body):
@@ -90,14 +92,29 @@ def _r2(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 25 * n1])[24::25].count(0) == n1:
-                    for v in _I1(s1):
+                    if n1 & 1:
                         o2 = VoteRequest_PartitionData()
-                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = v
                         o2.replica_directory_id = UUID0
                         o2.voter_directory_id = UUID0
                         o2.pre_vote = False
                         o2.unknown_tags = None
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset = _S1(s1, 0)
                         l1.append(o2)
+                        s1 = s1[25:]
+                    for v in _I2(s1):
+                        o2 = VoteRequest_PartitionData()
+                        o2.replica_directory_id = UUID0
+                        o2.voter_directory_id = UUID0
+                        o2.pre_vote = False
+                        o2.unknown_tags = None
+                        r2 = VoteRequest_PartitionData()
+                        r2.replica_directory_id = UUID0
+                        r2.voter_directory_id = UUID0
+                        r2.pre_vote = False
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, r2.partition_index, r2.replica_epoch, r2.replica_id, r2.last_offset_epoch, r2.last_offset = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 25 * n1
                 else:
                     while n1:
@@ -106,7 +123,7 @@ def _r2(b, p, k=_MAXE):
                         o2.voter_directory_id = UUID0
                         o2.pre_vote = False
                         o2.unknown_tags = None
-                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S2(b, p)
+                        o2.partition_index, o2.replica_epoch, o2.replica_id, o2.last_offset_epoch, o2.last_offset, n2 = _S3(b, p)
                         p += 25
                         if n2:
                             p, k = _t0(b, p - 1, o2, k)
@@ -139,7 +156,7 @@ def _r5(b, p, k=_MAXE):
         o.cluster_id = None
     else:
         o.cluster_id = b[p:(p := p + n0)].decode()
-    o.voter_id, n0 = _S3(b, p)
+    o.voter_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -175,7 +192,7 @@ def _r5(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = VoteRequest_PartitionData()
-                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S5(b, p)
                     p += 12
                     o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
@@ -183,7 +200,7 @@ def _r5(b, p, k=_MAXE):
                     p += 16
                     o2.pre_vote = False
                     o2.unknown_tags = None
-                    o2.last_offset_epoch, o2.last_offset, n2 = _S5(b, p)
+                    o2.last_offset_epoch, o2.last_offset, n2 = _S6(b, p)
                     p += 13
                     if n2:
                         p, k = _t3(b, p - 1, o2, k)
@@ -215,7 +232,7 @@ def _r8(b, p, k=_MAXE):
         o.cluster_id = None
     else:
         o.cluster_id = b[p:(p := p + n0)].decode()
-    o.voter_id, n0 = _S3(b, p)
+    o.voter_id, n0 = _S4(b, p)
     p += 5
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -251,14 +268,14 @@ def _r8(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = VoteRequest_PartitionData()
-                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S4(b, p)
+                    o2.partition_index, o2.replica_epoch, o2.replica_id = _S5(b, p)
                     p += 12
                     o2.replica_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
                     o2.voter_directory_id = _uuids.get(b[p:p + 16]) or _uuid(b, p)
                     p += 16
                     o2.unknown_tags = None
-                    o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S6(b, p)
+                    o2.last_offset_epoch, o2.last_offset, o2.pre_vote, n2 = _S7(b, p)
                     p += 14
                     if n2:
                         p, k = _t6(b, p - 1, o2, k)
@@ -281,7 +298,7 @@ def _r8(b, p, k=_MAXE):
 
 def _r11(b, p, k=_MAXE):
     o = VoteResponse()
-    o.error_code, n0 = _S7(b, p)
+    o.error_code, n0 = _S8(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -316,17 +333,26 @@ def _r11(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
-                    for v in _I8(s1):
+                    if n1 & 1:
                         o2 = VoteResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I10(s1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = VoteResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch, r2.vote_granted = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
                         o2 = VoteResponse_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S11(b, p)
                         p += 16
                         if n2:
                             p, k = _t9(b, p - 1, o2, k)
@@ -350,7 +376,7 @@ def _r11(b, p, k=_MAXE):
 
 def _r13(b, p, k=_MAXE):
     o = VoteResponse()
-    o.error_code, n0 = _S7(b, p)
+    o.error_code, n0 = _S8(b, p)
     p += 3
     if n0 > 127:
         n0, p = _uv(b, p - 1)
@@ -385,17 +411,26 @@ def _r13(b, p, k=_MAXE):
                 if k < 0:
                     raise Malformed
                 if n1 > 4 and (s1 := b[p:p + 16 * n1])[15::16].count(0) == n1:
-                    for v in _I8(s1):
+                    if n1 & 1:
                         o2 = VoteResponse_PartitionData()
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = v
                         o2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted = _S9(s1, 0)
                         l1.append(o2)
+                        s1 = s1[16:]
+                    for v in _I10(s1):
+                        o2 = VoteResponse_PartitionData()
+                        o2.unknown_tags = None
+                        r2 = VoteResponse_PartitionData()
+                        r2.unknown_tags = None
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, r2.partition_index, r2.error_code, r2.leader_id, r2.leader_epoch, r2.vote_granted = v
+                        l1.append(o2)
+                        l1.append(r2)
                     p += 16 * n1
                 else:
                     while n1:
                         o2 = VoteResponse_PartitionData()
                         o2.unknown_tags = None
-                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S9(b, p)
+                        o2.partition_index, o2.error_code, o2.leader_id, o2.leader_epoch, o2.vote_granted, n2 = _S11(b, p)
                         p += 16
                         if n2:
                             p, k = _t9(b, p - 1, o2, k)
@@ -737,7 +772,7 @@ def _t13(b, p, o, k):
                     raise Malformed
                 while n0:
                     o1 = VoteResponse_NodeEndpoint()
-                    o1.node_id, n1 = _S3(b, p)
+                    o1.node_id, n1 = _S4(b, p)
                     p += 5
                     if n1 > 127:
                         n1, p = _uv(b, p - 1)
@@ -746,7 +781,7 @@ def _t13(b, p, o, k):
                         raise Malformed
                     o1.host = b[p:(p := p + n1)].decode()
                     o1.unknown_tags = None
-                    o1.port, n1 = _S10(b, p)
+                    o1.port, n1 = _S12(b, p)
                     p += 3
                     if n1:
                         p, k = _t12(b, p - 1, o1, k)

@@ -4,10 +4,11 @@ from dissector.protocol.primitives import Body, DEFAULT_STRUCT, Malformed, Struc
 _S0 = Struct('>B').unpack_from
 _S1 = Struct('>iiiqB').unpack_from
 _S2 = Struct('>qqbhx').unpack_from
-_S3 = Struct('>qqbhB').unpack_from
-_S4 = Struct('>iiiqiB').unpack_from
-_S5 = Struct('>ihB').unpack_from
-_I2 = Struct('>qqbhx').iter_unpack
+_S3 = Struct('>qqbhxqqbhx').unpack_from
+_S4 = Struct('>qqbhB').unpack_from
+_S5 = Struct('>iiiqiB').unpack_from
+_S6 = Struct('>ihB').unpack_from
+_I3 = Struct('>qqbhxqqbhx').iter_unpack
 
 
 class WriteShareGroupStateRequest(Body):
@@ -91,17 +92,26 @@ def _r3(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                            for v in _I2(s2):
+                            if n2 & 1:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
                                 o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = _S2(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[20:]
+                            for v in _I3(s2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.unknown_tags = None
+                                r3 = WriteShareGroupStateRequest_StateBatch()
+                                r3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, r3.first_offset, r3.last_offset, r3.delivery_state, r3.delivery_count = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 20 * n2
                         else:
                             while n2:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.unknown_tags = None
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S4(b, p)
                                 p += 20
                                 if n3:
                                     p, k = _t0(b, p - 1, o3, k)
@@ -170,7 +180,7 @@ def _r6(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = WriteShareGroupStateRequest_PartitionData()
-                    o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S4(b, p)
+                    o2.partition, o2.state_epoch, o2.leader_epoch, o2.start_offset, o2.delivery_complete_count, n2 = _S5(b, p)
                     p += 25
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)
@@ -183,17 +193,26 @@ def _r6(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 20 * n2])[19::20].count(0) == n2:
-                            for v in _I2(s2):
+                            if n2 & 1:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = v
                                 o3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count = _S2(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[20:]
+                            for v in _I3(s2):
+                                o3 = WriteShareGroupStateRequest_StateBatch()
+                                o3.unknown_tags = None
+                                r3 = WriteShareGroupStateRequest_StateBatch()
+                                r3.unknown_tags = None
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, r3.first_offset, r3.last_offset, r3.delivery_state, r3.delivery_count = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 20 * n2
                         else:
                             while n2:
                                 o3 = WriteShareGroupStateRequest_StateBatch()
                                 o3.unknown_tags = None
-                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S3(b, p)
+                                o3.first_offset, o3.last_offset, o3.delivery_state, o3.delivery_count, n3 = _S4(b, p)
                                 p += 20
                                 if n3:
                                     p, k = _t0(b, p - 1, o3, k)
@@ -253,7 +272,7 @@ def _r9(b, p, k=_MAXE):
                     raise Malformed
                 while n1:
                     o2 = WriteShareGroupStateResponse_PartitionResult()
-                    o2.partition, o2.error_code, n2 = _S5(b, p)
+                    o2.partition, o2.error_code, n2 = _S6(b, p)
                     p += 7
                     if n2 > 127:
                         n2, p = _uv(b, p - 1)

@@ -10,11 +10,13 @@ _S5 = Struct('>iB').unpack_from
 _S6 = Struct('>ibB').unpack_from
 _S7 = Struct('>qi').unpack_from
 _S8 = Struct('>ih').unpack_from
-_S9 = Struct('>qB').unpack_from
-_S10 = Struct('>ihx').unpack_from
-_S11 = Struct('>ihB').unpack_from
-_I8 = Struct('>ih').iter_unpack
-_I10 = Struct('>ihx').iter_unpack
+_S9 = Struct('>ihih').unpack_from
+_S10 = Struct('>qB').unpack_from
+_S11 = Struct('>ihx').unpack_from
+_S12 = Struct('>ihxihx').unpack_from
+_S13 = Struct('>ihB').unpack_from
+_I9 = Struct('>ihih').iter_unpack
+_I12 = Struct('>ihxihx').iter_unpack
 _Ai = ARRAYS['i']
 
 
@@ -290,11 +292,21 @@ def _r11(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4:
-                            for v in _I8(b[p:p + 6 * n2]):
+                            s2 = b[p:p + 6 * n2]
+                            if n2 & 1:
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                                o3.partition_index, o3.error_code = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.error_code = _S8(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[6:]
+                            for v in _I9(s2):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.unknown_tags = None
+                                r3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.error_code, r3.partition_index, r3.error_code = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 6 * n2
                         else:
                             while n2:
@@ -330,7 +342,7 @@ def _r15(b, p, k=_MAXE):
             raise Malformed
         while n0:
             o1 = WriteTxnMarkersResponse_WritableTxnMarkerResult()
-            o1.producer_id, n1 = _S9(b, p)
+            o1.producer_id, n1 = _S10(b, p)
             p += 9
             if n1 > 127:
                 n1, p = _uv(b, p - 1)
@@ -365,17 +377,26 @@ def _r15(b, p, k=_MAXE):
                         if k < 0:
                             raise Malformed
                         if n2 > 4 and (s2 := b[p:p + 7 * n2])[6::7].count(0) == n2:
-                            for v in _I10(s2):
+                            if n2 & 1:
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
-                                o3.partition_index, o3.error_code = v
                                 o3.unknown_tags = None
+                                o3.partition_index, o3.error_code = _S11(s2, 0)
                                 l2.append(o3)
+                                s2 = s2[7:]
+                            for v in _I12(s2):
+                                o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                o3.unknown_tags = None
+                                r3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
+                                r3.unknown_tags = None
+                                o3.partition_index, o3.error_code, r3.partition_index, r3.error_code = v
+                                l2.append(o3)
+                                l2.append(r3)
                             p += 7 * n2
                         else:
                             while n2:
                                 o3 = WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()
                                 o3.unknown_tags = None
-                                o3.partition_index, o3.error_code, n3 = _S11(b, p)
+                                o3.partition_index, o3.error_code, n3 = _S13(b, p)
                                 p += 7
                                 if n3:
                                     p, k = _t12(b, p - 1, o3, k)
