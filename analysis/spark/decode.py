@@ -2,9 +2,10 @@
 with the core unchanged.
 
 Connection by connection, the segments are replayed in global packet order, their payloads read
-from the capture files (mapped into memory) or from the rows, and fed to a `Dissector` one by
-one (`feed_segment`), exactly as the single-machine path feeds them; the exchanges go through
-the analysis layer's own table builders. A call takes a whole bucket of
+from the capture files (mapped into memory) or from the rows, and fed to a `Dissector` in one
+call per connection (`feed_segments`: the same result as feeding them one by one, as the
+single-machine path does); the exchanges go through the analysis layer's own table builders.
+The bucket's index rows are read as columns (bucket.py). A call takes a whole bucket of
 connections (hash of the connection key), not one: per-call costs stay small on captures of
 hundreds of thousands of short connections. Two things need the whole capture and are settled later by
 the job with provisional keys that sort the same way:
@@ -16,21 +17,25 @@ the job with provisional keys that sort the same way:
 The group without a connection holds the packets that are not usable TCP and the capture errors:
 they become the same Issues the single-machine path reports.
 
-Pure Python and pyarrow: no pyspark here.
+Pure Python, numpy and pyarrow: no pyspark here.
 """
 from __future__ import annotations
 
 import gc
 import mmap
+from bisect import bisect_left
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dissector.model import ERROR, Issue
-from dissector.pipeline import Dissector
+from dissector.pipeline import MAX_ROWS, Dissector
+from dissector.tcp.reassembly import SYN
 
 from ..load import _Collector
-from .extract import INLINE, RAW, SEGMENT, SUMMARY
+from .bucket import Bucket
+from .extract import RAW, SUMMARY
 from .schemas import CONNECTION_BUCKET, EMIT_KEYS, LOCAL_EXCHANGE, PARTS, TABLES
 
 AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
@@ -67,30 +72,7 @@ class _Files:
         return v
 
 
-COLUMNS = ("key", "kind", "file", "packet", "src", "dst", "sport", "dport", "meta", "payload",
-           "linktype", "ts", "count", "error")
-
-
-def segments(rows, offsets, files):
-    """(global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment of
-    `rows` (dicts of extract.SCHEMA's columns: the rows of one connection), in packet order."""
-    rows = sorted(rows, key=lambda r: offsets[r["file"]] + r["packet"])
-    for r in rows:
-        offset = offsets[r["file"]]
-        ends = ((r["src"], r["dst"], r["sport"], r["dport"]),
-                (r["dst"], r["src"], r["dport"], r["sport"]))
-        inline = memoryview(r["payload"])
-        data = None
-        pos = 0
-        for packet, ts, at, n, seq, ack, flags, side in SEGMENT.iter_unpack(r["meta"]):
-            if at == INLINE:
-                view = inline[pos:pos + n]
-                pos += n
-            else:
-                if data is None:
-                    data = files.view(r["file"])
-                view = data[at:at + n]
-            yield (packet + offset, ts, *ends[side], seq, ack, flags, view)
+KEYLESS = ("kind", "file", "packet", "payload", "linktype", "ts", "count", "error")
 
 
 class _Decoder:
@@ -110,47 +92,72 @@ class _Decoder:
         # key, its issue rows and (records level) its record rows
         self.emit_packet, self.emit_seq, self.issue_rows, self.record_rows = [], [], [], []
 
-    def connection(self, rows) -> None:
-        """Decode the rows (dicts) of one connection key (the keyless rows: raw packets,
-        errors)."""
+    def keyless(self, rows) -> None:
+        """The raw packets and capture errors (dicts of KEYLESS)."""
+        _raw_packets_and_errors(rows, self.d, self.opts.offsets)
+        self._finish()
+
+    def connection(self, sizes, columns) -> None:
+        """Decode the segments of one connection key (columns for feed_segments, the payloads'
+        lengths)."""
         d = self.d
-        if rows[0]["key"] is None:
-            _raw_packets_and_errors(rows, d, self.opts.offsets)
-        else:
-            conns = d.connections
-            opened = self.opened
-            known = len(opened)
-            out = d.output
-            feed = d.feed_segment
-            for s in segments(rows, self.opts.offsets, self.files):
-                feed(*s)
+        conns = d.connections
+        known = len(conns)
+        packets = columns[0]
+        if self.opts.auto or known + len(packets) >= MAX_ROWS:
+            # when a connection opens depends on more than its packets: watch each one
+            for s in zip(*columns):
+                d.feed_segment(*s)
                 if len(conns) != known:
                     for c in conns[known:]:
-                        opened[c.connection_id] = s[0]
+                        self.opened[c.connection_id] = s[0]
                     known = len(conns)
-                if out:
-                    self._drain(s[0])
-        d.finish()
-        for c in d.connections[len(self.opened):]:   # a connection only known at the end
+                if d.output:
+                    self._drain([s[0]] * len(d.output))
+        else:
+            emitted = []
+            d.feed_segments(*columns, emitted=emitted)
+            if len(conns) != known:
+                # with ports deciding, a flow opens at its first packet with SYN or payload
+                flags = columns[8]
+                for c in conns[known:]:
+                    i = bisect_left(packets, c.first_packet)
+                    while not (flags[i] & SYN or sizes[i]):
+                        i += 1
+                    self.opened[c.connection_id] = packets[i]
+            self._drain(emitted)
+        self._finish()
+
+    def _finish(self) -> None:
+        self.d.finish()
+        for c in self.d.connections[len(self.opened):]:   # a connection only known at the end
             self.opened[c.connection_id] = OPENED_AT_END + c.first_packet
         self._drain(None)
 
-    def _drain(self, packet) -> None:
+    def _drain(self, emitted) -> None:
+        """Take the exchanges out: emitted[i] is the packet that completed the i-th, None for
+        those flushed at the end (keyed after every packet, by connection)."""
         col, out = self.col, self.d.output
-        seq = 0
         records = self.records
-        while out:
+        seq = 0
+        last = None
+        for i in range(len(out)):
             ex = out.popleft()
             if records:
                 before = len(col.records)
             col.add(ex)
-            self.emit_packet.append(packet if packet is not None else
-                                    AFTER_LAST_PACKET + self.opened[ex.connection.connection_id])
+            if emitted is not None:
+                packet = emitted[i]
+                seq = seq + 1 if packet == last else 0
+                last = packet
+            else:
+                packet = AFTER_LAST_PACKET + self.opened[ex.connection.connection_id]
+                seq = i
+            self.emit_packet.append(packet)
             self.emit_seq.append(seq)
             self.issue_rows.append(len(ex.issues))
             if records:
                 self.record_rows.append(len(col.records) - before)
-            seq += 1
 
     def parts(self, bucket: int, total: int, parts: int) -> pa.Table:
         """Everything decoded, as rows of schemas.PARTS: per table and part (a range of
@@ -227,24 +234,31 @@ def _ipc(table: pa.Table) -> bytes:
 def decode_bucket(table: pa.Table, opts: Options, total: int, parts: int) -> pa.Table:
     """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`."""
     bucket = table.column(CONNECTION_BUCKET)[0].as_py() if table.num_rows else 0
-    rows = table.sort_by([("key", "ascending")]).select(COLUMNS).to_pylist()
+    keyed = pc.is_valid(table.column("key"))
     decoder = _Decoder(opts)
     # The core's objects die young and seldom form cycles, but generational collections keep
     # walking everything a bucket holds: 5-8% of the decode time (measured on the benchmark
-    # corpus; the peak memory of a bucket grows ~10%). One collection at the end instead.
+    # corpus; the peak memory of a bucket grows ~10%). One collection of the youngest
+    # generation at the end instead (a full one also walks every module's objects: 0.1 s).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        start = 0
-        for i in range(1, len(rows) + 1):
-            if i == len(rows) or rows[i]["key"] != rows[start]["key"]:
-                decoder.connection(rows[start:i])
-                start = i
-        return decoder.parts(bucket, total, parts)
+        segment_rows = table.filter(keyed)
+        if segment_rows.num_rows:
+            for sizes, columns in Bucket(segment_rows, opts.offsets,
+                                         decoder.files).connections():
+                decoder.connection(sizes, columns)
+        rest = table.filter(pc.invert(keyed))
+        if rest.num_rows:
+            decoder.keyless(rest.select(KEYLESS).to_pylist())
+        out = decoder.parts(bucket, total, parts)
+        # the collection below then walks only what cycles left, not the bucket's objects
+        del decoder
+        return out
     finally:
         if collecting:
             gc.enable()
-        gc.collect()
+        gc.collect(0)   # the bucket's own objects only (all young: nothing was collected)
 
 
 def _raw_packets_and_errors(rows, d: Dissector, offsets) -> None:

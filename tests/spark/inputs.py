@@ -65,8 +65,8 @@ def _ipv4_tcp(frag: int, tcp_len: int) -> bytes:
 
 def mixed_shapes(capture, path: Path, pcapng=False) -> Path:
     """`capture` (Ethernet, IPv4) rewritten packet by packet into every shape the extract stage
-    must read: plain, VLAN-tagged, IPv4 options, IPv6, and (pcapng) the other link types, plus
-    packets that are IP but not usable TCP between them."""
+    must read: plain, VLAN-tagged, IPv4 options, (one connection in three) IPv6, and (pcapng)
+    the other link types, plus packets that are IP but not usable TCP between them."""
     from dissector.capture.layers import LT_ETHERNET, LT_NULL, LT_RAW, LT_SLL, LT_SLL2
     from dissector.capture.writer import PcapngWriter
 
@@ -98,11 +98,13 @@ def mixed_shapes(capture, path: Path, pcapng=False) -> Path:
          + eth[14:]),
         (LT_NULL, lambda eth: b"\x02\0\0\0" + eth[14:]),
     ]
-    shapes = [lambda eth: eth, vlan, options, lambda eth: eth, ipv6]
+    shapes = [lambda eth: eth, vlan, options, lambda eth: eth]
     writer = PcapngWriter(path, LT_ETHERNET) if pcapng else PcapWriter(path, LT_ETHERNET)
     with writer:
         for i, (_no, ts, _lt, data) in enumerate(read_packets(capture)):
-            eth = shapes[i % len(shapes)](bytes(data))
+            eth = bytes(data)
+            ports = struct.unpack_from("!HH", eth, 14 + (eth[14] & 0x0F) * 4)
+            eth = ipv6(eth) if sum(ports) % 3 == 0 else shapes[i % len(shapes)](eth)
             if i % 97 == 50:   # not usable: a fragment
                 writer.write(ts, _ipv4_tcp(0x2000, 20))
             if pcapng and eth[12:14] == b"\x08\x00":

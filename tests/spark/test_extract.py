@@ -8,7 +8,7 @@ import gzip
 import pyarrow as pa
 import pytest
 
-from analysis.spark.decode import _Files, segments
+from analysis.spark.decode import _Files
 from analysis.spark.extract import INLINE, RAW, SEGMENT, SEGMENTS, SUMMARY, extract_file
 from dissector.capture.files import read_packets
 from dissector.capture.layers import tcp_segment
@@ -17,6 +17,28 @@ from tests.support import require_path
 from .inputs import CAPTURES, damaged_files, mixed_shapes
 
 NAMES = ["librdkafka_produce_consume.mss1448.pcap", "codecs.pcap", "transactions.mss1448.pcap"]
+
+
+def segments(rows, offsets, files):
+    """The reference replay: (global packet, ts, src, dst, sport, dport, seq, ack, flags, payload) of every segment of
+    `rows` (dicts of extract.SCHEMA's columns: the rows of one connection), in packet order."""
+    rows = sorted(rows, key=lambda r: offsets[r["file"]] + r["packet"])
+    for r in rows:
+        offset = offsets[r["file"]]
+        ends = ((r["src"], r["dst"], r["sport"], r["dport"]),
+                (r["dst"], r["src"], r["dport"], r["sport"]))
+        inline = memoryview(r["payload"])
+        data = None
+        pos = 0
+        for packet, ts, at, n, seq, ack, flags, side in SEGMENT.iter_unpack(r["meta"]):
+            if at == INLINE:
+                view = inline[pos:pos + n]
+                pos += n
+            else:
+                if data is None:
+                    data = files.view(r["file"])
+                view = data[at:at + n]
+            yield (packet + offset, ts, *ends[side], seq, ack, flags, view)
 
 
 def _extract(path, inline=False):

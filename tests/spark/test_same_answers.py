@@ -61,3 +61,40 @@ def test_damaged_input_gives_the_same_tables_and_errors(spark, tmp_path):
     assert result.errors == expected.errors and len(result.errors) == 2
     codes = set(actual.issues["code"].astype(str))
     assert {"capture.error", "ip.fragment"} <= codes
+
+
+def test_every_shape_and_reused_tuples_give_the_same_tables(spark, tmp_path):
+    """VLAN tags, IP options, IPv6 and unusable packets (payloads carried in the index rows), a
+    gzip file among the rotated ones, and every connection's tuple used again ten minutes
+    later with new sequence numbers (one index key, two connections); ports or `auto`
+    deciding the broker side. (kafka-python names its topics: topic ids are resolved across
+    connections.)"""
+    import gzip
+    import struct
+
+    from dissector.capture.writer import PcapWriter
+
+    from .inputs import mixed_shapes
+    from .rotate import rotate
+    require_path(CAPTURES / "kafka_python.pcap")
+    twice = tmp_path / "twice.pcap"
+    with PcapWriter(twice, 1) as w:
+        for shift in (0, 1):
+            for _no, ts, _lt, data in read_packets(CAPTURES / "kafka_python.pcap"):
+                data = bytearray(data)
+                tcp = 14 + (data[14] & 0x0F) * 4
+                seq, ack = struct.unpack_from("!II", data, tcp + 4)
+                struct.pack_into("!II", data, tcp + 4, (seq + shift * 12345) & 0xFFFFFFFF,
+                                 (ack + shift * 12345) & 0xFFFFFFFF)
+                w.write(ts + shift * 600 * 10**9, bytes(data))
+    mixed = mixed_shapes(twice, tmp_path / "mixed.pcap")
+    files = rotate(mixed, tmp_path / "in", 3)
+    files[1].with_suffix(".pcap.gz").write_bytes(gzip.compress(files[1].read_bytes()))
+    files[1].unlink()
+    for auto in (False, True):
+        out = tmp_path / f"out-{auto}"
+        result = run([tmp_path / "in"], out, auto=auto, spark=spark)
+        expected = load([_local(f) for f in result.files], port="auto" if auto else None)
+        actual = load_output(out)
+        assert_tables_equal(expected, actual)
+        assert len(actual.connections) == 2 * len(load(CAPTURES / "kafka_python.pcap").connections)
