@@ -127,6 +127,18 @@ class Framer:
         if self._replay:
             self._run_replay()
 
+    def spanning(self):
+        """(bytes still lacking, pieces so far) of the frame in progress, else None."""
+        return (self._room, self._pieces) if self._state == _BODY else None
+
+    def took(self, size, packet_no, ts):
+        """`size` more bytes of the frame in progress were appended to its pieces (tcp.batch),
+        the last of them carried by packet `packet_no` at `ts`: count them as feed would."""
+        self.offset += size
+        self._room -= size
+        self._last_pkt = packet_no
+        self._last_ts = ts
+
     def unpin(self):
         """The buffer behind the views among the pieces of the frame in progress (see feed) is
         about to be reused: copy them out. Pieces before `_kept` were seen by an earlier call."""

@@ -6,7 +6,6 @@ Only in-flight state is kept: exchanges are handed out as soon as they complete.
 """
 from __future__ import annotations
 
-import struct
 import weakref
 from collections import deque
 
@@ -16,6 +15,7 @@ from .capture.layers import tcp_segment
 from .detect import BrokerSide
 from .model import ERROR, WARNING, Issue
 from .session import LEVELS, Session
+from .tcp.batch import feed_columns
 from .tcp.flows import FlowTable
 
 DEFAULT_PORTS = (9092,)
@@ -26,7 +26,6 @@ MAX_KEPT_ISSUES = 100_000   # capture-level issues kept in memory; the rest are 
 # per attempt (~320 bytes) would let a SYN flood grow the table without bound. Those that close
 # without data are counted in the `tcp.flow_limit` Issue.
 MAX_ROWS = 1 << 16
-_ports = struct.Struct("!HH").pack   # for FlowTable.direct's keys (tcp.flows.direct_key)
 
 
 class Dissector:
@@ -150,24 +149,12 @@ class Dissector:
         packet order. The result (exchanges in `output` and their order, issues, connections) is
         the same as calling `feed_segment` for each segment in turn, for less: a segment of a
         live flow without SYN, FIN or RST goes straight to its handler, as the file reader hands
-        it (FlowTable.direct). `emitted`, if a list, gets for each exchange added to `output` the
-        packet number during which `feed_segment` would have handed it out."""
-        flows = self._flows
-        get = flows.direct.get
-        add = flows.add
-        out = self.output
-        for pkt, ts, src, dst, sport, dport, seq, ack, fl, payload in zip(
-                packet_nos, ts_ns, srcs, dsts, sports, dports, seqs, acks, flags, payloads):
-            before = len(out)
-            handle = get(src + dst + _ports(sport, dport))
-            if handle is not None and not fl & 7:   # no FIN, SYN, RST: what add does with it
-                handle(pkt, ts, seq, ack, fl, payload)
-                if ts > flows.deadline:
-                    flows.tick(ts)
-            else:
-                add(pkt, ts, src, dst, sport, dport, seq, ack, fl, payload)
-            if emitted is not None and len(out) != before:
-                emitted.extend([pkt] * (len(out) - before))
+        it, and the middle segments of a frame spanning segments that follow one another are
+        only appended to it (tcp.batch: fastest when the segments come a connection at a time).
+        `emitted`, if a list, gets for each exchange added to `output` the packet number during
+        which `feed_segment` would have handed it out."""
+        feed_columns(self._flows, self.output, (packet_nos, ts_ns, srcs, dsts, sports, dports,
+                                                seqs, acks, flags, payloads), emitted)
 
     def expire(self, now_ns, idle_ns) -> None:
         """Close connections idle for longer than idle_ns (long live captures)."""

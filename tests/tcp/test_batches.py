@@ -4,9 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from dissector import budget as budget_module
 from dissector.capture import read_packets, tcp_segment
 from dissector.pipeline import Dissector
+from dissector.tcp.reassembly import ACK, FIN, SYN
 
+from tests.tcp.fakes import PSH, request, response
 from tests.tcp.snapshot import snapshot
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -69,8 +72,13 @@ def _sizes(n, rng):
     return sizes
 
 
+@pytest.mark.parametrize("budget", [None, 1 << 15], ids=["budget", "tiny budget"])
 @pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.name)
-def test_feed_segments_same_as_one_by_one(path):
+def test_feed_segments_same_as_one_by_one(path, budget, monkeypatch):
+    """Every capture, also damaged (holes, retransmissions, out-of-order data), in one call or
+    in calls of random sizes; a budget so small that streams give up all the time."""
+    if budget is not None:
+        monkeypatch.setattr(budget_module, "BUFFER_BUDGET", budget)
     rng = random.Random(path.name)
     segments = _segments(path)
     for segs in (segments, _damaged(segments, rng)):
@@ -79,6 +87,41 @@ def test_feed_segments_same_as_one_by_one(path):
             got, emitted = _batched(segs, sizes)
             assert got == ref
             assert emitted == ref_emitted
+
+
+def _by_connection(segments):
+    """The segments of each tuple together, in packet order (as the Spark job feeds them)."""
+    groups = {}
+    for s in segments:
+        ends = (s[2], s[4]), (s[3], s[5])
+        groups.setdefault(min(ends) + max(ends), []).append(s)
+    return list(groups.values())
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.mss1448.pcap")), ids=lambda p: p.name)
+def test_feed_segments_a_connection_at_a_time(path):
+    """One call per connection, each flushed after it (the Spark job's way): long runs of
+    middle segments, settled at the end of each call."""
+    rng = random.Random(path.name)
+    segments = _segments(path)
+    for segs in (segments, _damaged(segments, rng)):
+        groups = _by_connection(segs)
+        d, ref_emitted = Dissector(), []
+        for g in groups:
+            for s in g:
+                before = len(d.output)
+                d.feed_segment(*s)
+                ref_emitted += [s[0]] * (len(d.output) - before)
+            d.finish()
+            ref_emitted += [None] * (len(d.output) - len(ref_emitted))
+        ref = snapshot(d, list(d.output))
+        d, emitted = Dissector(), []
+        for g in groups:
+            d.feed_segments(*zip(*g), emitted=emitted)
+            d.finish()
+            emitted += [None] * (len(d.output) - len(emitted))
+        assert snapshot(d, list(d.output)) == ref
+        assert emitted == ref_emitted
 
 
 def test_feed_segments_ipv6_and_views():
@@ -91,3 +134,60 @@ def test_feed_segments_ipv6_and_views():
     got, emitted = _batched(views, [len(views)])
     assert got == ref and emitted == ref_emitted
     assert ref[0] and ref[0][0][0][1].startswith("fd00:")
+
+
+def _traffic(rng, conns=3):
+    """Connections exchanging requests and responses of 0-600 kB in 1448-byte segments (the
+    handshake, pure acks of the other side now and then, a FIN at the end), interleaved at
+    random: each connection's segments in order, the connections' mixed."""
+    streams = []
+    for c in range(conns):
+        ip, port = b"\x0a\x01\x00" + bytes([c + 1]), 40000 + c
+        b = b"\x0a\x00\x00\x02"
+        seq = [rng.randrange(1 << 32), rng.randrange(1 << 32)]
+        ends = ((ip, b, port, 9092), (b, ip, 9092, port))
+        segs = [(ends[0], seq[0] - 1, 0, SYN, b""), (ends[1], seq[1] - 1, seq[0], SYN | ACK, b""),
+                (ends[0], seq[0], seq[1], ACK, b"")]
+
+        def send(side, data):
+            for k in range(0, len(data), 1448):
+                piece = data[k:k + 1448]
+                segs.append((ends[side], seq[side] & 0xFFFFFFFF, seq[1 - side] & 0xFFFFFFFF,
+                             ACK | PSH, piece))
+                seq[side] += len(piece)
+                if rng.random() < 0.1:   # the other side acks
+                    segs.append((ends[1 - side], seq[1 - side] & 0xFFFFFFFF,
+                                 seq[side] & 0xFFFFFFFF, ACK, b""))
+        for corr in range(rng.randrange(1, 6)):
+            size = rng.choice((0, 100, 5000, 70_000, 300_000, 600_000))
+            send(0, request(corr, rng.randbytes(size), api_key=0, version=3))
+            send(1, response(corr, rng.randbytes(rng.choice((2, 3000, 200_000)))))
+        segs.append((ends[0], seq[0] & 0xFFFFFFFF, seq[1] & 0xFFFFFFFF, FIN | ACK, b""))
+        segs.append((ends[1], seq[1] & 0xFFFFFFFF, (seq[0] + 1) & 0xFFFFFFFF, FIN | ACK, b""))
+        streams.append(segs)
+    out = []
+    while any(streams):
+        s = rng.choice([s for s in streams if s])
+        for _ in range(rng.choice((1, 1, 3, 40))):
+            if s:
+                out.append(s.pop(0))
+    return [(n, 1000 * n, *e, seq, ack, fl, data)
+            for n, (e, seq, ack, fl, data) in enumerate(out, 1)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_feed_segments_random_traffic(seed, monkeypatch):
+    """Random interleavings of big and small frames, with and without losses, duplicates and
+    swaps, under a budget that makes the largest holders give up (1 MB) and without."""
+    rng = random.Random(seed)
+    segs = _traffic(rng)
+    if seed % 2:
+        segs = _damaged(segs, rng)
+    if seed % 3:
+        monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
+    ref, ref_emitted = _one_by_one(segs)
+    for sizes in ([len(segs)], _sizes(len(segs), rng)):
+        got, emitted = _batched(segs, sizes)
+        assert got == ref
+        assert emitted == ref_emitted
+    assert ref[0]   # exchanges came out
