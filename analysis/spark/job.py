@@ -84,7 +84,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     # 1. extract, one task per file: the index of its segments (payloads stay in the file)
     def extract(batches):
         for batch in batches:
-            for uri in batch.column(0).to_pylist():
+            for uri in (files[i] for i in batch.column(0).to_pylist()):
                 path = local_path(uri)
                 if path is not None:
                     yield from extract_file(path, uri)
@@ -93,7 +93,9 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
                         yield from extract_file(path, uri, inline=True)
 
     extract_spark = _spark_schema(EXTRACT_SCHEMA)
-    file_df = spark.sparkContext.parallelize([(f,) for f in files], len(files)).toDF("file string")
+    # one task per file, by index: spark.range needs no Python worker of its own (a Python RDD
+    # of the names started a second worker pool, with its imports)
+    file_df = spark.range(0, len(files), numPartitions=len(files))
     extracted = file_df.mapInArrow(extract, extract_spark).localCheckpoint(eager=True)
     stages.stage("extract")
 
