@@ -133,11 +133,13 @@ class Framer:
 
     def took(self, size, packet_no, ts):
         """`size` more bytes of the frame in progress were appended to its pieces (tcp.batch),
-        the last of them carried by packet `packet_no` at `ts`: count them as feed would."""
+        the last of them carried by packet `packet_no` at `ts`: count them as feed would.
+        Returns that last piece."""
         self.offset += size
         self._room -= size
         self._last_pkt = packet_no
         self._last_ts = ts
+        return self._pieces[-1]
 
     def unpin(self):
         """The buffer behind the views among the pieces of the frame in progress (see feed) is

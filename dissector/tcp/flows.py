@@ -124,6 +124,7 @@ class FlowTable:
         # may be handed straight to it (what `add` does with one), then `tick` called once its
         # ts > `deadline`
         self.direct = {}
+        self.sides = {}           # the same keys -> (flow, side)
         self.deadline = NEVER     # when the oldest closed tuple's linger ends
         self.pinned = set()       # reassemblers given payload views by handlers (see unpin)
         self._live = {}           # connection id -> flow, in id order
@@ -214,6 +215,7 @@ class FlowTable:
             self._close(flow, flow.last_pkt)
         self._table.clear()
         self.direct.clear()
+        self.sides.clear()
         self._closed.clear()
         self._quiet.clear()
         self._unsure.clear()
@@ -357,8 +359,10 @@ class FlowTable:
 
     def _direct(self, flow):
         src, dst, sport, dport = flow.key
-        self.direct[direct_key(src, dst, sport, dport)] = flow.handlers[0]
-        self.direct[direct_key(dst, src, dport, sport)] = flow.handlers[1]
+        for side, key in enumerate((direct_key(src, dst, sport, dport),
+                                    direct_key(dst, src, dport, sport))):
+            self.direct[key] = flow.handlers[side]
+            self.sides[key] = (flow, side)
 
     def _waker(self, flow, real, side):
         """The handler of a live flow that never carried data (kept off `direct`, so `add`
@@ -438,8 +442,9 @@ class FlowTable:
 
     def _close(self, flow, pkt, linger=True):
         src, dst, sport, dport = flow.key
-        self.direct.pop(direct_key(src, dst, sport, dport), None)
-        self.direct.pop(direct_key(dst, src, dport, sport), None)
+        for key in (direct_key(src, dst, sport, dport), direct_key(dst, src, dport, sport)):
+            self.direct.pop(key, None)
+            self.sides.pop(key, None)
         flow.handlers = None
         for r in flow.rs:
             r.finish(pkt)

@@ -1,14 +1,17 @@
-"""Batched feeding (Dissector.feed_segments) gives what feeding one segment at a time gives."""
+"""Runs (tcp.batch) change nothing: Dissector.feed_segments gives what feeding one segment at a
+time gives, the file reader what Dissector.feed packet by packet gives."""
 import random
+import struct
 from pathlib import Path
 
 import pytest
 
 from dissector import budget as budget_module
-from dissector.capture import read_packets, tcp_segment
-from dissector.pipeline import Dissector
+from dissector.capture import chunks, read_packets, tcp_segment
+from dissector.pipeline import Dissection, Dissector
 from dissector.tcp.reassembly import ACK, FIN, SYN
 
+from tests.fuzz.support import write_pcap, write_pcapng
 from tests.tcp.fakes import PSH, request, response
 from tests.tcp.snapshot import snapshot
 
@@ -191,3 +194,62 @@ def test_feed_segments_random_traffic(seed, monkeypatch):
         assert got == ref
         assert emitted == ref_emitted
     assert ref[0]   # exchanges came out
+
+
+# -- the file reader's runs (capture.fast): the same as packet by packet through Dissector.feed
+
+def _general(path):
+    d = Dissector()
+    exchanges = []
+    for n, ts, lt, data in read_packets(path):
+        d.feed(n, ts, lt, data)
+        exchanges += d.output
+        d.output.clear()
+    d.finish()
+    return snapshot(d, exchanges + list(d.output))
+
+
+def _fast(path):
+    d = Dissector()
+    exchanges = list(Dissection([path], d))
+    return snapshot(d, exchanges)
+
+
+def _packet(src, dst, sport, dport, seq, ack, flags, payload):
+    """Ethernet, IPv4 and TCP headers (checksums are not checked) around the payload."""
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ip + tcp + payload
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.name)
+def test_file_runs_same_as_packet_by_packet(path, tmp_path, monkeypatch):
+    """Every capture, whole and damaged, in chunks of every size."""
+    from tests.capture.test_fast import _damaged
+    for seed in (None, 1, 2):
+        p = path if seed is None else _damaged(path, tmp_path / path.name, seed)
+        ref = _general(p)
+        for chunk in (1000, 7777, 4 << 20):
+            monkeypatch.setattr(chunks, "CHUNK", chunk)
+            assert _fast(p) == ref, (seed, chunk)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_file_runs_random_traffic(seed, tmp_path, monkeypatch):
+    """Random interleavings of big and small frames (long runs of consecutive packets and
+    short ones), with losses, duplicates and swaps, a tight budget, pcap and pcapng."""
+    rng = random.Random(seed)
+    segs = _traffic(rng)
+    if seed % 2:
+        segs = _damaged(segs, rng)
+    if seed % 3:
+        monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
+    pkts = [(ts, 1, _packet(*s)) for _n, ts, *s in segs]
+    for name, data in (("t.pcap", write_pcap(pkts)), ("t.pcapng", write_pcapng(pkts))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        ref = _general(path)
+        assert ref[0]
+        for chunk in (5000, 4 << 20):
+            monkeypatch.setattr(chunks, "CHUNK", chunk)
+            assert _fast(path) == ref, (name, chunk)
