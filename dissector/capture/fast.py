@@ -7,7 +7,9 @@ or fragmentation, complete TCP header, IP length within the captured bytes) one 
 Struct reads the link tag and the IPv4 and TCP headers at the record's offset, and the segment
 goes to `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination
 port) when that live flow has a handler and the
-segment has no SYN, FIN or RST, else to `flows.add`. Every other packet goes to
+segment has no SYN, FIN or RST, else to `flows.add`; the packets that right after a handler
+call continue its frame in progress are appended to that frame here, without their handler
+calls (a run, see tcp.batch). Every other packet goes to
 `other(packet_no, ts_ns, linktype, data)` (the general layer parser: VLAN tags, IPv6, IP options,
 truncation, issues). Either way a segment reaches the flows exactly as `tcp_segment` and
 `FlowTable.add` would have it. A handler gets its payload as a memoryview of the reused chunk
@@ -27,6 +29,8 @@ from .files import open_capture
 from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIASES, LT_SLL, LT_SLL2
 from .pcap import MAX_RECORD, pcap_header
 from .pcapng import pcapng_batches
+from ..tcp.batch import ACK, PLAIN, run_start, settle
+from ..tcp.reassembly import MASK
 
 # tag, version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the
 # flow's direct key), seq, ack, data offset, flags
@@ -79,6 +83,14 @@ def _pcap(chunks, n, flows, other, into):
     tick = flows.tick
     unpin = flows.unpin
     deadline = flows.deadline
+    # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
+    # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
+    # its pieces' append, the time of its last packet (the one before the current), the flow,
+    # the stream
+    sides = getattr(flows, "sides", None)
+    run = False
+    r_key = append = r_flow = r_stream = None
+    expect = r_ack = r_room = room = r_ts = 0
     name = chunks.name
     limit = MAX_RECORD
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
@@ -106,18 +118,52 @@ def _pcap(chunks, n, flows, other, into):
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                             and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
-                        payload = mv[p + 20 + hl:p + total]
+                        a = p + 20 + hl
+                        p += total
+                        if run:
+                            # ACK only (PLAIN == 0x17, ACK == 0x10)
+                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
+                                    and key == r_key and 0 < (size := p - a) < room):
+                                # the middle of the frame in progress (tcp.batch)
+                                append(mv[a:p])
+                                expect = (seq + size) & 0xFFFFFFFF
+                                room -= size
+                                r_ts = ts
+                                if ts > deadline:
+                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
+                                    run = False
+                                    deadline = tick(ts)
+                                continue
+                            if room != r_room:   # taken up to the previous packet
+                                settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
+                            run = False
+                        payload = mv[a:p]
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
+                            if flags & PLAIN == ACK and p > a and sides is not None:
+                                started = run_start(flows, key, seq, p - a)
+                                if started is not None:
+                                    r_room, append, r_flow, r_stream = started
+                                    room = r_room
+                                    run = True
+                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:
                             add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
                             deadline = flows.deadline
                         continue
+                if run:
+                    if room != r_room:
+                        settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
+                    run = False
                 other(n, ts, linktype, mv[p:stop].tobytes())
                 deadline = flows.deadline
+            if run:
+                if room != r_room:   # the last packet was the run's
+                    settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
+                run = False
             unpin()
             into.packets = n
             into.bytes += pos - first - 16 * (n - n_first)
@@ -130,6 +176,8 @@ def _pcap(chunks, n, flows, other, into):
             buf, mv, end = chunks.buf, chunks.mv, chunks.end
             pos = first = 0
     finally:
+        if run and room != r_room:
+            settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
         unpin()
         into.packets = n
         into.bytes += pos - first - 16 * (n - n_first)
@@ -142,6 +190,14 @@ def _pcapng(chunks, n, flows, other, into):
     tick = flows.tick
     unpin = flows.unpin
     deadline = flows.deadline
+    # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
+    # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
+    # its pieces' append, the time of its last packet (the one before the current), the flow,
+    # the stream
+    sides = getattr(flows, "sides", None)
+    run = False
+    r_key = append = r_flow = r_stream = None
+    expect = r_ack = r_room = room = r_ts = 0
     linktype = None
     nb = 0
     try:
@@ -160,24 +216,60 @@ def _pcapng(chunks, n, flows, other, into):
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                             and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
                         p += off
-                        payload = mv[p + 20 + hl:p + total]
+                        a = p + 20 + hl
+                        p += total
+                        if run:
+                            # ACK only (PLAIN == 0x17, ACK == 0x10)
+                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
+                                    and key == r_key and 0 < (size := p - a) < room):
+                                # the middle of the frame in progress (tcp.batch)
+                                append(mv[a:p])
+                                expect = (seq + size) & 0xFFFFFFFF
+                                room -= size
+                                r_ts = ts
+                                if ts > deadline:
+                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
+                                    run = False
+                                    deadline = tick(ts)
+                                continue
+                            if room != r_room:   # taken up to the previous packet
+                                settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
+                            run = False
+                        payload = mv[a:p]
                         handle = get(key)
-                        if handle is not None and not flags & 7:
+                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
+                            if flags & PLAIN == ACK and p > a and sides is not None:
+                                started = run_start(flows, key, seq, p - a)
+                                if started is not None:
+                                    r_room, append, r_flow, r_stream = started
+                                    room = r_room
+                                    run = True
+                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:
                             add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
                             deadline = flows.deadline
                         continue
+                if run:
+                    if room != r_room:
+                        settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
+                    run = False
                 other(n, ts, lt, mv[p:stop].tobytes())
                 deadline = flows.deadline
+            if run:
+                if room != r_room:   # the last packet was the run's
+                    settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
+                run = False
             unpin()
             into.packets = n
             into.bytes += nb
             nb = 0
             yield
     finally:
+        if run and room != r_room:
+            settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
         unpin()
         into.packets = n
         into.bytes += nb

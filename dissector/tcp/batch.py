@@ -7,10 +7,10 @@ packet and time). So when a handler call leaves a frame incomplete (`run_start`)
 that come right after it and continue it exactly (same direction, in order, the same ack number,
 ACK without SYN, FIN or RST, ending before the frame does) are appended by the caller itself,
 which keeps the counts in local variables and hands them to the streams (`settle`) before any
-other code runs: the next other segment, `add`, `tick`, the end of the call. Segments are handled
-in their order throughout, so nothing else changes. `feed_columns` (Dissector.feed_segments)
-takes runs of consecutive segments, which are long when they come a connection at a time (the
-Spark job feeds them so).
+other code runs: the next other segment, `add`, `tick`, the end of a chunk or call. Segments are
+handled in their order throughout, so nothing else changes. The file reader (capture.fast) takes
+runs of consecutive packets; `feed_columns` (Dissector.feed_segments) of consecutive segments,
+which are long when they come a connection at a time (the Spark job feeds them so).
 """
 from __future__ import annotations
 
