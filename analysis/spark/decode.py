@@ -36,7 +36,7 @@ from dissector.tcp.reassembly import SYN
 from ..load import _Collector
 from .bucket import Bucket
 from .extract import RAW, SUMMARY
-from .schemas import CONNECTION_BUCKET, EMIT_KEYS, LOCAL_EXCHANGE, PARTS, TABLES
+from .schemas import EMIT_KEYS, LOCAL_EXCHANGE, PARTS, TABLES
 
 AFTER_LAST_PACKET = 1 << 61   # emission keys of the exchanges flushed at the end start here
 OPENED_AT_END = 1 << 60
@@ -231,9 +231,10 @@ def _ipc(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def decode_bucket(table: pa.Table, opts: Options, total: int, parts: int) -> pa.Table:
-    """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`."""
-    bucket = table.column(CONNECTION_BUCKET)[0].as_py() if table.num_rows else 0
+def decode_bucket(table: pa.Table, bucket: int, opts: Options, total: int,
+                  parts: int) -> pa.Table:
+    """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`
+    (bucket: its number, unique in the job)."""
     keyed = pc.is_valid(table.column("key"))
     decoder = _Decoder(opts)
     # The core's objects die young and seldom form cycles, but generational collections keep

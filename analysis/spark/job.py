@@ -17,6 +17,7 @@ import time
 from contextlib import contextmanager
 
 import numpy as np
+import pyarrow as pa
 
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 
@@ -25,7 +26,7 @@ from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
 from .inputs import basename, check_local, list_files, local_copy, local_path
 from .stages import Stages
-from .schemas import CONNECTION_BUCKET, PARTS, TABLES
+from .schemas import PARTS, TABLES
 from .write import read_table, write_tables
 
 BUCKET_BYTES = 32 << 20   # capture bytes per decode call (a bucket of connections)
@@ -115,16 +116,24 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order), offsets,
                    {f: local_path(f) for f in files if local_path(f) is not None})
-    work = (extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
-            .withColumn(CONNECTION_BUCKET, F.pmod(F.xxhash64("key"), F.lit(conn_buckets))))
+    work = extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
     parts = 2 * parallelism
+
+    def decode(batches):   # a task's partition is its bucket: the connections hashed to it
+        from pyspark import TaskContext
+        batches = [b for b in batches if b.num_rows]
+        if batches:
+            table = pa.Table.from_batches(batches)
+            yield from decode_bucket(table, TaskContext.get().partitionId(), opts, total,
+                                     parts).to_batches()
+
     # The index is small: adaptive execution would coalesce its shuffle into one task (measured:
-    # local[2] decoding on one core). One shuffle partition per bucket instead.
-    with _settings(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false",
-                           "spark.sql.shuffle.partitions": str(conn_buckets)}):
-        decoded = (work.groupBy(CONNECTION_BUCKET)
-                   .applyInArrow(lambda t: decode_bucket(t, opts, total, parts),
-                                 _spark_schema(PARTS))
+    # local[2] decoding on one core). One shuffle partition per bucket instead; hashed by
+    # connection key, buckets hold about as many connections each (a grouping by a bucket
+    # column would also sort the index in the JVM and hash buckets unevenly to tasks).
+    with _settings(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false"}):
+        decoded = (work.repartition(conn_buckets, "key")
+                   .mapInArrow(decode, _spark_schema(PARTS))
                    .localCheckpoint(eager=True))
     stages.stage("decode")
 

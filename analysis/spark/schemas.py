@@ -18,8 +18,6 @@ from ..load import TABLES, _Collector
 
 __all__ = ["TABLES", "target_schema"]
 
-CONNECTION_BUCKET = "connection_bucket"
-
 # Provisional keys of the rows fed by exchanges: the exchange's emission key (global packet
 # number that completed it, then its rank among that packet's exchanges) and the row's position
 # among its exchange's rows of that table; -1 on rows of no exchange.
