@@ -35,6 +35,20 @@ class Budget:
         self.big = {}           # holders of at least big_size bytes, in the order they grew
         self.big_size = max(self.limit >> 10, 1)
 
+    def reserve(self, holder, size):
+        """`holder` now keeps `size` more bytes for one frame (a frame's body as it is announced)."""
+        self.used += size
+        if size >= self.big_size:
+            self.big[holder] = None
+        if self.used > self.limit:
+            self.over()
+
+    def release(self, holder, size):
+        """The frame `reserve` announced is complete and handed on."""
+        self.used -= size
+        if size >= self.big_size:
+            del self.big[holder]
+
     def over(self):
         """`used` passed `limit`: make the largest holders give up. Does nothing while busy (the
         holder that set it calls this again when done)."""

@@ -270,12 +270,7 @@ class Framer:
                         self._kept = 0
                         self._room = size - (n - pos - 4)
                         self._state = _BODY
-                        b = self.budget
-                        b.used += size
-                        if size >= b.big_size:
-                            b.big[self] = None
-                        if b.used > b.limit:
-                            b.over()
+                        self.budget.reserve(self, size)
                         return
                     emit(Frame(conn, d, base + pos, size + 4, data[pos + 4:end], pkt, pkt, ts, ts))
                     pos = end
@@ -301,10 +296,7 @@ class Framer:
                 self._room = 0
                 self._state = _IDLE
                 pos += want
-                b = self.budget
-                b.used -= self._need
-                if self._need >= b.big_size:
-                    del b.big[self]
+                self.budget.release(self, self._need)
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
                                       b"".join(pieces), self._first_pkt, pkt, self._first_ts, ts))
             elif state == _PREFIX:
@@ -334,12 +326,7 @@ class Framer:
                     self._last_pkt = pkt
                     self._last_ts = ts
                     self._state = _BODY
-                    b = self.budget
-                    b.used += size
-                    if size >= b.big_size:
-                        b.big[self] = None
-                    if b.used > b.limit:
-                        b.over()
+                    self.budget.reserve(self, size)
             elif state == _SKIP:
                 if n - pos < self._skip:
                     self._skip -= n - pos
