@@ -47,3 +47,20 @@ def require_path(path):
     if not Path(path).exists():
         _missing(f"path {path}")
     return Path(path)
+
+
+def lose_dup_swap(items, rng):
+    """`items` (segments, packet records) with about 3% lost, 2% duplicated and 3% swapped with
+    the one before: holes, retransmissions and out-of-order data."""
+    out = []
+    for item in items:
+        x = rng.random()
+        if x < 0.03:
+            continue
+        if x < 0.05:
+            out.append(item)
+        if x < 0.08 and out:
+            out.insert(len(out) - 1, item)
+            continue
+        out.append(item)
+    return out

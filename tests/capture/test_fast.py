@@ -22,6 +22,7 @@ from dissector.pipeline import Dissector, dissect
 from dissector.tcp.flows import direct_key
 
 from tests.capture import build
+from tests.support import lose_dup_swap
 
 A, B = "10.1.2.3", "10.9.8.7"
 
@@ -272,17 +273,7 @@ def _damaged(path, out, seed):
         incl = struct.unpack_from("<I", data, pos + 8)[0]
         recs.append(data[pos:pos + 16 + incl])
         pos += 16 + incl
-    kept = []
-    for r in recs:
-        x = rng.random()
-        if x < 0.03:
-            continue
-        if x < 0.05:
-            kept.append(r)
-        if x < 0.08 and kept:
-            kept.insert(len(kept) - 1, r)
-            continue
-        kept.append(r)
+    kept = lose_dup_swap(recs, rng)
     out.write_bytes(data[:24] + b"".join(kept))
     return out
 

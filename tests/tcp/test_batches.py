@@ -12,6 +12,7 @@ from dissector.pipeline import Dissection, Dissector
 from dissector.tcp.reassembly import ACK, FIN, SYN
 
 from tests.fuzz.support import write_pcap, write_pcapng
+from tests.support import lose_dup_swap
 from tests.tcp.fakes import PSH, request, response
 from tests.tcp.snapshot import snapshot
 
@@ -50,22 +51,6 @@ def _batched(segments, sizes, **kw):
     return snapshot(d, list(d.output)), emitted
 
 
-def _damaged(segments, rng):
-    """Segments lost, duplicated and swapped: holes, retransmissions, out-of-order data."""
-    out = []
-    for s in segments:
-        x = rng.random()
-        if x < 0.03:
-            continue
-        if x < 0.05:
-            out.append(s)
-        if x < 0.08 and out:
-            out.insert(len(out) - 1, s)
-            continue
-        out.append(s)
-    return out
-
-
 def _sizes(n, rng):
     sizes = []
     while n > 0:
@@ -84,7 +69,7 @@ def test_feed_segments_same_as_one_by_one(path, budget, monkeypatch):
         monkeypatch.setattr(budget_module, "BUFFER_BUDGET", budget)
     rng = random.Random(path.name)
     segments = _segments(path)
-    for segs in (segments, _damaged(segments, rng)):
+    for segs in (segments, lose_dup_swap(segments, rng)):
         ref, ref_emitted = _one_by_one(segs)
         for sizes in ([len(segs)], _sizes(len(segs), rng)):
             got, emitted = _batched(segs, sizes)
@@ -107,7 +92,7 @@ def test_feed_segments_a_connection_at_a_time(path):
     middle segments, settled at the end of each call."""
     rng = random.Random(path.name)
     segments = _segments(path)
-    for segs in (segments, _damaged(segments, rng)):
+    for segs in (segments, lose_dup_swap(segments, rng)):
         groups = _by_connection(segs)
         d, ref_emitted = Dissector(), []
         for g in groups:
@@ -185,7 +170,7 @@ def test_feed_segments_random_traffic(seed, monkeypatch):
     rng = random.Random(seed)
     segs = _traffic(rng)
     if seed % 2:
-        segs = _damaged(segs, rng)
+        segs = lose_dup_swap(segs, rng)
     if seed % 3:
         monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
     ref, ref_emitted = _one_by_one(segs)
@@ -241,7 +226,7 @@ def test_file_runs_random_traffic(seed, tmp_path, monkeypatch):
     rng = random.Random(seed)
     segs = _traffic(rng)
     if seed % 2:
-        segs = _damaged(segs, rng)
+        segs = lose_dup_swap(segs, rng)
     if seed % 3:
         monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
     pkts = [(ts, 1, _packet(*s)) for _n, ts, *s in segs]
