@@ -8,8 +8,9 @@
 3. shuffle the index by connection (a bucket of connections per task) and decode each connection
    with the dissector core, its payloads read straight from the files (decode.py);
 4. give connections and exchanges their global ids and write every table (write.py).
-Only small rows cross between the JVM and Python: index rows, then one Arrow IPC blob per table
-and part of each bucket's output.
+Only small rows cross between the JVM and Python: index rows, then the names of the Arrow IPC
+blobs (one per table and part of each bucket's output) the decode tasks store under
+`<out>/_blobs/` for the write tasks.
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from .extract import SCHEMA as EXTRACT_SCHEMA
 from .extract import SUMMARY, extract_file
 from .inputs import basename, check_local, list_files, local_copy, local_path
 from .stages import Stages
-from .schemas import PARTS, TABLES
-from .write import read_table, write_tables
+from .schemas import BLOBS, TABLES
+from .write import read_table, remove_blobs, spill, write_tables
 
 BUCKET_BYTES = 32 << 20   # capture bytes per decode call (a bucket of connections)
 
@@ -123,33 +124,33 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
         from pyspark import TaskContext
         batches = [b for b in batches if b.num_rows]
         if batches:
-            table = pa.Table.from_batches(batches)
-            yield from decode_bucket(table, TaskContext.get().partitionId(), opts, total,
-                                     parts).to_batches()
+            bucket = TaskContext.get().partitionId()
+            parts_rows = decode_bucket(pa.Table.from_batches(batches), bucket, opts, total, parts)
+            yield from spill(parts_rows, str(out), bucket).to_batches()
 
     # The index is small: adaptive execution would coalesce its shuffle into one task (measured:
     # local[2] decoding on one core). One shuffle partition per bucket instead; hashed by
     # connection key, buckets hold about as many connections each (a grouping by a bucket
     # column would also sort the index in the JVM and hash buckets unevenly to tasks).
+    remove_blobs(str(out))
     with _settings(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false"}):
         decoded = (work.repartition(conn_buckets, "key")
-                   .mapInArrow(decode, _spark_schema(PARTS))
-                   .localCheckpoint(eager=True))
+                   .mapInArrow(decode, _spark_schema(BLOBS)).collect())
     stages.stage("decode")
 
     # 4. global ids (connections: numbered in the order they opened; exchanges: counted per part,
     # numbered by the writing tasks), then the tables
-    counts = decoded.filter(F.col("table").isin("exchanges", "connections")) \
-        .select("part", "table", "rows", "ids").collect()
-    starts, n = {}, 0
-    for part in sorted({r.part for r in counts if r.table == "exchanges"}):
+    blobs, starts, n = {}, {}, 0
+    for r in decoded:
+        blobs.setdefault(r.part, {}).setdefault(r.table, []).append(r.path)
+    for part in sorted({r.part for r in decoded if r.table == "exchanges"}):
         starts[part] = n
-        n += sum(r.rows for r in counts if r.part == part and r.table == "exchanges")
+        n += sum(r.rows for r in decoded if r.part == part and r.table == "exchanges")
     provisional = np.sort(np.concatenate(
-        [np.frombuffer(r.ids, np.int64) for r in counts if r.table == "connections"]
+        [np.frombuffer(r.ids, np.int64) for r in decoded if r.table == "connections"]
         or [np.zeros(0, np.int64)]))
     stages.stage("number")
-    rows = write_tables(decoded.repartition(parts, "part"), str(out), starts, provisional)
+    rows = write_tables(spark, str(out), blobs, starts, provisional)
     stages.stage("write")
     return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
 

@@ -1,8 +1,9 @@
 """The Spark job's schemas, all derived from the analysis layer's own table builders.
 
-The decode stage hands its tables to the write stage as opaque Arrow IPC blobs (rows of PARTS):
-Spark only moves them, so the rows keep the exact Arrow types of the pandas path (nanosecond UTC
-timestamps, dictionary-encoded names) and never turn into JVM rows. Each blob holds one table's
+The decode stage hands its tables to the write stage as opaque Arrow IPC blobs (rows of PARTS,
+stored as files: BLOBS): Spark only moves their names, so the rows keep the exact Arrow types of
+the pandas path (nanosecond UTC timestamps, dictionary-encoded names) and never turn into JVM
+rows. Each blob holds one table's
 rows for one part (a range of emission packets) with the provisional keys the write stage turns
 into global ids. `target_schema()` is the exact Arrow schema the Parquet files get, the one the
 pandas path writes.
@@ -35,6 +36,8 @@ PARTS = pa.schema([
     ("ids", pa.binary()),    # connections: the provisional connection ids (int64s)
     ("data", pa.binary()),   # the rows: an Arrow IPC stream
 ])
+# what a decode task hands to Spark: PARTS with the file the data was stored in (write.spill)
+BLOBS = pa.schema([field for field in PARTS if field.name != "data"] + [("path", pa.string())])
 
 
 @functools.cache

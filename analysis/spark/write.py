@@ -4,8 +4,10 @@ Spark's own writer would store its microsecond timestamps and plain strings; the
 written with pyarrow instead, so they keep nanosecond UTC timestamps and dictionary-encoded names
 and read back (pyarrow, pandas, Spark) as the same tables the single-machine `export` writes.
 
-The decode stage's blobs arrive grouped by part (a range of emission packet numbers, so parts
-follow each other in exchange order); a task merges each part's blobs of a table, sorts them by
+The decode tasks store their blobs as files under `<out>/_blobs/` (`spill`: Spark then moves
+only their names and counts, never the rows themselves); a write task takes a part's blobs (a
+range of emission packet numbers, so parts follow each other in exchange order), merges them per
+table, sorts them by
 emission key and numbers its exchanges itself: the exchanges of the parts before (counted
 beforehand) plus its rank in the part. Connection ids are the ranks of the provisional ids among
 all of them. Every table gets one file per part, `<out>/<table>.parquet/part-<part>.parquet`:
@@ -36,6 +38,11 @@ def table_dir(out: str, name: str):
     return filesystem, f"{base}/{name}.parquet"
 
 
+def _blobs_dir(out: str):
+    filesystem, base = output_fs(out)
+    return filesystem, f"{base}/_blobs"   # hidden from Hadoop and Spark readers (underscore)
+
+
 def prepare(out: str) -> None:
     """Empty directories for the tables (a previous run's parts are removed)."""
     for name in TABLES:
@@ -45,27 +52,40 @@ def prepare(out: str) -> None:
         filesystem.create_dir(path, recursive=True)
 
 
-def write_tables(df, out: str, starts: dict, provisional) -> dict:
-    """Write the blobs of `df` (rows of PARTS, partitioned by part) as the tables. starts: part
-    -> exchanges in the parts before it; provisional: every provisional connection id, sorted.
-    Returns the rows written per table."""
+def spill(parts: pa.Table, out: str, bucket: int) -> pa.Table:
+    """Store the blobs of a decode task's rows of PARTS in files; its rows of BLOBS."""
+    filesystem, base = _blobs_dir(out)
+    filesystem.create_dir(base, recursive=True)
+    paths = []
+    for part, name, data in zip(*(parts.column(c).to_pylist() for c in ("part", "table", "data"))):
+        path = f"{base}/{name}-{part:05d}-{bucket:05d}.arrow"   # a retry rewrites the same
+        with filesystem.open_output_stream(path) as f:
+            f.write(data)
+        paths.append(path)
+    return parts.drop_columns(["data"]).append_column("path", pa.array(paths, pa.string()))
+
+
+def write_tables(spark, out: str, blobs: dict, starts: dict, provisional) -> dict:
+    """Write the tables from the blobs (part -> table -> their files), one task per part.
+    starts: part -> exchanges in the parts before it; provisional: every provisional connection
+    id, sorted. Returns the rows written per table; the blobs are removed."""
     prepare(out)
     ids = pa.array(provisional, pa.int64())
 
     def write(batches):
-        blobs = {}
-        for batch in batches:
-            for part, table, data in zip(*(batch.column(c).to_pylist()
-                                           for c in ("part", "table", "data"))):
-                blobs.setdefault(part, {}).setdefault(table, []).append(data)
+        filesystem, _ = output_fs(out)
         rows = dict.fromkeys(TABLES, 0)
-        for part, tables in blobs.items():
+        for part in (parts[i] for batch in batches for i in batch.column(0).to_pylist()):
+            tables = blobs.get(part, {})
             numbers = None
             for name in TABLES:   # exchanges before partitions: their numbers
                 if name not in tables:
                     continue
-                t = pa.concat_tables([pa.ipc.open_stream(b).read_all() for b in tables[name]]
-                                     ).unify_dictionaries()
+                read = []
+                for path in tables[name]:
+                    with filesystem.open_input_stream(path) as f:
+                        read.append(pa.ipc.open_stream(f).read_all())
+                t = pa.concat_tables(read).unify_dictionaries()
                 if name != "connections":
                     t = t.sort_by([(k, "ascending") for k in EMIT_KEYS])
                 if name == "exchanges":
@@ -79,14 +99,25 @@ def write_tables(df, out: str, starts: dict, provisional) -> dict:
         yield pa.RecordBatch.from_pydict({"table": list(rows), "rows": list(rows.values())})
 
     totals = dict.fromkeys(TABLES, 0)
-    for r in df.mapInArrow(write, "table string, rows long").collect():
-        totals[r["table"]] += r["rows"]
+    parts = sorted(blobs)
+    if parts:   # a task per part, by index (no Python worker needed to list them)
+        tasks = spark.range(0, len(parts), numPartitions=len(parts))
+        for r in tasks.mapInArrow(write, "table string, rows long").collect():
+            totals[r["table"]] += r["rows"]
     for name, n in totals.items():
         if n == 0:   # keep the table's schema readable
             filesystem, path = table_dir(out, name)
             pq.write_table(target_schema(name).empty_table(), f"{path}/part-00000.parquet",
                            filesystem=filesystem)
+    remove_blobs(out)
     return totals
+
+
+def remove_blobs(out: str) -> None:
+    """Remove the blobs of a run (done, or stopped before its write stage)."""
+    filesystem, path = _blobs_dir(out)
+    if filesystem.get_file_info(path).type != fs.FileType.NotFound:
+        filesystem.delete_dir(path)
 
 
 def _global_ids(t: pa.Table, ids, numbers) -> pa.Table:
