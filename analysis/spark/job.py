@@ -5,26 +5,26 @@
 2. number packets globally: files are read in the order of their first timestamp (then name),
    packet numbers run on across them, as `kafka-dissect export FILES...` numbers them when given
    the files in that order;
-3. shuffle the index by connection (a bucket of connections per task) and decode each connection
-   with the dissector core, its payloads read straight from the files (decode.py);
+3. decode a bucket of connections (hash of their key) per task with the dissector core, its
+   index rows read from what the extract tasks stored (index.py), its payloads straight from
+   the capture files (decode.py);
 4. give connections and exchanges their global ids and write every table (write.py).
-Only small rows cross between the JVM and Python: index rows, then the names of the Arrow IPC
-blobs (one per table and part of each bucket's output) the decode tasks store under
-`<out>/_blobs/` for the write tasks.
+Only small rows cross between the JVM and Python: where the index rows of each bucket are (the
+extract tasks store them under `<out>/_index/`), then the names of the Arrow IPC blobs (one per
+table and part of each bucket's output) the decode tasks store under `<out>/_blobs/` for the
+write tasks.
 """
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 import numpy as np
-import pyarrow as pa
 
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
 
+from . import index
 from .decode import Options, decode_bucket
-from .extract import SCHEMA as EXTRACT_SCHEMA
-from .extract import SUMMARY, extract_file
+from .extract import extract_file
 from .inputs import basename, check_local, list_files, local_copy, local_path
 from .stages import Stages
 from .schemas import BLOBS, TABLES
@@ -65,8 +65,6 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     `dissect()`. level: "headers", "bodies" (default) or "records" (records=True), as in
     `analysis.load`. The files are read as one capture, in the order of their first packet.
     """
-    from pyspark.sql import functions as F
-
     from .session import spark_session
     if isinstance(inputs, str) or hasattr(inputs, "__fspath__"):
         inputs = [inputs]
@@ -83,27 +81,31 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     parallelism = spark.sparkContext.defaultParallelism
     conn_buckets = max(2 * parallelism, -(-sum(size for _, size in listed) // BUCKET_BYTES))
 
-    # 1. extract, one task per file: the index of its segments (payloads stay in the file)
+    # 1. extract, one task per file: the index of its segments (payloads stay in the file),
+    # stored by bucket under <out>/_index/ (index.py)
     def extract(batches):
         for batch in batches:
-            for uri in (files[i] for i in batch.column(0).to_pylist()):
+            for i in batch.column(0).to_pylist():
+                uri = files[i]
                 path = local_path(uri)
                 if path is not None:
-                    yield from extract_file(path, uri)
+                    yield from index.store(extract_file(path, uri), str(out), i, uri,
+                                           conn_buckets)
                 else:   # the decode stage cannot read it at an offset: payloads in the rows
                     with local_copy(uri) as path:
-                        yield from extract_file(path, uri, inline=True)
+                        yield from index.store(extract_file(path, uri, inline=True), str(out),
+                                               i, uri, conn_buckets)
 
-    extract_spark = _spark_schema(EXTRACT_SCHEMA)
+    index.remove_index(str(out))
+    remove_blobs(str(out))
     # one task per file, by index: spark.range needs no Python worker of its own (a Python RDD
     # of the names started a second worker pool, with its imports)
-    file_df = spark.range(0, len(files), numPartitions=len(files))
-    extracted = file_df.mapInArrow(extract, extract_spark).localCheckpoint(eager=True)
+    listing = (spark.range(0, len(files), numPartitions=len(files))
+               .mapInArrow(extract, _spark_schema(index.LISTING)).collect())
     stages.stage("extract")
 
     # 2. global packet numbers
-    summaries = (extracted.filter(F.col("kind") == SUMMARY)
-                 .select("file", "ts", "count", "error").collect())
+    summaries = [r for r in listing if r.bucket == -1]
     ordered = sorted(summaries, key=lambda r: (r.ts is None, r.ts or 0, r.file))
     offsets, errors, total = {}, [], 0
     for r in ordered:
@@ -113,29 +115,26 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
             errors.append(r.error)
     file_order = [r.file for r in ordered]
 
-    # 3. shuffle the index by connection, decode (payloads read from the files)
+    # 3. decode a bucket of connections per task (payloads read from the files)
     opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order), offsets,
                    {f: local_path(f) for f in files if local_path(f) is not None})
-    work = extracted.filter((F.col("kind") != SUMMARY) | F.col("error").isNotNull())
+    places = {}
+    for r in listing:
+        if r.bucket >= 0:
+            places.setdefault(r.bucket, []).append((r.path, r.batches))
     parts = 2 * parallelism
 
-    def decode(batches):   # a task's partition is its bucket: the connections hashed to it
-        from pyspark import TaskContext
-        batches = [b for b in batches if b.num_rows]
-        if batches:
-            bucket = TaskContext.get().partitionId()
-            parts_rows = decode_bucket(pa.Table.from_batches(batches), bucket, opts, total, parts)
-            yield from spill(parts_rows, str(out), bucket).to_batches()
+    def decode(batches):
+        for bucket in (b for batch in batches for b in batch.column(0).to_pylist()):
+            table = index.load(str(out), places.get(bucket, ()))
+            if table.num_rows:
+                parts_rows = decode_bucket(table, bucket, opts, total, parts)
+                yield from spill(parts_rows, str(out), bucket).to_batches()
 
-    # The index is small: adaptive execution would coalesce its shuffle into one task (measured:
-    # local[2] decoding on one core). One shuffle partition per bucket instead; hashed by
-    # connection key, buckets hold about as many connections each (a grouping by a bucket
-    # column would also sort the index in the JVM and hash buckets unevenly to tasks).
-    remove_blobs(str(out))
-    with _settings(spark, {"spark.sql.adaptive.coalescePartitions.enabled": "false"}):
-        decoded = (work.repartition(conn_buckets, "key")
-                   .mapInArrow(decode, _spark_schema(BLOBS)).collect())
+    decoded = (spark.range(0, conn_buckets, numPartitions=conn_buckets)
+               .mapInArrow(decode, _spark_schema(BLOBS)).collect())
+    index.remove_index(str(out))
     stages.stage("decode")
 
     # 4. global ids (connections: numbered in the order they opened; exchanges: counted per part,
@@ -153,22 +152,6 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     rows = write_tables(spark, str(out), blobs, starts, provisional)
     stages.stage("write")
     return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
-
-
-@contextmanager
-def _settings(spark, settings: dict):
-    """Session settings for the queries run inside; the previous values afterwards."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _spark_schema(schema):
