@@ -87,7 +87,6 @@ def _pcap(chunks, n, flows, other, into):
     # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
     # its pieces' append, the time of its last packet (the one before the current), the flow,
     # the stream
-    sides = getattr(flows, "sides", None)
     run = False
     r_key = append = r_flow = r_stream = None
     expect = r_ack = r_room = room = r_ts = 0
@@ -141,7 +140,7 @@ def _pcap(chunks, n, flows, other, into):
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
-                            if flags & PLAIN == ACK and p > a and sides is not None:
+                            if flags & PLAIN == ACK and p > a:
                                 started = run_start(flows, key, seq, p - a)
                                 if started is not None:
                                     r_room, append, r_flow, r_stream = started
@@ -194,7 +193,6 @@ def _pcapng(chunks, n, flows, other, into):
     # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
     # its pieces' append, the time of its last packet (the one before the current), the flow,
     # the stream
-    sides = getattr(flows, "sides", None)
     run = False
     r_key = append = r_flow = r_stream = None
     expect = r_ack = r_room = room = r_ts = 0
@@ -239,7 +237,7 @@ def _pcapng(chunks, n, flows, other, into):
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             handle(n, ts, seq, ack, flags, payload)
-                            if flags & PLAIN == ACK and p > a and sides is not None:
+                            if flags & PLAIN == ACK and p > a:
                                 started = run_start(flows, key, seq, p - a)
                                 if started is not None:
                                     r_room, append, r_flow, r_stream = started

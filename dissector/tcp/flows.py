@@ -47,13 +47,13 @@ MAX_CLOSED = 1 << 16          # closed tuples lingering
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
 _SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
 NEVER = float("inf")
-_ports = struct.Struct("!HH").pack
+pack_ports = struct.Struct("!HH").pack
 
 
 def direct_key(src, dst, sport, dport):
     """The key of FlowTable.direct: addresses and ports as on the wire (IPv4: the 12 bytes
     from the IP source address to the TCP destination port)."""
-    return src + dst + _ports(sport, dport)
+    return src + dst + pack_ports(sport, dport)
 
 
 class ConnectionSink(Protocol):

@@ -33,6 +33,7 @@ class Recorder:
     def __init__(self, direct_keys=(), deadline=float("inf")):
         self.calls = []
         self.direct = {direct_key(*k): self._handler(k) for k in direct_keys}
+        self.sides = {}   # no runs: every segment goes to its handler
         self.deadline = deadline
         self.ticks = []
         self.unpins = 0
