@@ -9,22 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dissector.capture.layers import (LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW,
-                                      LT_RAW_ALIASES, LT_SLL, LT_SLL2)
-
-_IPV4 = b"\x08\x00"
-_AF_INET = (b"\x02\0\0\0", b"\0\0\0\x02")   # NULL/LOOP: host byte order, either way
-_LINKS = {   # link type -> (IPv4 offset, offset of the tag, IPv4 tags)
-    LT_ETHERNET: (14, 12, (_IPV4,)),
-    LT_SLL: (16, 14, (_IPV4,)),
-    LT_SLL2: (20, 0, (_IPV4,)),
-    LT_NULL: (4, 0, _AF_INET),
-    LT_LOOP: (4, 0, _AF_INET),
-    LT_RAW: (0, 0, ()),
-    LT_IPV4: (0, 0, ()),
-}
-for _alias in LT_RAW_ALIASES:
-    _LINKS[_alias] = _LINKS[LT_RAW]
+from dissector.capture.fast import LINKS as _LINKS   # (IPv4 offset, tag offset, tags)
 
 _EMPTY = {"packet": np.int64, "ts": np.int64, "at": np.int64, "n": np.uint32,
           "seq": np.uint32, "ack": np.uint32, "flags": np.uint8, "lo": np.uint64,
@@ -54,7 +39,7 @@ def fast_segments(data, starts, stops, ts, linktypes, first_packet, base):
         if not len(cand):
             continue
         h = buf[starts[cand, None] + np.arange(off + 40)]
-        ok = np.ones(len(cand), bool) if not tags else np.zeros(len(cand), bool)
+        ok = np.zeros(len(cand), bool)   # raw IP: one empty tag, true of every packet
         for tag in tags:
             ok |= (h[:, tag_at:tag_at + len(tag)] == np.frombuffer(tag, np.uint8)).all(axis=1)
         total = _be(h, off + 2, 2).astype(np.int64)

@@ -37,29 +37,32 @@ from ..tcp.reassembly import MASK
 _IPV4_TCP = "BxHxxHxB2x12sIIBB"
 _split = struct.Struct("!4s4sHH").unpack
 _IPV4 = b"\x08\x00"
-# link type -> (format of the link header with its tag, its length, tags of IPv4)
-_LINKS = {
-    LT_ETHERNET: ("12x2s", 14, (_IPV4,)),
-    LT_SLL: ("14x2s", 16, (_IPV4,)),
-    LT_SLL2: ("2s18x", 20, (_IPV4,)),
+# link type -> (offset of IPv4, offset of the tag saying IPv4, the tags that do); the Spark
+# extract (analysis.spark.tcp_headers) reads the same shapes
+LINKS = {
+    LT_ETHERNET: (14, 12, (_IPV4,)),
+    LT_SLL: (16, 14, (_IPV4,)),
+    LT_SLL2: (20, 0, (_IPV4,)),
     # NULL is in the capturing host's byte order (AF_INET is 2 everywhere); LOOP is read alike
-    LT_NULL: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),
-    LT_LOOP: ("4s", 4, (b"\x02\0\0\0", b"\0\0\0\x02")),
-    LT_RAW: ("0s", 0, (b"",)),
-    LT_IPV4: ("0s", 0, (b"",)),
+    LT_NULL: (4, 0, (b"\x02\0\0\0", b"\0\0\0\x02")),
+    LT_LOOP: (4, 0, (b"\x02\0\0\0", b"\0\0\0\x02")),
+    LT_RAW: (0, 0, (b"",)),
+    LT_IPV4: (0, 0, (b"",)),
 }
 for _alias in LT_RAW_ALIASES:
-    _LINKS[_alias] = _LINKS[LT_RAW]
+    LINKS[_alias] = LINKS[LT_RAW]
 NEVER_FAST = 1 << 62   # the header length "needed" on links without a fused reader
 
 
 def _fused(linktype):
     """(unpack_from over link + IPv4 + TCP headers, IPv4 offset, IPv4 tags, bytes needed)."""
-    link = _LINKS.get(linktype)
+    link = LINKS.get(linktype)
     if link is None:
         return None, 0, (), NEVER_FAST
-    fmt, off, tags = link
-    return struct.Struct("!" + fmt + _IPV4_TCP).unpack_from, off, tags, off + 40
+    off, tag_at, tags = link
+    size = len(tags[0])
+    fmt = f"!{tag_at}x{size}s{off - tag_at - size}x" + _IPV4_TCP
+    return struct.Struct(fmt).unpack_from, off, tags, off + 40
 
 
 def scan(path, packet_no, flows, other, into):
