@@ -68,13 +68,6 @@ SCHEMA = pa.schema([
 _PORT = struct.Struct("!H")
 
 
-def flow_key(src, sport, dst, dport) -> bytes:
-    """The same bytes for both directions of a connection."""
-    a = bytes(src) + _PORT.pack(sport)
-    b = bytes(dst) + _PORT.pack(dport)
-    return a + b if a <= b else b + a
-
-
 class _Block:
     """The segments of a block of chunks, until they become rows.
 
