@@ -31,4 +31,5 @@ fuzz: setup
 	bash scripts/fuzz.sh
 
 bench: setup system-deps
-	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3
+	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk
+	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix dense

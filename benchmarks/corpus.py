@@ -4,9 +4,13 @@
 
 The source is real traffic that tshark 4.0's Kafka dissector decodes fully: kafka-python with
 api_version=(2, 5) (Produce v8, Fetch v11, Metadata v9, ApiVersions v3, group and offset APIs at
-their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback. It is made once
-(needs root, tcpdump and the dev extras) and cached as benchmarks/corpus/source.pcap, with
-what the clients did in source.pcap.json.
+their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback, in one of two
+mixes: "bulk" (batching producers, gzip and plain, and a consumer fetching up to 128 kB: ~20 kB a
+Kafka message) and "dense" (a producer sending every record as it comes, one request in flight,
+and a consumer fetching 2 kB at a time: ~1.7 kB a message, the per-message costs dominate). A
+source is made once (needs root, tcpdump and the dev extras) and cached as
+benchmarks/corpus/source.pcap (bulk) or source-dense.pcap, with what the clients did in
+<source>.json.
 
 The corpus replicates the source's connections until it reaches the requested size. Replica r has
 its own client address (127.x.y.z), its own sequence numbers (a per-replica, per-direction shift,
@@ -62,32 +66,50 @@ def _orders(topic, n, seed):
     return out
 
 
-def make_source(path=SOURCE, records=2000):
-    """Capture kafka-python (api_version 2.5) producing and consuming against tansu into `path`
-    (written under a temporary name, then renamed: concurrent builders never see half a file),
-    with what the clients did in path.json. Returns that information."""
+def _bulk_runs(T, boot, records=2000):
+    v = {"api_version": (2, 5)}
+    return [
+        T.kafka_python_produce(boot, _orders("orders", records, 1), client_id="orders-gzip",
+                               compression_type="gzip", **v),
+        T.kafka_python_produce(boot, _orders("events", records, 2), client_id="events", **v),
+        # small batches: many small Produce requests, as a low-latency producer sends
+        T.kafka_python_produce(boot, _orders("clicks", records // 4, 3), client_id="clicks",
+                               batch_size=4096, linger_ms=0, **v),
+        # small fetches: many Fetch round trips
+        T.kafka_python_consume(boot, ["orders", "events", "clicks"], 2 * records + records // 4,
+                               group="billing", client_id="billing",
+                               max_partition_fetch_bytes=65536, fetch_max_bytes=131072,
+                               timeout=60, **v),
+    ]
+
+
+def _dense_runs(T, boot, records=1500):
+    v = {"api_version": (2, 5)}
+    return [
+        # a batch holds one or two records, and the next waits for the last one's answer
+        T.kafka_python_produce(boot, _orders("clicks", records, 3), client_id="clicks",
+                               batch_size=600, linger_ms=0,
+                               max_in_flight_requests_per_connection=1, **v),
+        T.kafka_python_consume(boot, ["clicks"], records, group="billing", client_id="billing",
+                               max_partition_fetch_bytes=2048, fetch_max_bytes=2048, timeout=90,
+                               **v),
+    ]
+
+
+MIXES = {"bulk": (SOURCE, _bulk_runs), "dense": (CORPUS_DIR / "source-dense.pcap", _dense_runs)}
+
+
+def make_source(mix="bulk"):
+    """Capture the mix's clients (kafka-python at api_version 2.5) against tansu into its source
+    path (written under a temporary name, then renamed: concurrent builders never see half a
+    file), with what the clients did in <path>.json. Returns that information."""
     from tests import traffic as T
-    path = Path(path)
+    path, clients = MIXES[mix]
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_name(f"{path.name}.{os.getpid()}.part")
-    v = {"api_version": (2, 5)}
     with T.Broker() as broker:
         with T.Capture(part, broker.port) as cap:
-            boot = broker.bootstrap
-            runs = [
-                T.kafka_python_produce(boot, _orders("orders", records, 1), client_id="orders-gzip",
-                                       compression_type="gzip", **v),
-                T.kafka_python_produce(boot, _orders("events", records, 2), client_id="events",
-                                       **v),
-                # small batches: many small Produce requests, as a low-latency producer sends
-                T.kafka_python_produce(boot, _orders("clicks", records // 4, 3),
-                                       client_id="clicks", batch_size=4096, linger_ms=0, **v),
-                # small fetches: many Fetch round trips
-                T.kafka_python_consume(boot, ["orders", "events", "clicks"],
-                                       2 * records + records // 4, group="billing",
-                                       client_id="billing", max_partition_fetch_bytes=65536,
-                                       fetch_max_bytes=131072, timeout=60, **v),
-            ]
+            runs = clients(T, broker.bootstrap)
     if cap.dropped:
         part.unlink()
         raise RuntimeError(f"tcpdump dropped packets: {cap.stderr.strip()}")
@@ -117,11 +139,15 @@ def broker_port(packets):
     raise ValueError("no connection attempt (SYN) in the source capture")
 
 
-def source(path=SOURCE):
-    """The packets of the cached source capture (made on first use) and the broker's port."""
-    path = Path(path)
-    if not path.is_file():
-        make_source(path)
+def source(src="bulk"):
+    """The packets and the broker's port of `src`: a mix's cached source capture (made on first
+    use) or the path of another capture."""
+    if src in MIXES:
+        path = MIXES[src][0]
+        if not path.is_file():
+            make_source(src)
+    else:
+        path = Path(src)
     packets = list(read_pcap(path))   # a few MB: read once, replicated many times
     return packets, broker_port(packets)
 
@@ -174,8 +200,9 @@ class Built:
                 f"{self.replicas} replicas of the source, built in {self.seconds:.1f} s")
 
 
-def build(out, size_bytes, src=SOURCE, mss=MSS, parallel=PARALLEL):
-    """Write a corpus of at least size_bytes to `out` (classic pcap, Ethernet); returns Built."""
+def build(out, size_bytes, src="bulk", mss=MSS, parallel=PARALLEL):
+    """Write a corpus of at least size_bytes replicating `src` (see source()) to `out` (classic
+    pcap, Ethernet); returns Built."""
     start = time.monotonic()
     packets, port = source(src)
     replica_bytes = sum(16 + len(p[2]) for p in packets)
@@ -242,14 +269,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=400, help="corpus size in MB (default 400)")
     ap.add_argument("--out", type=Path, default=CORPUS_DIR / "corpus.pcap")
+    ap.add_argument("--mix", choices=sorted(MIXES), default="bulk",
+                    help="the source traffic (default bulk)")
     ap.add_argument("--remake-source", action="store_true",
                     help="capture the source traffic again (root, tcpdump, tansu)")
     ap.add_argument("--check", action="store_true",
                     help="afterwards, have tshark verify the checksums of the first 20000 packets")
     args = ap.parse_args(argv)
     if args.remake_source:
-        make_source()
-    built = build(args.out, int(args.size_mb * 1e6))
+        make_source(args.mix)
+    built = build(args.out, int(args.size_mb * 1e6), args.mix)
     print(built)
     if args.check:
         counts = check_checksums(built.path)

@@ -1,6 +1,7 @@
 """tshark and kafka-dissect side by side on the same capture, alternating in one process.
 
-    python benchmarks/vs_tshark.py [--corpus FILE | --size-mb 400] [--rounds 3] [--quick]
+    python benchmarks/vs_tshark.py [--corpus FILE | --size-mb 400 [--mix bulk|dense]] [--rounds 3]
+                                   [--quick]
 
 Each round runs, one after the other: tshark printing the Kafka header fields (api key, api
 version, correlation id: `-T fields`, single pass, Kafka decoded on the corpus's broker port), then
@@ -12,7 +13,9 @@ Reported per tool: median CPU time (user + system of the child) and wall time ov
 throughput (MB/s, packets/s, Kafka messages/s) from the CPU time, the ratio of tshark's CPU time
 to ours, and the child's peak RSS. CPU time is the measure because the machine is shared (wall
 times include the neighbours' load); wall times are printed too. Without --corpus, a corpus of
---size-mb is built (benchmarks/corpus.py) and deleted afterwards unless --keep is given.
+--size-mb is built (benchmarks/corpus.py) from the --mix source traffic (bulk: ~20 kB a Kafka
+message; dense: ~1.7 kB, where the per-message costs dominate) and deleted afterwards unless
+--keep is given.
 """
 from __future__ import annotations
 
@@ -124,6 +127,8 @@ def main(argv=None):
     ap.add_argument("--corpus", type=Path, help="an existing capture (default: build one)")
     ap.add_argument("--port", type=int, default=C.PORT, help="broker port (default 9092)")
     ap.add_argument("--size-mb", type=float, default=400, help="size of the corpus to build")
+    ap.add_argument("--mix", choices=sorted(C.MIXES), default="bulk",
+                    help="the source traffic of the corpus to build (default bulk)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="keep the corpus that was built")
     ap.add_argument("--quick", action="store_true",
@@ -136,8 +141,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(dir=C.CORPUS_DIR) as tmp:
         try:
             if path is None:
-                path = Path(tmp) / "corpus.pcap" if not args.keep else C.CORPUS_DIR / "corpus.pcap"
-                built = C.build(path, int(args.size_mb * 1e6))
+                name = "corpus.pcap" if args.mix == "bulk" else f"corpus-{args.mix}.pcap"
+                path = (C.CORPUS_DIR if args.keep else Path(tmp)) / name
+                built = C.build(path, int(args.size_mb * 1e6), args.mix)
                 print(f"built {built}")
                 checked = C.check_checksums(path)
                 print(f"tshark checksums (IPv4 and TCP, first 20000 packets): "

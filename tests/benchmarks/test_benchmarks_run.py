@@ -30,8 +30,9 @@ def _run(script, *args):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_vs_tshark_quick(tools):
-    code, out, err = _run("vs_tshark.py", "--quick")
+@pytest.mark.parametrize("mix", ["bulk", "dense"])
+def test_vs_tshark_quick(tools, mix):
+    code, out, err = _run("vs_tshark.py", "--quick", "--mix", mix)
     assert code == 0, out + err
     m = re.search(r"tshark checksums \(IPv4 and TCP, first 20000 packets\): (\d+) good, (\d+) bad",
                   out)
@@ -48,7 +49,8 @@ def test_vs_tshark_quick(tools):
     # the clients' own account: every request they logged, and every response they logged, in
     # each replica of the source traffic
     replicas = int(re.search(r"built .* (\d+) replicas of the source", out)[1])
-    truth = json.loads((ROOT / "benchmarks" / "corpus" / "source.pcap.json").read_text())
+    name = "source.pcap" if mix == "bulk" else f"source-{mix}.pcap"
+    truth = json.loads((ROOT / "benchmarks" / "corpus" / f"{name}.json").read_text())
     assert messages == replicas * (truth["requests"] + truth["answered"])
     for label in ("tshark", "ours headers", "ours bodies", "ours records"):
         row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x"
