@@ -5,9 +5,12 @@
 
 Each round runs, one after the other: tshark printing the Kafka header fields (api key, api
 version, correlation id: `-T fields`, single pass, Kafka decoded on the corpus's broker port), then
-our CLI at each level (`read --level headers|bodies|records --format csv`). Both write their output
-to files, from which the Kafka messages each tool saw are counted: tshark's correlation ids (one
-per Kafka PDU it dissected) against our requests plus responses; the two counts must agree.
+our CLI at each level (`read --level headers|bodies|records --format csv`), then the pure-Python
+floor (benchmarks/read_floor.py: each packet's headers unpacked and its payload kept, nothing
+else: the ratio no interpreted per-packet loop can pass on the corpus). tshark and our CLI write
+their output to files, from which the Kafka messages each tool saw are counted: tshark's
+correlation ids (one per Kafka PDU it dissected) against our requests plus responses; the two
+counts must agree.
 
 Reported per tool: median CPU time (user + system of the child) and wall time over the rounds,
 throughput (MB/s, packets/s, Kafka messages/s) from the CPU time, the ratio of tshark's CPU time
@@ -71,22 +74,33 @@ def our_messages(path):
     return n
 
 
+def floor_cmd(path):
+    return [sys.executable, str(HERE / "read_floor.py"), str(path)]
+
+
 def measure(path, port, rounds, workdir, log=print):
-    """Alternate the four commands for `rounds` rounds; returns {tool: [Run]} and {tool: count}."""
-    runs = {name: [] for name in ("tshark",) + LEVELS}
+    """Alternate the five commands for `rounds` rounds; returns {tool: [Run]} and {tool: count}
+    (Kafka messages; the floor counts none)."""
+    runs = {name: [] for name in ("tshark",) + LEVELS + ("floor",)}
     counts = {}
     for i in range(rounds):
         for name in runs:
             out = workdir / f"{name}.out"
             err = workdir / f"{name}.err"
-            cmd = tshark_cmd(path, port) if name == "tshark" else ours_cmd(path, port, name, out)
-            r = run(cmd, stdout=out if name == "tshark" else os.devnull, stderr_path=err)
+            if name == "tshark":
+                cmd = tshark_cmd(path, port)
+            elif name == "floor":
+                cmd = floor_cmd(path)
+            else:
+                cmd = ours_cmd(path, port, name, out)
+            r = run(cmd, stdout=os.devnull if name in LEVELS else out, stderr_path=err)
             if r.status != 0:
                 raise RuntimeError(f"{name} failed ({r.status}): {r.stderr.strip()[-2000:]}")
             runs[name].append(r)
-            counts[name] = (tshark_messages if name == "tshark" else our_messages)(out)
+            if name != "floor":
+                counts[name] = (tshark_messages if name == "tshark" else our_messages)(out)
             log(f"round {i + 1}/{rounds} {name:8} cpu {r.cpu:7.2f} s  wall {r.wall:7.2f} s  "
-                f"peak RSS {r.rss_mb:6.0f} MB  messages {counts[name]}")
+                f"peak RSS {r.rss_mb:6.0f} MB  messages {counts.get(name, '-')}")
     return runs, counts
 
 
@@ -98,22 +112,22 @@ def report(path, runs, counts, packets, log=print):
     base = statistics.median(r.cpu for r in runs["tshark"])
     log(f"corpus: {path} {mb:.1f} MB, {packets} packets, {messages} Kafka messages (tshark)")
     log(f"machine: {machine()}")
-    log(f"rounds: {len(runs['tshark'])}, alternating tshark, {', '.join(LEVELS)}; "
+    log(f"rounds: {len(runs['tshark'])}, alternating {', '.join(runs)}; "
         "medians; throughput from CPU time")
-    log(f"{'tool':16} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'packets/s':>10} {'messages/s':>10} "
+    log(f"{'tool':17} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'packets/s':>10} {'messages/s':>10} "
         f"{'ratio':>7} {'peak RSS MB':>11}  target")
     for name, rs in runs.items():
         cpu = statistics.median(r.cpu for r in rs)
         wall = statistics.median(r.wall for r in rs)
         rss = max(r.rss_mb for r in rs)
         ratio = base / cpu
-        label = "tshark" if name == "tshark" else f"ours {name}"
-        if name == "tshark":
+        label = {"tshark": "tshark", "floor": "pure-Python floor"}.get(name, f"ours {name}")
+        if name not in TARGETS:
             target = ""
         else:
             verdict = "met" if ratio >= TARGETS[name] else "MISSED"
             target = f">= {TARGETS[name]:.0f}x {verdict}"
-        log(f"{label:16} {cpu:7.2f} {wall:7.2f} {mb / cpu:7.1f} {packets / cpu:10,.0f} "
+        log(f"{label:17} {cpu:7.2f} {wall:7.2f} {mb / cpu:7.1f} {packets / cpu:10,.0f} "
             f"{messages / cpu:10,.0f} {ratio:6.2f}x {rss:11.0f}  {target}")
     ours = {name: counts[name] for name in LEVELS}
     agree = all(n == messages for n in ours.values())

@@ -52,7 +52,7 @@ def test_vs_tshark_quick(tools, mix):
     name = "source.pcap" if mix == "bulk" else f"source-{mix}.pcap"
     truth = json.loads((ROOT / "benchmarks" / "corpus" / f"{name}.json").read_text())
     assert messages == replicas * (truth["requests"] + truth["answered"])
-    for label in ("tshark", "ours headers", "ours bodies", "ours records"):
+    for label in ("tshark", "ours headers", "ours bodies", "ours records", "pure-Python floor"):
         row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x"
                         r" +(\d+)", out, re.M)
         assert row, f"no row for {label}:\n{out}"
