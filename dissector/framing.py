@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import struct
 from collections import deque
+from functools import lru_cache
 
 from .budget import Budget
 from .model import NOTE, WARNING, Frame, Issue
@@ -62,13 +63,23 @@ _SCAN, _SETTLE, _FINAL = range(3)   # how far a resync scan may go without confi
 _NAMES = ("request", "response")
 
 
+@lru_cache(maxsize=64)
+def _candidates(max_frame, direction):
+    """Where a frame may start: the size's top byte is small enough for max_frame, and the size
+    is not below the minimum (runs of zero bytes are common and must be skipped quickly). One
+    pattern per (max_frame, direction), made when first needed: most streams never resync."""
+    top = re.escape(bytes([min(max_frame >> 24, 0x7F)]))
+    low = re.escape(bytes([_MIN_SIZE[direction] - 1]))
+    return re.compile(b"(?=[\\x00-%s])(?!\\x00\\x00\\x00[\\x00-%s])" % (top, low))
+
+
 class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
                  "_state", "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
-                 "_skip_from", "_sync_severity", "_replay", "_probation", "_candidates", "_kept")
+                 "_skip_from", "_sync_severity", "_replay", "_probation", "_kept")
 
     def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME, budget=None):
         self.connection = connection
@@ -98,11 +109,6 @@ class Framer:
         self._sync_severity = NOTE
         self._replay = deque()   # (data, pos, offset of data[0], packet, ts) to frame after a resync
         self._probation = 0      # frames after a resync still to be checked with sink.plausible
-        # A candidate frame start: the size's top byte is small enough for max_frame, and the size
-        # is not below the minimum (runs of zero bytes are common and must be skipped quickly).
-        top = re.escape(bytes([min(max_frame >> 24, 0x7F)]))
-        low = re.escape(bytes([_MIN_SIZE[direction] - 1]))
-        self._candidates = re.compile(b"(?=[\\x00-%s])(?!\\x00\\x00\\x00[\\x00-%s])" % (top, low))
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -400,7 +406,7 @@ class Framer:
         plausible = self.sink.plausible
         wait = complete = -1
         wait_need = 0
-        for m in self._candidates.finditer(buf, 0, max(end - w + 1, 0)):
+        for m in _candidates(maxf, d).finditer(buf, 0, max(end - w + 1, 0)):
             p = m.start()
             (size,) = _size_at(buf, p)
             if size < lo or size > maxf or not plausible(d, buf, p):

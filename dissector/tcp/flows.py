@@ -155,9 +155,9 @@ class FlowTable:
                 return
         flow, side = entry
         if flow.state == _LIVE:
+            if flow in self._quiet:
+                self._stir(flow, payload)
             if flags & _SLOW:
-                if flow in self._quiet:
-                    self._stir(flow, payload)
                 flow.last_pkt = packet_no
                 flow.conn.last_ts = ts_ns
                 rs = flow.rs
@@ -339,10 +339,7 @@ class FlowTable:
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
         flow.handlers = self._handlers(flow)
-        if flow in self._quiet:
-            real = flow.handlers
-            flow.handlers = (self._waker(flow, real, 0), self._waker(flow, real, 1))
-        else:
+        if flow not in self._quiet:   # else on `direct` once it carries data (_heard)
             self._direct(flow)
             if self._first_data is not None:
                 self._first_data(conn)
@@ -364,23 +361,6 @@ class FlowTable:
             self.direct[key] = flow.handlers[side]
             self.sides[key] = (flow, side)
 
-    def _waker(self, flow, real, side):
-        """The handler of a live flow that never carried data (kept off `direct`, so `add`
-        hands it everything): its first payload makes it a flow like any other."""
-        quiet = self._quiet
-
-        def wake(pkt, ts, seq, ack, flags, payload):
-            if payload:
-                del quiet[flow]
-                flow.handlers = real
-                self._direct(flow)
-                if self._first_data is not None:
-                    self._first_data(flow.conn)
-            else:
-                quiet.move_to_end(flow)
-            real[side](pkt, ts, seq, ack, flags, payload)
-        return wake
-
     def _stir(self, flow, payload):
         """A packet of a flow that never carried data."""
         if payload:
@@ -392,7 +372,6 @@ class FlowTable:
         """The first payload of a flow that never carried any."""
         del self._quiet[flow]
         if flow.state == _LIVE:
-            flow.handlers = self._handlers(flow)
             self._direct(flow)
             if self._first_data is not None:
                 self._first_data(flow.conn)
