@@ -93,13 +93,14 @@ class JsonlWriter:
 _TS_AT = tuple(i for i, name in enumerate(EXCHANGE_COLUMN_NAMES) if name in TIMESTAMP_COLUMNS)
 _TOPICS_AT = EXCHANGE_COLUMN_NAMES.index("topics")
 _COMMAS = len(EXCHANGE_COLUMN_NAMES) - 1
+_LINE = ",".join(["%s"] * len(EXCHANGE_COLUMN_NAMES)) + "\n"
 
 
 class CsvWriter:
     """exchange_record's values, None as empty and topics joined by ";" (straight from the row:
     no dict per exchange). A row whose text needs no CSV quoting (no comma, quote or line break
-    inside a value: one comma per column boundary) is joined directly, others go through the
-    csv module."""
+    inside a value: one comma per column boundary, one line break) is formatted directly, others
+    go through the csv module."""
 
     def __init__(self, out):
         self.out = out
@@ -107,25 +108,32 @@ class CsvWriter:
         self.writer.writerow(EXCHANGE_COLUMN_NAMES)
         self._secs = None      # the second last formatted (an exchange's times share one)
         self._prefix = None
+        self._ts = None        # the timestamp last formatted and its text (a one-packet
+        self._ts_text = ""     # message starts and ends at the same time)
 
     def write(self, ex) -> None:
-        row = list(exchange_row(ex))
+        row = ["" if v is None else v for v in exchange_row(ex)]
+        last = self._ts
         for i in _TS_AT:
             ts = row[i]
-            if ts is not None:
+            if ts == "":
+                continue
+            if ts != last:
+                last = ts
                 secs, ns = divmod(ts, 1_000_000_000)
                 if secs != self._secs:
                     self._secs = secs
                     self._prefix = _iso_prefix(secs)
-                row[i] = None if self._prefix is None else f"{self._prefix}.{ns:09d}Z"
+                self._ts_text = "" if self._prefix is None else f"{self._prefix}.{ns:09d}Z"
+            row[i] = self._ts_text
+        self._ts = last
         topics = row[_TOPICS_AT]
-        if topics is not None:
+        if topics != "":
             row[_TOPICS_AT] = ";".join(topics)
-        row = ["" if v is None else v for v in row]
-        line = ",".join(map(str, row))
-        if line.count(",") == _COMMAS and '"' not in line and "\n" not in line \
-                and "\r" not in line:
-            self.out.write(line + "\n")
+        line = _LINE % tuple(row)
+        if line.count(",") == _COMMAS and '"' not in line and "\r" not in line \
+                and line.find("\n") == len(line) - 1:
+            self.out.write(line)
         else:
             self.writer.writerow(row)
 
