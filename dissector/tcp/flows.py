@@ -425,9 +425,11 @@ class FlowTable:
             self.direct.pop(key, None)
             self.sides.pop(key, None)
         flow.handlers = None
-        for r in flow.rs:
+        rs = flow.rs
+        for r in rs:
             r.finish(pkt)
             self.pinned.discard(r)  # callers of add that never unpin: only live flows stay
+        rs[0].peer = rs[1].peer = None  # no cycle left: freed now, not by the cyclic GC
         flow.state = _CLOSED
         flow.rs = None
         del self._live[flow.conn.connection_id]
