@@ -195,22 +195,22 @@ class Session:
             return
         (corr,) = _INT32.unpack_from(data, 0)
         inflight = self._inflight
-        for i, pending in enumerate(inflight):
-            if pending.correlation_id == corr:
-                break
-        else:
-            self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                ORPHAN_RESPONSE))
-            return
-        for _ in range(i):
-            self._unpaired(self._pop())
-        self._pop()
-        self._paired(pending, frame)
+        if not inflight or inflight[0].correlation_id != corr:  # else the usual answer
+            for i, pending in enumerate(inflight):
+                if pending.correlation_id == corr:
+                    break
+            else:
+                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                    ORPHAN_RESPONSE))
+                return
+            for _ in range(i):
+                self._unpaired(self._pop())
+        self._paired(self._pop(), frame)
 
     def _paired(self, pending, frame) -> None:
         ex = Exchange(self.connection, pending.frame, frame, pending.api_key, pending.api_version,
-                      pending.correlation_id, pending.client_id, OK, pending.msg)
-        ex.issues.extend(pending.issues)
+                      pending.correlation_id, pending.client_id, OK, pending.msg,
+                      issues=pending.issues)   # the pending request's own list, handed over
         data = frame.data
         if self._decoder is not None:
             ex.response_msg = self._decoder.response(data, pending.api_key, pending.api_version,
@@ -232,8 +232,8 @@ class Session:
     def _unpaired(self, pending) -> None:
         status = NO_RESPONSE_EXPECTED if pending.acks == 0 else UNANSWERED
         ex = Exchange(self.connection, pending.frame, None, pending.api_key, pending.api_version,
-                      pending.correlation_id, pending.client_id, status, pending.msg)
-        ex.issues.extend(pending.issues)
+                      pending.correlation_id, pending.client_id, status, pending.msg,
+                      issues=pending.issues)
         if self._decoder is not None:
             self._decoder.summarize(ex)
         if ex.issues and any(i.severity == ERROR for i in ex.issues):

@@ -94,9 +94,11 @@ def parse_request_header(buf) -> tuple[int, int, int, str | None, dict, int]:
         pos += n
     elif n != -1:
         raise ValueError("negative client id length")
-    tags = {}
-    if version == 2:
-        tags, pos = read_tagged_fields(buf, pos, end)
+    if version == 1:
+        return api_key, api_version, correlation_id, client_id, {}, pos
+    if pos < end and buf[pos] == 0:  # no tagged fields, the usual case: no varint to read
+        return api_key, api_version, correlation_id, client_id, {}, pos + 1
+    tags, pos = read_tagged_fields(buf, pos, end)
     return api_key, api_version, correlation_id, client_id, tags, pos
 
 
@@ -108,6 +110,8 @@ def parse_response_header(buf, api_key: int, api_version: int) -> tuple[int, dic
     (correlation_id,) = _INT32.unpack_from(buf, 0)
     if response_header_version(api_key, api_version) == 0:
         return correlation_id, {}, 4
+    if end > 4 and buf[4] == 0:  # no tagged fields, the usual case: no varint to read
+        return correlation_id, {}, 5
     tags, pos = read_tagged_fields(buf, 4, end)
     return correlation_id, tags, pos
 
