@@ -37,7 +37,8 @@ class Batch:
     crc_ok: True/False, or None when not checked (headers-only mode may skip it).
     records: list of Record, or None when not decoded (headers-only, codec unavailable, capped).
     A v2 batch decoded without build=True has every record checked but its Record objects built
-    only when `records` is first read (defer_records): most readers want counts and sizes only.
+    only when `records` is first read: the decoder leaves `records` unset and `_deferred` holds
+    (count, parse, args), records = parse(*args). Most readers want counts and sizes only.
     control: (type, version) of the first control record in a control batch (0 abort, 1 commit).
     """
     __slots__ = ("offset_in_set", "base_offset", "last_offset_delta", "magic", "codec",
@@ -67,18 +68,14 @@ class Batch:
         self.crc_ok = None
         self.records = None
         self.control = None
-
-    def defer_records(self, count, parse, args):
-        """Leave `records` unset until first read, then set it to parse(*args): `count` records."""
-        del self.records
-        self._deferred = (count, parse, args)
+        self._deferred = None
 
     def decoded_count(self):
         """How many records were decoded (built or deferred); None when they were not."""
-        try:
-            records = object.__getattribute__(self, "records")
-        except AttributeError:
-            return self._deferred[0]
+        deferred = self._deferred
+        if deferred is not None:  # asked first: reading an unset `records` would build them
+            return deferred[0]
+        records = self.records
         return None if records is None else len(records)
 
     def __getattr__(self, name):  # called only for an unset slot: a deferred `records`

@@ -22,6 +22,7 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 MIN_LENGTH = HEADER_SIZE - 12  # smallest sane batchLength
 _CONTROL_KEY = struct.Struct(">hh")
+_new = object.__new__
 
 
 def _zigzag_table(n):
@@ -76,15 +77,16 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
     """
     (base_offset, _, leader_epoch, magic, crc, attributes, last_delta, first_ts, max_ts,
      producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(data, pos)
-    batch = Batch(pos, size, magic)
+    batch = _new(Batch)  # every slot stored once here (Batch.__init__ would store most twice)
+    batch.offset_in_set = pos
+    batch.size = size
+    batch.magic = magic
     batch.base_offset = base_offset
     batch.partition_leader_epoch = leader_epoch
-    codec = attributes & 0x07
-    ts_type = (attributes >> 3) & 1
-    batch.codec = codec
-    batch.timestamp_type = ts_type
-    batch.is_transactional = bool(attributes & 0x10)
-    batch.is_control = is_control = bool(attributes & 0x20)
+    batch.codec = codec = attributes & 0x07
+    batch.timestamp_type = ts_type = (attributes >> 3) & 1
+    batch.is_transactional = attributes & 0x10 != 0
+    batch.is_control = is_control = attributes & 0x20 != 0
     batch.last_offset_delta = last_delta
     batch.first_timestamp = first_ts
     batch.max_timestamp = max_ts
@@ -92,11 +94,12 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
     batch.producer_epoch = producer_epoch
     batch.base_sequence = base_sequence
     batch.record_count = count
+    batch.uncompressed_size = batch.crc_ok = batch.control = batch._deferred = None
     end = pos + size
 
     if want_records or ACCELERATED:  # headers-only mode skips the slow pure-Python CRC
-        batch.crc_ok = crc32c(data[pos + 21:end]) == crc
-        if not batch.crc_ok:
+        crc_ok = batch.crc_ok = crc32c(data[pos + 21:end]) == crc
+        if not crc_ok:
             issues.append(Issue("records.crc_mismatch", ERROR,
                                 f"RecordBatch CRC32C {crc:#010x} does not match its contents",
                                 stream_offset=pos))
@@ -104,12 +107,14 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
         issues.append(Issue("records.count_mismatch", ERROR, f"negative record count {count}",
                             stream_offset=pos + 57))
     if not want_records:
+        batch.records = None
         return batch
 
     body = data[pos + HEADER_SIZE:end]
     if codec:
         body = codecs.decompress_payload(codec, body, budget, issues, pos + HEADER_SIZE)
         if body is None:
+            batch.records = None
             return batch
         batch.uncompressed_size = len(body)
         rec_pos = None  # issue offsets inside decompressed data point at the batch payload
@@ -147,8 +152,8 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
                             f"{len(body) - bad_at} bytes left after the declared {count} records",
                             stream_offset=pos + 57))
     if not (build or is_control):  # Record objects built when first asked for (Batch.records)
-        batch.defer_records(found, _build_records, (body, found, base_offset, first_ts, ts_base))
-        return batch
+        batch._deferred = (found, _build_records, (body, found, base_offset, first_ts, ts_base))
+        return batch  # `records` left unset: Batch.__getattr__ builds them on first read
     batch.records = records
     if is_control and records:
         key = records[0].key

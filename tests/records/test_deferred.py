@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from dissector.protocol.jsonify import to_json
 from dissector.records import decode_record_set
+from dissector.records.model import Batch
 from tests.fuzz.support import mutate
 from tests.records.builders import build, expected, got
 
@@ -71,3 +72,15 @@ def test_headers_only_mode_decodes_no_records():
     rs = decode_record_set(build(2, 0, [(1, b"k", b"v", [])]), records=False)
     assert [b.records for b in rs.batches] == [None]
     assert [b.decoded_count() for b in rs.batches] == [None]
+
+
+def test_every_batch_slot_is_set():
+    """record_batch.decode stores each Batch slot itself (no __init__): none may be left unset
+    but a deferred `records`, or reading it would raise AttributeError."""
+    buf = build(2, 1, [(1_700_000_000_000, b"k", b"v", [("h", b"1")])], offset=5)
+    for kwargs in ({}, {"build": True}, {"records": False}):
+        batch = decode_record_set(buf, **kwargs).batches[0]
+        for slot in Batch.__slots__:
+            if slot != "records" or batch._deferred is None:
+                object.__getattribute__(batch, slot)
+        assert batch.records is None or len(batch.records) == 1
