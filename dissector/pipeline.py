@@ -6,7 +6,6 @@ Only in-flight state is kept: exchanges are handed out as soon as they complete.
 """
 from __future__ import annotations
 
-import weakref
 from collections import deque
 
 from .capture.errors import CaptureError
@@ -47,7 +46,6 @@ class Dissector:
         self.bytes = 0
         self._exchanges = 0
         self._decoder = None
-        self._sessions = weakref.WeakSet()   # for expire_requests; closed ones vanish with their flow
         if level != "headers":
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"))
@@ -63,10 +61,8 @@ class Dissector:
             self.connections.append(connection)
         else:
             self._unlisted.add(connection)
-        session = Session(connection, self._emit, self.add_issue, level=self.level,
-                          decoder=self._decoder)
-        self._sessions.add(session)
-        return session
+        return Session(connection, self._emit, self.add_issue, level=self.level,
+                       decoder=self._decoder)
 
     def _first_data(self, connection):
         if self._unlisted and connection in self._unlisted:
@@ -163,7 +159,7 @@ class Dissector:
     def expire_requests(self, now_ns, timeout_ns) -> None:
         """Requests in flight for longer than timeout_ns become `unanswered` (live capture)."""
         before = now_ns - timeout_ns
-        for session in list(self._sessions):
+        for session in self._flows.sinks():
             session.expire_requests(before)
 
     def finish(self) -> None:

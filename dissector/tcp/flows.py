@@ -182,6 +182,10 @@ class FlowTable:
         if ts_ns > self.deadline:
             self.tick(ts_ns)
 
+    def sinks(self):
+        """The sinks of the live connections, in the order they opened."""
+        return [flow.sink for flow in self._live.values()]
+
     def _streams(self):
         """Every framer and reassembler of the live connections (Budget.members)."""
         return [x for flow in self._live.values() for r in flow.rs for x in (r, r.framer)]
