@@ -160,7 +160,8 @@ class Session:
         if self._decoder is not None:
             pending.msg = self._decoder.request(data, api_key, api_version, corr, client_id, tags,
                                                 body_offset)
-            pending.issues = [self._rebase(i, frame) for i in pending.msg.issues]
+            if pending.msg.issues:
+                pending.issues = [self._rebase(i, frame) for i in pending.msg.issues]
         inflight = self._inflight
         inflight.append(pending)
         self._inflight_bytes += len(data)
@@ -215,7 +216,8 @@ class Session:
         if self._decoder is not None:
             ex.response_msg = self._decoder.response(data, pending.api_key, pending.api_version,
                                                      pending.msg)
-            ex.issues.extend(self._rebase(i, frame) for i in ex.response_msg.issues)
+            if ex.response_msg.issues:
+                ex.issues.extend([self._rebase(i, frame) for i in ex.response_msg.issues])
             self._decoder.summarize(ex)
         else:
             try:
