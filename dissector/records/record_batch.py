@@ -45,7 +45,7 @@ _ZIGZAG2 = (0,) * 128 + _zigzag_table(1 << 14)
 _PAST = 1 << 62
 _TAKES = tuple(1 + v if v >= 0 else 1 if v == -1 else _PAST for v in _ZIGZAG)
 _TAKES2 = (_PAST,) * 128 + tuple(2 + v if v >= 0 else _PAST for v in _ZIGZAG2[128:])
-_HEAD = struct.Struct("6B").unpack_from  # a record's first bytes: length, attributes, deltas
+_HEAD = struct.Struct("7B").unpack_from  # a record's first bytes (a record takes 7 or more)
 
 
 class _BadRecord(Exception):
@@ -167,6 +167,11 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
     return batch
 
 
+def _past_deltas(buf, pos):
+    """The position after the timestamp and offset deltas at buf[pos:] (varints of any width)."""
+    return _varint(buf, _varint(buf, pos)[1], 5)[1]
+
+
 def _check_records(buf, count):
     """The end of `count` (> 0) well-formed records at the start of `buf` (bytes), or None.
 
@@ -174,8 +179,8 @@ def _check_records(buf, count):
     end, but gives up (None) on anything wrong or unusual instead of telling what it is: bad
     lengths push the position past the buffer (an IndexError or a final mismatch), a record
     shorter than six bytes overruns itself, header varints over one byte (two for values) give
-    up. One unpack reads the length, deltas and key length of a record in either common shape
-    (a one- or two-byte length, one-byte deltas and key length); others take the general path.
+    up. One unpack reads the first bytes of a record: its length, deltas and key length in the
+    common shapes (one- or two-byte length and deltas) are taken from there.
     """
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
@@ -186,47 +191,57 @@ def _check_records(buf, count):
     pos = 0
     try:
         for _ in range(count):
-            l0, l1, l2, l3, l4, l5 = head(buf, pos)  # struct.error: under 6 bytes left
-            if l0 >= 0x80 and (l1 | l3 | l4 | l5) < 0x80:  # two-byte record length
+            # a record starts with its length, attributes, timestamp and offset deltas, key length
+            l0, l1, l2, l3, l4, l5, l6 = head(buf, pos)  # struct.error: under 7 bytes left
+            if l0 >= 0x80 and l1 < 0x80:  # two-byte length (64 B to 8 kB): deltas from l3
                 end = pos + 2 + zz2[l0 + (l1 << 7)]
-                pos += 5 + takes[l5]
-            elif l0 < 0x80 and (l2 | l3 | l4) < 0x80:  # one-byte record length
+                if (l3 | l4) < 0x80:  # one-byte deltas
+                    pos += 5
+                    k = l5
+                elif (l3 | l5) < 0x80:  # one-byte timestamp, two-byte offset delta
+                    pos += 6
+                    k = l6
+                elif (l4 | l5) < 0x80:  # two-byte timestamp, one-byte offset delta
+                    pos += 6
+                    k = l6
+                elif (l4 | l6) < 0x80:  # two-byte deltas
+                    pos += 7
+                    k = buf[pos]
+                else:
+                    pos = _past_deltas(buf, pos + 3)
+                    k = buf[pos]
+            elif l0 < 0x80:  # one-byte length: deltas from l2
                 end = pos + 1 + zz[l0]
-                pos += 4 + takes[l4]
+                if (l2 | l3) < 0x80:
+                    pos += 4
+                    k = l4
+                elif (l2 | l4) < 0x80:
+                    pos += 5
+                    k = l5
+                elif (l3 | l4) < 0x80:
+                    pos += 5
+                    k = l5
+                elif (l3 | l5) < 0x80:
+                    pos += 6
+                    k = l6
+                else:
+                    pos = _past_deltas(buf, pos + 2)
+                    k = buf[pos]
             else:
-                if l0 < 0x80:
-                    end = pos + 1 + zz[l0]
-                    pos += 2
-                elif l1 < 0x80:
-                    end = pos + 2 + zz2[l0 + (l1 << 7)]
-                    pos += 3
-                else:
-                    length, pos = varint(buf, pos, 5)
-                    end = pos + length
-                    pos += 1
-                if buf[pos] < 0x80:  # timestamp delta
-                    pos += 1
-                elif buf[pos + 1] < 0x80:
-                    pos += 2
-                else:
-                    pos = varint(buf, pos)[1]
-                if buf[pos] < 0x80:  # offset delta
-                    pos += 1
-                elif buf[pos + 1] < 0x80:
-                    pos += 2
-                else:
-                    pos = varint(buf, pos, 5)[1]
-                b = buf[pos]  # the key
-                if b < 0x80:
-                    pos += takes[b]
-                elif (c := buf[pos + 1]) < 0x80:
-                    pos += takes2[b + (c << 7)]
-                else:
-                    b, pos = varint(buf, pos, 5)
-                    if b > 0:
-                        pos += b
-                    elif b < -1:
-                        return None
+                length, pos = varint(buf, pos, 5)
+                end = pos + length
+                pos = _past_deltas(buf, pos + 1)
+                k = buf[pos]
+            if k < 0x80:  # the key
+                pos += takes[k]
+            elif (c := buf[pos + 1]) < 0x80:
+                pos += takes2[k + (c << 7)]
+            else:
+                k, pos = varint(buf, pos, 5)
+                if k > 0:
+                    pos += k
+                elif k < -1:
+                    return None
             b = buf[pos]  # the value
             if b < 0x80:
                 pos += takes[b]

@@ -56,6 +56,8 @@ def test_fast_check_accepts_only_what_the_scan_accepts(records, seed, edits):
     buf = bytearray(b"".join(encode(*r) for r in records))
     rnd = random.Random(seed)
     for _ in range(edits):  # overwrite, drop or insert a byte, or cut the end
+        if not buf:
+            break
         at = rnd.randrange(len(buf))
         op = rnd.randrange(4)
         if op == 0:
