@@ -73,6 +73,10 @@ class TextWriter:
         pass
 
 
+# json.dumps with options builds a new encoder per call: one made once writes the same text
+_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 class JsonlWriter:
     def __init__(self, out, bodies=False):
         self.out = out
@@ -84,7 +88,7 @@ class JsonlWriter:
             from .protocol.jsonify import to_json
             rec["request"] = to_json(ex.request_msg)
             rec["response"] = to_json(ex.response_msg)
-        self.out.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.write(_json(rec) + "\n")
 
     def close(self) -> None:
         pass
