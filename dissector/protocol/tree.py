@@ -273,6 +273,9 @@ def decode(b, p, schema, tree=False, max_elements=MAX_ELEMENTS):
     except Malformed as e:
         if root is not None:
             root.length = max((e.offset if e.offset is not None else p) - p, 0)
+        # the fault is returned as data: without its traceback, whose frames would keep every
+        # caller's locals (the connection's session and streams) alive until the cyclic GC
+        e.__traceback__ = None
         return o, None, root, e
     if root is not None:
         root.length = end - p
