@@ -33,21 +33,27 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
     bad input: faults are Issues whose stream_offset is relative to `data`; a partial last batch
     sets `truncated`.
     """
+    if not data:  # null or empty (most partitions of a Fetch response): nothing to walk
+        return RecordSet([], [], False, 0, 0)
+    if budget is None:
+        budget = [max_uncompressed]
+    if not records:  # batch headers only: a few objects a batch, too few for the GC to matter
+        return _decode(data, False, build, budget)
     # Decoding makes many small acyclic objects (records, header lists) that the caller keeps:
     # cyclic GC passes over them during the decode are pure cost (about 40% of the time).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(data, records, build, [max_uncompressed] if budget is None else budget)
+        return _decode(data, records, build, budget)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _decode(data, records, build, budget):
-    if data is None:  # a null records field
-        data = b""
-    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    # the generated decoders hand over byte views of the message: those need no new view
+    mv = (data if type(data) is memoryview and data.format == "B" and data.c_contiguous
+          else memoryview(data).cast("B"))
     n = len(mv)
     batches = []
     issues = []
