@@ -125,8 +125,8 @@ class Framer:
             return
         if n == 0 or self._state == _DONE:
             return
-        # data may be a view of the caller's buffer: a frame cut from it is copied out (once),
-        # pieces of a frame in progress are kept as views until unpin
+        if data.__class__ is not bytes:
+            data = bytes(data)  # frames and pieces cut from it outlive the caller's buffer
         base = self.offset
         self.offset = base + n
         self._take(data, 0, n, base, packet_no, ts)
@@ -278,8 +278,7 @@ class Framer:
                         self._state = _BODY
                         self.budget.reserve(self, size)
                         return
-                    emit(Frame(conn, d, base + pos, size + 4, bytes(data[pos + 4:end]), pkt, pkt,
-                               ts, ts))
+                    emit(Frame(conn, d, base + pos, size + 4, data[pos + 4:end], pkt, pkt, ts, ts))
                     pos = end
                 else:
                     if pos < n:
