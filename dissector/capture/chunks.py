@@ -1,7 +1,11 @@
 """A reused read buffer: the readers unpack records at offsets in it and copy packets out.
 
-Reading each chunk into a fresh bytes object costs page faults on every new 4 MiB allocation
+Reading each chunk into a fresh bytes object costs page faults on every new allocation
 (measured: half the reader's time); one bytearray refilled in place keeps memory flat and warm.
+The reader hands on what completed once per chunk, so a chunk's size bounds the exchanges alive
+at once: at 4 MiB, a chunk of message-dense traffic kept ~60k objects alive, past the CLI's
+young-generation GC threshold (a collection per chunk, ~10% of the bodies level) and out of the
+CPU caches; 1 MiB measured 0.85x the CPU of 4 MiB on such traffic and no slower on bulk traffic.
 Packets are copied out (`mv[a:b].tobytes()`), never yielded as views: the buffer is overwritten.
 """
 from __future__ import annotations
@@ -10,7 +14,7 @@ import zlib
 
 from .errors import CaptureError
 
-CHUNK = 4 << 20
+CHUNK = 1 << 20
 SPARE = 1 << 20  # room for the unread tail of a chunk (one record) next to a new chunk
 
 

@@ -11,7 +11,7 @@ from tests.capture.oracles import dpkt_packets, scapy_packets
 PACKETS = [build.tcp_packet(i, size=50 + 37 * i) for i in range(20)]
 
 
-@pytest.fixture(params=[7, 100, chunks.CHUNK], ids=["chunk7", "chunk100", "chunk4M"])
+@pytest.fixture(params=[7, 100, chunks.CHUNK], ids=["chunk7", "chunk100", "chunk_default"])
 def chunk_size(request, monkeypatch):
     """Small chunks make every record straddle refills."""
     monkeypatch.setattr(chunks, "CHUNK", request.param)

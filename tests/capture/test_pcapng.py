@@ -15,7 +15,7 @@ RAW = [p[14:] for p in ETH]  # the same packets as raw IP (link type 101)
 T0 = 1_700_000_000  # seconds
 
 
-@pytest.fixture(params=[5, 64, chunks.CHUNK], ids=["chunk5", "chunk64", "chunk4M"])
+@pytest.fixture(params=[5, 64, chunks.CHUNK], ids=["chunk5", "chunk64", "chunk_default"])
 def chunk_size(request, monkeypatch):
     monkeypatch.setattr(chunks, "CHUNK", request.param)
     return request.param
