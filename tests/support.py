@@ -64,3 +64,18 @@ def lose_dup_swap(items, rng):
             continue
         out.append(item)
     return out
+
+
+def feed_packets(path):
+    """The general path: the capture's packets fed one by one through Dissector.feed, then
+    finish(). Returns the Dissector and the exchanges in the order they came out."""
+    from dissector.capture import read_packets
+    from dissector.pipeline import Dissector
+    d = Dissector()
+    exchanges = []
+    for n, ts, lt, data in read_packets(path):
+        d.feed(n, ts, lt, data)
+        exchanges += d.output
+        d.output.clear()
+    d.finish()
+    return d, exchanges + list(d.output)

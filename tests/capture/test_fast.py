@@ -18,11 +18,11 @@ from scapy.packet import Raw
 from dissector.capture import CaptureError, read_packets, tcp_segment
 from dissector.capture import chunks
 from dissector.capture.fast import scan
-from dissector.pipeline import Dissector, dissect
+from dissector.pipeline import dissect
 from dissector.tcp.flows import direct_key
 
 from tests.capture import build
-from tests.support import lose_dup_swap
+from tests.support import feed_packets, lose_dup_swap
 
 A, B = "10.1.2.3", "10.9.8.7"
 
@@ -220,14 +220,7 @@ def _frames(path, fast=True):
     if fast:
         exchanges = list(dissect(path, level="headers"))
     else:
-        d = Dissector()
-        exchanges = []
-        for n, ts, lt, data in read_packets(path):
-            d.feed(n, ts, lt, data)
-            exchanges += d.output
-            d.output.clear()
-        d.finish()
-        exchanges += d.output
+        exchanges = feed_packets(path)[1]
     out = []
     for ex in exchanges:
         for f in (ex.request, ex.response):

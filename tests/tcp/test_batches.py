@@ -12,7 +12,7 @@ from dissector.pipeline import Dissection, Dissector
 from dissector.tcp.reassembly import ACK, FIN, SYN
 
 from tests.fuzz.support import write_pcap, write_pcapng
-from tests.support import lose_dup_swap
+from tests.support import feed_packets, lose_dup_swap
 from tests.tcp.fakes import PSH, request, response
 from tests.tcp.snapshot import snapshot
 
@@ -163,16 +163,23 @@ def _traffic(rng, conns=3):
             for n, (e, seq, ack, fl, data) in enumerate(out, 1)]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_feed_segments_random_traffic(seed, monkeypatch):
-    """Random interleavings of big and small frames, with and without losses, duplicates and
-    swaps, under a budget that makes the largest holders give up (1 MB) and without."""
-    rng = random.Random(seed)
+def _seeded_traffic(seed, rng, monkeypatch):
+    """_traffic, damaged (losses, duplicates, swaps) for odd seeds, under a budget that makes the
+    largest holders give up (1 MB) for seeds not divisible by 3."""
     segs = _traffic(rng)
     if seed % 2:
         segs = lose_dup_swap(segs, rng)
     if seed % 3:
         monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
+    return segs
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_feed_segments_random_traffic(seed, monkeypatch):
+    """Random interleavings of big and small frames, with and without losses, duplicates and
+    swaps, under a budget that makes the largest holders give up (1 MB) and without."""
+    rng = random.Random(seed)
+    segs = _seeded_traffic(seed, rng, monkeypatch)
     ref, ref_emitted = _one_by_one(segs)
     for sizes in ([len(segs)], _sizes(len(segs), rng)):
         got, emitted = _batched(segs, sizes)
@@ -184,14 +191,7 @@ def test_feed_segments_random_traffic(seed, monkeypatch):
 # -- the file reader's runs (capture.fast): the same as packet by packet through Dissector.feed
 
 def _general(path):
-    d = Dissector()
-    exchanges = []
-    for n, ts, lt, data in read_packets(path):
-        d.feed(n, ts, lt, data)
-        exchanges += d.output
-        d.output.clear()
-    d.finish()
-    return snapshot(d, exchanges + list(d.output))
+    return snapshot(*feed_packets(path))
 
 
 def _fast(path):
@@ -223,12 +223,7 @@ def test_file_runs_same_as_packet_by_packet(path, tmp_path, monkeypatch):
 def test_file_runs_random_traffic(seed, tmp_path, monkeypatch):
     """Random interleavings of big and small frames (long runs of consecutive packets and
     short ones), with losses, duplicates and swaps, a tight budget, pcap and pcapng."""
-    rng = random.Random(seed)
-    segs = _traffic(rng)
-    if seed % 2:
-        segs = lose_dup_swap(segs, rng)
-    if seed % 3:
-        monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
+    segs = _seeded_traffic(seed, random.Random(seed), monkeypatch)
     pkts = [(ts, 1, _packet(*s)) for _n, ts, *s in segs]
     for name, data in (("t.pcap", write_pcap(pkts)), ("t.pcapng", write_pcapng(pkts))):
         path = tmp_path / name
