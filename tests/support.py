@@ -79,3 +79,29 @@ def feed_packets(path):
         d.output.clear()
     d.finish()
     return d, exchanges + list(d.output)
+
+
+def walkers():
+    """The packet walkers the file reader may use: the compiled one (skipped locally when not
+    built, a failure in CI) and its pure-Python reference."""
+    from dissector.capture import walk
+    try:
+        from dissector.capture import _walk
+    except ImportError:
+        _walk = None
+    return {"compiled": _walk and _walk.Walker, "python": walk.Walker}
+
+
+def walker_class(name):
+    """The named packet walker; skips locally (fails in CI) when the compiled one is not built."""
+    walker = walkers()[name]
+    if walker is None:
+        _missing("the compiled packet walker (dissector/capture/_walk.c; pip install -e . builds "
+                 "it, which needs a C compiler)")
+    return walker
+
+
+def use_walker(monkeypatch, name):
+    """Make the file reader (capture.fast) use the named walker."""
+    from dissector.capture import fast
+    monkeypatch.setattr(fast, "Walker", walker_class(name))

@@ -1,24 +1,14 @@
-"""The file path's hot loop: capture records -> link/IPv4/TCP -> a live flow's handler, fused.
+"""The file path's hot loop: capture records -> a live flow's handler, chunk by chunk.
 
-`scan(path, packet_no, flows, other, into)` reads a capture and hands each packet on with no
-per-packet generator, tuple or layer call in between. For the dominant shape (a classic pcap
-record or pcapng packet on an Ethernet, SLL, SLL2, NULL/LOOP or raw link, IPv4 without options
-or fragmentation, complete TCP header, IP length within the captured bytes) one precompiled
-Struct reads the link tag and the IPv4 and TCP headers at the record's offset, and the segment
-goes to `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination
-port) when that live flow has a handler and the
-segment has no SYN, FIN or RST, else to `flows.add`; the packets that right after a handler
-call continue its frame in progress are appended to that frame here, without their handler
-calls (a run, see tcp.batch). Every other packet goes to
-`other(packet_no, ts_ns, linktype, data)` (the general layer parser: VLAN tags, IPv6, IP options,
-truncation, issues). Either way a segment reaches the flows exactly as `tcp_segment` and
-`FlowTable.add` would have it. A handler gets its payload as a memoryview of the reused chunk
-buffer, not a copy: `flows.unpin()` is called before every refill to copy out what the streams
-keep of them (pieces of frames that span segments). Other paths get bytes.
+`scan(path, packet_no, flows, other, into)` reads a capture and hands each packet on through a
+packet walker (capture.walk says what it does; capture/_walk.c is the same compiled, used when
+built). A handler gets its payload as a memoryview of the reused chunk buffer, not a copy:
+`flows.unpin()` is called before every refill to copy out what the streams keep of them (pieces
+of frames that span segments).
 
-The generator yields once per chunk of the file so that the caller can
-hand on what completed; `into.packets` (the last packet number) and `into.bytes` (captured bytes
-added) are kept current at each yield and when it stops, by an error or otherwise.
+The generator yields once per chunk of the file so that the caller can hand on what completed;
+`into.packets` (the last packet number) and `into.bytes` (captured bytes added) are kept current
+at each yield and when it stops, by an error or otherwise.
 """
 from __future__ import annotations
 
@@ -29,13 +19,15 @@ from .files import open_capture
 from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIASES, LT_SLL, LT_SLL2
 from .pcap import MAX_RECORD, pcap_header
 from .pcapng import pcapng_batches
-from ..tcp.batch import ACK, PLAIN, run_start, settle
-from ..tcp.reassembly import MASK
+from ..tcp.batch import run_start, settle
 
-# tag, version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the
-# flow's direct key), seq, ack, data offset, flags
-_IPV4_TCP = "BxHxxHxB2x12sIIBB"
-_split = struct.Struct("!4s4sHH").unpack
+try:
+    from ._walk import Walker
+    COMPILED = True
+except ImportError:   # no compiler where it was installed: the same loop in Python
+    from .walk import Walker
+    COMPILED = False
+
 _IPV4 = b"\x08\x00"
 # link type -> (offset of IPv4, offset of the tag saying IPv4, the tags that do); the Spark
 # extract (analysis.spark.tcp_headers) reads the same shapes
@@ -51,18 +43,6 @@ LINKS = {
 }
 for _alias in LT_RAW_ALIASES:
     LINKS[_alias] = LINKS[LT_RAW]
-NEVER_FAST = 1 << 62   # the header length "needed" on links without a fused reader
-
-
-def _fused(linktype):
-    """(unpack_from over link + IPv4 + TCP headers, IPv4 offset, IPv4 tags, bytes needed)."""
-    link = LINKS.get(linktype)
-    if link is None:
-        return None, 0, (), NEVER_FAST
-    off, tag_at, tags = link
-    size = len(tags[0])
-    fmt = f"!{tag_at}x{size}s{off - tag_at - size}x" + _IPV4_TCP
-    return struct.Struct(fmt).unpack_from, off, tags, off + 40
 
 
 def scan(path, packet_no, flows, other, into):
@@ -77,24 +57,18 @@ def scan(path, packet_no, flows, other, into):
         f.close()
 
 
+def _walker(flows, other):
+    return Walker(flows, other, run_start, settle, LINKS)
+
+
 def _pcap(chunks, n, flows, other, into):
     order, scale, linktype = pcap_header(chunks)
-    rec = struct.Struct(order + "III4x").unpack_from  # seconds, fraction, captured length
-    hdr, off, tags, need = _fused(linktype)
-    get = flows.direct.get
-    add = flows.add
-    tick = flows.tick
+    walker = _walker(flows, other)
+    walk = walker.pcap
+    big = order == ">"
+    rec = struct.Struct(order + "8xI").unpack_from  # captured length
     unpin = flows.unpin
-    deadline = flows.deadline
-    # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
-    # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
-    # its pieces' append, the time of its last packet (the one before the current), the flow,
-    # the stream
-    run = False
-    r_key = append = r_flow = r_stream = None
-    expect = r_ack = r_room = room = r_ts = 0
     name = chunks.name
-    limit = MAX_RECORD
     buf, mv, end = chunks.buf, chunks.mv, chunks.end
     pos = 24
     # captured bytes are counted per chunk: the records between `first` and pos, less their
@@ -102,70 +76,11 @@ def _pcap(chunks, n, flows, other, into):
     first, n_first = pos, n
     try:
         while True:
-            while pos + 16 <= end:
-                sec, frac, incl = rec(buf, pos)
-                if incl > limit:
-                    raise CaptureError(f"{name}: packet record length {incl} too large at byte "
-                                       f"{chunks.base + pos}")
-                p = pos + 16
-                stop = p + incl
-                if stop > end:
-                    break
-                n += 1
-                ts = sec * 1_000_000_000 + frac * scale
-                pos = stop
-                if incl >= need:
-                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
-                    # hl: TCP header length; the IP length within the captured bytes
-                    if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                            and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
-                        p += off
-                        a = p + 20 + hl
-                        p += total
-                        if run:
-                            # ACK only (PLAIN == 0x17, ACK == 0x10)
-                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
-                                    and key == r_key and 0 < (size := p - a) < room):
-                                # the middle of the frame in progress (tcp.batch)
-                                append(mv[a:p])
-                                expect = (seq + size) & 0xFFFFFFFF
-                                room -= size
-                                r_ts = ts
-                                if ts > deadline:
-                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
-                                    run = False
-                                    deadline = tick(ts)
-                                continue
-                            if room != r_room:   # taken up to the previous packet
-                                settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
-                            run = False
-                        payload = mv[a:p]
-                        handle = get(key)
-                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
-                            handle(n, ts, seq, ack, flags, payload)
-                            if flags & PLAIN == ACK and p > a:
-                                started = run_start(flows, key, seq, p - a)
-                                if started is not None:
-                                    r_room, append, r_flow, r_stream = started
-                                    room = r_room
-                                    run = True
-                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
-                            if ts > deadline:
-                                deadline = tick(ts)
-                        else:
-                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
-                            deadline = flows.deadline
-                        continue
-                if run:
-                    if room != r_room:
-                        settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
-                    run = False
-                other(n, ts, linktype, mv[p:stop].tobytes())
-                deadline = flows.deadline
-            if run:
-                if room != r_room:   # the last packet was the run's
-                    settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
-                run = False
+            pos = walk(buf, mv, pos, end, n, big, scale, linktype, MAX_RECORD)
+            n = walker.n
+            if pos + 16 <= end and (incl := rec(buf, pos)[0]) > MAX_RECORD:
+                raise CaptureError(f"{name}: packet record length {incl} too large at byte "
+                                   f"{chunks.base + pos}")
             unpin()
             into.packets = n
             into.bytes += pos - first - 16 * (n - n_first)
@@ -177,9 +92,8 @@ def _pcap(chunks, n, flows, other, into):
                 return
             buf, mv, end = chunks.buf, chunks.mv, chunks.end
             pos = first = 0
-    finally:
-        if run and room != r_room:
-            settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
+    finally:   # the walker knows how far it got, an error inside it included
+        n, pos = walker.n, walker.pos
         unpin()
         into.packets = n
         into.bytes += pos - first - 16 * (n - n_first)
@@ -187,90 +101,16 @@ def _pcap(chunks, n, flows, other, into):
 
 def _pcapng(chunks, n, flows, other, into):
     """The same over pcapng's batches (several interfaces, any link types)."""
-    get = flows.direct.get
-    add = flows.add
-    tick = flows.tick
+    walker = _walker(flows, other)
+    walk = walker.batch
     unpin = flows.unpin
-    deadline = flows.deadline
-    # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
-    # key, next sequence number, ack number, bytes the frame lacked at its start and lacks now,
-    # its pieces' append, the time of its last packet (the one before the current), the flow,
-    # the stream
-    run = False
-    r_key = append = r_flow = r_stream = None
-    expect = r_ack = r_room = room = r_ts = 0
-    linktype = None
-    nb = 0
     try:
         for batch in pcapng_batches(chunks):
-            buf, mv = chunks.buf, chunks.mv
-            for ts, lt, p, stop in batch:
-                n += 1
-                incl = stop - p
-                nb += incl
-                if lt != linktype:
-                    linktype = lt
-                    hdr, off, tags, need = _fused(lt)
-                if incl >= need:
-                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
-                    # hl: TCP header length; the IP length within the captured bytes
-                    if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
-                            and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= incl - off):
-                        p += off
-                        a = p + 20 + hl
-                        p += total
-                        if run:
-                            # ACK only (PLAIN == 0x17, ACK == 0x10)
-                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
-                                    and key == r_key and 0 < (size := p - a) < room):
-                                # the middle of the frame in progress (tcp.batch)
-                                append(mv[a:p])
-                                expect = (seq + size) & 0xFFFFFFFF
-                                room -= size
-                                r_ts = ts
-                                if ts > deadline:
-                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
-                                    run = False
-                                    deadline = tick(ts)
-                                continue
-                            if room != r_room:   # taken up to the previous packet
-                                settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
-                            run = False
-                        payload = mv[a:p]
-                        handle = get(key)
-                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
-                            handle(n, ts, seq, ack, flags, payload)
-                            if flags & PLAIN == ACK and p > a:
-                                started = run_start(flows, key, seq, p - a)
-                                if started is not None:
-                                    r_room, append, r_flow, r_stream = started
-                                    room = r_room
-                                    run = True
-                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
-                            if ts > deadline:
-                                deadline = tick(ts)
-                        else:
-                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
-                            deadline = flows.deadline
-                        continue
-                if run:
-                    if room != r_room:
-                        settle(flows, r_flow, r_stream, r_room - room, n - 1, r_ts)
-                    run = False
-                other(n, ts, lt, mv[p:stop].tobytes())
-                deadline = flows.deadline
-            if run:
-                if room != r_room:   # the last packet was the run's
-                    settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
-                run = False
+            into.bytes += walk(chunks.buf, chunks.mv, batch, n)
+            n = walker.n
             unpin()
             into.packets = n
-            into.bytes += nb
-            nb = 0
             yield
     finally:
-        if run and room != r_room:
-            settle(flows, r_flow, r_stream, r_room - room, n, r_ts)
         unpin()
-        into.packets = n
-        into.bytes += nb
+        into.packets = walker.n

@@ -1,5 +1,7 @@
 """capture.fast: the fused hot loop hands on exactly what read_packets + tcp_segment give.
 
+Every test runs with each packet walker (the compiled one and its pure-Python reference).
+
 Each packet shape (built by scapy, an independent encoder) is checked both ways: the fused reader
 must route it as the general path would (a segment with the same fields and payload, an issue
 code, or nothing), whichever of its branches (fused or `other`) takes it.
@@ -22,9 +24,15 @@ from dissector.pipeline import dissect
 from dissector.tcp.flows import direct_key
 
 from tests.capture import build
-from tests.support import feed_packets, lose_dup_swap
+from tests.support import feed_packets, lose_dup_swap, use_walker
 
 A, B = "10.1.2.3", "10.9.8.7"
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def walker(request, monkeypatch):
+    use_walker(monkeypatch, request.param)
+    return request.param
 
 
 class Recorder:

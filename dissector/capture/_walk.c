@@ -1,0 +1,578 @@
+/* The file reader's packet loop, compiled: capture.walk (the pure-Python twin) says what it
+ * does, line for line; this file does the same for speed. Keep the two in step: the tests run
+ * both over the same captures and compare everything they hand on.
+ *
+ * Per packet: the record header, the link tag and the IPv4 and TCP headers read at fixed
+ * offsets; a segment continuing a run (tcp.batch) is appended to its frame's pieces here; any
+ * other goes to the live flow's handler, `flows.add` or `other`, with the same arguments the
+ * Python loop passes. A run is settled before every call out and at the end of each call. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *flows, *other, *run_start, *settle, *links;
+    long long n;          /* the last packet number handed on (current after an error too) */
+    Py_ssize_t pos;       /* pcap: the end of that packet's record */
+    /* the link type in use and its shape (capture.fast.LINKS) */
+    PyObject *lt;
+    Py_ssize_t off, tag_at, tag_size, need;
+    PyObject *tags;
+} Walker;
+
+typedef struct {          /* one call's state */
+    Walker *w;
+    const unsigned char *b;
+    PyObject *mv, *direct, *add, *tick;
+    int64_t deadline;     /* flows.deadline (inf as INT64_MAX) */
+    int exact;            /* whether `ts > deadline` is exact for any 64-bit ts */
+    PyObject *deadline_obj;
+    int run;
+    unsigned char r_key[12];
+    uint32_t expect, r_ack;
+    Py_ssize_t r_room, room;
+    long long r_n;
+    int64_t r_ts;
+    PyObject *r_ts_obj;   /* the run's last time as given (pcapng), or NULL (pcap) */
+    PyObject *append, *r_flow, *r_stream;
+} Call;
+
+static const Py_ssize_t NEVER_FAST = (Py_ssize_t)1 << 62;
+
+static inline uint32_t be16(const unsigned char *p) { return ((uint32_t)p[0] << 8) | p[1]; }
+static inline uint32_t be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* deadline <- obj (an int, or a float such as inf); times compare exactly as Python would */
+static int set_deadline(Call *c, PyObject *obj)
+{
+    if (obj == NULL)
+        return -1;
+    Py_XSETREF(c->deadline_obj, obj);
+    c->exact = 1;
+    if (PyFloat_Check(obj)) {
+        double d = PyFloat_AS_DOUBLE(obj);
+        if (d == Py_HUGE_VAL) {
+            c->deadline = INT64_MAX;   /* no 64-bit time is later */
+        } else if (d > -9.2e18 && d < 9.2e18) {
+            double f = (double)(int64_t)d;
+            c->deadline = (int64_t)(f > d ? f - 1 : f);   /* ts > d <=> ts > floor(d) */
+        } else {
+            c->exact = 0;
+        }
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    c->deadline = v;
+    c->exact = !overflow;
+    return 0;
+}
+
+static int load_deadline(Call *c)
+{
+    return set_deadline(c, PyObject_GetAttrString(c->w->flows, "deadline"));
+}
+
+/* ts > deadline; big_ts is the time as given when it does not fit in 64 bits */
+static int after(Call *c, int64_t ts, PyObject *big_ts)
+{
+    if (big_ts == NULL && c->exact)
+        return ts > c->deadline;
+    PyObject *t = big_ts ? (Py_INCREF(big_ts), big_ts) : PyLong_FromLongLong(ts);
+    if (t == NULL)
+        return -1;
+    int r = PyObject_RichCompareBool(t, c->deadline_obj, Py_GT);
+    Py_DECREF(t);
+    return r;
+}
+
+static PyObject *ts_object(int64_t ts, PyObject *obj)
+{
+    if (obj != NULL) {
+        Py_INCREF(obj);
+        return obj;
+    }
+    return PyLong_FromLongLong(ts);
+}
+
+static void drop_run(Call *c)
+{
+    c->run = 0;
+    Py_CLEAR(c->append);
+    Py_CLEAR(c->r_flow);
+    Py_CLEAR(c->r_stream);
+    Py_CLEAR(c->r_ts_obj);
+}
+
+/* settle(flows, flow, stream, taken, pkt, ts) for the run so far, if it took anything; ends it */
+static int end_run(Call *c)
+{
+    int rc = 0;
+    if (c->room != c->r_room) {
+        PyObject *ts = ts_object(c->r_ts, c->r_ts_obj);
+        PyObject *r = ts == NULL ? NULL : PyObject_CallFunction(
+            c->w->settle, "OOOnLO", c->w->flows, c->r_flow, c->r_stream,
+            c->r_room - c->room, c->r_n, ts);
+        Py_XDECREF(ts);
+        if (r == NULL)
+            rc = -1;
+        Py_XDECREF(r);
+    }
+    drop_run(c);
+    return rc;
+}
+
+static int use_link(Walker *w, PyObject *lt)
+{
+    if (w->lt == lt || (w->lt != NULL && PyObject_RichCompareBool(w->lt, lt, Py_EQ) == 1)) {
+        return 0;
+    }
+    Py_INCREF(lt);
+    Py_XSETREF(w->lt, lt);
+    Py_CLEAR(w->tags);
+    w->need = NEVER_FAST;
+    PyObject *shape = PyDict_GetItemWithError(w->links, lt);
+    if (shape == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *tags;
+    if (!PyArg_ParseTuple(shape, "nnO!", &w->off, &w->tag_at, &PyTuple_Type, &tags))
+        return -1;
+    if (PyTuple_GET_SIZE(tags) < 1 || !PyBytes_Check(PyTuple_GET_ITEM(tags, 0))) {
+        PyErr_SetString(PyExc_ValueError, "link tags must be a tuple of bytes");
+        return -1;
+    }
+    w->tag_size = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tags, 0));
+    Py_INCREF(tags);
+    w->tags = tags;
+    w->need = w->off + 40;
+    return 0;
+}
+
+static int tag_ok(Walker *w, const unsigned char *p)
+{
+    Py_ssize_t k = PyTuple_GET_SIZE(w->tags);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *t = PyTuple_GET_ITEM(w->tags, i);
+        if (PyBytes_GET_SIZE(t) == w->tag_size && memcmp(PyBytes_AS_STRING(t), p, w->tag_size) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *call6(PyObject *f, PyObject *a0, PyObject *a1, PyObject *a2, PyObject *a3,
+                       PyObject *a4, PyObject *a5)
+{
+    PyObject *args[6] = {a0, a1, a2, a3, a4, a5};
+    return PyObject_Vectorcall(f, args, 6, NULL);
+}
+
+/* One packet: record bytes b[p:stop], number n, time ts (big_ts when it did not fit). */
+static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t p,
+                  Py_ssize_t stop)
+{
+    Walker *w = c->w;
+    const unsigned char *b = c->b;
+    Py_ssize_t incl = stop - p;
+    if (incl >= w->need) {
+        const unsigned char *ip = b + p + w->off;
+        uint32_t total = be16(ip + 2), doff = ip[32], flags = ip[33];
+        uint32_t hl = doff >> 2 & 0x3C;
+        if (ip[0] == 0x45 && ip[9] == 6 && tag_ok(w, b + p + w->tag_at)
+                && !(be16(ip + 6) & 0x3FFF) && 40 <= hl + 20 && hl + 20 <= total
+                && (Py_ssize_t)total <= incl - w->off) {
+            const unsigned char *key = ip + 12;
+            uint32_t seq = be32(ip + 24), ack = be32(ip + 28);
+            Py_ssize_t a = p + w->off + 20 + hl, e = p + w->off + total, size = e - a;
+            if (c->run) {
+                if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
+                        && memcmp(key, c->r_key, 12) == 0 && 0 < size && size < c->room) {
+                    PyObject *piece = PySequence_GetSlice(c->mv, a, e);
+                    if (piece == NULL)
+                        return -1;
+                    PyObject *r = PyObject_CallOneArg(c->append, piece);
+                    Py_DECREF(piece);
+                    if (r == NULL)
+                        return -1;
+                    Py_DECREF(r);
+                    c->expect = seq + (uint32_t)size;
+                    c->room -= size;
+                    c->r_n = n;
+                    c->r_ts = ts;
+                    Py_XINCREF(big_ts);
+                    Py_XSETREF(c->r_ts_obj, big_ts);
+                    int late = after(c, ts, big_ts);
+                    if (late < 0)
+                        return -1;
+                    if (late) {
+                        if (end_run(c) < 0)
+                            return -1;
+                        PyObject *t = ts_object(ts, big_ts);
+                        if (t == NULL || set_deadline(c, PyObject_CallOneArg(c->tick, t)) < 0) {
+                            Py_XDECREF(t);
+                            return -1;
+                        }
+                        Py_DECREF(t);
+                    }
+                    return 0;
+                }
+                if (end_run(c) < 0)
+                    return -1;
+            }
+            PyObject *kobj = PyBytes_FromStringAndSize((const char *)key, 12);
+            if (kobj == NULL)
+                return -1;
+            PyObject *handle = PyDict_GetItemWithError(c->direct, kobj);   /* borrowed */
+            if (handle == NULL && PyErr_Occurred()) {
+                Py_DECREF(kobj);
+                return -1;
+            }
+            PyObject *pn = PyLong_FromLongLong(n), *t = ts_object(ts, big_ts);
+            PyObject *ps = PyLong_FromUnsignedLong(seq), *pa = PyLong_FromUnsignedLong(ack);
+            PyObject *pf = PyLong_FromUnsignedLong(flags), *r = NULL;
+            int rc = -1;
+            if (pn == NULL || t == NULL || ps == NULL || pa == NULL || pf == NULL)
+                goto done;
+            if (handle != NULL && !(flags & 7)) {   /* no FIN, SYN, RST */
+                Py_INCREF(handle);
+                PyObject *payload = PySequence_GetSlice(c->mv, a, e);
+                if (payload != NULL)
+                    r = call6(handle, pn, t, ps, pa, pf, payload);
+                Py_XDECREF(payload);
+                Py_DECREF(handle);
+                if (r == NULL)
+                    goto done;
+                Py_CLEAR(r);
+                if ((flags & 0x17) == 0x10 && size > 0) {
+                    r = PyObject_CallFunction(w->run_start, "OOOn", w->flows, kobj, ps, size);
+                    if (r == NULL)
+                        goto done;
+                    if (r != Py_None) {
+                        PyObject *append, *flow, *stream;
+                        if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &append, &flow, &stream))
+                            goto done;
+                        Py_INCREF(append);
+                        Py_INCREF(flow);
+                        Py_INCREF(stream);
+                        c->append = append;
+                        c->r_flow = flow;
+                        c->r_stream = stream;
+                        c->room = c->r_room;
+                        c->run = 1;
+                        memcpy(c->r_key, key, 12);
+                        c->expect = seq + (uint32_t)size;
+                        c->r_ack = ack;
+                        c->r_n = n;
+                        c->r_ts = ts;
+                        Py_XINCREF(big_ts);
+                        Py_XSETREF(c->r_ts_obj, big_ts);
+                    }
+                    Py_CLEAR(r);
+                }
+                int late = after(c, ts, big_ts);
+                if (late < 0)
+                    goto done;
+                if (late && set_deadline(c, PyObject_CallOneArg(c->tick, t)) < 0)
+                    goto done;
+            } else {
+                PyObject *payload = PyBytes_FromStringAndSize((const char *)b + a, size);
+                if (payload == NULL)
+                    goto done;
+                PyObject *args[10];
+                args[0] = pn;
+                args[1] = t;
+                args[2] = PyBytes_FromStringAndSize((const char *)key, 4);
+                args[3] = PyBytes_FromStringAndSize((const char *)key + 4, 4);
+                args[4] = PyLong_FromUnsignedLong(be16(key + 8));
+                args[5] = PyLong_FromUnsignedLong(be16(key + 10));
+                args[6] = ps;
+                args[7] = pa;
+                args[8] = pf;
+                args[9] = payload;
+                if (args[2] && args[3] && args[4] && args[5])
+                    r = PyObject_Vectorcall(c->add, args, 10, NULL);
+                for (int i = 2; i < 6; i++)
+                    Py_XDECREF(args[i]);
+                Py_DECREF(payload);
+                if (r == NULL || load_deadline(c) < 0)
+                    goto done;
+            }
+            rc = 0;
+        done:
+            Py_XDECREF(r);
+            Py_XDECREF(pn);
+            Py_XDECREF(t);
+            Py_XDECREF(ps);
+            Py_XDECREF(pa);
+            Py_XDECREF(pf);
+            Py_DECREF(kobj);
+            return rc;
+        }
+    }
+    if (c->run && end_run(c) < 0)
+        return -1;
+    PyObject *pn = PyLong_FromLongLong(n), *t = ts_object(ts, big_ts);
+    PyObject *data = PyBytes_FromStringAndSize((const char *)b + p, incl), *r = NULL;
+    if (pn && t && data) {
+        PyObject *args[4] = {pn, t, w->lt, data};
+        r = PyObject_Vectorcall(w->other, args, 4, NULL);
+    }
+    Py_XDECREF(pn);
+    Py_XDECREF(t);
+    Py_XDECREF(data);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return load_deadline(c);
+}
+
+static int begin(Call *c, Walker *w, Py_buffer *view, PyObject *mv)
+{
+    memset(c, 0, sizeof *c);
+    c->w = w;
+    c->b = view->buf;
+    c->mv = mv;
+    c->direct = PyObject_GetAttrString(w->flows, "direct");
+    c->add = PyObject_GetAttrString(w->flows, "add");
+    c->tick = PyObject_GetAttrString(w->flows, "tick");
+    if (c->direct == NULL || c->add == NULL || c->tick == NULL)
+        return -1;
+    if (!PyDict_Check(c->direct)) {
+        PyErr_SetString(PyExc_TypeError, "flows.direct must be a dict");
+        return -1;
+    }
+    return load_deadline(c);
+}
+
+/* The end of a call: settle an open run (keeping an error already raised), release. */
+static int finish(Call *c, int rc)
+{
+    if (c->run) {
+        if (rc < 0) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            end_run(c);
+            PyErr_Restore(et, ev, tb);
+        } else if (end_run(c) < 0) {
+            rc = -1;
+        }
+    }
+    drop_run(c);
+    Py_CLEAR(c->direct);
+    Py_CLEAR(c->add);
+    Py_CLEAR(c->tick);
+    Py_CLEAR(c->deadline_obj);
+    return rc;
+}
+
+/* pcap(buf, mv, pos, end, n, big_endian, scale, linktype, limit) -> pos
+ * Walks the complete records of buf[pos:end] from packet number n + 1 on; stops at the first
+ * incomplete record or one whose length exceeds limit (the caller reports it). */
+static PyObject *Walker_pcap(Walker *w, PyObject *args)
+{
+    PyObject *bufobj, *mv, *lt;
+    Py_ssize_t pos, end, limit;
+    long long n, scale;
+    int big;
+    if (!PyArg_ParseTuple(args, "OOnnLpLOn", &bufobj, &mv, &pos, &end, &n, &big, &scale, &lt,
+                          &limit))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (end > view.len || pos < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
+        return NULL;
+    }
+    Call c;
+    int rc = begin(&c, w, &view, mv);
+    if (rc == 0)
+        rc = use_link(w, lt);
+    const unsigned char *b = view.buf;
+    w->n = n;
+    w->pos = pos;
+    while (rc == 0 && pos + 16 <= end) {
+        const unsigned char *h = b + pos;
+        uint32_t sec, frac, incl;
+        if (big) {
+            sec = be32(h); frac = be32(h + 4); incl = be32(h + 8);
+        } else {
+            memcpy(&sec, h, 4); memcpy(&frac, h + 4, 4); memcpy(&incl, h + 8, 4);
+        }
+        if ((Py_ssize_t)incl > limit || pos + 16 + (Py_ssize_t)incl > end)
+            break;
+        Py_ssize_t p = pos + 16;
+        pos = p + incl;
+        n++;
+        w->n = n;
+        w->pos = pos;
+        rc = packet(&c, n, (int64_t)sec * 1000000000 + (int64_t)frac * scale, NULL, p, pos);
+    }
+    rc = finish(&c, rc);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    return PyLong_FromSsize_t(pos);
+}
+
+/* batch(buf, mv, batch, n) -> captured bytes: pcapng's packets, a list of (ts_ns, linktype,
+ * start, stop), numbered from n + 1 on. */
+static PyObject *Walker_batch(Walker *w, PyObject *args)
+{
+    PyObject *bufobj, *mv, *batch;
+    long long n;
+    if (!PyArg_ParseTuple(args, "OOO!L", &bufobj, &mv, &PyList_Type, &batch, &n))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Call c;
+    int rc = begin(&c, w, &view, mv);
+    long long nb = 0;
+    w->n = n;
+    Py_INCREF(batch);
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(batch); i++) {
+        PyObject *item = PyList_GET_ITEM(batch, i), *tso, *lt;
+        Py_ssize_t p, stop;
+        if (!PyArg_ParseTuple(item, "OOnn", &tso, &lt, &p, &stop)) {
+            rc = -1;
+            break;
+        }
+        if (p < 0 || stop < p || stop > view.len) {
+            PyErr_SetString(PyExc_ValueError, "packet outside the buffer");
+            rc = -1;
+            break;
+        }
+        n++;
+        w->n = n;
+        nb += stop - p;
+        if ((rc = use_link(w, lt)) < 0)
+            break;
+        int overflow = 0;
+        long long ts = PyLong_AsLongLongAndOverflow(tso, &overflow);
+        if (ts == -1 && PyErr_Occurred()) {
+            rc = -1;
+            break;
+        }
+        rc = packet(&c, n, overflow ? 0 : ts, overflow ? tso : NULL, p, stop);
+    }
+    Py_DECREF(batch);
+    rc = finish(&c, rc);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    return PyLong_FromLongLong(nb);
+}
+
+static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"flows", "other", "run_start", "settle", "links", NULL};
+    PyObject *flows, *other, *run_start, *settle, *links;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!", names, &flows, &other, &run_start,
+                                     &settle, &PyDict_Type, &links))
+        return -1;
+    Py_INCREF(flows);
+    Py_XSETREF(w->flows, flows);
+    Py_INCREF(other);
+    Py_XSETREF(w->other, other);
+    Py_INCREF(run_start);
+    Py_XSETREF(w->run_start, run_start);
+    Py_INCREF(settle);
+    Py_XSETREF(w->settle, settle);
+    Py_INCREF(links);
+    Py_XSETREF(w->links, links);
+    Py_CLEAR(w->lt);
+    Py_CLEAR(w->tags);
+    w->need = NEVER_FAST;
+    return 0;
+}
+
+static int Walker_traverse(Walker *w, visitproc visit, void *arg)
+{
+    Py_VISIT(w->flows);
+    Py_VISIT(w->other);
+    Py_VISIT(w->run_start);
+    Py_VISIT(w->settle);
+    Py_VISIT(w->links);
+    Py_VISIT(w->lt);
+    Py_VISIT(w->tags);
+    return 0;
+}
+
+static int Walker_clear(Walker *w)
+{
+    Py_CLEAR(w->flows);
+    Py_CLEAR(w->other);
+    Py_CLEAR(w->run_start);
+    Py_CLEAR(w->settle);
+    Py_CLEAR(w->links);
+    Py_CLEAR(w->lt);
+    Py_CLEAR(w->tags);
+    return 0;
+}
+
+static void Walker_dealloc(Walker *w)
+{
+    PyObject_GC_UnTrack(w);
+    Walker_clear(w);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static PyMethodDef Walker_methods[] = {
+    {"pcap", (PyCFunction)Walker_pcap, METH_VARARGS,
+     "pcap(buf, mv, pos, end, n, big_endian, scale, linktype, limit) -> pos"},
+    {"batch", (PyCFunction)Walker_batch, METH_VARARGS, "batch(buf, mv, batch, n) -> bytes"},
+    {NULL}
+};
+
+static PyMemberDef Walker_members[] = {
+    {"n", T_LONGLONG, offsetof(Walker, n), READONLY, "the last packet number handed on"},
+    {"pos", T_PYSSIZET, offsetof(Walker, pos), READONLY, "pcap: the end of its record"},
+    {NULL}
+};
+
+static PyTypeObject WalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dissector.capture._walk.Walker",
+    .tp_basicsize = sizeof(Walker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The packet loop of capture.walk.Walker, compiled.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Walker_init,
+    .tp_dealloc = (destructor)Walker_dealloc,
+    .tp_traverse = (traverseproc)Walker_traverse,
+    .tp_clear = (inquiry)Walker_clear,
+    .tp_methods = Walker_methods,
+    .tp_members = Walker_members,
+};
+
+static struct PyModuleDef walk_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_walk",
+    .m_doc = "The file reader's packet loop, compiled.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__walk(void)
+{
+    if (PyType_Ready(&WalkerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&walk_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&WalkerType);
+    if (PyModule_AddObject(m, "Walker", (PyObject *)&WalkerType) < 0) {
+        Py_DECREF(&WalkerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,174 @@
+"""The file reader's packet loop: packets of a chunk -> link/IPv4/TCP -> a live flow's handler.
+
+`Walker(flows, other, run_start, settle, links)` hands each packet on with no per-packet
+generator, tuple or layer call in between. For the dominant shape (an Ethernet, SLL, SLL2,
+NULL/LOOP or raw link, IPv4 without options or fragmentation, complete TCP header, IP length
+within the captured bytes; `links` maps a link type to (IPv4 offset, tag offset, tags)) the link
+tag and the IPv4 and TCP headers are read at the packet's offset, and the segment goes to
+`flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
+that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add`; the
+packets that right after a handler call continue its frame in progress are appended to that
+frame here, without their handler calls (a run, see tcp.batch; `run_start` and `settle` are
+its functions). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
+general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
+reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
+payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
+other paths get bytes.
+
+Two walks, each over one chunk: `pcap(buf, mv, pos, end, n, big_endian, scale, linktype,
+limit)` takes the complete pcap records from buf[pos:end] (stopping at an incomplete one or one
+longer than `limit`) and returns where it stopped; `batch(buf, mv, batch, n)` takes pcapng's
+packets ((ts_ns, linktype, start, stop) each) and returns their captured bytes. Packets are
+numbered from n + 1; `n` (and for pcap `pos`, the end of that packet's record) say how far it
+got, after an error too. A run ends with each call.
+
+capture/_walk.c is the same loop compiled, used when built (capture.fast picks); this one is
+its reference and the fallback where it cannot be built. The tests run both over the same input.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..tcp.reassembly import MASK
+
+# version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the flow's
+# direct key), seq, ack, data offset, flags: the IPv4 and TCP headers after the link's
+_IPV4_TCP = "BxHxxHxB2x12sIIBB"
+_split = struct.Struct("!4s4sHH").unpack
+_NEVER_FAST = 1 << 62   # the packet length "needed" on links without a fused reader
+
+
+class Walker:
+    def __init__(self, flows, other, run_start, settle, links):
+        self.flows, self.other, self.run_start, self.settle = flows, other, run_start, settle
+        self.links = links
+        self.n = 0
+        self.pos = 0
+        self._shapes = {}
+
+    def _shape(self, linktype):
+        """(unpack_from over link tag + IPv4 + TCP headers, IPv4 offset, tags, bytes needed)."""
+        shape = self._shapes.get(linktype)
+        if shape is None:
+            link = self.links.get(linktype)
+            if link is None:
+                shape = None, 0, (), _NEVER_FAST
+            else:
+                off, tag_at, tags = link
+                size = len(tags[0])
+                fmt = f"!{tag_at}x{size}s{off - tag_at - size}x" + _IPV4_TCP
+                shape = struct.Struct(fmt).unpack_from, off, tags, off + 40
+            self._shapes[linktype] = shape
+        return shape
+
+    def pcap(self, buf, mv, pos, end, n, big_endian, scale, linktype, limit):
+        rec = struct.Struct((">" if big_endian else "<") + "III4x").unpack_from
+        step = self._steps(buf, mv)
+        next(step)
+        self.n, self.pos = n, pos
+        try:
+            while pos + 16 <= end:
+                sec, frac, incl = rec(buf, pos)
+                stop = pos + 16 + incl
+                if incl > limit or stop > end:
+                    break
+                n += 1
+                self.n = n
+                self.pos = stop
+                step.send((n, sec * 1_000_000_000 + frac * scale, linktype, pos + 16, stop))
+                pos = stop
+        finally:
+            step.close()
+        return pos
+
+    def batch(self, buf, mv, batch, n):
+        step = self._steps(buf, mv)
+        next(step)
+        self.n = n
+        nb = 0
+        try:
+            for ts, lt, p, stop in batch:
+                n += 1
+                self.n = n
+                nb += stop - p
+                step.send((n, ts, lt, p, stop))
+        finally:
+            step.close()
+        return nb
+
+    def _steps(self, buf, mv):
+        """A coroutine taking (n, ts, linktype, start, stop) per packet; closing it settles the
+        run in progress."""
+        flows = self.flows
+        other, run_start, settle = self.other, self.run_start, self.settle
+        get = flows.direct.get
+        add = flows.add
+        tick = flows.tick
+        deadline = flows.deadline
+        linktype = None
+        hdr = off = tags = None
+        need = _NEVER_FAST
+        # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
+        # key, next sequence number, ack number, bytes the frame lacked at its start and lacks
+        # now, its pieces' append, its last packet and time, the flow, the stream
+        run = False
+        r_key = append = r_flow = r_stream = None
+        expect = r_ack = r_room = room = r_n = r_ts = 0
+        try:
+            while True:
+                n, ts, lt, p, stop = yield
+                if lt != linktype:
+                    linktype = lt
+                    hdr, off, tags, need = self._shape(lt)
+                if stop - p >= need:
+                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
+                    # hl: TCP header length; the IP length within the captured bytes
+                    if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
+                            and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= stop - p - off):
+                        p += off
+                        a = p + 20 + hl
+                        p += total
+                        if run:
+                            # ACK only (PLAIN == 0x17, ACK == 0x10)
+                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
+                                    and key == r_key and 0 < (size := p - a) < room):
+                                # the middle of the frame in progress (tcp.batch)
+                                append(mv[a:p])
+                                expect = (seq + size) & MASK
+                                room -= size
+                                r_n, r_ts = n, ts
+                                if ts > deadline:
+                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
+                                    run = False
+                                    deadline = tick(ts)
+                                continue
+                            if room != r_room:   # taken up to the previous packet
+                                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
+                            run = False
+                        payload = mv[a:p]
+                        handle = get(key)
+                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
+                            handle(n, ts, seq, ack, flags, payload)
+                            if flags & 0x17 == 0x10 and p > a:
+                                started = run_start(flows, key, seq, p - a)
+                                if started is not None:
+                                    r_room, append, r_flow, r_stream = started
+                                    room = r_room
+                                    run = True
+                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
+                                    r_n, r_ts = n, ts
+                            if ts > deadline:
+                                deadline = tick(ts)
+                        else:
+                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
+                            deadline = flows.deadline
+                        continue
+                if run:
+                    if room != r_room:
+                        settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
+                    run = False
+                other(n, ts, linktype, mv[p:stop].tobytes())
+                deadline = flows.deadline
+        finally:   # the end of the call, or an error in it
+            if run and room != r_room:
+                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
