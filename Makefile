@@ -7,7 +7,7 @@ EXTRAS  ?= analysis,codecs,live,spark,dev
 
 .PHONY: setup system-deps demo test fuzz codegen bench
 
-$(VENV)/.installed: pyproject.toml dissector/capture/_walk.c
+$(VENV)/.installed: pyproject.toml $(wildcard dissector/*/_*.c)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'

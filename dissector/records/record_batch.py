@@ -128,7 +128,7 @@ def decode(data, pos, size, want_records, budget, issues, build=False):
     if build or is_control:
         records, bad_at, problem = _parse_records(body, want, base_offset, first_ts, ts_base)
         found = len(records)
-    elif want > 0 and (bad_at := _check_records(body, want)) is not None:
+    elif want > 0 and (bad_at := check_records(body, want)) is not None:
         found, problem = want, None
     else:  # a record the fast check does not take: the full scan finds which and why
         found, bad_at, problem = _scan_records(body, want)
@@ -279,6 +279,12 @@ def _check_records(buf, count):
     except (IndexError, struct.error, _BadRecord):
         return None
     return pos if pos <= len(buf) else None  # the last record's fields may jump past the end
+
+
+try:  # the check compiled (records/_check.c): exact, so the scan runs only on damaged records
+    from ._check import check_records
+except ImportError:   # no compiler where it was installed
+    check_records = _check_records
 
 
 def _scan_records(buf, count):
