@@ -21,7 +21,7 @@ system-deps:
 demo: setup
 	$(VENV)/bin/kafka-dissect read $(CAPTURE)
 
-test: setup system-deps
+test: system-deps setup
 	$(PY) -m pytest -q -n 2 --durations=15
 
 codegen: setup
@@ -30,6 +30,6 @@ codegen: setup
 fuzz: setup
 	bash scripts/fuzz.sh
 
-bench: setup system-deps
+bench: system-deps setup
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix dense

@@ -104,6 +104,16 @@ def measure(path, port, rounds, workdir, log=print):
     return runs, counts
 
 
+def kernels():
+    """Which hot loops run compiled in this install (pure-Python fallbacks otherwise)."""
+    from dissector.capture import fast
+    from dissector.records import record_batch
+    walk = "compiled" if fast.COMPILED else "pure Python (not built)"
+    check = ("compiled" if record_batch.check_records is not record_batch._check_records
+             else "pure Python (not built)")
+    return f"packet walker {walk}, records check {check}"
+
+
 def report(path, runs, counts, packets, log=print):
     """Print the table; returns True when the message counts agree."""
     size = path.stat().st_size
@@ -112,6 +122,7 @@ def report(path, runs, counts, packets, log=print):
     base = statistics.median(r.cpu for r in runs["tshark"])
     log(f"corpus: {path} {mb:.1f} MB, {packets} packets, {messages} Kafka messages (tshark)")
     log(f"machine: {machine()}")
+    log(f"ours: {kernels()}")
     log(f"rounds: {len(runs['tshark'])}, alternating {', '.join(runs)}; "
         "medians; throughput from CPU time")
     log(f"{'tool':17} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'packets/s':>10} {'messages/s':>10} "

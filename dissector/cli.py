@@ -28,11 +28,15 @@ def _requested(argv) -> str | None:
 
 
 def _add_commands(sub, wanted) -> None:
-    """Core commands always; a plug-in command is imported only when it is the one asked for
-    (they pull in pandas and pyarrow, too slow to load for every `read`), else listed by name
-    (not even that when a core command is asked for)."""
+    """A command is imported only when it is the one asked for, or when none is (for the help
+    listing): plug-ins pull in pandas and pyarrow, too slow to load for every `read`, and the
+    other core commands cost ~10 ms of a run. The others are listed by name (plug-ins not even
+    that when a core command is asked for)."""
     for name in CORE_COMMANDS:
-        import_module(f"dissector.commands.{name}").add_parser(sub)
+        if wanted in (name, None) or wanted not in CORE_COMMANDS:
+            import_module(f"dissector.commands.{name}").add_parser(sub)
+        else:
+            sub.add_parser(name, add_help=False)
     if wanted in CORE_COMMANDS:
         return   # reading the installed entry points costs 30 ms a run: only when needed
     from importlib.metadata import entry_points
