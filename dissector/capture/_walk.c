@@ -16,6 +16,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *flows, *other, *run_start, *settle, *links;
     long long n;          /* the last packet number handed on (current after an error too) */
+    long long nbytes;     /* batch, epbs: the captured bytes of the packets walked, all calls */
     Py_ssize_t pos;       /* pcap: the end of that packet's record */
     /* the link type in use and its shape (capture.fast.LINKS) */
     PyObject *lt;
@@ -423,8 +424,8 @@ static PyObject *Walker_pcap(Walker *w, PyObject *args)
     return PyLong_FromSsize_t(pos);
 }
 
-/* batch(buf, mv, batch, n) -> captured bytes: pcapng's packets, a list of (ts_ns, linktype,
- * start, stop), numbered from n + 1 on. */
+/* batch(buf, mv, batch, n): pcapng's packets, a list of (ts_ns, linktype, start, stop),
+ * numbered from n + 1 on; `nbytes` counts their captured bytes. */
 static PyObject *Walker_batch(Walker *w, PyObject *args)
 {
     PyObject *bufobj, *mv, *batch;
@@ -436,7 +437,6 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
         return NULL;
     Call c;
     int rc = begin(&c, w, &view, mv);
-    long long nb = 0;
     w->n = n;
     Py_INCREF(batch);
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(batch); i++) {
@@ -453,7 +453,7 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
         }
         n++;
         w->n = n;
-        nb += stop - p;
+        w->nbytes += stop - p;
         if ((rc = use_link(w, lt)) < 0)
             break;
         int overflow = 0;
@@ -469,7 +469,130 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
     PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
-    return PyLong_FromLongLong(nb);
+    Py_RETURN_NONE;
+}
+
+static inline uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* A pcapng timestamp in ns: ticks * scale when the interface has one (capture.pcapng), else
+ * ticks * mul // div + offset. *big is set (a new reference) when it does not fit in 64 bits or
+ * needs Python's integers. */
+static int epb_time(uint64_t ticks, PyObject *iface, int64_t *ts, PyObject **big)
+{
+    PyObject *scale = PyTuple_GET_ITEM(iface, 1);
+    *big = NULL;
+    int overflow = 0;
+    long long k = PyLong_AsLongLongAndOverflow(scale, &overflow);
+    if (k == -1 && PyErr_Occurred())
+        return -1;
+    if (!overflow && k > 0) {
+        __int128 t = (__int128)ticks * k;
+        if (t <= INT64_MAX) {
+            *ts = (int64_t)t;
+            return 0;
+        }
+    }
+    /* rare: no single scale (a divisor or an offset), or past 64 bits */
+    PyObject *v = PyLong_FromUnsignedLongLong(ticks), *t = NULL, *q = NULL;
+    if (v == NULL)
+        return -1;
+    if (!overflow && k > 0) {
+        t = PyNumber_Multiply(v, scale);
+    } else {
+        PyObject *m = PyNumber_Multiply(v, PyTuple_GET_ITEM(iface, 2));
+        q = m == NULL ? NULL : PyNumber_FloorDivide(m, PyTuple_GET_ITEM(iface, 3));
+        t = q == NULL ? NULL : PyNumber_Add(q, PyTuple_GET_ITEM(iface, 4));
+        Py_XDECREF(m);
+        Py_XDECREF(q);
+    }
+    Py_DECREF(v);
+    if (t == NULL)
+        return -1;
+    long long small = PyLong_AsLongLongAndOverflow(t, &overflow);
+    if (small == -1 && PyErr_Occurred()) {
+        Py_DECREF(t);
+        return -1;
+    }
+    if (overflow) {
+        *big = t;
+        *ts = 0;
+    } else {
+        Py_DECREF(t);
+        *ts = small;
+    }
+    return 0;
+}
+
+/* epbs(buf, mv, pos, end, n, big_endian, interfaces, limit) -> (pos, last timestamp or None)
+ * pcapng: the consecutive well-formed Enhanced Packet Blocks of buf[pos:end] (interfaces: the
+ * section's (linktype, scale, mul, div, offset, snaplen)), numbered from n + 1 on; stops at the
+ * first block that is anything else, incomplete or wrong in any way, for capture.pcapng to
+ * read or report. `nbytes` counts their captured bytes. */
+static PyObject *Walker_epbs(Walker *w, PyObject *args)
+{
+    PyObject *bufobj, *mv, *ifaces;
+    Py_ssize_t pos, end, limit;
+    long long n;
+    int big;
+    if (!PyArg_ParseTuple(args, "OOnnLpO!n", &bufobj, &mv, &pos, &end, &n, &big, &PyList_Type,
+                          &ifaces, &limit))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (end > view.len || pos < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
+        return NULL;
+    }
+    Call c;
+    int rc = begin(&c, w, &view, mv);
+    const unsigned char *b = view.buf;
+    uint32_t (*u32)(const unsigned char *) = big ? be32 : le32;
+    int64_t last = 0;
+    PyObject *last_big = NULL, *last_obj = NULL;   /* the last EPB's time (SPBs carry none) */
+    int any = 0;
+    w->n = n;
+    while (rc == 0 && pos + 28 <= end) {
+        const unsigned char *h = b + pos;
+        uint32_t blen = u32(h + 4), iid = u32(h + 8), caplen = u32(h + 20);
+        Py_ssize_t stop = pos + blen;
+        if (u32(h) != 6 || stop > end || blen < 32 || (blen & 3) || caplen > blen - 32
+                || (Py_ssize_t)caplen > limit || u32(b + stop - 4) != blen
+                || iid >= (uint32_t)PyList_GET_SIZE(ifaces))
+            break;
+        PyObject *iface = PyList_GET_ITEM(ifaces, iid);
+        if (!PyTuple_Check(iface) || PyTuple_GET_SIZE(iface) < 5) {
+            PyErr_SetString(PyExc_TypeError, "interfaces must hold 6-tuples");
+            rc = -1;
+            break;
+        }
+        int64_t ts;
+        PyObject *big_ts;
+        if ((rc = epb_time(((uint64_t)u32(h + 12) << 32) | u32(h + 16), iface, &ts, &big_ts)) < 0)
+            break;
+        if ((rc = use_link(w, PyTuple_GET_ITEM(iface, 0))) == 0) {
+            n++;
+            w->n = n;
+            w->nbytes += caplen;
+            rc = packet(&c, n, ts, big_ts, pos + 28, pos + 28 + caplen);
+        }
+        any = 1;
+        last = ts;
+        Py_XSETREF(last_big, big_ts);
+        pos = stop;
+    }
+    rc = finish(&c, rc);
+    PyBuffer_Release(&view);
+    if (rc == 0)
+        last_obj = !any ? (Py_INCREF(Py_None), Py_None) : ts_object(last, last_big);
+    Py_XDECREF(last_big);
+    if (last_obj == NULL)
+        return NULL;
+    return Py_BuildValue("nN", pos, last_obj);
 }
 
 static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
@@ -529,13 +652,17 @@ static void Walker_dealloc(Walker *w)
 static PyMethodDef Walker_methods[] = {
     {"pcap", (PyCFunction)Walker_pcap, METH_VARARGS,
      "pcap(buf, mv, pos, end, n, big_endian, scale, linktype, limit) -> pos"},
-    {"batch", (PyCFunction)Walker_batch, METH_VARARGS, "batch(buf, mv, batch, n) -> bytes"},
+    {"batch", (PyCFunction)Walker_batch, METH_VARARGS, "batch(buf, mv, batch, n)"},
+    {"epbs", (PyCFunction)Walker_epbs, METH_VARARGS,
+     "epbs(buf, mv, pos, end, n, big_endian, interfaces, limit) -> pos"},
     {NULL}
 };
 
 static PyMemberDef Walker_members[] = {
-    {"n", T_LONGLONG, offsetof(Walker, n), READONLY, "the last packet number handed on"},
+    {"n", T_LONGLONG, offsetof(Walker, n), 0, "the last packet number handed on"},
     {"pos", T_PYSSIZET, offsetof(Walker, pos), READONLY, "pcap: the end of its record"},
+    {"nbytes", T_LONGLONG, offsetof(Walker, nbytes), READONLY,
+     "batch, epbs: the captured bytes of the packets walked, all calls"},
     {NULL}
 };
 

@@ -100,17 +100,25 @@ def _pcap(chunks, n, flows, other, into):
 
 
 def _pcapng(chunks, n, flows, other, into):
-    """The same over pcapng's batches (several interfaces, any link types)."""
+    """The same over pcapng's batches (several interfaces, any link types); the compiled walker
+    reads the Enhanced Packet Blocks itself."""
     walker = _walker(flows, other)
-    walk = walker.batch
+    walker.n = n
     unpin = flows.unpin
+    epbs = None
+    if walker.epbs is not None:
+        def epbs(buf, mv, pos, end, big, interfaces):
+            return walker.epbs(buf, mv, pos, end, walker.n, big, interfaces, MAX_RECORD)
+    counted = 0     # walker.nbytes already in into.bytes
     try:
-        for batch in pcapng_batches(chunks):
-            into.bytes += walk(chunks.buf, chunks.mv, batch, n)
-            n = walker.n
+        for batch in pcapng_batches(chunks, epbs):
+            walker.batch(chunks.buf, chunks.mv, batch, walker.n)
             unpin()
-            into.packets = n
+            into.packets = walker.n
+            into.bytes += walker.nbytes - counted
+            counted = walker.nbytes
             yield
     finally:
         unpin()
         into.packets = walker.n
+        into.bytes += walker.nbytes - counted

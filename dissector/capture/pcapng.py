@@ -25,9 +25,10 @@ MAX_INTERFACES = 1 << 16  # interfaces kept per section (their ids are 32-bit)
 
 class _Order:
     """Precompiled readers for one byte order."""
-    __slots__ = ("hdr", "u32", "u16", "epb", "pb", "idb", "opt", "i64")
+    __slots__ = ("big", "hdr", "u32", "u16", "epb", "pb", "idb", "opt", "i64")
 
     def __init__(self, o):
+        self.big = o == ">"
         self.hdr = struct.Struct(o + "II").unpack_from
         self.u32 = struct.Struct(o + "I").unpack_from
         self.u16 = struct.Struct(o + "H").unpack_from
@@ -42,15 +43,22 @@ class _Order:
 ORDERS = {b"\x4d\x3c\x2b\x1a": _Order("<"), b"\x1a\x2b\x3c\x4d": _Order(">")}
 
 
-def pcapng_batches(chunks):
+def pcapng_batches(chunks, epbs=None):
     """Check the first section header (in the first chunk) and return an iterator over batches
     of packets: lists of (ts_ns, linktype, start, stop), the packet being chunks.buf[start:stop]
-    until the iterator is resumed (the buffer is then refilled)."""
+    until the iterator is resumed (the buffer is then refilled).
+
+    `epbs(buf, mv, pos, end, big_endian, interfaces) -> (pos, ts_ns)`, if given, takes the
+    well-formed Enhanced Packet Blocks from buf[pos:end] itself (the compiled walker hands their
+    packets on at once, in file order: the batch before them is handed out first) and returns
+    where it stopped and the last one's timestamp (None if it took none); what it leaves is read
+    here. A batch, empty or not, is then handed out before every
+    refill and skip, so that the caller can copy out what it keeps of the buffer."""
     if chunks.end < 12:
         raise CaptureError(f"{chunks.name}: truncated pcapng section header")
     if bytes(chunks.buf[8:12]) not in ORDERS:
         raise CaptureError(f"{chunks.name}: bad pcapng byte-order magic")
-    return _blocks(chunks)
+    return _blocks(chunks, epbs)
 
 
 def pcapng_packets(chunks):
@@ -112,20 +120,21 @@ def _undeclared(chunks, pos, iid, extra):
     return _bad(chunks, pos, f"packet on undeclared interface {iid}")
 
 
-def _blocks(chunks):
+def _blocks(chunks, epbs):
     """Batches of the packets in each chunk (see pcapng_batches); the packets before a damaged
     block are handed out before the error is raised."""
     batch = []
     try:
-        yield from _parse(chunks, batch)
+        yield from _parse(chunks, batch, epbs)
     except CaptureError:
         if batch:
             yield batch
         raise
 
 
-def _parse(chunks, batch):
+def _parse(chunks, batch, epbs):
     buf, end = chunks.buf, chunks.end
+    walked = False  # epbs handed packets on since the last batch
     pos = 0
     ts_ns = 0  # last timestamp: Simple Packet Blocks have none
     o = ORDERS[bytes(buf[8:12])]
@@ -135,6 +144,16 @@ def _parse(chunks, batch):
     while True:
         # Fast path: complete, well-formed Enhanced Packet Blocks, one unpack for both headers.
         while pos + 28 <= end:
+            if epbs is not None:
+                if batch:   # packets before these blocks go first
+                    yield batch[:]
+                    batch.clear()
+                pos, ts = epbs(buf, chunks.mv, pos, end, o.big, ifaces)
+                if ts is not None:
+                    ts_ns = ts
+                    walked = True
+                if pos + 28 > end:
+                    break
             btype, blen, iid, hi, lo, caplen, _orig = epb(buf, pos)
             stop = pos + blen
             if btype != EPB or stop > end or blen < 32 or blen & 3:
@@ -212,18 +231,20 @@ def _parse(chunks, batch):
                 pos = stop
                 continue
             if btype not in PARSED:
-                if batch:
+                if batch or walked:
                     yield batch[:]
                     batch.clear()
+                    walked = False
                 chunks.skip(stop, chunks.base + pos)
                 buf, end = chunks.buf, chunks.end
                 pos = 0
                 continue
             if blen > MAX_BLOCK:
                 raise _bad(chunks, pos, f"block length {blen} too large")
-        if batch:
+        if batch or walked:
             yield batch[:]
             batch.clear()
+            walked = False
         if not chunks.refill(pos):
             if pos < end:
                 raise _bad(chunks, 0, "truncated block")

@@ -18,12 +18,14 @@ other paths get bytes.
 Two walks, each over one chunk: `pcap(buf, mv, pos, end, n, big_endian, scale, linktype,
 limit)` takes the complete pcap records from buf[pos:end] (stopping at an incomplete one or one
 longer than `limit`) and returns where it stopped; `batch(buf, mv, batch, n)` takes pcapng's
-packets ((ts_ns, linktype, start, stop) each) and returns their captured bytes. Packets are
-numbered from n + 1; `n` (and for pcap `pos`, the end of that packet's record) say how far it
-got, after an error too. A run ends with each call.
+packets ((ts_ns, linktype, start, stop) each; `nbytes` counts their captured bytes, all calls).
+Packets are numbered from n + 1; `n` (and for pcap `pos`, the end of that packet's record) say
+how far it got, after an error too. A run ends with each call.
 
 capture/_walk.c is the same loop compiled, used when built (capture.fast picks); this one is
 its reference and the fallback where it cannot be built. The tests run both over the same input.
+The compiled one also reads pcapng's Enhanced Packet Blocks itself (`epbs`, see
+capture.pcapng.pcapng_batches); here that is None, and capture.pcapng reads them.
 """
 from __future__ import annotations
 
@@ -39,11 +41,14 @@ _NEVER_FAST = 1 << 62   # the packet length "needed" on links without a fused re
 
 
 class Walker:
+    epbs = None
+
     def __init__(self, flows, other, run_start, settle, links):
         self.flows, self.other, self.run_start, self.settle = flows, other, run_start, settle
         self.links = links
         self.n = 0
         self.pos = 0
+        self.nbytes = 0
         self._shapes = {}
 
     def _shape(self, linktype):
@@ -85,16 +90,14 @@ class Walker:
         step = self._steps(buf, mv)
         next(step)
         self.n = n
-        nb = 0
         try:
             for ts, lt, p, stop in batch:
                 n += 1
                 self.n = n
-                nb += stop - p
+                self.nbytes += stop - p
                 step.send((n, ts, lt, p, stop))
         finally:
             step.close()
-        return nb
 
     def _steps(self, buf, mv):
         """A coroutine taking (n, ts, linktype, start, stop) per packet; closing it settles the

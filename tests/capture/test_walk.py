@@ -3,17 +3,24 @@
 Random packet sequences over a few flows (continuing, repeated and stray sequence numbers, every
 flag mix, damaged headers), random deadlines (ints, floats, inf, past 64 bits), runs started or
 not, a handler or `append` raising: both walkers must make the same calls with the same
-arguments in the same order, stop at the same packet and raise the same error.
+arguments in the same order, stop at the same packet and raise the same error. And whole pcapng
+files (sections in both byte orders, interfaces of every timestamp resolution and offset, EPB,
+SPB and PB packets, unknown and damaged blocks, small read chunks), which the compiled walker
+reads block by block itself: the same calls, the same error, the same counts as capture.pcapng
+and the reference walker.
 """
 import struct
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from dissector.capture import chunks, fast, read_packets
 from dissector.capture.fast import LINKS
 from dissector.capture.pcap import MAX_RECORD
+from dissector.pipeline import dissect
 
-from tests.support import walker_class
+from tests.capture import build
+from tests.support import CAPTURES, walker_class
 
 KEYS = [bytes([10, 0, 0, a, 10, 0, 0, b]) + struct.pack("!HH", 40000 + a, 9092)
         for a, b in ((1, 2), (2, 1), (3, 4))]
@@ -122,7 +129,8 @@ def walk(walker_cls, shape, pkts, deadline, step, rooms, fail_at, fail_append=-1
             out = w.pcap(buf, memoryview(buf), 0, len(buf), 100, False, 1000, 1, MAX_RECORD)
             out = (out, w.pos)
         else:
-            out = w.batch(buf, memoryview(buf), spans, 100)
+            w.batch(buf, memoryview(buf), spans, 100)
+            out = w.nbytes
     except Boom as e:
         error, out = e.args, w.pos if shape == "pcap" else None
     return flows.log, error, out, w.n
@@ -150,3 +158,97 @@ def test_a_run_is_settled_before_the_error_leaves(name):
         kinds = [e[0] for e in log]
         assert kinds == ["handle", "run_start", "append", "append", "settle", "handle"]
         assert log[4][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
+
+
+SOURCES = {name: list(read_packets(CAPTURES / name)) for name in
+           ("kafka_python.mss1448.pcap", "librdkafka_produce_consume.mss1448.pcap")}
+IFACES = st.tuples(st.sampled_from([None, 6, 9, 3, 12, 0x80 | 20, 0x80 | 70]),
+                   st.sampled_from([None, 0, 5, -3]))
+KINDS = st.lists(st.sampled_from(["epb", "epb", "epb", "epb1", "spb", "pb", "idb", "other", "shb"]),
+                 min_size=1, max_size=12).map(lambda kinds: kinds + ["epb"])   # a packet kind
+
+
+def pcapng(source, order, ifaces, kinds, ticks):
+    """The packets of a real capture as a pcapng file: blocks of the kinds in `kinds` (cycled; an
+    IDB, an unknown block or a new section in the other byte order comes between packets), on
+    interfaces `ifaces` (a timestamp resolution and offset each)."""
+    out = [build.shb(order)] + [build.idb(order, 1, 0, r, o) for r, o in ifaces]
+    i = 0
+    for _n, ts, _lt, data in source:
+        while True:
+            kind = kinds[i % len(kinds)]
+            i += 1
+            if kind == "idb":
+                out.append(build.idb(order, 1, 0, 9, None))
+            elif kind == "other":
+                out.append(build.block(order, 0x0BAD, b"x" * (i % 50)))
+            elif kind == "shb":
+                order = ">" if order == "<" else "<"
+                out += [build.shb(order)] + [build.idb(order, 1, 0, r, o) for r, o in ifaces]
+            else:
+                break
+        t = ts // 1000 + (ticks if kind == "epb1" else 0)
+        if kind.startswith("epb"):
+            out.append(build.epb(order, i % len(ifaces), t % 2**64, data))
+        elif kind == "spb":
+            out.append(build.spb(order, data))
+        else:
+            out.append(build.pb(order, i % len(ifaces), t % 2**64, data))
+    return out
+
+
+def order_at(blocks, k):
+    """The byte order of block k: that of the section header before it."""
+    shb = next(b for b in reversed(blocks[:k + 1]) if b[:4] == b"\x0a\x0d\x0d\x0a")
+    return "<" if shb[8:12] == b"\x4d\x3c\x2b\x1a" else ">"
+
+
+def dissection(name, path, monkeypatch):
+    """Everything a dissection of `path` with the named walker tells."""
+    monkeypatch.setattr(fast, "Walker", walker_class(name))
+    run = dissect(path, level="headers")
+    frames = []
+    for ex in run:
+        for f in (ex.request, ex.response):
+            if f is not None:
+                frames.append((f.connection.connection_id, f.direction, f.stream_offset,
+                               f.length, f.first_packet, f.last_packet, f.first_ts, f.last_ts,
+                               bytes(f.data)))
+    issues = [(i.code, i.frame, i.stream_offset, i.detail) for i in run.issues]
+    return frames, issues, run.errors, run.packets, run.bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(SOURCES)), st.sampled_from("<>"),
+       st.lists(IFACES, min_size=1, max_size=3), KINDS, st.integers(0, 2**64 - 1),
+       st.sampled_from([None, "flip", "cut", "trailer", "caplen"]), st.integers(0, 10**6),
+       st.sampled_from([200, 4096, 1 << 20]))
+def test_pcapng_files_read_alike(tmp_path_factory, source, order, ifaces, kinds, ticks, damage,
+                                 at, chunk):
+    blocks = pcapng(SOURCES[source], order, ifaces, kinds, ticks)
+    k = 1 + at % (len(blocks) - 1)   # a block after the first section header
+    if damage == "trailer":   # its trailing length
+        b = bytearray(blocks[k])
+        b[-4:] = bytes(x ^ y for x, y in zip(b[-4:], b"\x01\x02\0\x10"))
+        blocks[k] = bytes(b)
+    elif damage == "caplen":  # an EPB's or PB's captured length, at its limit or a little past
+        packets = [i for i, b in enumerate(blocks) if b[:4] in (bytes([6, 0, 0, 0]), bytes(
+            [0, 0, 0, 6]), bytes([2, 0, 0, 0]), bytes([0, 0, 0, 2]))]
+        k = packets[at % len(packets)]
+        b = bytearray(blocks[k])
+        pack = struct.Struct(order_at(blocks, k) + "I")
+        pack.pack_into(b, 20, pack.unpack_from(b, 4)[0] - 32 + at % 5)
+        blocks[k] = bytes(b)
+    data = bytearray(b"".join(blocks))
+    if damage == "flip":
+        data[28 + at % (len(data) - 28)] ^= 0xFF
+    elif damage == "cut":
+        del data[28 + at % (len(data) - 28):]
+    path = tmp_path_factory.mktemp("ng") / "c.pcapng"
+    path.write_bytes(data)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunks, "CHUNK", chunk)
+        compiled = dissection("compiled", path, mp)
+        python = dissection("python", path, mp)
+    assert compiled == python
+    assert compiled[0] or damage   # real exchanges, unless the damage hit early
