@@ -26,6 +26,7 @@ typedef struct {
 
 typedef struct {          /* one call's state */
     Walker *w;
+    Py_buffer view;       /* the chunk buffer, held for the call (view.obj NULL until then) */
     const unsigned char *b;
     PyObject *mv, *direct, *add, *tick;
     int64_t deadline;     /* flows.deadline (inf as INT64_MAX) */
@@ -334,12 +335,19 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
     return load_deadline(c);
 }
 
-static int begin(Call *c, Walker *w, Py_buffer *view, PyObject *mv)
+/* The start of a call over buf[pos:end] (0 <= pos <= end <= its length). */
+static int begin(Call *c, Walker *w, PyObject *buf, PyObject *mv, Py_ssize_t pos, Py_ssize_t end)
 {
     memset(c, 0, sizeof *c);
     c->w = w;
-    c->b = view->buf;
     c->mv = mv;
+    if (PyObject_GetBuffer(buf, &c->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (pos < 0 || pos > end || end > c->view.len) {
+        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
+        return -1;
+    }
+    c->b = c->view.buf;
     c->direct = PyObject_GetAttrString(w->flows, "direct");
     c->add = PyObject_GetAttrString(w->flows, "add");
     c->tick = PyObject_GetAttrString(w->flows, "tick");
@@ -352,7 +360,8 @@ static int begin(Call *c, Walker *w, Py_buffer *view, PyObject *mv)
     return load_deadline(c);
 }
 
-/* The end of a call: settle an open run (keeping an error already raised), release. */
+/* The end of a call: settle an open run (keeping an error already raised), release. Returns
+ * rc, or -1 if settling failed. */
 static int finish(Call *c, int rc)
 {
     if (c->run) {
@@ -370,6 +379,8 @@ static int finish(Call *c, int rc)
     Py_CLEAR(c->add);
     Py_CLEAR(c->tick);
     Py_CLEAR(c->deadline_obj);
+    if (c->view.obj != NULL)
+        PyBuffer_Release(&c->view);
     return rc;
 }
 
@@ -385,19 +396,11 @@ static PyObject *Walker_pcap(Walker *w, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnnLpLOn", &bufobj, &mv, &pos, &end, &n, &big, &scale, &lt,
                           &limit))
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (end > view.len || pos < 0) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
-        return NULL;
-    }
     Call c;
-    int rc = begin(&c, w, &view, mv);
+    int rc = begin(&c, w, bufobj, mv, pos, end);
     if (rc == 0)
         rc = use_link(w, lt);
-    const unsigned char *b = view.buf;
+    const unsigned char *b = c.b;
     w->n = n;
     w->pos = pos;
     while (rc == 0 && pos + 16 <= end) {
@@ -418,7 +421,6 @@ static PyObject *Walker_pcap(Walker *w, PyObject *args)
         rc = packet(&c, n, (int64_t)sec * 1000000000 + (int64_t)frac * scale, NULL, p, pos);
     }
     rc = finish(&c, rc);
-    PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
     return PyLong_FromSsize_t(pos);
@@ -432,11 +434,8 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
     long long n;
     if (!PyArg_ParseTuple(args, "OOO!L", &bufobj, &mv, &PyList_Type, &batch, &n))
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
     Call c;
-    int rc = begin(&c, w, &view, mv);
+    int rc = begin(&c, w, bufobj, mv, 0, 0);
     w->n = n;
     Py_INCREF(batch);
     for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(batch); i++) {
@@ -446,7 +445,7 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
             rc = -1;
             break;
         }
-        if (p < 0 || stop < p || stop > view.len) {
+        if (p < 0 || stop < p || stop > c.view.len) {
             PyErr_SetString(PyExc_ValueError, "packet outside the buffer");
             rc = -1;
             break;
@@ -466,7 +465,6 @@ static PyObject *Walker_batch(Walker *w, PyObject *args)
     }
     Py_DECREF(batch);
     rc = finish(&c, rc);
-    PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -540,17 +538,9 @@ static PyObject *Walker_epbs(Walker *w, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnnLpO!n", &bufobj, &mv, &pos, &end, &n, &big, &PyList_Type,
                           &ifaces, &limit))
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (end > view.len || pos < 0) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
-        return NULL;
-    }
     Call c;
-    int rc = begin(&c, w, &view, mv);
-    const unsigned char *b = view.buf;
+    int rc = begin(&c, w, bufobj, mv, pos, end);
+    const unsigned char *b = c.b;
     uint32_t (*u32)(const unsigned char *) = big ? be32 : le32;
     int64_t last = 0;
     PyObject *last_big = NULL, *last_obj = NULL;   /* the last EPB's time (SPBs carry none) */
@@ -586,7 +576,6 @@ static PyObject *Walker_epbs(Walker *w, PyObject *args)
         pos = stop;
     }
     rc = finish(&c, rc);
-    PyBuffer_Release(&view);
     if (rc == 0)
         last_obj = !any ? (Py_INCREF(Py_None), Py_None) : ts_object(last, last_big);
     Py_XDECREF(last_big);
@@ -618,27 +607,20 @@ static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
     return 0;
 }
 
+/* the objects a Walker holds, for the collector */
+#define WALKER_OBJECTS(X) X(flows) X(other) X(run_start) X(settle) X(links) X(lt) X(tags)
+#define VISIT(field) Py_VISIT(w->field);
+#define CLEAR(field) Py_CLEAR(w->field);
+
 static int Walker_traverse(Walker *w, visitproc visit, void *arg)
 {
-    Py_VISIT(w->flows);
-    Py_VISIT(w->other);
-    Py_VISIT(w->run_start);
-    Py_VISIT(w->settle);
-    Py_VISIT(w->links);
-    Py_VISIT(w->lt);
-    Py_VISIT(w->tags);
+    WALKER_OBJECTS(VISIT)
     return 0;
 }
 
 static int Walker_clear(Walker *w)
 {
-    Py_CLEAR(w->flows);
-    Py_CLEAR(w->other);
-    Py_CLEAR(w->run_start);
-    Py_CLEAR(w->settle);
-    Py_CLEAR(w->links);
-    Py_CLEAR(w->lt);
-    Py_CLEAR(w->tags);
+    WALKER_OBJECTS(CLEAR)
     return 0;
 }
 
@@ -654,7 +636,7 @@ static PyMethodDef Walker_methods[] = {
      "pcap(buf, mv, pos, end, n, big_endian, scale, linktype, limit) -> pos"},
     {"batch", (PyCFunction)Walker_batch, METH_VARARGS, "batch(buf, mv, batch, n)"},
     {"epbs", (PyCFunction)Walker_epbs, METH_VARARGS,
-     "epbs(buf, mv, pos, end, n, big_endian, interfaces, limit) -> pos"},
+     "epbs(buf, mv, pos, end, n, big_endian, interfaces, limit) -> (pos, last timestamp)"},
     {NULL}
 };
 
