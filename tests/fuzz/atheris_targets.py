@@ -125,7 +125,7 @@ def make_corpus(root: Path):
     import random
     from dissector.capture.layers import tcp_segment
     from tests.fuzz.support import (PAIRS, REAL, packets, request_message, response_message,
-                                    write_pcap)
+                                    write_pcap, write_pcapng)
     root.mkdir(parents=True, exist_ok=True)
     for t in TARGETS:
         (root / t).mkdir(exist_ok=True)
@@ -134,6 +134,7 @@ def make_corpus(root: Path):
         pkts = packets(path)
         for i in range(0, len(pkts), 40):
             (root / "capture" / f"{path.stem}-{i}").write_bytes(write_pcap(pkts[i:i + 40]))
+            (root / "capture" / f"{path.stem}-{i}-ng").write_bytes(write_pcapng(pkts[i:i + 40]))
         for j, (_, lt, data) in enumerate(pkts[:30]):
             (root / "packet" / f"{path.stem}-{j}").write_bytes(
                 bytes((LINKTYPES.index(lt),)) + data)
