@@ -1,0 +1,37 @@
+"""Without the compiled loops (no C compiler where it was installed) the tool picks their Python
+twins and reads captures to the same result: the CLI run with both extension modules hidden
+writes what the compiled run writes."""
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import CAPTURES, ROOT, walker_class
+
+# hides the two extension modules from the import system, then runs the CLI
+HIDE = """
+import sys
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("dissector.capture._walk", "dissector.records._check"):
+            raise ImportError(name)
+sys.meta_path.insert(0, Hide())
+from dissector.capture import fast
+from dissector.records import record_batch
+assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
+from dissector.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("capture", ["codecs.mss1448.pcap", "transactions.pcap"])
+def test_the_python_loops_read_alike(tmp_path, capture):
+    walker_class("compiled")   # the comparison needs the compiled run too
+    outs = []
+    for code in ("from dissector.cli import main; import sys; sys.exit(main(sys.argv[1:]))", HIDE):
+        out = tmp_path / f"{len(outs)}.csv"
+        subprocess.run([sys.executable, "-c", code, "read", str(CAPTURES / capture), "--level",
+                        "records", "--format", "csv", "--out", str(out)], check=True, cwd=ROOT)
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert outs[0].count("\n") > 10
