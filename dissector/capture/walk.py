@@ -37,6 +37,8 @@ from ..tcp.reassembly import MASK
 # direct key), seq, ack, data offset, flags: the IPv4 and TCP headers after the link's
 _IPV4_TCP = "BxHxxHxB2x12sIIBB"
 _split = struct.Struct("!4s4sHH").unpack
+# a pcap record's seconds, fraction and captured length, by byte order (big-endian or not)
+_RECORD = {big: struct.Struct((">" if big else "<") + "III4x").unpack_from for big in (False, True)}
 _NEVER_FAST = 1 << 62   # the packet length "needed" on links without a fused reader
 
 
@@ -67,7 +69,7 @@ class Walker:
         return shape
 
     def pcap(self, buf, mv, pos, end, n, big_endian, scale, linktype, limit):
-        rec = struct.Struct((">" if big_endian else "<") + "III4x").unpack_from
+        rec = _RECORD[big_endian]
         step = self._steps(buf, mv)
         next(step)
         self.n, self.pos = n, pos

@@ -179,8 +179,8 @@ def _check_records(buf, count):
     end, but gives up (None) on anything wrong or unusual instead of telling what it is: bad
     lengths push the position past the buffer (an IndexError or a final mismatch), a record
     shorter than six bytes overruns itself, header varints over one byte (two for values) give
-    up. One unpack reads the first bytes of a record: its length, deltas and key length in the
-    common shapes (one- or two-byte length and deltas) are taken from there.
+    up. One unpack reads the first bytes of a record: its length and deltas in the common shapes
+    (one- or two-byte length and deltas) are taken from there.
     """
     zz = _ZIGZAG
     zz2 = _ZIGZAG2
@@ -197,62 +197,42 @@ def _check_records(buf, count):
                 end = pos + 2 + zz2[l0 + (l1 << 7)]
                 if (l3 | l4) < 0x80:  # one-byte deltas
                     pos += 5
-                    k = l5
                 elif (l3 | l5) < 0x80:  # one-byte timestamp, two-byte offset delta
                     pos += 6
-                    k = l6
                 elif (l4 | l5) < 0x80:  # two-byte timestamp, one-byte offset delta
                     pos += 6
-                    k = l6
                 elif (l4 | l6) < 0x80:  # two-byte deltas
                     pos += 7
-                    k = buf[pos]
                 else:
                     pos = _past_deltas(buf, pos + 3)
-                    k = buf[pos]
             elif l0 < 0x80:  # one-byte length: deltas from l2
                 end = pos + 1 + zz[l0]
                 if (l2 | l3) < 0x80:
                     pos += 4
-                    k = l4
                 elif (l2 | l4) < 0x80:
                     pos += 5
-                    k = l5
                 elif (l3 | l4) < 0x80:
                     pos += 5
-                    k = l5
                 elif (l3 | l5) < 0x80:
                     pos += 6
-                    k = l6
                 else:
                     pos = _past_deltas(buf, pos + 2)
-                    k = buf[pos]
             else:
                 length, pos = varint(buf, pos, 5)
                 end = pos + length
                 pos = _past_deltas(buf, pos + 1)
-                k = buf[pos]
-            if k < 0x80:  # the key
-                pos += takes[k]
-            elif (c := buf[pos + 1]) < 0x80:
-                pos += takes2[k + (c << 7)]
-            else:
-                k, pos = varint(buf, pos, 5)
-                if k > 0:
-                    pos += k
-                elif k < -1:
-                    return None
-            b = buf[pos]  # the value
-            if b < 0x80:
-                pos += takes[b]
-            elif (c := buf[pos + 1]) < 0x80:
-                pos += takes2[b + (c << 7)]
-            else:
-                b, pos = varint(buf, pos, 5)
-                if b > 0:
-                    pos += b
-                elif b < -1:
-                    return None
+            for _field in (0, 1):  # the key, then the value: a length (-1: null), its bytes
+                b = buf[pos]
+                if b < 0x80:
+                    pos += takes[b]
+                elif (c := buf[pos + 1]) < 0x80:
+                    pos += takes2[b + (c << 7)]
+                else:
+                    b, pos = varint(buf, pos, 5)
+                    if b > 0:
+                        pos += b
+                    elif b < -1:
+                        return None
             b = buf[pos]  # the header count, zigzag
             if not b:
                 pos += 1
