@@ -4,7 +4,8 @@ A `Framer` is fed contiguous stream bytes in order (`feed`), told about holes (`
 the end (`finish`). Every Kafka PDU is an int32 big-endian size followed by that many bytes.
 
 Fast path: a segment that holds whole frames has them sliced straight out of it; only a frame
-that spans segments is collected as a list of pieces and joined once, when complete.
+that spans segments is collected as a list of pieces and joined once, when complete (or, for a
+sink that reads only a message's first bytes, only those are copied out: see `_whole`).
 
 After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
 the next offset where the size is within bounds and the session finds a plausible header there
@@ -77,6 +78,7 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
+                 "_head",
                  "_state", "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_kept")
@@ -87,6 +89,8 @@ class Framer:
         self.sink = sink
         self.max_frame = max_frame
         self.budget = Budget() if budget is None else budget  # shared by a capture's streams
+        # the sink's head_size, when it reads only a message's first bytes (see _whole)
+        self._head = getattr(sink, "head_size", None)
         self.offset = 0          # stream offset of the next byte to arrive
         self.waiting = False     # a resync candidate awaits confirmation (see settle)
         self._state = _IDLE
@@ -304,7 +308,8 @@ class Framer:
                 pos += want
                 self.budget.release(self, self._need)
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
-                                      b"".join(pieces), self._first_pkt, pkt, self._first_ts, ts))
+                                      self._whole(pieces), self._first_pkt, pkt, self._first_ts,
+                                      ts))
             elif state == _PREFIX:
                 hdr = self._hdr
                 k = 4 - len(hdr)
@@ -354,6 +359,18 @@ class Framer:
                 return
             else:  # _DONE
                 return
+
+    def _whole(self, pieces):
+        """The data of a frame that spanned segments: its pieces joined, or only the first bytes
+        of the first piece when the sink says (head_size) that it reads no further: at the
+        headers level, copying the whole of every large message was a third of the work."""
+        head = self._head
+        if head is not None:
+            first = pieces[0]
+            k = head(self.direction, first)
+            if k is not None:
+                return bytes(first[:k])
+        return b"".join(pieces)
 
     def _run_replay(self):
         """Frame the bytes a resync handed back (a later resync may push more to the front)."""

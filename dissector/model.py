@@ -60,6 +60,8 @@ class Frame:
 
     `data` is the message after the 4-byte size prefix; `length` counts the prefix too (bytes on
     the wire). `stream_offset` is the offset of the size prefix in the direction's byte stream.
+    At the headers level a message that spanned segments keeps only the first bytes its header
+    takes (Session.head_size), so there `len(data)` may be less than `length - 4`.
     """
     __slots__ = ("connection", "direction", "stream_offset", "length", "data",
                  "first_packet", "last_packet", "first_ts", "last_ts")

@@ -50,18 +50,24 @@ class _Pending:
 
 
 def produce_acks(buf, body_offset: int, api_version: int) -> int | None:
-    """Acks of a Produce request: after the transactional id from v3 (compact from v9)."""
-    pos = body_offset
+    """Acks of a Produce request, None if the message is too short to hold them."""
     try:
-        if api_version >= 9:
-            n, pos = _uvarint(buf, pos)
-            pos += max(n - 1, 0)
-        elif api_version >= 3:
-            (n,) = _INT16.unpack_from(buf, pos)
-            pos += 2 + max(n, 0)
-        return _INT16.unpack_from(buf, pos)[0]
-    except (struct.error, ValueError):
+        return _INT16.unpack_from(buf, _acks_at(buf, body_offset, api_version))[0]
+    except (struct.error, ValueError, IndexError):
         return None
+
+
+def _acks_at(buf, body_offset: int, api_version: int) -> int:
+    """Where a Produce request's acks are: after the transactional id from v3 (compact from
+    v9). Raises ValueError, IndexError or struct.error past the end of buf."""
+    pos = body_offset
+    if api_version >= 9:
+        n, pos = _uvarint(buf, pos)
+        pos += max(n - 1, 0)
+    elif api_version >= 3:
+        (n,) = _INT16.unpack_from(buf, pos)
+        pos += 2 + max(n, 0)
+    return pos
 
 
 def _uvarint(buf, pos):
@@ -84,6 +90,7 @@ class Session:
         self._emit = emit
         self._emit_issue = emit_issue
         self._decoder = decoder if level != "headers" else None
+        self._headers_only = level == "headers"
         self._inflight = deque()
         self._inflight_bytes = 0
         self._raw_sasl = False
@@ -111,6 +118,49 @@ class Session:
             if p.correlation_id == corr:
                 return True
         return False
+
+    @property
+    def head_size(self):
+        """For the framers: `_head_size` at the headers level (which reads only a message's first
+        bytes: whole messages need not be kept), else None. (Not kept in an attribute: a bound
+        method of itself would make every session a reference cycle.)"""
+        return self._head_size if self._headers_only else None
+
+    def _head_size(self, direction: int, data) -> int | None:
+        """How many of a message's first bytes the headers level reads (the request header, and
+        a Produce request's acks; the response header), judged from `data`, the first bytes of
+        the message; None when they do not tell. Called just before `frame` with that message,
+        so the requests in flight are those it will be paired against."""
+        n = len(data)
+        try:
+            if direction == REQUEST:
+                if self._raw_sasl:
+                    return None
+                api_key, api_version, _, _, _, end = parse_request_header(data)
+                if api_key == PRODUCE:
+                    end = _acks_at(data, end, api_version) + 2
+                return end if end <= n else None
+            if self._raw_tokens or n < 6:
+                return None
+            i = self._answering(_INT32.unpack_from(data, 0)[0])
+            if i < 0:
+                return 4   # an orphan: the correlation id is all that is read
+            pending = self._inflight[i]
+            # the header, and a SaslHandshake v0's error code (see _paired)
+            return max(parse_response_header(data, pending.api_key, pending.api_version)[2], 6)
+        except (ValueError, IndexError, struct.error):
+            return None
+
+    def _answering(self, corr):
+        """Where in the queue of requests in flight is the one that a response with this
+        correlation id answers: the first with that id (-1 if none)."""
+        inflight = self._inflight
+        if inflight and inflight[0].correlation_id == corr:  # the usual answer
+            return 0
+        for i, pending in enumerate(inflight):
+            if pending.correlation_id == corr:
+                return i
+        return -1
 
     def frame(self, frame) -> None:
         if frame.direction == REQUEST:
@@ -195,17 +245,13 @@ class Session:
             self._emit(ex)
             return
         (corr,) = _INT32.unpack_from(data, 0)
-        inflight = self._inflight
-        if not inflight or inflight[0].correlation_id != corr:  # else the usual answer
-            for i, pending in enumerate(inflight):
-                if pending.correlation_id == corr:
-                    break
-            else:
-                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                    ORPHAN_RESPONSE))
-                return
-            for _ in range(i):
-                self._unpaired(self._pop())
+        i = self._answering(corr)
+        if i < 0:
+            self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                ORPHAN_RESPONSE))
+            return
+        for _ in range(i):
+            self._unpaired(self._pop())
         self._paired(self._pop(), frame)
 
     def _paired(self, pending, frame) -> None:

@@ -66,12 +66,12 @@ def lose_dup_swap(items, rng):
     return out
 
 
-def feed_packets(path):
+def feed_packets(path, level="headers"):
     """The general path: the capture's packets fed one by one through Dissector.feed, then
     finish(). Returns the Dissector and the exchanges in the order they came out."""
     from dissector.capture import read_packets
     from dissector.pipeline import Dissector
-    d = Dissector()
+    d = Dissector(level=level)
     exchanges = []
     for n, ts, lt, data in read_packets(path):
         d.feed(n, ts, lt, data)

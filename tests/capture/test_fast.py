@@ -224,11 +224,12 @@ CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
 def _frames(path, fast=True):
     """Every frame's bytes and place, as the pipeline pairs them (fast: the file path; else
-    packet by packet through Dissector.feed, the general path)."""
+    packet by packet through Dissector.feed, the general path), whole messages kept (the
+    headers level keeps only their first bytes)."""
     if fast:
-        exchanges = list(dissect(path, level="headers"))
+        exchanges = list(dissect(path, level="bodies"))
     else:
-        exchanges = feed_packets(path)[1]
+        exchanges = feed_packets(path, level="bodies")[1]
     out = []
     for ex in exchanges:
         for f in (ex.request, ex.response):

@@ -145,7 +145,7 @@ def test_hostile_claims_do_not_rank_every_stream(monkeypatch):
     (the largest) without ranking all streams again. Each small frame completes or is given
     up."""
     monkeypatch.setattr(budget_module, "BUFFER_BUDGET", 1 << 20)
-    d = Dissector((9092,))
+    d = Dissector((9092,), level="bodies")   # whole messages kept: a completed one shows
     b = d._flows.budget
     scans = []
     members = b.members

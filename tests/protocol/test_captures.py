@@ -19,7 +19,7 @@ def test_real_capture_bodies_decode_cleanly(path):
     require_path(path)
     from dissector.pipeline import dissect
     decoded = 0
-    for ex in dissect(path, auto=True):
+    for ex in dissect(path, auto=True, level="bodies"):   # whole messages kept
         if ex.api_key is None:
             continue
         msgs = []
