@@ -117,7 +117,9 @@ class Framer:
     # -- input -----------------------------------------------------------------------------------
 
     def feed(self, data, packet_no, ts):
-        """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns)."""
+        """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns).
+        Returns the frame these bytes leave in progress, as (bytes it still lacks, its pieces
+        so far), else None (the caller may append the next pieces itself: tcp.batch)."""
         n = len(data)
         if n < self._room:
             # the middle of a frame that spans segments
@@ -126,9 +128,9 @@ class Framer:
             self._room -= n
             self._last_pkt = packet_no
             self._last_ts = ts
-            return
+            return self._room, self._pieces
         if n == 0 or self._state == _DONE:
-            return
+            return None
         if data.__class__ is not bytes:
             data = bytes(data)  # frames and pieces cut from it outlive the caller's buffer
         base = self.offset
@@ -136,9 +138,6 @@ class Framer:
         self._take(data, 0, n, base, packet_no, ts)
         if self._replay:
             self._run_replay()
-
-    def spanning(self):
-        """(bytes still lacking, pieces so far) of the frame in progress, else None."""
         return (self._room, self._pieces) if self._state == _BODY else None
 
     def took(self, size, packet_no, ts):

@@ -14,7 +14,7 @@
 
 typedef struct {
     PyObject_HEAD
-    PyObject *flows, *other, *run_start, *settle, *links;
+    PyObject *flows, *other, *settle, *links;
     long long n;          /* the last packet number handed on (current after an error too) */
     long long nbytes;     /* batch, epbs: the captured bytes of the packets walked, all calls */
     Py_ssize_t pos;       /* pcap: the end of that packet's record */
@@ -251,33 +251,27 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 Py_DECREF(handle);
                 if (r == NULL)
                     goto done;
-                Py_CLEAR(r);
-                if ((flags & 0x17) == 0x10 && size > 0) {
-                    r = PyObject_CallFunction(w->run_start, "OOOn", w->flows, kobj, ps, size);
-                    if (r == NULL)
+                if (r != Py_None) {   /* the handler started a run */
+                    PyObject *append, *flow, *stream;
+                    if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &append, &flow, &stream))
                         goto done;
-                    if (r != Py_None) {
-                        PyObject *append, *flow, *stream;
-                        if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &append, &flow, &stream))
-                            goto done;
-                        Py_INCREF(append);
-                        Py_INCREF(flow);
-                        Py_INCREF(stream);
-                        c->append = append;
-                        c->r_flow = flow;
-                        c->r_stream = stream;
-                        c->room = c->r_room;
-                        c->run = 1;
-                        memcpy(c->r_key, key, 12);
-                        c->expect = seq + (uint32_t)size;
-                        c->r_ack = ack;
-                        c->r_n = n;
-                        c->r_ts = ts;
-                        Py_XINCREF(big_ts);
-                        Py_XSETREF(c->r_ts_obj, big_ts);
-                    }
-                    Py_CLEAR(r);
+                    Py_INCREF(append);
+                    Py_INCREF(flow);
+                    Py_INCREF(stream);
+                    c->append = append;
+                    c->r_flow = flow;
+                    c->r_stream = stream;
+                    c->room = c->r_room;
+                    c->run = 1;
+                    memcpy(c->r_key, key, 12);
+                    c->expect = seq + (uint32_t)size;
+                    c->r_ack = ack;
+                    c->r_n = n;
+                    c->r_ts = ts;
+                    Py_XINCREF(big_ts);
+                    Py_XSETREF(c->r_ts_obj, big_ts);
                 }
+                Py_CLEAR(r);
                 int late = after(c, ts, big_ts);
                 if (late < 0)
                     goto done;
@@ -586,17 +580,15 @@ static PyObject *Walker_epbs(Walker *w, PyObject *args)
 
 static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"flows", "other", "run_start", "settle", "links", NULL};
-    PyObject *flows, *other, *run_start, *settle, *links;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!", names, &flows, &other, &run_start,
-                                     &settle, &PyDict_Type, &links))
+    static char *names[] = {"flows", "other", "settle", "links", NULL};
+    PyObject *flows, *other, *settle, *links;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!", names, &flows, &other, &settle,
+                                     &PyDict_Type, &links))
         return -1;
     Py_INCREF(flows);
     Py_XSETREF(w->flows, flows);
     Py_INCREF(other);
     Py_XSETREF(w->other, other);
-    Py_INCREF(run_start);
-    Py_XSETREF(w->run_start, run_start);
     Py_INCREF(settle);
     Py_XSETREF(w->settle, settle);
     Py_INCREF(links);
@@ -608,7 +600,7 @@ static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
 }
 
 /* the objects a Walker holds, for the collector */
-#define WALKER_OBJECTS(X) X(flows) X(other) X(run_start) X(settle) X(links) X(lt) X(tags)
+#define WALKER_OBJECTS(X) X(flows) X(other) X(settle) X(links) X(lt) X(tags)
 #define VISIT(field) Py_VISIT(w->field);
 #define CLEAR(field) Py_CLEAR(w->field);
 

@@ -1,6 +1,6 @@
 """The file reader's packet loop: packets of a chunk -> link/IPv4/TCP -> a live flow's handler.
 
-`Walker(flows, other, run_start, settle, links)` hands each packet on with no per-packet
+`Walker(flows, other, settle, links)` hands each packet on with no per-packet
 generator, tuple or layer call in between. For the dominant shape (an Ethernet, SLL, SLL2,
 NULL/LOOP or raw link, IPv4 without options or fragmentation, complete TCP header, IP length
 within the captured bytes; `links` maps a link type to (IPv4 offset, tag offset, tags)) the link
@@ -8,8 +8,8 @@ tag and the IPv4 and TCP headers are read at the packet's offset, and the segmen
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
 that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add`; the
 packets that right after a handler call continue its frame in progress are appended to that
-frame here, without their handler calls (a run, see tcp.batch; `run_start` and `settle` are
-its functions). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
+frame here, without their handler calls (a run, see tcp.batch: the handler returns its start,
+`settle` counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
 general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
 reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
 payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
@@ -45,8 +45,8 @@ _NEVER_FAST = 1 << 62   # the packet length "needed" on links without a fused re
 class Walker:
     epbs = None
 
-    def __init__(self, flows, other, run_start, settle, links):
-        self.flows, self.other, self.run_start, self.settle = flows, other, run_start, settle
+    def __init__(self, flows, other, settle, links):
+        self.flows, self.other, self.settle = flows, other, settle
         self.links = links
         self.n = 0
         self.pos = 0
@@ -105,7 +105,7 @@ class Walker:
         """A coroutine taking (n, ts, linktype, start, stop) per packet; closing it settles the
         run in progress."""
         flows = self.flows
-        other, run_start, settle = self.other, self.run_start, self.settle
+        other, settle = self.other, self.settle
         get = flows.direct.get
         add = flows.add
         tick = flows.tick
@@ -113,7 +113,7 @@ class Walker:
         linktype = None
         hdr = off = tags = None
         need = _NEVER_FAST
-        # a run of packets continuing a frame (tcp.batch; the flows tell where one starts): its
+        # a run of packets continuing a frame (tcp.batch; the handlers tell where one starts): its
         # key, next sequence number, ack number, bytes the frame lacked at its start and lacks
         # now, its pieces' append, its last packet and time, the flow, the stream
         run = False
@@ -153,15 +153,13 @@ class Walker:
                         payload = mv[a:p]
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
-                            handle(n, ts, seq, ack, flags, payload)
-                            if flags & 0x17 == 0x10 and p > a:
-                                started = run_start(flows, key, seq, p - a)
-                                if started is not None:
-                                    r_room, append, r_flow, r_stream = started
-                                    room = r_room
-                                    run = True
-                                    r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
-                                    r_n, r_ts = n, ts
+                            started = handle(n, ts, seq, ack, flags, payload)
+                            if started is not None:
+                                r_room, append, r_flow, r_stream = started
+                                room = r_room
+                                run = True
+                                r_key, expect, r_ack = key, (seq + p - a) & MASK, ack
+                                r_n, r_ts = n, ts
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:

@@ -3,7 +3,8 @@
 What a live flow's handler (FlowTable.direct) does with a segment that continues the frame in
 progress of its direction and ends before it is only: append it to the frame's pieces and count
 (the frame's bytes and last packet, the stream's next offset and last segment, the flow's last
-packet and time). So when a handler call leaves a frame incomplete (`run_start`), the segments
+packet and time). So when a handler call leaves a frame incomplete (the handler returns the
+run's start: tcp.flows._handler), the segments
 that come right after it and continue it exactly (same direction, in order, the same ack number,
 ACK without SYN, FIN or RST, ending before the frame does) are appended by the caller itself,
 which keeps the counts in local variables and hands them to the streams (`settle`) before any
@@ -14,31 +15,8 @@ which are long when they come a connection at a time (the Spark job feeds them s
 """
 from __future__ import annotations
 
-from .flows import pack_ports
-from .reassembly import MASK
-
-PLAIN = 0x17                         # ACK, SYN, FIN, RST: a run's segments have ACK only
-ACK = 0x10
-
-
-def run_start(flows, key, seq, size):
-    """After the handler of direct key `key` took a segment (seq, size > 0, ACK only): (bytes
-    the frame still lacks, the append of its pieces, flow, stream) if that leaves a frame in
-    progress that the next segments may continue as a run, else None."""
-    entry = flows.sides.get(key)
-    if entry is None:   # a flow table without runs (a test's stand-in)
-        return None
-    flow, side = entry
-    rs = flow.rs
-    stream = rs[side]
-    span = stream.framer.spanning()
-    if span is None:
-        return None
-    base = stream.base
-    if (rs[1 - side].framer.waiting or base is None or stream.held or stream.done
-            or stream.fin is not None or (seq + size - base - stream.next) & MASK):
-        return None
-    return span[0], span[1].append, flow, stream
+from .flows import PLAIN, pack_ports
+from .reassembly import ACK, MASK
 
 
 def settle(flows, flow, stream, taken, pkt, ts):
@@ -89,15 +67,12 @@ def feed_columns(flows, out, columns, emitted):
         before = len(out)
         handle = get(key)
         if handle is not None and not fl & 7:   # no FIN, SYN, RST: what add does with it
-            handle(pkt, ts, seq, ack, fl, payload)
-            if fl & PLAIN == ACK and payload:
-                n = len(payload)
-                started = run_start(flows, key, seq, n)
-                if started is not None:
-                    r_room, append, flow, stream = started
-                    room = r_room
-                    run = True
-                    r_key, expect, r_ack = key, (seq + n) & MASK, ack
+            started = handle(pkt, ts, seq, ack, fl, payload)
+            if started is not None:
+                r_room, append, flow, stream = started
+                room = r_room
+                run = True
+                r_key, expect, r_ack = key, (seq + len(payload)) & MASK, ack
             if ts > flows.deadline:
                 flows.tick(ts)
         else:

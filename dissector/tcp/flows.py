@@ -46,6 +46,7 @@ MAX_CLOSED = 1 << 16          # closed tuples lingering
 
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
 _SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
+PLAIN = _SLOW | ACK            # a segment that may start or continue a run has ACK alone of these
 NEVER = float("inf")
 pack_ports = struct.Struct("!HH").pack
 
@@ -546,7 +547,11 @@ def _last_ts(flow):
 def _handler(flow, mine, peer, pinned):
     """What `add` does with a segment of a live flow without SYN, FIN or RST, sent by the side
     whose reassembler is `mine`, as one closure (the per-packet path of a capture), with
-    Reassembler.segment's in-order case inlined."""
+    Reassembler.segment's in-order case inlined.
+
+    Returns a run's start (tcp.batch) when the segment (data, ACK alone) went on in order and
+    left a frame in progress that the next segments may continue without their handler calls:
+    (bytes the frame still lacks, the append of its pieces, the flow, the stream); else None."""
     conn = flow.conn
     acked = peer.acked
     waiting = peer.framer
@@ -571,9 +576,12 @@ def _handler(flow, mine, peer, pinned):
             base = mine.base
             if base is not None and (seq - base - mine.next) & MASK == 0 and not mine.held \
                     and not mine.done and mine.fin is None:
-                feed(payload, pkt, ts)
+                span = feed(payload, pkt, ts)
                 mine.last_data = payload
                 mine.next += len(payload)
+                if span is not None and flags & PLAIN == ACK and not waiting.waiting:
+                    return span[0], span[1].append, flow, mine
             else:
                 segment(pkt, ts, seq, 0, payload)
+        return None
     return handle

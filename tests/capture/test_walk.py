@@ -31,7 +31,8 @@ class Boom(Exception):
 
 
 class Flows:
-    """FlowTable's face to the walker, logging every call; the handler of packet 100 + fail_at
+    """FlowTable's face to the walker, logging every call; a handler starts a run when `rooms`
+    says so (the next of them, whatever the segment), the handler of packet 100 + fail_at
     raises, and so does `append` when it would be the log's entry `fail_append`."""
 
     def __init__(self, deadline, step, rooms, fail_at, fail_append=-1):
@@ -48,6 +49,8 @@ class Flows:
             self.log.append(("handle", key, n, ts, seq, ack, flags, bytes(payload)))
             if n == 100 + self.fail_at:
                 raise Boom(n)
+            room = self.rooms.pop() if self.rooms else None
+            return None if room is None else (room, self._append, "flow", "stream")
         return handle
 
     def add(self, *args):
@@ -62,12 +65,6 @@ class Flows:
     def other(self, n, ts, lt, data):
         assert type(data) is bytes
         self.log.append(("other", n, ts, lt, data))
-
-    def run_start(self, flows, key, seq, size):
-        assert flows is self
-        self.log.append(("run_start", key, seq, size))
-        room = self.rooms.pop() if self.rooms else None
-        return None if room is None else (room, self._append, "flow", "stream")
 
     def _append(self, piece):
         self.log.append(("append", bytes(piece)))
@@ -107,7 +104,7 @@ deadlines = st.one_of(st.just(float("inf")), st.integers(-5, 10**4), st.floats(-
 
 def walk(walker_cls, shape, pkts, deadline, step, rooms, fail_at, fail_append=-1):
     flows = Flows(deadline, step, rooms, fail_at, fail_append)
-    w = walker_cls(flows, flows.other, flows.run_start, flows.settle, LINKS)
+    w = walker_cls(flows, flows.other, flows.settle, LINKS)
     nxt = dict.fromkeys(range(len(KEYS)), 4_294_967_000)   # near the wrap
     buf = bytearray()
     spans, t = [], 0
@@ -156,8 +153,8 @@ def test_a_run_is_settled_before_the_error_leaves(name):
         log, error, _pos, n = walk(cls, "pcap", pkts, float("inf"), 0, [500], 4)
         assert error == (104,) and n == 104
         kinds = [e[0] for e in log]
-        assert kinds == ["handle", "run_start", "append", "append", "settle", "handle"]
-        assert log[4][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
+        assert kinds == ["handle", "append", "append", "settle", "handle"]
+        assert log[3][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
 
 
 SOURCES = {name: list(read_packets(CAPTURES / name)) for name in
