@@ -10,7 +10,9 @@ EXTRAS  ?= analysis,codecs,live,spark,dev
 $(VENV)/.installed: pyproject.toml $(wildcard dissector/*/_*.c)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	# compat: the project's path in a .pth file; the default editable finder is imported at
+	# every interpreter start (11 ms of CPU, 3% of reading a 400 MB capture's headers)
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
 	touch $@
 
 setup: $(VENV)/.installed
