@@ -7,7 +7,7 @@ EXTRAS  ?= analysis,codecs,live,spark,dev
 
 .PHONY: setup system-deps demo test fuzz codegen bench
 
-$(VENV)/.installed: pyproject.toml $(wildcard dissector/*/_*.c)
+$(VENV)/.installed: pyproject.toml $(wildcard dissector/_*.c dissector/*/_*.c)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat: the project's path in a .pth file; the default editable finder is imported at

@@ -13,8 +13,9 @@ FORMATS = ("text", "jsonl", "csv")
 
 @lru_cache(maxsize=4096)
 def _iso_seconds(secs: int) -> str:
-    # four timestamps per exchange share a handful of seconds: strftime once per second
-    return datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    # four timestamps per exchange share a handful of seconds: formatted once per second
+    # (isoformat, not strftime: glibc's %Y does not pad years before 1000 to four digits)
+    return datetime.fromtimestamp(secs, timezone.utc).isoformat()[:19]
 
 
 def _iso_prefix(secs: int) -> str | None:
@@ -96,50 +97,54 @@ class JsonlWriter:
 
 _TS_AT = tuple(i for i, name in enumerate(EXCHANGE_COLUMN_NAMES) if name in TIMESTAMP_COLUMNS)
 _TOPICS_AT = EXCHANGE_COLUMN_NAMES.index("topics")
-_COMMAS = len(EXCHANGE_COLUMN_NAMES) - 1
-_LINE = ",".join(["%s"] * len(EXCHANGE_COLUMN_NAMES)) + "\n"
+
+
+def csv_values(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:
+    """exchange_row's values as CSV text: None empty, the timestamps at `ts_at` as iso_ns (empty
+    when out of range), the topics at `topics_at` joined by ";"."""
+    values = ["" if v is None else v for v in row]
+    for i in ts_at:
+        if values[i] != "":
+            values[i] = iso_ns(values[i]) or ""
+    if values[topics_at] != "":
+        values[topics_at] = ";".join(values[topics_at])
+    return values
+
+
+def plain_line(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> str | None:
+    """The CSV line of exchange_row's values (csv_values) when none needs quoting (no comma,
+    quote or line break in one), else None. _csvrow.csv_line is the same compiled."""
+    line = ",".join(map(str, csv_values(row, ts_at, topics_at)))
+    if line.count(",") != len(row) - 1 or '"' in line or "\r" in line or "\n" in line:
+        return None
+    return line + "\n"
+
+
+try:
+    from ._csvrow import csv_line
+    COMPILED = True
+except ImportError:   # no compiler where it was installed: the same in Python
+    csv_line = plain_line
+    COMPILED = False
 
 
 class CsvWriter:
-    """exchange_record's values, None as empty and topics joined by ";" (straight from the row:
-    no dict per exchange). A row whose text needs no CSV quoting (no comma, quote or line break
-    inside a value: one comma per column boundary, one line break) is formatted directly, others
-    go through the csv module."""
+    """exchange_record's values (csv_values: straight from the row, no dict per exchange). A
+    row whose text needs no CSV quoting is formatted directly (csv_line), others go through the
+    csv module."""
 
     def __init__(self, out):
         self.out = out
         self.writer = csv.writer(out, lineterminator="\n")
         self.writer.writerow(EXCHANGE_COLUMN_NAMES)
-        self._secs = None      # the second last formatted (an exchange's times share one)
-        self._prefix = None
-        self._ts = None        # the timestamp last formatted and its text (a one-packet
-        self._ts_text = ""     # message starts and ends at the same time)
 
     def write(self, ex) -> None:
-        row = ["" if v is None else v for v in exchange_row(ex)]
-        last = self._ts
-        for i in _TS_AT:
-            ts = row[i]
-            if ts == "":
-                continue
-            if ts != last:
-                last = ts
-                secs, ns = divmod(ts, 1_000_000_000)
-                if secs != self._secs:
-                    self._secs = secs
-                    self._prefix = _iso_prefix(secs)
-                self._ts_text = "" if self._prefix is None else f"{self._prefix}.{ns:09d}Z"
-            row[i] = self._ts_text
-        self._ts = last
-        topics = row[_TOPICS_AT]
-        if topics != "":
-            row[_TOPICS_AT] = ";".join(topics)
-        line = _LINE % tuple(row)
-        if line.count(",") == _COMMAS and '"' not in line and "\r" not in line \
-                and line.find("\n") == len(line) - 1:
+        row = exchange_row(ex)
+        line = csv_line(row, _TS_AT, _TOPICS_AT)
+        if line is not None:
             self.out.write(line)
         else:
-            self.writer.writerow(row)
+            self.writer.writerow(csv_values(row))
 
     def close(self) -> None:
         pass

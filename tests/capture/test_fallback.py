@@ -1,5 +1,5 @@
 """Without the compiled loops (no C compiler where it was installed) the tool picks their Python
-twins and reads captures to the same result: the CLI run with both extension modules hidden
+twins and reads captures to the same result: the CLI run with the extension modules hidden
 writes what the compiled run writes."""
 import subprocess
 import sys
@@ -8,17 +8,19 @@ import pytest
 
 from tests.support import CAPTURES, ROOT, walker_class
 
-# hides the two extension modules from the import system, then runs the CLI
+# hides the extension modules from the import system, then runs the CLI
 HIDE = """
 import sys
 class Hide:
     def find_spec(self, name, path=None, target=None):
-        if name in ("dissector.capture._walk", "dissector.records._check"):
+        if name in ("dissector.capture._walk", "dissector.records._check", "dissector._csvrow"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
+from dissector import output
 from dissector.capture import fast
 from dissector.records import record_batch
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
+assert output.csv_line is output.plain_line
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -1,16 +1,29 @@
-"""output.CsvWriter joins rows that need no quoting itself: its text must equal what the csv
-module writes for the same exchange_record values (None as empty, topics joined by ";"), on the
-real captures at every level and with values that need quoting, and read back the same."""
+"""output.CsvWriter joins rows that need no quoting itself (csv_line: compiled, _csvrow.c, or its
+Python twin plain_line): its text must equal what the csv module writes for the same
+exchange_record values (None as empty, topics joined by ";"), on the real captures at every level
+and with values that need quoting, and read back the same (test_csv_line: the two csv_line agree
+on any row)."""
 import csv
 import io
 
 import pytest
 
-from dissector.output import CsvWriter, exchange_record
+from dissector import output
+from dissector.output import CsvWriter, exchange_record, plain_line
 from dissector.pipeline import dissect
 from dissector.tables import EXCHANGE_COLUMN_NAMES
 
 from tests.fuzz.support import REAL, REAL_PORTS
+
+from tests.cli.test_csv_line import compiled_line
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def line(request, monkeypatch):
+    """Each test with each csv_line."""
+    fn = compiled_line() if request.param == "compiled" else plain_line
+    monkeypatch.setattr(output, "csv_line", fn)
+    return fn
 
 
 def _reference(exchanges):
@@ -75,3 +88,4 @@ def test_timestamps_out_of_range_and_changing_seconds():
              1_000_000_000: "1970-01-01T00:00:01.000000000Z"}[ts]
             for ts, ex in zip(odd, exchanges) if ex.request is not None]
     assert got == want
+
