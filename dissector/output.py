@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import csv
-import json
-from datetime import datetime, timezone
 from functools import lru_cache
 
 from .tables import EXCHANGE_COLUMN_NAMES, TIMESTAMP_COLUMNS, exchange_api_name, exchange_row
@@ -15,6 +13,7 @@ FORMATS = ("text", "jsonl", "csv")
 def _iso_seconds(secs: int) -> str:
     # four timestamps per exchange share a handful of seconds: formatted once per second
     # (isoformat, not strftime: glibc's %Y does not pad years before 1000 to four digits)
+    from datetime import datetime, timezone
     return datetime.fromtimestamp(secs, timezone.utc).isoformat()[:19]
 
 
@@ -74,14 +73,13 @@ class TextWriter:
         pass
 
 
-# json.dumps with options builds a new encoder per call: one made once writes the same text
-_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 class JsonlWriter:
     def __init__(self, out, bodies=False):
+        import json   # here: the other formats need not load it
         self.out = out
         self.bodies = bodies
+        # json.dumps with options builds a new encoder per call: one made once writes the same
+        self._json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def write(self, ex) -> None:
         rec = exchange_record(ex)
@@ -89,7 +87,7 @@ class JsonlWriter:
             from .protocol.jsonify import to_json
             rec["request"] = to_json(ex.request_msg)
             rec["response"] = to_json(ex.response_msg)
-        self.out.write(_json(rec) + "\n")
+        self.out.write(self._json(rec) + "\n")
 
     def close(self) -> None:
         pass

@@ -221,6 +221,13 @@ def test_format_addr():
     assert format_addr(bytes(15) + b"\1") == "::1"
 
 
+@given(st.binary(min_size=4, max_size=4) | st.binary(min_size=16, max_size=16))
+def test_format_addr_is_inet_ntop(addr):
+    import socket
+    assert format_addr(addr) == socket.inet_ntop(
+        socket.AF_INET if len(addr) == 4 else socket.AF_INET6, addr)
+
+
 LINKTYPES = [0, 1, 12, 14, 101, 108, 113, 228, 229, 276]
 
 
