@@ -106,12 +106,15 @@ def measure(path, port, rounds, workdir, log=print):
 
 def kernels():
     """Which hot loops run compiled in this install (pure-Python fallbacks otherwise)."""
+    from dissector import output
     from dissector.capture import fast
-    from dissector.records import record_batch
-    walk = "compiled" if fast.COMPILED else "pure Python (not built)"
-    check = ("compiled" if record_batch.check_records is not record_batch._check_records
-             else "pure Python (not built)")
-    return f"packet walker {walk}, records check {check}"
+    from dissector.records import record_batch, record_set
+
+    def how(compiled):
+        return "compiled" if compiled else "pure Python (not built)"
+    return (f"packet walker {how(fast.COMPILED)}, records check "
+            f"{how(record_batch.check_records is not record_batch._check_records)}, batch "
+            f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}")
 
 
 def report(path, runs, counts, packets, log=print):

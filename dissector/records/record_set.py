@@ -11,7 +11,12 @@ import struct
 
 from ..model import ERROR, Issue
 from . import legacy, record_batch
-from .model import RecordSet
+from .model import Batch, RecordSet
+
+try:  # the headers-only walk of a v2 record set compiled (records/_headers.c); else _decode
+    from ._headers import v2_headers
+except ImportError:
+    v2_headers = None
 
 _LENGTH = struct.Struct(">i")
 _MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch.MIN_LENGTH}
@@ -38,6 +43,13 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
     if budget is None:
         budget = [max_uncompressed]
     if not records:  # batch headers only: a few objects a batch, too few for the GC to matter
+        if v2_headers is not None:
+            # the CRC as record_batch.decode checks it (not at all without the fast library)
+            crc = record_batch.crc32c if record_batch.ACCELERATED else None
+            got = v2_headers(data, Batch, crc)
+            if got is not None:   # RecordBatch v2 only, nothing to report
+                batches, truncated, count = got
+                return RecordSet(batches, [], truncated, len(data), count)
         return _decode(data, False, build, budget)
     # Decoding makes many small acyclic objects (records, header lists) that the caller keeps:
     # cyclic GC passes over them during the decode are pure cost (about 40% of the time).

@@ -13,27 +13,29 @@ HIDE = """
 import sys
 class Hide:
     def find_spec(self, name, path=None, target=None):
-        if name in ("dissector.capture._walk", "dissector.records._check", "dissector._csvrow"):
+        if name in ("dissector.capture._walk", "dissector.records._check",
+                    "dissector.records._headers", "dissector._csvrow"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
 from dissector import output
 from dissector.capture import fast
-from dissector.records import record_batch
+from dissector.records import record_batch, record_set
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
-assert output.csv_line is output.plain_line
+assert output.csv_line is output.plain_line and record_set.v2_headers is None
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.parametrize("level", ["bodies", "records"])
 @pytest.mark.parametrize("capture", ["codecs.mss1448.pcap", "transactions.pcap"])
-def test_the_python_loops_read_alike(tmp_path, capture):
+def test_the_python_loops_read_alike(tmp_path, capture, level):
     walker_class("compiled")   # the comparison needs the compiled run too
     outs = []
     for code in ("from dissector.cli import main; import sys; sys.exit(main(sys.argv[1:]))", HIDE):
         out = tmp_path / f"{len(outs)}.csv"
         subprocess.run([sys.executable, "-c", code, "read", str(CAPTURES / capture), "--level",
-                        "records", "--format", "csv", "--out", str(out)], check=True, cwd=ROOT)
+                        level, "--format", "csv", "--out", str(out)], check=True, cwd=ROOT)
         outs.append(out.read_text())
     assert outs[0] == outs[1]
     assert outs[0].count("\n") > 10

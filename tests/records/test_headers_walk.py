@@ -1,0 +1,93 @@
+"""The compiled headers-only walk of a record set (records/_headers.c) decodes what the Python walk
+(record_set._decode through record_batch.decode) decodes, batch field for batch field, or leaves
+the set to it: on random record sets of v2 batches with any header values (good and bad CRCs,
+negative counts, short lengths), MessageSet entries, unknown magics and partial tails, given as
+bytes or as views into a larger message, with and without the CRC check; and on kafka-python's
+own batches."""
+import struct
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dissector.records import record_batch, record_set
+from dissector.records.checksums import crc32c
+from dissector.records.model import Batch
+from tests.records.builders import build
+from tests.support import _missing
+
+FIELDS = Batch.__slots__
+
+
+def compiled():
+    try:
+        from dissector.records._headers import v2_headers
+    except ImportError:
+        _missing("the compiled headers walk (dissector/records/_headers.c; pip install -e . "
+                 "builds it, which needs a C compiler)")
+    return v2_headers
+
+
+def _view(rs):
+    batches = [tuple(getattr(b, f, "<unset>") for f in FIELDS) for b in rs.batches]
+    issues = [(i.code, i.severity, i.detail, i.stream_offset) for i in rs.issues]
+    return batches, issues, rs.truncated, rs.size, rs.record_count
+
+
+def _both(data, accelerated=True):
+    """(compiled, Python) headers-only decodes of `data`."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(record_batch, "ACCELERATED", accelerated)   # no CRC32C library: no check
+        mp.setattr(record_set, "v2_headers", compiled())
+        fast = _view(record_set.decode_record_set(data, records=False))
+        mp.setattr(record_set, "v2_headers", None)
+        slow = _view(record_set.decode_record_set(data, records=False))
+    return fast, slow
+
+
+@st.composite
+def v2_batch(draw):
+    body = draw(st.binary(max_size=60))
+    fields = [draw(st.integers(-2**63, 2**63 - 1)), 0, draw(st.integers(-2**31, 2**31 - 1)), 2, 0,
+              draw(st.integers(-2**15, 2**15 - 1)), draw(st.integers(-2**31, 2**31 - 1)),
+              draw(st.integers(-2**63, 2**63 - 1)), draw(st.integers(-2**63, 2**63 - 1)),
+              draw(st.integers(-2**63, 2**63 - 1)), draw(st.integers(-2**15, 2**15 - 1)),
+              draw(st.integers(-2**31, 2**31 - 1)),
+              draw(st.integers(0, 2**31 - 1) | st.integers(-2**31, -1))]
+    buf = bytearray(struct.pack(">qiibIhiqqqhii", *fields) + body)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+    damage = draw(st.sampled_from(["none"] * 6 + ["crc", "length", "short", "magic"]))
+    if damage == "crc":
+        buf[17] ^= 1
+    elif damage == "length":
+        struct.pack_into(">i", buf, 8, draw(st.integers(-5, 48)))
+    elif damage == "short":
+        buf = buf[:draw(st.integers(0, len(buf) - 1))]
+    elif damage == "magic":
+        buf[16] = draw(st.sampled_from([0, 1, 3, 255]))
+    return bytes(buf)
+
+
+legacy = st.sampled_from([build(0, 0, [(None, b"k", b"v", None)]),
+                          build(1, 0, [(1_700_000_000_000, None, b"value", None)])])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(v2_batch() | legacy, max_size=5), st.binary(max_size=3), st.binary(max_size=3),
+       st.booleans(), st.booleans())
+def test_random_record_sets(batches, before, after, as_view, accelerated):
+    data = b"".join(batches)
+    if as_view:   # a view into the message, as the generated decoders hand it over
+        data = memoryview(before + data + after)[len(before):len(before) + len(data)]
+    fast, slow = _both(data, accelerated)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("codec", [0, 1])
+def test_kafka_python_batches(codec):
+    items = [(1_700_000_000_000 + i, b"k%d" % i, b"v" * i, [("h", b"x")]) for i in range(20)]
+    data = b"".join(build(2, codec, items, offset=100 * i) for i in range(3))
+    fast, slow = _both(data)
+    assert fast == slow
+    assert len(fast[0]) == 3 and fast[4] == 60 and fast[1] == []
+    assert compiled()(data, Batch, crc32c) is not None   # taken by the compiled walk
