@@ -91,6 +91,7 @@ class Session:
         self._emit_issue = emit_issue
         self._decoder = decoder if level != "headers" else None
         self._headers_only = level == "headers"
+        self._parsed = None   # the header _head_size parsed, for the request `frame` gets next
         self._inflight = deque()
         self._inflight_bytes = 0
         self._raw_sasl = False
@@ -136,10 +137,14 @@ class Session:
             if direction == REQUEST:
                 if self._raw_sasl:
                     return None
-                api_key, api_version, _, _, _, end = parse_request_header(data)
-                if api_key == PRODUCE:
-                    end = _acks_at(data, end, api_version) + 2
-                return end if end <= n else None
+                head = parse_request_header(data)
+                end = head[5]
+                if head[0] == PRODUCE:
+                    end = _acks_at(data, end, head[1]) + 2
+                if end > n:
+                    return None
+                self._parsed = head   # _request takes it rather than parse it again
+                return end
             if self._raw_tokens or n < 6:
                 return None
             i = self._answering(_INT32.unpack_from(data, 0)[0])
@@ -196,14 +201,19 @@ class Session:
                 self._raw_tokens.append(frame)
                 return
             self._raw_sasl = False
-        try:
-            api_key, api_version, corr, client_id, tags, body_offset = parse_request_header(data)
-        except ValueError as exc:
-            ex = Exchange(self.connection, frame, None, None, None, None, None, MALFORMED)
-            ex.issues.append(self._rebase(Issue("kafka.bad_request_header", ERROR, str(exc),
-                                                stream_offset=0), frame))
-            self._emit(ex)
-            return
+        head = self._parsed
+        if head is not None:   # this message's, from _head_size just before
+            self._parsed = None
+        else:
+            try:
+                head = parse_request_header(data)
+            except ValueError as exc:
+                ex = Exchange(self.connection, frame, None, None, None, None, None, MALFORMED)
+                ex.issues.append(self._rebase(Issue("kafka.bad_request_header", ERROR, str(exc),
+                                                    stream_offset=0), frame))
+                self._emit(ex)
+                return
+        api_key, api_version, corr, client_id, tags, body_offset = head
         pending = _Pending(frame, api_key, api_version, corr, client_id)
         if api_key == PRODUCE:
             pending.acks = produce_acks(data, body_offset, api_version)

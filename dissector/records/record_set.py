@@ -40,8 +40,6 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
     """
     if not data:  # null or empty (most partitions of a Fetch response): nothing to walk
         return RecordSet([], [], False, 0, 0)
-    if budget is None:
-        budget = [max_uncompressed]
     if not records:  # batch headers only: a few objects a batch, too few for the GC to matter
         if v2_headers is not None:
             # the CRC as record_batch.decode checks it (not at all without the fast library)
@@ -50,7 +48,9 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
             if got is not None:   # RecordBatch v2 only, nothing to report
                 batches, truncated, count = got
                 return RecordSet(batches, [], truncated, len(data), count)
-        return _decode(data, False, build, budget)
+        return _decode(data, False, build, [max_uncompressed] if budget is None else budget)
+    if budget is None:
+        budget = [max_uncompressed]
     # Decoding makes many small acyclic objects (records, header lists) that the caller keeps:
     # cyclic GC passes over them during the decode are pure cost (about 40% of the time).
     gc_was_enabled = gc.isenabled()
