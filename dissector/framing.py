@@ -4,8 +4,10 @@ A `Framer` is fed contiguous stream bytes in order (`feed`), told about holes (`
 the end (`finish`). Every Kafka PDU is an int32 big-endian size followed by that many bytes.
 
 Fast path: a segment that holds whole frames has them sliced straight out of it; only a frame
-that spans segments is collected as a list of pieces and joined once, when complete (or, for a
-sink that reads only a message's first bytes, only those are copied out: see `_whole`).
+that spans segments is collected as a list of pieces and joined once, when complete; or, for a
+sink that reads only a message's first bytes (`sink.head_size`, asked when the frame starts),
+only those are kept and the rest is counted: copying the whole of every large message was a
+third of the headers level.
 
 After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
 the next offset where the size is within bounds and the session finds a plausible header there
@@ -78,7 +80,7 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
-                 "_head",
+                 "_head", "_append",
                  "_state", "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_kept")
@@ -96,6 +98,7 @@ class Framer:
         self._state = _IDLE
         self._hdr = b""          # partial size prefix (_PREFIX)
         self._pieces = None      # frame bytes after the prefix, as received (_BODY)
+        self._append = None      # the pieces' append; None while only counting (see _take)
         self._kept = 0           # leading pieces known not to be views (see unpin)
         self._room = 0           # bytes the frame in progress still lacks (0 unless _BODY)
         self._need = 0
@@ -118,17 +121,20 @@ class Framer:
 
     def feed(self, data, packet_no, ts):
         """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns).
-        Returns the frame these bytes leave in progress, as (bytes it still lacks, its pieces
-        so far), else None (the caller may append the next pieces itself: tcp.batch)."""
+        Returns the frame these bytes leave in progress, as (bytes it still lacks, the append of
+        its pieces, None when they are only counted), else None (the caller may take the next
+        pieces itself: tcp.batch)."""
         n = len(data)
         if n < self._room:
             # the middle of a frame that spans segments
             self.offset += n
-            self._pieces.append(data)
+            append = self._append
+            if append is not None:
+                append(data)
             self._room -= n
             self._last_pkt = packet_no
             self._last_ts = ts
-            return self._room, self._pieces
+            return self._room, append
         if n == 0 or self._state == _DONE:
             return None
         if data.__class__ is not bytes:
@@ -138,17 +144,16 @@ class Framer:
         self._take(data, 0, n, base, packet_no, ts)
         if self._replay:
             self._run_replay()
-        return (self._room, self._pieces) if self._state == _BODY else None
+        return (self._room, self._append) if self._state == _BODY else None
 
     def took(self, size, packet_no, ts):
-        """`size` more bytes of the frame in progress were appended to its pieces (tcp.batch),
-        the last of them carried by packet `packet_no` at `ts`: count them as feed would.
-        Returns that last piece."""
+        """`size` more bytes of the frame in progress were appended to its pieces, or counted
+        (tcp.batch), the last of them carried by packet `packet_no` at `ts`: count them as feed
+        would."""
         self.offset += size
         self._room -= size
         self._last_pkt = packet_no
         self._last_ts = ts
-        return self._pieces[-1]
 
     def unpin(self):
         """The buffer behind the views among the pieces of the frame in progress (see feed) is
@@ -231,7 +236,7 @@ class Framer:
                             f"no plausible frame before its end", packet_no, self._skip_from)
         self._state = _DONE
         self.waiting = False
-        self._pieces = None
+        self._pieces = self._append = None
         self._sbuf = []
         self._resize(0)
 
@@ -275,7 +280,15 @@ class Framer:
                         self._first_pkt = self._last_pkt = pkt
                         self._first_ts = self._last_ts = ts
                         self._need = size
-                        self._pieces = [data[pos + 4:n]]
+                        first = data[pos + 4:n]
+                        head = self._head
+                        k = None if head is None else head(d, first)
+                        if k is None:
+                            self._pieces = [first]
+                            self._append = self._pieces.append
+                        else:   # the sink reads no further: the rest is counted, not kept
+                            self._pieces = [first[:k]]
+                            self._append = None
                         self._kept = 0
                         self._room = size - (n - pos - 4)
                         self._state = _BODY
@@ -293,22 +306,27 @@ class Framer:
                     return
             elif state == _BODY:
                 want = self._room
+                append = self._append
                 if n - pos < want:
-                    self._pieces.append(data[pos:n] if pos or n != len(data) else data)
+                    if append is not None:
+                        append(data[pos:n] if pos or n != len(data) else data)
                     self._room = want - (n - pos)
                     self._last_pkt = pkt
                     self._last_ts = ts
                     return
                 pieces = self._pieces
-                pieces.append(data[pos:pos + want])
-                self._pieces = None
+                if append is not None:
+                    append(data[pos:pos + want])
+                    whole = b"".join(pieces)
+                else:
+                    whole = pieces[0]
+                self._pieces = self._append = None
                 self._room = 0
                 self._state = _IDLE
                 pos += want
                 self.budget.release(self, self._need)
                 self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
-                                      self._whole(pieces), self._first_pkt, pkt, self._first_ts,
-                                      ts))
+                                      whole, self._first_pkt, pkt, self._first_ts, ts))
             elif state == _PREFIX:
                 hdr = self._hdr
                 k = 4 - len(hdr)
@@ -331,6 +349,7 @@ class Framer:
                 else:
                     self._need = size
                     self._pieces = []
+                    self._append = self._pieces.append
                     self._kept = 0
                     self._room = size
                     self._last_pkt = pkt
@@ -358,18 +377,6 @@ class Framer:
                 return
             else:  # _DONE
                 return
-
-    def _whole(self, pieces):
-        """The data of a frame that spanned segments: its pieces joined, or only the first bytes
-        of the first piece when the sink says (head_size) that it reads no further: at the
-        headers level, copying the whole of every large message was a third of the work."""
-        head = self._head
-        if head is not None:
-            first = pieces[0]
-            k = head(self.direction, first)
-            if k is not None:
-                return bytes(first[:k])
-        return b"".join(pieces)
 
     def _run_replay(self):
         """Frame the bytes a resync handed back (a later resync may push more to the front)."""
@@ -550,7 +557,7 @@ class Framer:
                 break
             head.append(piece[:HEAD - kept])
             kept += len(head[-1])
-        self._pieces = None
+        self._pieces = self._append = None
         self._skip = self._room
         self._room = 0
         self._state = _SKIP
@@ -571,7 +578,7 @@ class Framer:
         """The frame in progress will not complete: hand on what was seen of it."""
         pieces = self._pieces
         have = self._need - self._room
-        self._pieces = None
+        self._pieces = self._append = None
         self._room = 0
         self._state = _IDLE
         b = self.budget

@@ -17,7 +17,8 @@ from collections import deque
 
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
                     UNANSWERED, WARNING, Exchange, Issue)
-from .protocol.headers import parse_request_header, parse_response_header, plausible_request
+from .protocol.headers import (parse_request_header, parse_response_header, plausible_request,
+                               read_tagged_fields)
 
 LEVELS = ("headers", "bodies", "records")
 
@@ -92,6 +93,7 @@ class Session:
         self._decoder = decoder if level != "headers" else None
         self._headers_only = level == "headers"
         self._parsed = None   # the header _head_size parsed, for the request `frame` gets next
+        self._sasl = False    # a SaslHandshake v0 was asked for: raw tokens may follow
         self._inflight = deque()
         self._inflight_bytes = 0
         self._raw_sasl = False
@@ -129,14 +131,16 @@ class Session:
 
     def _head_size(self, direction: int, data) -> int | None:
         """How many of a message's first bytes the headers level reads (the request header, and
-        a Produce request's acks; the response header), judged from `data`, the first bytes of
-        the message; None when they do not tell. Called just before `frame` with that message,
-        so the requests in flight are those it will be paired against."""
+        a Produce request's acks; the response header and a SaslHandshake v0's error code),
+        judged from `data`, the first bytes of the message, when it starts: so from those
+        bytes alone, not from what is in flight then (which may change before it completes).
+        None when they do not tell, and once raw SASL tokens may follow (they have no header).
+        The frame of a request measured here is the next to reach `frame`."""
+        if self._sasl:
+            return None
         n = len(data)
         try:
             if direction == REQUEST:
-                if self._raw_sasl:
-                    return None
                 head = parse_request_header(data)
                 end = head[5]
                 if head[0] == PRODUCE:
@@ -145,27 +149,14 @@ class Session:
                     return None
                 self._parsed = head   # _request takes it rather than parse it again
                 return end
-            if self._raw_tokens or n < 6:
+            if n < 6:
                 return None
-            i = self._answering(_INT32.unpack_from(data, 0)[0])
-            if i < 0:
-                return 4   # an orphan: the correlation id is all that is read
-            pending = self._inflight[i]
-            # the header, and a SaslHandshake v0's error code (see _paired)
-            return max(parse_response_header(data, pending.api_key, pending.api_version)[2], 6)
+            # a header of either version: the correlation id, and the bytes after it read as a
+            # tagged-field section (the flexible one); a first byte of 0 is an empty section
+            end = 5 if data[4] == 0 else read_tagged_fields(data, 4, n)[1]
+            return max(end, 6)
         except (ValueError, IndexError, struct.error):
             return None
-
-    def _answering(self, corr):
-        """Where in the queue of requests in flight is the one that a response with this
-        correlation id answers: the first with that id (-1 if none)."""
-        inflight = self._inflight
-        if inflight and inflight[0].correlation_id == corr:  # the usual answer
-            return 0
-        for i, pending in enumerate(inflight):
-            if pending.correlation_id == corr:
-                return i
-        return -1
 
     def frame(self, frame) -> None:
         if frame.direction == REQUEST:
@@ -214,6 +205,8 @@ class Session:
                 self._emit(ex)
                 return
         api_key, api_version, corr, client_id, tags, body_offset = head
+        if api_key == SASL_HANDSHAKE and api_version == 0:
+            self._sasl = True
         pending = _Pending(frame, api_key, api_version, corr, client_id)
         if api_key == PRODUCE:
             pending.acks = produce_acks(data, body_offset, api_version)
@@ -255,13 +248,17 @@ class Session:
             self._emit(ex)
             return
         (corr,) = _INT32.unpack_from(data, 0)
-        i = self._answering(corr)
-        if i < 0:
-            self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                ORPHAN_RESPONSE))
-            return
-        for _ in range(i):
-            self._unpaired(self._pop())
+        inflight = self._inflight
+        if not inflight or inflight[0].correlation_id != corr:  # else the usual answer
+            for i, pending in enumerate(inflight):
+                if pending.correlation_id == corr:
+                    break
+            else:
+                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                    ORPHAN_RESPONSE))
+                return
+            for _ in range(i):
+                self._unpaired(self._pop())
         self._paired(self._pop(), frame)
 
     def _paired(self, pending, frame) -> None:

@@ -3,9 +3,9 @@
  * both over the same captures and compare everything they hand on.
  *
  * Per packet: the record header, the link tag and the IPv4 and TCP headers read at fixed
- * offsets; a segment continuing a run (tcp.batch) is appended to its frame's pieces here; any
- * other goes to the live flow's handler, `flows.add` or `other`, with the same arguments the
- * Python loop passes. A run is settled before every call out and at the end of each call. */
+ * offsets; a segment continuing a run (tcp.batch) is appended to its frame's pieces (or only
+ * counted) here; any other goes to the live flow's handler, `flows.add` or `other`, with the
+ * same arguments the Python loop passes. A run is settled before every call out and at the end of each call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -38,8 +38,10 @@ typedef struct {          /* one call's state */
     Py_ssize_t r_room, room;
     long long r_n;
     int64_t r_ts;
+    Py_ssize_t r_a, r_e;  /* where the run's last payload is in the buffer */
     PyObject *r_ts_obj;   /* the run's last time as given (pcapng), or NULL (pcap) */
-    PyObject *append, *r_flow, *r_stream;
+    PyObject *append;     /* the pieces' append, or None: counted only */
+    PyObject *r_flow, *r_stream;
 } Call;
 
 static const Py_ssize_t NEVER_FAST = (Py_ssize_t)1 << 62;
@@ -114,16 +116,19 @@ static void drop_run(Call *c)
     Py_CLEAR(c->r_ts_obj);
 }
 
-/* settle(flows, flow, stream, taken, pkt, ts) for the run so far, if it took anything; ends it */
+/* settle(flows, flow, stream, taken, pkt, ts, last) for the run so far, if it took anything;
+ * ends it */
 static int end_run(Call *c)
 {
     int rc = 0;
     if (c->room != c->r_room) {
         PyObject *ts = ts_object(c->r_ts, c->r_ts_obj);
-        PyObject *r = ts == NULL ? NULL : PyObject_CallFunction(
-            c->w->settle, "OOOnLO", c->w->flows, c->r_flow, c->r_stream,
-            c->r_room - c->room, c->r_n, ts);
+        PyObject *last = ts == NULL ? NULL : PySequence_GetSlice(c->mv, c->r_a, c->r_e);
+        PyObject *r = last == NULL ? NULL : PyObject_CallFunction(
+            c->w->settle, "OOOnLOO", c->w->flows, c->r_flow, c->r_stream,
+            c->r_room - c->room, c->r_n, ts, last);
         Py_XDECREF(ts);
+        Py_XDECREF(last);
         if (r == NULL)
             rc = -1;
         Py_XDECREF(r);
@@ -196,18 +201,22 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             if (c->run) {
                 if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
                         && memcmp(key, c->r_key, 12) == 0 && 0 < size && size < c->room) {
-                    PyObject *piece = PySequence_GetSlice(c->mv, a, e);
-                    if (piece == NULL)
-                        return -1;
-                    PyObject *r = PyObject_CallOneArg(c->append, piece);
-                    Py_DECREF(piece);
-                    if (r == NULL)
-                        return -1;
-                    Py_DECREF(r);
+                    if (c->append != Py_None) {
+                        PyObject *piece = PySequence_GetSlice(c->mv, a, e);
+                        if (piece == NULL)
+                            return -1;
+                        PyObject *r = PyObject_CallOneArg(c->append, piece);
+                        Py_DECREF(piece);
+                        if (r == NULL)
+                            return -1;
+                        Py_DECREF(r);
+                    }
                     c->expect = seq + (uint32_t)size;
                     c->room -= size;
                     c->r_n = n;
                     c->r_ts = ts;
+                    c->r_a = a;
+                    c->r_e = e;
                     Py_XINCREF(big_ts);
                     Py_XSETREF(c->r_ts_obj, big_ts);
                     int late = after(c, ts, big_ts);
@@ -268,6 +277,8 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                     c->r_ack = ack;
                     c->r_n = n;
                     c->r_ts = ts;
+                    c->r_a = a;
+                    c->r_e = e;
                     Py_XINCREF(big_ts);
                     Py_XSETREF(c->r_ts_obj, big_ts);
                 }

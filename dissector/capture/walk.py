@@ -8,8 +8,8 @@ tag and the IPv4 and TCP headers are read at the packet's offset, and the segmen
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
 that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add`; the
 packets that right after a handler call continue its frame in progress are appended to that
-frame here, without their handler calls (a run, see tcp.batch: the handler returns its start,
-`settle` counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
+frame here (or only counted, when the framer keeps just a message's first bytes), without
+their handler calls (a run, see tcp.batch: the handler returns its start, `settle` counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
 general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
 reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
 payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
@@ -115,10 +115,11 @@ class Walker:
         need = _NEVER_FAST
         # a run of packets continuing a frame (tcp.batch; the handlers tell where one starts): its
         # key, next sequence number, ack number, bytes the frame lacked at its start and lacks
-        # now, its pieces' append, its last packet and time, the flow, the stream
+        # now, its pieces' append (None: counted only), its last packet and time and where that
+        # packet's payload is, the flow, the stream
         run = False
         r_key = append = r_flow = r_stream = None
-        expect = r_ack = r_room = room = r_n = r_ts = 0
+        expect = r_ack = r_room = room = r_n = r_ts = r_a = r_e = 0
         try:
             while True:
                 n, ts, lt, p, stop = yield
@@ -138,17 +139,19 @@ class Walker:
                             if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
                                     and key == r_key and 0 < (size := p - a) < room):
                                 # the middle of the frame in progress (tcp.batch)
-                                append(mv[a:p])
+                                if append is not None:
+                                    append(mv[a:p])
                                 expect = (seq + size) & MASK
                                 room -= size
-                                r_n, r_ts = n, ts
+                                r_n, r_ts, r_a, r_e = n, ts, a, p
                                 if ts > deadline:
-                                    settle(flows, r_flow, r_stream, r_room - room, n, ts)
+                                    settle(flows, r_flow, r_stream, r_room - room, n, ts, mv[a:p])
                                     run = False
                                     deadline = tick(ts)
                                 continue
                             if room != r_room:   # taken up to the previous packet
-                                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
+                                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts,
+                                       mv[r_a:r_e])
                             run = False
                         payload = mv[a:p]
                         handle = get(key)
@@ -168,10 +171,10 @@ class Walker:
                         continue
                 if run:
                     if room != r_room:
-                        settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
+                        settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts, mv[r_a:r_e])
                     run = False
                 other(n, ts, linktype, mv[p:stop].tobytes())
                 deadline = flows.deadline
         finally:   # the end of the call, or an error in it
             if run and room != r_room:
-                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts)
+                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts, mv[r_a:r_e])

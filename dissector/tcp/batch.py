@@ -1,8 +1,9 @@
 """Runs: the middle segments of a frame that spans segments, taken without their handler calls.
 
 What a live flow's handler (FlowTable.direct) does with a segment that continues the frame in
-progress of its direction and ends before it is only: append it to the frame's pieces and count
-(the frame's bytes and last packet, the stream's next offset and last segment, the flow's last
+progress of its direction and ends before it is only: append it to the frame's pieces (unless
+the framer only counts them: the headers level keeps a message's first bytes) and count (the
+frame's bytes and last packet, the stream's next offset and last segment, the flow's last
 packet and time). So when a handler call leaves a frame incomplete (the handler returns the
 run's start: tcp.flows._handler), the segments
 that come right after it and continue it exactly (same direction, in order, the same ack number,
@@ -19,10 +20,10 @@ from .flows import PLAIN, pack_ports
 from .reassembly import ACK, MASK
 
 
-def settle(flows, flow, stream, taken, pkt, ts):
-    """Count a run's segments (`taken` bytes, the last one in packet `pkt` at `ts`) as their
-    handler calls would have."""
-    last = stream.framer.took(taken, pkt, ts)
+def settle(flows, flow, stream, taken, pkt, ts, last):
+    """Count a run's segments (`taken` bytes, the last one, payload `last`, in packet `pkt` at
+    `ts`) as their handler calls would have."""
+    stream.framer.took(taken, pkt, ts)
     stream.last_data = last
     stream.next += taken
     if last.__class__ is not bytes:
@@ -40,21 +41,24 @@ def feed_columns(flows, out, columns, emitted):
     deadline = flows.deadline
     run = False
     # the run: its key, next sequence number, ack number, bytes its frame lacked at its start
-    # and lacks now, its pieces' append, its last packet and time, the flow, the stream
-    r_key = append = flow = stream = None
+    # and lacks now, its pieces' append (None: counted only), its last packet, time and
+    # payload, the flow, the stream
+    r_key = append = last = flow = stream = None
     expect = r_ack = r_room = room = r_pkt = r_ts = 0
     for pkt, ts, src, dst, sport, dport, seq, ack, fl, payload in zip(*columns):
         key = src + dst + pack_ports(sport, dport)   # flows.direct_key, inlined
         if run:
             if (seq == expect and ack == r_ack and fl & PLAIN == ACK and key == r_key
                     and 0 < (n := len(payload)) < room):
-                append(payload)
+                if append is not None:
+                    append(payload)
                 expect = (seq + n) & MASK
                 room -= n
                 r_pkt = pkt
                 r_ts = ts
+                last = payload
                 if ts > deadline:
-                    settle(flows, flow, stream, r_room - room, pkt, ts)
+                    settle(flows, flow, stream, r_room - room, pkt, ts, last)
                     run = False
                     before = len(out)
                     deadline = flows.tick(ts)
@@ -62,7 +66,7 @@ def feed_columns(flows, out, columns, emitted):
                         emitted.extend([pkt] * (len(out) - before))
                 continue
             if room != r_room:
-                settle(flows, flow, stream, r_room - room, r_pkt, r_ts)
+                settle(flows, flow, stream, r_room - room, r_pkt, r_ts, last)
             run = False
         before = len(out)
         handle = get(key)
@@ -81,4 +85,4 @@ def feed_columns(flows, out, columns, emitted):
         if emitted is not None and len(out) != before:
             emitted.extend([pkt] * (len(out) - before))
     if run and room != r_room:
-        settle(flows, flow, stream, r_room - room, r_pkt, r_ts)
+        settle(flows, flow, stream, r_room - room, r_pkt, r_ts, last)

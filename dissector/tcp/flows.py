@@ -552,7 +552,8 @@ def _handler(flow, mine, peer, pinned):
 
     Returns a run's start (tcp.batch) when the segment (data, ACK alone) went on in order and
     left a frame in progress that the next segments may continue without their handler calls:
-    (bytes the frame still lacks, the append of its pieces, the flow, the stream); else None."""
+    (bytes the frame still lacks, the append of its pieces or None when they are only counted,
+    the flow, the stream); else None."""
     conn = flow.conn
     acked = peer.acked
     waiting = peer.framer
@@ -581,7 +582,7 @@ def _handler(flow, mine, peer, pinned):
                 mine.last_data = payload
                 mine.next += len(payload)
                 if span is not None and flags & PLAIN == ACK and not waiting.waiting:
-                    return span[0], span[1].append, flow, mine
+                    return span[0], span[1], flow, mine
             else:
                 segment(pkt, ts, seq, 0, payload)
         return None

@@ -50,7 +50,10 @@ class Flows:
             if n == 100 + self.fail_at:
                 raise Boom(n)
             room = self.rooms.pop() if self.rooms else None
-            return None if room is None else (room, self._append, "flow", "stream")
+            if room is None:
+                return None
+            # an odd room: the pieces only counted (the headers level's framer)
+            return room, None if room % 2 else self._append, "flow", "stream"
         return handle
 
     def add(self, *args):
@@ -71,9 +74,9 @@ class Flows:
         if len(self.log) == self.fail_append:
             raise Boom("append")
 
-    def settle(self, flows, flow, stream, taken, pkt, ts):
+    def settle(self, flows, flow, stream, taken, pkt, ts, last):
         assert (flows, flow, stream) == (self, "flow", "stream")
-        self.log.append(("settle", taken, pkt, ts))
+        self.log.append(("settle", taken, pkt, ts, bytes(last)))
 
 
 def frame(key, seq, ack, flags, payload, damage):
