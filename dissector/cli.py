@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from importlib import import_module
 
@@ -53,8 +54,28 @@ def _add_commands(sub, wanted) -> None:
         sub.add_parser(ep.name, help=f"(see kafka-dissect {ep.name} --help)", add_help=False)
 
 
+def _formatter(prog):
+    """argparse's help formatter for the terminal's width, found as shutil would find it:
+    argparse's own asks shutil, which (with bz2 and lzma) every run would then load, 2 ms."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return argparse.HelpFormatter(prog, width=columns - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser with _formatter; the subcommands' parsers are made of the same class."""
+
+    def __init__(self, *args, formatter_class=_formatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser(argv=()) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kafka-dissect",
         description="Dissect and analyse Apache Kafka wire-protocol traffic.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
