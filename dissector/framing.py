@@ -4,10 +4,10 @@ A `Framer` is fed contiguous stream bytes in order (`feed`), told about holes (`
 the end (`finish`). Every Kafka PDU is an int32 big-endian size followed by that many bytes.
 
 Fast path: a segment that holds whole frames has them sliced straight out of it; only a frame
-that spans segments is collected as a list of pieces and joined once, when complete; or, for a
-sink that reads only a message's first bytes (`sink.head_size`, asked when the frame starts),
-only those are kept and the rest is counted: copying the whole of every large message was a
-third of the headers level.
+that spans segments is written into a buffer of its size as its bytes come (dissector.framebuf:
+no piece per segment, no join), or, for a sink that reads only a message's first bytes
+(`sink.head_size`, asked when the frame starts), only those are kept and the rest is counted:
+copying the whole of every large message was a third of the headers level.
 
 After a hole, a mid-stream start or an impossible size, the framer resynchronises: it scans for
 the next offset where the size is within bounds and the session finds a plausible header there
@@ -38,6 +38,7 @@ from collections import deque
 from functools import lru_cache
 
 from .budget import Budget
+from .framebuf import fill, finished, frame_buffer
 from .model import NOTE, WARNING, Frame, Issue
 
 MAX_FRAME = 100 << 20
@@ -80,8 +81,8 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
-                 "_head", "_append",
-                 "_state", "_hdr", "_pieces", "_room", "_need", "_start", "_first_pkt", "_first_ts",
+                 "_head", "_buf",
+                 "_state", "_hdr", "_room", "_need", "_start", "_first_pkt", "_first_ts",
                  "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
                  "_skip_from", "_sync_severity", "_replay", "_probation", "_kept")
 
@@ -97,9 +98,9 @@ class Framer:
         self.waiting = False     # a resync candidate awaits confirmation (see settle)
         self._state = _IDLE
         self._hdr = b""          # partial size prefix (_PREFIX)
-        self._pieces = None      # frame bytes after the prefix, as received (_BODY)
-        self._append = None      # the pieces' append; None while only counting (see _take)
-        self._kept = 0           # leading pieces known not to be views (see unpin)
+        self._buf = None         # the frame's bytes after the prefix, filled as they come (_BODY;
+        #                          framebuf), or None while only counting them (see _take) ...
+        self._kept = None        # ... when these are the first bytes, all the sink reads
         self._room = 0           # bytes the frame in progress still lacks (0 unless _BODY)
         self._need = 0
         self._start = 0          # offset, first packet and time of the frame in progress
@@ -121,20 +122,20 @@ class Framer:
 
     def feed(self, data, packet_no, ts):
         """The next contiguous bytes of the stream, carried by packet `packet_no` at `ts` (ns).
-        Returns the frame these bytes leave in progress, as (bytes it still lacks, the append of
-        its pieces, None when they are only counted), else None (the caller may take the next
-        pieces itself: tcp.batch)."""
+        Returns the frame these bytes leave in progress, as (bytes it still lacks, its buffer,
+        None when they are only counted), else None (the caller may take the next pieces
+        itself, writing them at the buffer's length less what the frame lacks: tcp.batch)."""
         n = len(data)
         if n < self._room:
             # the middle of a frame that spans segments
             self.offset += n
-            append = self._append
-            if append is not None:
-                append(data)
+            buf = self._buf
+            if buf is not None:
+                fill(buf, self._need - self._room, data, 0, n)
             self._room -= n
             self._last_pkt = packet_no
             self._last_ts = ts
-            return self._room, append
+            return self._room, buf
         if n == 0 or self._state == _DONE:
             return None
         if data.__class__ is not bytes:
@@ -144,26 +145,16 @@ class Framer:
         self._take(data, 0, n, base, packet_no, ts)
         if self._replay:
             self._run_replay()
-        return (self._room, self._append) if self._state == _BODY else None
+        return (self._room, self._buf) if self._state == _BODY else None
 
     def took(self, size, packet_no, ts):
-        """`size` more bytes of the frame in progress were appended to its pieces, or counted
+        """`size` more bytes of the frame in progress were written to its buffer, or counted
         (tcp.batch), the last of them carried by packet `packet_no` at `ts`: count them as feed
         would."""
         self.offset += size
         self._room -= size
         self._last_pkt = packet_no
         self._last_ts = ts
-
-    def unpin(self):
-        """The buffer behind the views among the pieces of the frame in progress (see feed) is
-        about to be reused: copy them out. Pieces before `_kept` were seen by an earlier call."""
-        pieces = self._pieces
-        if self._state == _BODY and pieces:
-            for i in range(self._kept, len(pieces)):
-                if pieces[i].__class__ is not bytes:
-                    pieces[i] = bytes(pieces[i])
-            self._kept = len(pieces)
 
     def midstream(self):
         """The stream was joined after its start: find the first frame boundary by scanning."""
@@ -236,7 +227,7 @@ class Framer:
                             f"no plausible frame before its end", packet_no, self._skip_from)
         self._state = _DONE
         self.waiting = False
-        self._pieces = self._append = None
+        self._buf = self._kept = None
         self._sbuf = []
         self._resize(0)
 
@@ -280,16 +271,14 @@ class Framer:
                         self._first_pkt = self._last_pkt = pkt
                         self._first_ts = self._last_ts = ts
                         self._need = size
-                        first = data[pos + 4:n]
                         head = self._head
-                        k = None if head is None else head(d, first)
+                        k = None if head is None else head(d, data[pos + 4:n])
                         if k is None:
-                            self._pieces = [first]
-                            self._append = self._pieces.append
+                            self._buf = buf = frame_buffer(size)
+                            fill(buf, 0, data, pos + 4, n)
                         else:   # the sink reads no further: the rest is counted, not kept
-                            self._pieces = [first[:k]]
-                            self._append = None
-                        self._kept = 0
+                            self._buf = None
+                            self._kept = data[pos + 4:pos + 4 + k]
                         self._room = size - (n - pos - 4)
                         self._state = _BODY
                         self.budget.reserve(self, size)
@@ -306,21 +295,20 @@ class Framer:
                     return
             elif state == _BODY:
                 want = self._room
-                append = self._append
+                buf = self._buf
                 if n - pos < want:
-                    if append is not None:
-                        append(data[pos:n] if pos or n != len(data) else data)
+                    if buf is not None:
+                        fill(buf, self._need - want, data, pos, n)
                     self._room = want - (n - pos)
                     self._last_pkt = pkt
                     self._last_ts = ts
                     return
-                pieces = self._pieces
-                if append is not None:
-                    append(data[pos:pos + want])
-                    whole = b"".join(pieces)
+                if buf is not None:
+                    fill(buf, self._need - want, data, pos, pos + want)
+                    whole = finished(buf)
                 else:
-                    whole = pieces[0]
-                self._pieces = self._append = None
+                    whole = self._kept
+                self._buf = self._kept = None
                 self._room = 0
                 self._state = _IDLE
                 pos += want
@@ -348,9 +336,7 @@ class Framer:
                                           self._first_pkt, pkt, self._first_ts, ts))
                 else:
                     self._need = size
-                    self._pieces = []
-                    self._append = self._pieces.append
-                    self._kept = 0
+                    self._buf = frame_buffer(size)
                     self._room = size
                     self._last_pkt = pkt
                     self._last_ts = ts
@@ -548,16 +534,9 @@ class Framer:
                         f"budget of the capture's partial frames and out-of-order data is spent",
                         pkt, at)
             return
-        pieces = self._pieces
         have = self._need - self._room
-        head = []
-        kept = 0
-        for piece in pieces:
-            if kept >= HEAD:
-                break
-            head.append(piece[:HEAD - kept])
-            kept += len(head[-1])
-        self._pieces = self._append = None
+        head = self._seen(min(have, HEAD))
+        kept = len(head)
         self._skip = self._room
         self._room = 0
         self._state = _SKIP
@@ -571,14 +550,20 @@ class Framer:
                     self._first_pkt, self._start)
         if have:
             self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
-                                  b"".join(head), self._first_pkt, self._last_pkt,
+                                  head, self._first_pkt, self._last_pkt,
                                   self._first_ts, self._last_ts))
+
+    def _seen(self, n):
+        """The first n bytes seen of the frame in progress (no more than the sink reads, when
+        only counting), as bytes; the frame's buffer is dropped."""
+        data = bytes(self._buf[:n]) if self._buf is not None else self._kept[:n]
+        self._buf = self._kept = None
+        return data
 
     def _cut(self, why):
         """The frame in progress will not complete: hand on what was seen of it."""
-        pieces = self._pieces
         have = self._need - self._room
-        self._pieces = self._append = None
+        seen = self._seen(have)
         self._room = 0
         self._state = _IDLE
         b = self.budget
@@ -589,7 +574,7 @@ class Framer:
                     self._first_pkt, self._start)
         if have:
             self.sink.frame(Frame(self.connection, self.direction, self._start, self._need + 4,
-                                  b"".join(pieces), self._first_pkt, self._last_pkt,
+                                  seen, self._first_pkt, self._last_pkt,
                                   self._first_ts, self._last_ts))
 
     def _issue(self, code, severity, detail, pkt, offset):

@@ -146,7 +146,7 @@ class Dissector:
         the same as calling `feed_segment` for each segment in turn, for less: a segment of a
         live flow without SYN, FIN or RST goes straight to its handler, as the file reader hands
         it, and the middle segments of a frame spanning segments that follow one another are
-        only appended to it (tcp.batch: fastest when the segments come a connection at a time).
+        only written into it (tcp.batch: fastest when the segments come a connection at a time).
         `emitted`, if a list, gets for each exchange added to `output` the packet number during
         which `feed_segment` would have handed it out."""
         feed_columns(self._flows, self.output, (packet_nos, ts_ns, srcs, dsts, sports, dports,

@@ -3,7 +3,7 @@
  * both over the same captures and compare everything they hand on.
  *
  * Per packet: the record header, the link tag and the IPv4 and TCP headers read at fixed
- * offsets; a segment continuing a run (tcp.batch) is appended to its frame's pieces (or only
+ * offsets; a segment continuing a run (tcp.batch) is written into its frame's buffer (or only
  * counted) here; any other goes to the live flow's handler, `flows.add` or `other`, with the
  * same arguments the Python loop passes. A run is settled before every call out and at the end of each call. */
 #define PY_SSIZE_T_CLEAN
@@ -40,7 +40,7 @@ typedef struct {          /* one call's state */
     int64_t r_ts;
     Py_ssize_t r_a, r_e;  /* where the run's last payload is in the buffer */
     PyObject *r_ts_obj;   /* the run's last time as given (pcapng), or NULL (pcap) */
-    PyObject *append;     /* the pieces' append, or None: counted only */
+    PyObject *target;     /* the frame's buffer (bytes or bytearray), or None: counted only */
     PyObject *r_flow, *r_stream;
 } Call;
 
@@ -110,7 +110,7 @@ static PyObject *ts_object(int64_t ts, PyObject *obj)
 static void drop_run(Call *c)
 {
     c->run = 0;
-    Py_CLEAR(c->append);
+    Py_CLEAR(c->target);
     Py_CLEAR(c->r_flow);
     Py_CLEAR(c->r_stream);
     Py_CLEAR(c->r_ts_obj);
@@ -201,15 +201,16 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             if (c->run) {
                 if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
                         && memcmp(key, c->r_key, 12) == 0 && 0 < size && size < c->room) {
-                    if (c->append != Py_None) {
-                        PyObject *piece = PySequence_GetSlice(c->mv, a, e);
-                        if (piece == NULL)
+                    if (c->target != Py_None) {   /* framebuf.fill, here: checked at the start */
+                        char *dst = PyBytes_CheckExact(c->target)
+                            ? PyBytes_AS_STRING(c->target) : PyByteArray_AS_STRING(c->target);
+                        Py_ssize_t len = PyBytes_CheckExact(c->target)
+                            ? PyBytes_GET_SIZE(c->target) : PyByteArray_GET_SIZE(c->target);
+                        if (len < c->room) {
+                            PyErr_SetString(PyExc_ValueError, "a run past its frame's buffer");
                             return -1;
-                        PyObject *r = PyObject_CallOneArg(c->append, piece);
-                        Py_DECREF(piece);
-                        if (r == NULL)
-                            return -1;
-                        Py_DECREF(r);
+                        }
+                        memcpy(dst + len - c->room, b + a, size);
                     }
                     c->expect = seq + (uint32_t)size;
                     c->room -= size;
@@ -261,13 +262,18 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 if (r == NULL)
                     goto done;
                 if (r != Py_None) {   /* the handler started a run */
-                    PyObject *append, *flow, *stream;
-                    if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &append, &flow, &stream))
+                    PyObject *target, *flow, *stream;
+                    if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &target, &flow, &stream))
                         goto done;
-                    Py_INCREF(append);
+                    if (target != Py_None && !PyBytes_CheckExact(target)
+                            && !PyByteArray_CheckExact(target)) {
+                        PyErr_SetString(PyExc_TypeError, "a run's buffer must be bytes or bytearray");
+                        goto done;
+                    }
+                    Py_INCREF(target);
                     Py_INCREF(flow);
                     Py_INCREF(stream);
-                    c->append = append;
+                    c->target = target;
                     c->r_flow = flow;
                     c->r_stream = stream;
                     c->room = c->r_room;

@@ -7,9 +7,10 @@ within the captured bytes; `links` maps a link type to (IPv4 offset, tag offset,
 tag and the IPv4 and TCP headers are read at the packet's offset, and the segment goes to
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
 that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add`; the
-packets that right after a handler call continue its frame in progress are appended to that
-frame here (or only counted, when the framer keeps just a message's first bytes), without
-their handler calls (a run, see tcp.batch: the handler returns its start, `settle` counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
+packets that right after a handler call continue its frame in progress are written into that
+frame's buffer here (or only counted, when the framer keeps just a message's first bytes),
+without their handler calls (a run, see tcp.batch: the handler returns its start, `settle`
+counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
 general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
 reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
 payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import struct
 
+from ..framebuf import fill
 from ..tcp.reassembly import MASK
 
 # version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the flow's
@@ -115,10 +117,10 @@ class Walker:
         need = _NEVER_FAST
         # a run of packets continuing a frame (tcp.batch; the handlers tell where one starts): its
         # key, next sequence number, ack number, bytes the frame lacked at its start and lacks
-        # now, its pieces' append (None: counted only), its last packet and time and where that
+        # now, the frame's buffer (None: counted only), its last packet and time and where that
         # packet's payload is, the flow, the stream
         run = False
-        r_key = append = r_flow = r_stream = None
+        r_key = target = r_flow = r_stream = None
         expect = r_ack = r_room = room = r_n = r_ts = r_a = r_e = 0
         try:
             while True:
@@ -139,8 +141,8 @@ class Walker:
                             if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
                                     and key == r_key and 0 < (size := p - a) < room):
                                 # the middle of the frame in progress (tcp.batch)
-                                if append is not None:
-                                    append(mv[a:p])
+                                if target is not None:
+                                    fill(target, len(target) - room, mv, a, p)
                                 expect = (seq + size) & MASK
                                 room -= size
                                 r_n, r_ts, r_a, r_e = n, ts, a, p
@@ -158,7 +160,7 @@ class Walker:
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             started = handle(n, ts, seq, ack, flags, payload)
                             if started is not None:
-                                r_room, append, r_flow, r_stream = started
+                                r_room, target, r_flow, r_stream = started
                                 room = r_room
                                 run = True
                                 r_key, expect, r_ack = key, (seq + p - a) & MASK, ack

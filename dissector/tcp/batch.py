@@ -1,13 +1,13 @@
 """Runs: the middle segments of a frame that spans segments, taken without their handler calls.
 
 What a live flow's handler (FlowTable.direct) does with a segment that continues the frame in
-progress of its direction and ends before it is only: append it to the frame's pieces (unless
+progress of its direction and ends before it is only: write it into the frame's buffer (unless
 the framer only counts them: the headers level keeps a message's first bytes) and count (the
 frame's bytes and last packet, the stream's next offset and last segment, the flow's last
 packet and time). So when a handler call leaves a frame incomplete (the handler returns the
 run's start: tcp.flows._handler), the segments
 that come right after it and continue it exactly (same direction, in order, the same ack number,
-ACK without SYN, FIN or RST, ending before the frame does) are appended by the caller itself,
+ACK without SYN, FIN or RST, ending before the frame does) are written by the caller itself,
 which keeps the counts in local variables and hands them to the streams (`settle`) before any
 other code runs: the next other segment, `add`, `tick`, the end of a chunk or call. Segments are
 handled in their order throughout, so nothing else changes. The file reader (capture.fast) takes
@@ -16,6 +16,7 @@ which are long when they come a connection at a time (the Spark job feeds them s
 """
 from __future__ import annotations
 
+from ..framebuf import fill
 from .flows import PLAIN, pack_ports
 from .reassembly import ACK, MASK
 
@@ -41,17 +42,17 @@ def feed_columns(flows, out, columns, emitted):
     deadline = flows.deadline
     run = False
     # the run: its key, next sequence number, ack number, bytes its frame lacked at its start
-    # and lacks now, its pieces' append (None: counted only), its last packet, time and
+    # and lacks now, the frame's buffer (None: counted only), its last packet, time and
     # payload, the flow, the stream
-    r_key = append = last = flow = stream = None
+    r_key = buf = last = flow = stream = None
     expect = r_ack = r_room = room = r_pkt = r_ts = 0
     for pkt, ts, src, dst, sport, dport, seq, ack, fl, payload in zip(*columns):
         key = src + dst + pack_ports(sport, dport)   # flows.direct_key, inlined
         if run:
             if (seq == expect and ack == r_ack and fl & PLAIN == ACK and key == r_key
                     and 0 < (n := len(payload)) < room):
-                if append is not None:
-                    append(payload)
+                if buf is not None:
+                    fill(buf, len(buf) - room, payload, 0, n)
                 expect = (seq + n) & MASK
                 room -= n
                 r_pkt = pkt
@@ -73,7 +74,7 @@ def feed_columns(flows, out, columns, emitted):
         if handle is not None and not fl & 7:   # no FIN, SYN, RST: what add does with it
             started = handle(pkt, ts, seq, ack, fl, payload)
             if started is not None:
-                r_room, append, flow, stream = started
+                r_room, buf, flow, stream = started
                 room = r_room
                 run = True
                 r_key, expect, r_ack = key, (seq + len(payload)) & MASK, ack

@@ -552,7 +552,7 @@ def _handler(flow, mine, peer, pinned):
 
     Returns a run's start (tcp.batch) when the segment (data, ACK alone) went on in order and
     left a frame in progress that the next segments may continue without their handler calls:
-    (bytes the frame still lacks, the append of its pieces or None when they are only counted,
+    (bytes the frame still lacks, its buffer or None when its bytes are only counted,
     the flow, the stream); else None."""
     conn = flow.conn
     acked = peer.acked

@@ -156,10 +156,10 @@ class Reassembler:
                 self._end(pkt)
 
     def unpin(self):
-        """The buffer behind payload views given to this direction is about to be reused."""
+        """The buffer behind payload views given to this direction is about to be reused (the
+        framer copies what it keeps as it comes)."""
         if self.last_data.__class__ is not bytes:
             self.last_data = bytes(self.last_data)
-        self.framer.unpin()
 
     def buffered(self):
         """Bytes this stream counts against the budget: its out-of-order data."""

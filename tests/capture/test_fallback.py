@@ -14,14 +14,15 @@ import sys
 class Hide:
     def find_spec(self, name, path=None, target=None):
         if name in ("dissector.capture._walk", "dissector.records._check",
-                    "dissector.records._headers", "dissector._csvrow"):
+                    "dissector.records._headers", "dissector._csvrow", "dissector._framebuf"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
-from dissector import output
+from dissector import framebuf, output
 from dissector.capture import fast
 from dissector.records import record_batch, record_set
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
 assert output.csv_line is output.plain_line and record_set.v2_headers is None
+assert not framebuf.COMPILED
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """

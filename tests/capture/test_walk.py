@@ -2,8 +2,9 @@
 
 Random packet sequences over a few flows (continuing, repeated and stray sequence numbers, every
 flag mix, damaged headers), random deadlines (ints, floats, inf, past 64 bits), runs started or
-not, a handler or `append` raising: both walkers must make the same calls with the same
-arguments in the same order, stop at the same packet and raise the same error. And whole pcapng
+not (their segments written into a frame's buffer or only counted), a handler raising: both
+walkers must make the same calls with the same arguments in the same order, write the same
+bytes, stop at the same packet and raise the same error. And whole pcapng
 files (sections in both byte orders, interfaces of every timestamp resolution and offset, EPB,
 SPB and PB packets, unknown and damaged blocks, small read chunks), which the compiled walker
 reads block by block itself: the same calls, the same error, the same counts as capture.pcapng
@@ -32,17 +33,18 @@ class Boom(Exception):
 
 class Flows:
     """FlowTable's face to the walker, logging every call; a handler starts a run when `rooms`
-    says so (the next of them, whatever the segment), the handler of packet 100 + fail_at
-    raises, and so does `append` when it would be the log's entry `fail_append`."""
+    says so (the next of them, whatever the segment: an even room writes the run into a frame
+    buffer kept in `buffers`, an odd one only counts it), and the handler of packet
+    100 + fail_at raises."""
 
-    def __init__(self, deadline, step, rooms, fail_at, fail_append=-1):
+    def __init__(self, deadline, step, rooms, fail_at):
         self.log = []
         self.direct = {k: self._handler(k) for k in KEYS[:2]}
         self.deadline = deadline
         self.step = step
         self.rooms = list(rooms)
         self.fail_at = fail_at
-        self.fail_append = fail_append
+        self.buffers = []
 
     def _handler(self, key):
         def handle(n, ts, seq, ack, flags, payload):
@@ -52,8 +54,10 @@ class Flows:
             room = self.rooms.pop() if self.rooms else None
             if room is None:
                 return None
-            # an odd room: the pieces only counted (the headers level's framer)
-            return room, None if room % 2 else self._append, "flow", "stream"
+            if room % 2:   # counted only (the headers level's framer)
+                return room, None, "flow", "stream"
+            self.buffers.append(bytearray(b"." * (room + 40)))   # 40 bytes of the frame had come
+            return room, self.buffers[-1], "flow", "stream"
         return handle
 
     def add(self, *args):
@@ -68,11 +72,6 @@ class Flows:
     def other(self, n, ts, lt, data):
         assert type(data) is bytes
         self.log.append(("other", n, ts, lt, data))
-
-    def _append(self, piece):
-        self.log.append(("append", bytes(piece)))
-        if len(self.log) == self.fail_append:
-            raise Boom("append")
 
     def settle(self, flows, flow, stream, taken, pkt, ts, last):
         assert (flows, flow, stream) == (self, "flow", "stream")
@@ -105,8 +104,8 @@ deadlines = st.one_of(st.just(float("inf")), st.integers(-5, 10**4), st.floats(-
                       st.just(2**70), st.just(float("nan")))
 
 
-def walk(walker_cls, shape, pkts, deadline, step, rooms, fail_at, fail_append=-1):
-    flows = Flows(deadline, step, rooms, fail_at, fail_append)
+def walk(walker_cls, shape, pkts, deadline, step, rooms, fail_at):
+    flows = Flows(deadline, step, rooms, fail_at)
     w = walker_cls(flows, flows.other, flows.settle, LINKS)
     nxt = dict.fromkeys(range(len(KEYS)), 4_294_967_000)   # near the wrap
     buf = bytearray()
@@ -133,31 +132,33 @@ def walk(walker_cls, shape, pkts, deadline, step, rooms, fail_at, fail_append=-1
             out = w.nbytes
     except Boom as e:
         error, out = e.args, w.pos if shape == "pcap" else None
-    return flows.log, error, out, w.n
+    return flows.log + [bytes(b) for b in flows.buffers], error, out, w.n
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(["pcap", "batch", "big ts"]), packets, deadlines, st.integers(0, 4),
        st.lists(st.one_of(st.none(), st.integers(1, 200)), min_size=4, max_size=12),
-       st.integers(0, 80), st.integers(0, 80))
+       st.integers(0, 80))
 def test_compiled_walker_does_what_the_reference_does(shape, pkts, deadline, step, rooms,
-                                                      fail_at, fail_append):
+                                                      fail_at):
     compiled, python = walker_class("compiled"), walker_class("python")
-    args = shape, pkts, deadline, step, rooms, fail_at, fail_append
+    args = shape, pkts, deadline, step, rooms, fail_at
     assert walk(compiled, *args) == walk(python, *args)
 
 
 @pytest.mark.parametrize("name", ["compiled", "python"])
 def test_a_run_is_settled_before_the_error_leaves(name):
-    """A run's appended packets are counted (settle) even when the next handler raises."""
+    """A run's packets are written and counted (settle) even when the next handler raises."""
     pkts = [(0, "next", 1, 0x10, 30, None, 1, 3), (0, "next", 2, 0x10, 30, None, 1, 1)]
     if True:
         cls = walker_class(name)
         log, error, _pos, n = walk(cls, "pcap", pkts, float("inf"), 0, [500], 4)
         assert error == (104,) and n == 104
-        kinds = [e[0] for e in log]
-        assert kinds == ["handle", "append", "append", "settle", "handle"]
-        assert log[3][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
+        *calls, buffer = log
+        assert [e[0] for e in calls] == ["handle", "settle", "handle"]
+        assert calls[1][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
+        # written after the 40 bytes the frame had: packets 102 and 103's payloads
+        assert buffer == b"." * 40 + bytes([1]) * 30 + bytes([2]) * 30 + b"." * 440
 
 
 SOURCES = {name: list(read_packets(CAPTURES / name)) for name in
