@@ -2,9 +2,9 @@
  * records=False, through record_batch.decode) says what it does, for the usual record set of
  * RecordBatch v2 only; this does the same for speed (a fifth of the bodies level).
  *
- * v2_headers(data, Batch, crc32c) -> (batches, truncated, record count) or None. Each batch of
- * `data` (bytes-like) is parsed as record_batch.decode parses it headers-only: a Batch with the
- * same fields, crc_ok from crc32c(data[pos + 21:end]) (crc32c None: not checked, crc_ok None), no
+ * v2_headers(data, Batch, RecordSet, crc32c) -> RecordSet or None. Each batch of `data`
+ * (bytes-like) is parsed as record_batch.decode parses it headers-only: a Batch with the same
+ * fields, crc_ok from crc32c(data[pos + 21:end]) (crc32c None: not checked, crc_ok None), no
  * records. A partial last batch sets truncated, as there. None as soon as the set holds
  * anything that would make an Issue (a length under the minimum, a magic other than 2, a CRC
  * mismatch, a negative record count): the Python walk then does all of it and says what. The
@@ -17,6 +17,10 @@
 #define HEADER_SIZE 61
 #define MIN_LENGTH (HEADER_SIZE - 12)
 
+/* RecordSet's fields, in the order set below */
+static const char *set_names[] = {"batches", "issues", "truncated", "size", "record_count", NULL};
+#define SET_FIELDS 5
+
 /* Batch's fields, in the order set below */
 static const char *names[] = {
     "offset_in_set", "size", "magic", "base_offset", "partition_leader_epoch", "codec",
@@ -24,32 +28,59 @@ static const char *names[] = {
     "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count",
     "uncompressed_size", "crc_ok", "control", "_deferred", "records", NULL};
 #define FIELDS 21
-static PyObject *interned[FIELDS], *no_args;
+static PyObject *no_args;
 
-/* Where Batch keeps each field (its __slots__ are plain object members): stored straight there,
- * as the member's own setter does, not through 21 attribute lookups. */
-static PyTypeObject *laid_out;
-static Py_ssize_t offsets[FIELDS];
+/* Where a class keeps each field (its __slots__ are plain object members): stored straight
+ * there, as the member's own setter does, not through an attribute lookup each. */
+typedef struct {
+    PyTypeObject *type;
+    int n;
+    const char **names;
+    PyObject *interned[FIELDS];
+    Py_ssize_t offsets[FIELDS];
+} Layout;
 
-static int layout(PyTypeObject *type)
+static Layout batch_layout = {.n = FIELDS, .names = names};
+static Layout set_layout = {.n = SET_FIELDS, .names = set_names};
+
+static int layout(Layout *l, PyTypeObject *type)
 {
-    if (type == laid_out)
+    if (type == l->type)
         return 0;
-    for (int i = 0; i < FIELDS; i++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)type, interned[i]);
+    for (int i = 0; i < l->n; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)type, l->interned[i]);
         int slot = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
             && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
         if (slot)
-            offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+            l->offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
         Py_XDECREF(d);
         if (!slot) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, names[i]);
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, l->names[i]);
             return -1;
         }
     }
-    Py_XSETREF(laid_out, (PyTypeObject *)Py_NewRef(type));
+    Py_XSETREF(l->type, (PyTypeObject *)Py_NewRef(type));
     return 0;
+}
+
+/* A new object of the laid-out class with its fields set to `values` (references stolen, even
+ * on failure); NULL on failure. */
+static PyObject *make(Layout *l, PyObject **values)
+{
+    PyObject *obj = NULL;
+    for (int i = 0; i < l->n; i++)
+        if (values[i] == NULL)
+            goto done;
+    obj = PyBaseObject_Type.tp_new(l->type, no_args, NULL);
+    for (int i = 0; obj != NULL && i < l->n; i++) {
+        PyObject **slot = (PyObject **)((char *)obj + l->offsets[i]);
+        Py_XSETREF(*slot, Py_NewRef(values[i]));
+    }
+done:
+    for (int i = 0; i < l->n; i++)
+        Py_XDECREF(values[i]);
+    return obj;
 }
 
 static int64_t be(const unsigned char *p, int n)
@@ -64,8 +95,8 @@ static int64_t be(const unsigned char *p, int n)
 
 /* The Batch of the v2 batch at b[pos:pos + size]; NULL with no error when its CRC or count
  * would make an Issue. */
-static PyObject *batch(PyObject *type, PyObject *crc32c, PyObject *view, const unsigned char *b,
-                       Py_ssize_t pos, Py_ssize_t size)
+static PyObject *batch(PyObject *crc32c, PyObject *view, const unsigned char *b, Py_ssize_t pos,
+                       Py_ssize_t size)
 {
     const unsigned char *h = b + pos;
     int64_t count = be(h + 57, 4);
@@ -101,26 +132,16 @@ static PyObject *batch(PyObject *type, PyObject *crc32c, PyObject *view, const u
         PyLong_FromLongLong(be(h + 51, 2)), PyLong_FromLongLong(be(h + 53, 4)),
         PyLong_FromLongLong(count), Py_NewRef(Py_None), crc_ok, Py_NewRef(Py_None),
         Py_NewRef(Py_None), Py_NewRef(Py_None)};
-    PyObject *obj = NULL;
-    for (int i = 0; i < FIELDS; i++)
-        if (values[i] == NULL)
-            goto done;
-    obj = PyBaseObject_Type.tp_new((PyTypeObject *)type, no_args, NULL);
-    for (int i = 0; obj != NULL && i < FIELDS; i++) {
-        PyObject **slot = (PyObject **)((char *)obj + offsets[i]);
-        Py_XSETREF(*slot, Py_NewRef(values[i]));
-    }
-done:
-    for (int i = 0; i < FIELDS; i++)
-        Py_XDECREF(values[i]);
-    return obj;
+    return make(&batch_layout, values);
 }
 
 static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *data, *type, *crc32c;
-    if (!PyArg_ParseTuple(args, "OO!O", &data, &PyType_Type, &type, &crc32c)
-            || layout((PyTypeObject *)type) < 0)
+    PyObject *data, *batch_type, *set_type, *crc32c;
+    if (!PyArg_ParseTuple(args, "OO!O!O", &data, &PyType_Type, &batch_type, &PyType_Type,
+                          &set_type, &crc32c)
+            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
+            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
@@ -149,7 +170,7 @@ static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
             truncated = 1;
             break;
         }
-        PyObject *one = batch(type, crc32c, mv, b, pos, size);
+        PyObject *one = batch(crc32c, mv, b, pos, size);
         if (one == NULL) {
             if (PyErr_Occurred())
                 goto done;
@@ -162,7 +183,10 @@ static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
         count += be(b + pos + 57, 4);
         pos += size;
     }
-    result = Py_BuildValue("(OOL)", batches, truncated ? Py_True : Py_False, count);
+    PyObject *values[SET_FIELDS] = {Py_NewRef(batches), PyList_New(0),
+                                    PyBool_FromLong(truncated), PyLong_FromSsize_t(n),
+                                    PyLong_FromLongLong(count)};
+    result = make(&set_layout, values);
     goto done;
 python:
     result = Py_NewRef(Py_None);
@@ -175,7 +199,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"v2_headers", v2_headers, METH_VARARGS,
-     "v2_headers(data, Batch, crc32c) -> (batches, truncated, record count) or None"},
+     "v2_headers(data, Batch, RecordSet, crc32c) -> RecordSet or None"},
     {NULL}
 };
 
@@ -184,11 +208,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_headers",
 
 PyMODINIT_FUNC PyInit__headers(void)
 {
-    for (int i = 0; i < FIELDS; i++) {
-        interned[i] = PyUnicode_InternFromString(names[i]);
-        if (interned[i] == NULL)
-            return NULL;
-    }
+    Layout *layouts[] = {&batch_layout, &set_layout};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < layouts[k]->n; i++) {
+            layouts[k]->interned[i] = PyUnicode_InternFromString(layouts[k]->names[i]);
+            if (layouts[k]->interned[i] == NULL)
+                return NULL;
+        }
     no_args = PyTuple_New(0);
     if (no_args == NULL)
         return NULL;

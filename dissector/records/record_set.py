@@ -44,10 +44,9 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
         if v2_headers is not None:
             # the CRC as record_batch.decode checks it (not at all without the fast library)
             crc = record_batch.crc32c if record_batch.ACCELERATED else None
-            got = v2_headers(data, Batch, crc)
-            if got is not None:   # RecordBatch v2 only, nothing to report
-                batches, truncated, count = got
-                return RecordSet(batches, [], truncated, len(data), count)
+            rs = v2_headers(data, Batch, RecordSet, crc)
+            if rs is not None:   # RecordBatch v2 only, nothing to report
+                return rs
         return _decode(data, False, build, [max_uncompressed] if budget is None else budget)
     if budget is None:
         budget = [max_uncompressed]

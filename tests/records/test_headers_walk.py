@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from dissector.records import record_batch, record_set
 from dissector.records.checksums import crc32c
-from dissector.records.model import Batch
+from dissector.records.model import Batch, RecordSet
 from tests.records.builders import build
 from tests.support import _missing
 
@@ -90,4 +90,4 @@ def test_kafka_python_batches(codec):
     fast, slow = _both(data)
     assert fast == slow
     assert len(fast[0]) == 3 and fast[4] == 60 and fast[1] == []
-    assert compiled()(data, Batch, crc32c) is not None   # taken by the compiled walk
+    assert compiled()(data, Batch, RecordSet, crc32c) is not None   # taken by the compiled walk
