@@ -107,6 +107,18 @@ static PyObject *ts_object(int64_t ts, PyObject *obj)
     return PyLong_FromLongLong(ts);
 }
 
+/* the run's last packet so far: number, time, payload at b[a:e] */
+static void last_of_run(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t a,
+                        Py_ssize_t e)
+{
+    c->r_n = n;
+    c->r_ts = ts;
+    c->r_a = a;
+    c->r_e = e;
+    Py_XINCREF(big_ts);
+    Py_XSETREF(c->r_ts_obj, big_ts);
+}
+
 static void drop_run(Call *c)
 {
     c->run = 0;
@@ -214,12 +226,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                     }
                     c->expect = seq + (uint32_t)size;
                     c->room -= size;
-                    c->r_n = n;
-                    c->r_ts = ts;
-                    c->r_a = a;
-                    c->r_e = e;
-                    Py_XINCREF(big_ts);
-                    Py_XSETREF(c->r_ts_obj, big_ts);
+                    last_of_run(c, n, ts, big_ts, a, e);
                     int late = after(c, ts, big_ts);
                     if (late < 0)
                         return -1;
@@ -281,12 +288,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                     memcpy(c->r_key, key, 12);
                     c->expect = seq + (uint32_t)size;
                     c->r_ack = ack;
-                    c->r_n = n;
-                    c->r_ts = ts;
-                    c->r_a = a;
-                    c->r_e = e;
-                    Py_XINCREF(big_ts);
-                    Py_XSETREF(c->r_ts_obj, big_ts);
+                    last_of_run(c, n, ts, big_ts, a, e);
                 }
                 Py_CLEAR(r);
                 int late = after(c, ts, big_ts);

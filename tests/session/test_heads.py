@@ -11,6 +11,7 @@ from dissector.pipeline import Dissector, dissect
 from dissector.session import Session
 from dissector.tables import exchange_row, issue_row
 from dissector.tcp.reassembly import ACK
+from tests.protocol.encoder import uvarint
 from tests.support import CAPTURES, lose_dup_swap
 from tests.tcp.fakes import PSH, Wire
 
@@ -60,17 +61,8 @@ def test_real_captures_report_the_same_with_heads_only():
 
 # -- made-up conversations: header shapes the real clients do not send ---------------------------
 
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _tags(tags):
-    return _uvarint(len(tags)) + b"".join(_uvarint(t) + _uvarint(len(v)) + v for t, v in tags)
+    return uvarint(len(tags)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in tags)
 
 
 # (api key, version): Produce before and after transactional ids and flexible versions, Metadata
@@ -102,7 +94,7 @@ def requests(draw, corr):
     if api_key == 0:
         txn = draw(st.none() | blobs)
         if version >= 9:
-            body = _uvarint(0 if txn is None else len(txn) + 1) + (txn or b"")
+            body = uvarint(0 if txn is None else len(txn) + 1) + (txn or b"")
         elif version >= 3:
             body = struct.pack(">h", -1 if txn is None else len(txn)) + (txn or b"")
         body += struct.pack(">h", draw(st.sampled_from([0, 1, -1])))
