@@ -81,10 +81,9 @@ class Framer:
     """Frames of one direction of one connection, emitted to `sink.frame` as they complete."""
 
     __slots__ = ("connection", "direction", "sink", "max_frame", "budget", "offset", "waiting",
-                 "_head", "_buf",
-                 "_state", "_hdr", "_room", "_need", "_start", "_first_pkt", "_first_ts",
-                 "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen", "_sneed", "_skipped",
-                 "_skip_from", "_sync_severity", "_replay", "_probation", "_kept")
+                 "_head", "_buf", "_kept", "_state", "_hdr", "_room", "_need", "_start",
+                 "_first_pkt", "_first_ts", "_last_pkt", "_last_ts", "_skip", "_sbuf", "_slen",
+                 "_sneed", "_skipped", "_skip_from", "_sync_severity", "_replay", "_probation")
 
     def __init__(self, connection, direction, sink, *, max_frame=MAX_FRAME, budget=None):
         self.connection = connection
@@ -92,7 +91,7 @@ class Framer:
         self.sink = sink
         self.max_frame = max_frame
         self.budget = Budget() if budget is None else budget  # shared by a capture's streams
-        # the sink's head_size, when it reads only a message's first bytes (see _whole)
+        # the sink's head_size, when it reads only a message's first bytes (see _take)
         self._head = getattr(sink, "head_size", None)
         self.offset = 0          # stream offset of the next byte to arrive
         self.waiting = False     # a resync candidate awaits confirmation (see settle)
@@ -139,7 +138,7 @@ class Framer:
         if n == 0 or self._state == _DONE:
             return None
         if data.__class__ is not bytes:
-            data = bytes(data)  # frames and pieces cut from it outlive the caller's buffer
+            data = bytes(data)  # frames and first bytes cut from it outlive the caller's buffer
         base = self.offset
         self.offset = base + n
         self._take(data, 0, n, base, packet_no, ts)

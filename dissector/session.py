@@ -193,7 +193,7 @@ class Session:
                 return
             self._raw_sasl = False
         head = self._parsed
-        if head is not None:   # this message's, from _head_size just before
+        if head is not None:   # this message's, parsed by _head_size when it started
             self._parsed = None
         else:
             try:
