@@ -3,8 +3,8 @@
 `scan(path, packet_no, flows, other, into)` reads a capture and hands each packet on through a
 packet walker (capture.walk says what it does; capture/_walk.c is the same compiled, used when
 built). A handler gets its payload as a memoryview of the reused chunk buffer, not a copy:
-`flows.unpin()` is called before every refill to copy out what the streams keep of them (pieces
-of frames that span segments).
+`flows.unpin()` is called before every refill to copy out what the streams keep of them (each
+stream's last segment, for the retransmission check; frames are copied as they come).
 
 The generator yields once per chunk of the file so that the caller can hand on what completed;
 `into.packets` (the last packet number) and `into.bytes` (captured bytes added) are kept current

@@ -52,8 +52,8 @@ def pcapng_batches(chunks, epbs=None):
     well-formed Enhanced Packet Blocks from buf[pos:end] itself (the compiled walker hands their
     packets on at once, in file order: the batch before them is handed out first) and returns
     where it stopped and the last one's timestamp (None if it took none); what it leaves is read
-    here. A batch, empty or not, is then handed out before every
-    refill and skip, so that the caller can copy out what it keeps of the buffer."""
+    here. A batch, empty or not, is then handed out before every refill and skip, so that the
+    caller can copy out what it keeps of the buffer."""
     if chunks.end < 12:
         raise CaptureError(f"{chunks.name}: truncated pcapng section header")
     if bytes(chunks.buf[8:12]) not in ORDERS:

@@ -40,16 +40,16 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
     """
     if not data:  # null or empty (most partitions of a Fetch response): nothing to walk
         return RecordSet([], [], False, 0, 0)
-    if not records:  # batch headers only: a few objects a batch, too few for the GC to matter
-        if v2_headers is not None:
-            # the CRC as record_batch.decode checks it (not at all without the fast library)
-            crc = record_batch.crc32c if record_batch.ACCELERATED else None
-            rs = v2_headers(data, Batch, RecordSet, crc)
-            if rs is not None:   # RecordBatch v2 only, nothing to report
-                return rs
-        return _decode(data, False, build, [max_uncompressed] if budget is None else budget)
+    if not records and v2_headers is not None:
+        # the CRC as record_batch.decode checks it (not at all without the fast library)
+        crc = record_batch.crc32c if record_batch.ACCELERATED else None
+        rs = v2_headers(data, Batch, RecordSet, crc)
+        if rs is not None:   # RecordBatch v2 only, nothing to report
+            return rs
     if budget is None:
         budget = [max_uncompressed]
+    if not records:  # batch headers only: a few objects a batch, too few for the GC to matter
+        return _decode(data, False, build, budget)
     # Decoding makes many small acyclic objects (records, header lists) that the caller keeps:
     # cyclic GC passes over them during the decode are pure cost (about 40% of the time).
     gc_was_enabled = gc.isenabled()

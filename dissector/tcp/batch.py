@@ -5,14 +5,14 @@ progress of its direction and ends before it is only: write it into the frame's 
 the framer only counts them: the headers level keeps a message's first bytes) and count (the
 frame's bytes and last packet, the stream's next offset and last segment, the flow's last
 packet and time). So when a handler call leaves a frame incomplete (the handler returns the
-run's start: tcp.flows._handler), the segments
-that come right after it and continue it exactly (same direction, in order, the same ack number,
-ACK without SYN, FIN or RST, ending before the frame does) are written by the caller itself,
-which keeps the counts in local variables and hands them to the streams (`settle`) before any
-other code runs: the next other segment, `add`, `tick`, the end of a chunk or call. Segments are
-handled in their order throughout, so nothing else changes. The file reader (capture.fast) takes
-runs of consecutive packets; `feed_columns` (Dissector.feed_segments) of consecutive segments,
-which are long when they come a connection at a time (the Spark job feeds them so).
+run's start: tcp.flows._handler), the segments that come right after it and continue it
+exactly (same direction, in order, the same ack number, ACK without SYN, FIN or RST, ending
+before the frame does) are written by the caller itself, which keeps the counts in local
+variables and hands them to the streams (`settle`) before any other code runs: the next other
+segment, `add`, `tick`, the end of a chunk or call. Segments are handled in their order
+throughout, so nothing else changes. The file reader (capture.fast) takes runs of consecutive
+packets; `feed_columns` (Dissector.feed_segments) of consecutive segments, which are long when
+they come a connection at a time (the Spark job feeds them so).
 """
 from __future__ import annotations
 
