@@ -12,7 +12,7 @@ from __future__ import annotations
 from .model import Issue
 from .protocol.decode import decode_request_body, decode_response, tables
 from .protocol.message import Message
-from .records import decode_record_set
+from .records.record_set import walk_set
 from .summary_walk import walker
 
 RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
@@ -103,7 +103,7 @@ class BodyDecoder:
         cls, walk = _WALKS.get((learn, api_key, api_version)) or _walk_entry(learn, api_key, api_version)
         if type(body) is cls:
             walk(body, s, bad_sets, learn, self.topic_names, self._budget, self.full_records,
-                 decode_record_set)
+                 walk_set)
         for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
             base = max(bytes(data).find(bytes(raw)), 0)
             for i in rs.issues:

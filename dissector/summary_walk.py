@@ -22,7 +22,8 @@ _by_source = {}  # walker source -> walker: many layouts share one (e.g. a top-l
 
 def walker(schema):
     """`walk(body, summary, bad_sets, learn, topic_names, budget, full_records, decode_set)` for
-    bodies of `schema` (a generated `_sN` table); it fills the fresh dissector.decoding.Summary."""
+    bodies of `schema` (a generated `_sN` table); it fills the fresh dissector.decoding.Summary.
+    `decode_set(data, records, budget)` makes each record set (records.record_set.walk_set)."""
     entry = _compiled.get(id(schema))
     if entry is None:
         entry = _compiled[id(schema)] = (schema, _compile(schema))
@@ -130,7 +131,7 @@ def _body(schema, d, in_topic, in_partition, ind):
         elif attr == "records":
             lines += [f"{pad}v = {o}.records",
                       f"{pad}if isinstance(v, _RAW):",
-                      f"{pad}    rs = {o}.records = decode_set(v, records=full, budget=budget)",
+                      f"{pad}    rs = {o}.records = decode_set(v, full, budget)",
                       f"{pad}    nrec += rs.record_count",
                       f"{pad}    nbytes += rs.size",
                       f"{pad}    if unc is not None:",   # None once a compressed batch was not decompressed

@@ -16,6 +16,7 @@ from .generated.apis import APIS, MODULES
 from .headers import parse_request_header, parse_response_header
 from .message import Message
 from .primitives import MAX_ELEMENTS
+from .readers import compiled_readers
 
 _tables: dict = {}  # api_key -> (REQUEST, RESPONSE) tables of its generated module
 
@@ -28,7 +29,7 @@ def tables(api_key):
         if name is None:
             return None
         mod = importlib.import_module(f"{__package__}.generated.{name}")
-        t = _tables[api_key] = (mod.REQUEST, mod.RESPONSE)
+        t = _tables[api_key] = (compiled_readers(mod.REQUEST), compiled_readers(mod.RESPONSE))
     return t
 
 

@@ -135,14 +135,9 @@ static PyObject *batch(PyObject *crc32c, PyObject *view, const unsigned char *b,
     return make(&batch_layout, values);
 }
 
-static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
+/* The headers-only walk of `data`: RecordSet, None for the Python walk, NULL on an error. */
+static PyObject *headers(PyObject *data, PyObject *crc32c)
 {
-    PyObject *data, *batch_type, *set_type, *crc32c;
-    if (!PyArg_ParseTuple(args, "OO!O!O", &data, &PyType_Type, &batch_type, &PyType_Type,
-                          &set_type, &crc32c)
-            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
-            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
-        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();   /* not one contiguous buffer: the Python walk */
@@ -197,9 +192,68 @@ done:
     return result;
 }
 
+static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *data, *batch_type, *set_type, *crc32c;
+    if (!PyArg_ParseTuple(args, "OO!O!O", &data, &PyType_Type, &batch_type, &PyType_Type,
+                          &set_type, &crc32c)
+            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
+            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
+        return NULL;
+    return headers(data, crc32c);
+}
+
+/* walk_set's setting, from configure */
+static PyObject *walk_crc, *walk_fallback, *fallback_kwnames;
+
+/* The summary walk's call for each `records` field at the bodies level (walk_set(data, records,
+ * budget)), without going through Python: an empty set and a v2-only one made here,
+ * anything else (records=True included) by the fallback, decode_record_set. */
+static PyObject *walk_set(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || walk_fallback == NULL)
+        return PyErr_Format(PyExc_TypeError, "walk_set(data, records, budget) after configure");
+    int records = PyObject_IsTrue(args[1]);
+    if (records < 0)
+        return NULL;
+    if (!records) {
+        Py_ssize_t n = PyObject_Length(args[0]);
+        if (n < 0)
+            PyErr_Clear();
+        else if (n == 0) {   /* null or empty (most partitions of a Fetch response) */
+            PyObject *values[SET_FIELDS] = {PyList_New(0), PyList_New(0), Py_NewRef(Py_False),
+                                            PyLong_FromLong(0), PyLong_FromLong(0)};
+            return make(&set_layout, values);
+        }
+        PyObject *rs = headers(args[0], walk_crc);
+        if (rs != Py_None)
+            return rs;
+        Py_DECREF(rs);
+    }
+    PyObject *call[3] = {args[0], args[1], args[2]};   /* data, records=, budget= */
+    return PyObject_Vectorcall(walk_fallback, call, 1, fallback_kwnames);
+}
+
+static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *batch_type, *set_type, *crc32c, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O!OO", &PyType_Type, &batch_type, &PyType_Type, &set_type,
+                          &crc32c, &fallback)
+            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
+            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
+        return NULL;
+    Py_XSETREF(walk_crc, Py_NewRef(crc32c));
+    Py_XSETREF(walk_fallback, Py_NewRef(fallback));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"v2_headers", v2_headers, METH_VARARGS,
      "v2_headers(data, Batch, RecordSet, crc32c) -> RecordSet or None"},
+    {"walk_set", (PyCFunction)(void (*)(void))walk_set, METH_FASTCALL,
+     "walk_set(data, records, budget) -> RecordSet: decode_record_set's, for the summary walk"},
+    {"configure", configure, METH_VARARGS,
+     "configure(Batch, RecordSet, crc32c, decode_record_set): what walk_set makes and calls"},
     {NULL}
 };
 
@@ -216,7 +270,8 @@ PyMODINIT_FUNC PyInit__headers(void)
                 return NULL;
         }
     no_args = PyTuple_New(0);
-    if (no_args == NULL)
+    fallback_kwnames = Py_BuildValue("(ss)", "records", "budget");
+    if (no_args == NULL || fallback_kwnames == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -14,9 +14,9 @@ from . import legacy, record_batch
 from .model import Batch, RecordSet
 
 try:  # the headers-only walk of a v2 record set compiled (records/_headers.c); else _decode
-    from ._headers import v2_headers
+    from ._headers import configure as _configure_walk_set, v2_headers, walk_set
 except ImportError:
-    v2_headers = None
+    v2_headers = walk_set = None
 
 _LENGTH = struct.Struct(">i")
 _MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch.MIN_LENGTH}
@@ -59,6 +59,20 @@ def decode_record_set(data, *, records=True, build=False, max_uncompressed=64 <<
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def py_walk_set(data, records, budget):
+    """The summary walk's call for each `records` field (dissector.summary_walk): the record set
+    of `data`, every record checked when `records`, `budget` shared by the message's sets.
+    records/_headers.c's walk_set is the same compiled, without a Python call per set."""
+    return decode_record_set(data, records=records, budget=budget)
+
+
+if walk_set is None:
+    walk_set = py_walk_set
+else:   # the CRC as record_batch.decode checks it (not at all without the fast library)
+    _configure_walk_set(Batch, RecordSet, record_batch.crc32c if record_batch.ACCELERATED else None,
+                        decode_record_set)
 
 
 def _decode(data, records, build, budget):

@@ -14,7 +14,8 @@ import sys
 class Hide:
     def find_spec(self, name, path=None, target=None):
         if name in ("dissector.capture._walk", "dissector.records._check",
-                    "dissector.records._headers", "dissector._csvrow", "dissector._framebuf"):
+                    "dissector.records._headers", "dissector._csvrow", "dissector._framebuf",
+                    "dissector.protocol._reader"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
 from dissector import framebuf, output
@@ -22,7 +23,9 @@ from dissector.capture import fast
 from dissector.records import record_batch, record_set
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
 assert output.csv_line is output.plain_line and record_set.v2_headers is None
-assert not framebuf.COMPILED
+assert record_set.walk_set is record_set.py_walk_set
+from dissector.protocol import readers
+assert not framebuf.COMPILED and not readers.COMPILED
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """

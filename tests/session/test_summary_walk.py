@@ -23,6 +23,7 @@ from dissector.protocol.generated.apis import APIS
 from dissector.protocol.headers import parse_request_header, parse_response_header
 from dissector.protocol.primitives import Body
 from dissector.records import decode_record_set
+from dissector.records.record_set import walk_set
 from dissector.records.model import RecordSet
 from dissector.summary_walk import walker
 from tests.protocol.encoder import encode, random_body
@@ -147,7 +148,7 @@ def _walk_both(data, offset, key, version, direction, known=None, full=False):
         s, bad = Summary(), []
         if compiled:
             walker(schema)(body, s, bad, bool(direction), d.topic_names, d._budget, full,
-                           decode_record_set)
+                           walk_set)
         else:
             _reference_walk(d, body, s, bad, bool(direction), False, False)
         results.append((s.error_codes, s.topics, s.partitions, s.records, s.records_bytes,

@@ -1,0 +1,598 @@
+/* The generated body readers, compiled once as one interpreter of their schema tables.
+ *
+ * Reader(schema, fallback) is called as the generated readers are, reader(b, p, k) -> (body,
+ * p): it decodes the struct laid out by `schema` (a generated `_sN` table, the format
+ * dissector/protocol/tree.py documents) at b[p:], charging array elements to the budget k, and
+ * builds the same objects the generated reader `fallback` builds. It fails (an exception) where
+ * that reader fails; decode.decode_struct then asks the tree interpreter what went wrong, as it
+ * does for the generated readers. Anything outside the fast case goes to `fallback`: a buffer
+ * that is not bytes, a call without k, a schema this cannot lay out. The tests compare the two
+ * on every decoder, with good and damaged bytes. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_INT8, K_INT16, K_INT32, K_INT64, K_UINT16, K_UINT32, K_FLOAT64, K_BOOL, K_UUID,
+       K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_ARRAY, K_NONE };
+static const char *kind_names[] = {"int8", "int16", "int32", "int64", "uint16", "uint32",
+                                   "float64", "bool", "uuid", "string", "bytes", "records",
+                                   "struct", "array", NULL};
+/* bytes an element takes at least (an array's count is checked against what is left) */
+static const int min_size[] = {1, 2, 4, 8, 2, 4, 8, 1, 16, 1, 1, 1, 1, 1};
+
+typedef struct Schema Schema;
+
+typedef struct {
+    Py_ssize_t off;       /* the slot's offset in the object */
+    int kind, elem, nullable, compact;
+    long long tag;        /* tagged fields */
+    Schema *child;
+} Field;
+
+enum { D_VALUE, D_LIST, D_STRUCT };
+typedef struct {
+    Py_ssize_t off;
+    int how;              /* D_VALUE: `value` itself; D_LIST: a new []; D_STRUCT: a default body */
+    PyObject *value;
+    Schema *child;
+} Default;
+
+struct Schema {
+    PyTypeObject *cls;
+    int flexible;
+    Py_ssize_t nfields, ntagged, ndefaults;
+    Field *fields;        /* the fields, then the tagged ones */
+    Default *defaults;    /* every field's, the tagged ones', then the absent ones' */
+    Py_ssize_t unknown_off;
+};
+
+static PyObject *default_struct;   /* primitives.DEFAULT_STRUCT */
+static PyObject *uuids;            /* primitives.UUIDS: raw 16 bytes -> UUID */
+static PyObject *uuid_at;          /* primitives.uuid_at, for the UUIDs not in it yet */
+static PyObject *malformed_error;  /* primitives.Malformed, raised as the generated readers do */
+static PyObject *unknown_tags_name;
+
+/* -- compiling a schema table ---------------------------------------------------------------- */
+
+static void schema_free(Schema *s)
+{
+    if (s == NULL)
+        return;
+    for (Py_ssize_t i = 0; i < s->nfields + s->ntagged; i++)
+        schema_free(s->fields[i].child);
+    for (Py_ssize_t i = 0; i < s->ndefaults; i++) {
+        Py_XDECREF(s->defaults[i].value);
+        if (s->defaults[i].how == D_STRUCT)
+            schema_free(s->defaults[i].child);
+    }
+    Py_XDECREF(s->cls);
+    PyMem_Free(s->fields);
+    PyMem_Free(s->defaults);
+    PyMem_Free(s);
+}
+
+/* The offset of cls's slot `name`, or -1 when it is not a plain object slot. */
+static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name)
+{
+    PyObject *d = PyObject_GetAttr((PyObject *)cls, name);
+    Py_ssize_t off = -1;
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+        off = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return off;
+}
+
+static int kind_of(PyObject *name)
+{
+    if (name == Py_None)
+        return K_NONE;
+    const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    for (int k = 0; s != NULL && kind_names[k] != NULL; k++)
+        if (strcmp(s, kind_names[k]) == 0)
+            return k;
+    PyErr_Clear();
+    return -1;
+}
+
+static Schema *compile_schema(PyObject *t, int depth);
+
+/* A default as tree.new_body makes it (`_fresh`): 0, or -1 when this cannot. */
+static int compile_default(Default *d, PyTypeObject *cls, PyObject *attr, PyObject *value,
+                           PyObject *child, int depth)
+{
+    d->off = slot_offset(cls, attr);
+    if (d->off < 0)
+        return -1;
+    if (value == default_struct) {
+        d->how = D_STRUCT;
+        d->child = child == Py_None ? NULL : compile_schema(child, depth + 1);
+        return d->child == NULL ? -1 : 0;
+    }
+    d->how = PyList_Check(value) ? D_LIST : D_VALUE;
+    d->value = Py_NewRef(value);
+    return 0;
+}
+
+/* The compiled layout of a schema table, or NULL (no exception) for one this does not know. */
+static Schema *compile_schema(PyObject *t, int depth)
+{
+    PyObject *cls, *flexible, *fields, *tagged, *absent;
+    if (depth > 64 || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5)
+        return NULL;
+    cls = PyTuple_GET_ITEM(t, 0);
+    flexible = PyTuple_GET_ITEM(t, 1);
+    fields = PyTuple_GET_ITEM(t, 2);
+    tagged = PyTuple_GET_ITEM(t, 3);
+    absent = PyTuple_GET_ITEM(t, 4);
+    if (!PyType_Check(cls) || !PyTuple_Check(fields) || !PyTuple_Check(tagged)
+            || !PyTuple_Check(absent))
+        return NULL;
+    Schema *s = PyMem_Calloc(1, sizeof(Schema));
+    if (s == NULL)
+        return NULL;
+    s->cls = (PyTypeObject *)Py_NewRef(cls);
+    s->flexible = PyObject_IsTrue(flexible) == 1;
+    s->nfields = PyTuple_GET_SIZE(fields);
+    s->ntagged = PyTuple_GET_SIZE(tagged);
+    Py_ssize_t nabsent = PyTuple_GET_SIZE(absent);
+    s->fields = PyMem_Calloc(s->nfields + s->ntagged + 1, sizeof(Field));
+    s->defaults = PyMem_Calloc(s->nfields + s->ntagged + nabsent + 1, sizeof(Default));
+    s->unknown_off = slot_offset(s->cls, unknown_tags_name);
+    if (s->fields == NULL || s->defaults == NULL || s->unknown_off < 0)
+        goto bad;
+    for (Py_ssize_t i = 0; i < s->nfields + s->ntagged; i++) {
+        PyObject *f = i < s->nfields ? PyTuple_GET_ITEM(fields, i)
+                                     : PyTuple_GET_ITEM(tagged, i - s->nfields);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) != 8)
+            goto bad;
+        PyObject *attr = PyTuple_GET_ITEM(f, 0), *child = PyTuple_GET_ITEM(f, 7);
+        Field *x = &s->fields[i];
+        x->off = slot_offset(s->cls, attr);
+        x->kind = kind_of(PyTuple_GET_ITEM(f, 1));
+        x->elem = kind_of(PyTuple_GET_ITEM(f, 2));
+        x->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(f, 3)) == 1;
+        x->compact = PyObject_IsTrue(PyTuple_GET_ITEM(f, 4)) == 1;
+        if (x->off < 0 || x->kind < 0 || x->kind == K_NONE || x->elem < 0
+                || (x->kind == K_ARRAY && (x->elem == K_NONE || x->elem == K_ARRAY)))
+            goto bad;
+        if (i >= s->nfields) {
+            x->tag = PyLong_AsLongLong(PyTuple_GET_ITEM(f, 5));
+            if (x->tag == -1 && PyErr_Occurred())
+                goto bad;
+        }
+        if (x->kind == K_STRUCT || x->elem == K_STRUCT) {
+            x->child = compile_schema(child, depth + 1);
+            if (x->child == NULL)
+                goto bad;
+        }
+        if (compile_default(&s->defaults[s->ndefaults++], s->cls, attr,
+                            PyTuple_GET_ITEM(f, 6), child, depth) < 0)
+            goto bad;
+    }
+    for (Py_ssize_t i = 0; i < nabsent; i++) {
+        PyObject *a = PyTuple_GET_ITEM(absent, i);
+        if (!PyTuple_Check(a) || PyTuple_GET_SIZE(a) != 2
+                || compile_default(&s->defaults[s->ndefaults++], s->cls, PyTuple_GET_ITEM(a, 0),
+                                   PyTuple_GET_ITEM(a, 1), Py_None, depth) < 0)
+            goto bad;
+    }
+    return s;
+bad:
+    PyErr_Clear();
+    schema_free(s);
+    return NULL;
+}
+
+/* -- decoding -------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject *bytes;
+    const unsigned char *b;
+    Py_ssize_t end;       /* where the struct being read must end by (a tagged field's end) */
+    long long budget;     /* array elements the message may still decode */
+    PyObject *view;       /* memoryview of bytes, made for the first records field */
+} Ctx;
+
+/* Any fault, without details: decode_struct only needs to know it failed (the tree interpreter
+ * finds what and where). */
+static void *malformed(void)
+{
+    if (!PyErr_Occurred())
+        PyErr_SetNone(malformed_error);
+    return NULL;
+}
+
+static void set_slot(PyObject *o, Py_ssize_t off, PyObject *v)   /* steals v */
+{
+    PyObject **slot = (PyObject **)((char *)o + off);
+    PyObject *old = *slot;
+    *slot = v;
+    Py_XDECREF(old);
+}
+
+static uint64_t be(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static int uvarint(Ctx *c, Py_ssize_t *p, long long *out)
+{
+    long long v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (*p + i >= c->end)
+            return -1;
+        unsigned char byte = c->b[*p + i];
+        v |= (long long)(byte & 0x7F) << (7 * i);
+        if (byte < 0x80) {
+            *p += i + 1;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A length or count: -1 for null. */
+static int length(Ctx *c, Py_ssize_t *p, int compact, int wide, long long *n)
+{
+    if (compact) {
+        if (uvarint(c, p, n) < 0)
+            return -1;
+        *n -= 1;
+        return 0;
+    }
+    int size = wide ? 4 : 2;
+    if (*p + size > c->end)
+        return -1;
+    *n = wide ? (int32_t)be(c->b + *p, 4) : (int16_t)be(c->b + *p, 2);
+    *p += size;
+    return 0;
+}
+
+static PyObject *default_body(Schema *s);
+
+static PyObject *fresh(Default *d)
+{
+    if (d->how == D_LIST)
+        return PyList_New(0);
+    if (d->how == D_STRUCT)
+        return default_body(d->child);
+    return Py_NewRef(d->value);
+}
+
+/* A new object of the schema's class with the defaults from `first` on set, unknown_tags None. */
+static PyObject *new_body(Schema *s, Py_ssize_t first)
+{
+    PyObject *o = s->cls->tp_alloc(s->cls, 0);
+    if (o == NULL)
+        return NULL;
+    set_slot(o, s->unknown_off, Py_NewRef(Py_None));
+    for (Py_ssize_t i = first; i < s->ndefaults; i++) {
+        PyObject *v = fresh(&s->defaults[i]);
+        if (v == NULL) {
+            Py_DECREF(o);
+            return NULL;
+        }
+        set_slot(o, s->defaults[i].off, v);
+    }
+    return o;
+}
+
+static PyObject *default_body(Schema *s)
+{
+    return new_body(s, 0);
+}
+
+static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s);
+
+static PyObject *read_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nullable,
+                            int compact, Schema *child)
+{
+    const unsigned char *b = c->b;
+    Py_ssize_t at = *p;
+    if (kind <= K_UUID) {
+        if (at + min_size[kind] > c->end)
+            return malformed();
+        *p += min_size[kind];
+        switch (kind) {
+        case K_INT8: return PyLong_FromLong((int8_t)b[at]);
+        case K_INT16: return PyLong_FromLong((int16_t)be(b + at, 2));
+        case K_INT32: return PyLong_FromLong((int32_t)be(b + at, 4));
+        case K_INT64: return PyLong_FromLongLong((int64_t)be(b + at, 8));
+        case K_UINT16: return PyLong_FromLong((long)be(b + at, 2));
+        case K_UINT32: return PyLong_FromUnsignedLong((unsigned long)be(b + at, 4));
+        case K_BOOL: return PyBool_FromLong(b[at] != 0);
+        case K_FLOAT64: {
+            uint64_t bits = be(b + at, 8);
+            double d;
+            memcpy(&d, &bits, 8);
+            return PyFloat_FromDouble(d);
+        }
+        default: {   /* K_UUID: built once per id, as primitives.uuid_at does */
+            PyObject *key = PyBytes_FromStringAndSize((const char *)b + at, 16);
+            if (key == NULL)
+                return NULL;
+            PyObject *u = PyDict_GetItemWithError(uuids, key);
+            Py_DECREF(key);
+            if (u != NULL)
+                return Py_NewRef(u);
+            if (PyErr_Occurred())
+                return NULL;
+            PyObject *pos = PyLong_FromSsize_t(at);
+            if (pos == NULL)
+                return NULL;
+            u = PyObject_CallFunctionObjArgs(uuid_at, c->bytes, pos, NULL);
+            Py_DECREF(pos);
+            return u;
+        }
+        }
+    }
+    if (kind == K_STRUCT) {
+        if (nullable) {
+            if (at >= c->end)
+                return malformed();
+            *p += 1;
+            if ((int8_t)b[at] < 0)
+                return Py_NewRef(Py_None);
+        }
+        return read_struct(c, p, child);
+    }
+    long long n;
+    if (length(c, p, compact, kind != K_STRING, &n) < 0)
+        return malformed();
+    if (n < 0)
+        return n == -1 && nullable ? Py_NewRef(Py_None) : malformed();
+    Py_ssize_t left = c->end - *p;
+    if (kind == K_ARRAY) {
+        if (n * min_size[elem] > left)
+            return malformed();
+        c->budget -= n;
+        if (c->budget < 0)
+            return malformed();
+        PyObject *list = PyList_New((Py_ssize_t)n);
+        for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+            PyObject *v = elem == K_STRUCT ? read_struct(c, p, child)
+                                           : read_value(c, p, elem, K_NONE, 0, compact, NULL);
+            if (v == NULL)
+                Py_CLEAR(list);
+            else
+                PyList_SET_ITEM(list, i, v);
+        }
+        return list;
+    }
+    if (n > left)
+        return malformed();
+    Py_ssize_t start = *p;
+    *p += (Py_ssize_t)n;
+    if (kind == K_STRING)
+        return PyUnicode_DecodeUTF8((const char *)b + start, (Py_ssize_t)n, NULL);
+    if (kind == K_BYTES)
+        return PyBytes_FromStringAndSize((const char *)b + start, (Py_ssize_t)n);
+    /* records: a view of the message for the record-batch decoder, not a copy */
+    if (c->view == NULL && (c->view = PyMemoryView_FromObject(c->bytes)) == NULL)
+        return NULL;
+    return PySequence_GetSlice(c->view, start, *p);
+}
+
+static PyObject *read_field(Ctx *c, Py_ssize_t *p, Field *f)
+{
+    return read_value(c, p, f->kind, f->elem, f->nullable, f->compact, f->child);
+}
+
+/* A flexible struct's tagged-field section, into `o`. */
+static int read_tags(Ctx *c, Py_ssize_t *p, Schema *s, PyObject *o)
+{
+    long long n, tag, size;
+    if (uvarint(c, p, &n) < 0)
+        return -1;
+    for (long long i = 0; i < n; i++) {
+        if (uvarint(c, p, &tag) < 0 || uvarint(c, p, &size) < 0 || size > c->end - *p)
+            return -1;
+        Py_ssize_t e = *p + (Py_ssize_t)size;
+        Field *f = NULL;
+        for (Py_ssize_t j = s->nfields; j < s->nfields + s->ntagged; j++)
+            if (s->fields[j].tag == tag)
+                f = &s->fields[j];
+        if (f == NULL) {   /* unknown: kept raw in unknown_tags */
+            PyObject **slot = (PyObject **)((char *)o + s->unknown_off);
+            if (*slot == Py_None)
+                set_slot(o, s->unknown_off, PyDict_New());
+            PyObject *key = PyLong_FromLongLong(tag);
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)c->b + *p, (Py_ssize_t)size);
+            int bad = *slot == NULL || key == NULL || raw == NULL
+                || PyDict_SetItem(*slot, key, raw) < 0;
+            Py_XDECREF(key);
+            Py_XDECREF(raw);
+            if (bad)
+                return -1;
+        } else {   /* a tagged field may not read past its size, and must use all of it */
+            Py_ssize_t end = c->end;
+            c->end = e;
+            PyObject *v = read_field(c, p, f);
+            c->end = end;
+            if (v == NULL)
+                return -1;
+            set_slot(o, f->off, v);
+            if (*p != e)
+                return -1;
+        }
+        *p = e;
+    }
+    return 0;
+}
+
+static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
+{
+    PyObject *o = new_body(s, s->nfields);   /* the tagged and absent fields' defaults */
+    if (o == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < s->nfields; i++) {
+        PyObject *v = read_field(c, p, &s->fields[i]);
+        if (v == NULL) {
+            Py_DECREF(o);
+            return malformed();
+        }
+        set_slot(o, s->fields[i].off, v);
+    }
+    if (s->flexible && read_tags(c, p, s, o) < 0) {
+        Py_DECREF(o);
+        return malformed();
+    }
+    return o;
+}
+
+/* -- the Reader type ------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *schema;
+    PyObject *fallback;
+    Schema *compiled;
+    int state;            /* 0: not compiled yet; 1: compiled; -1: the fallback reads all */
+} Reader;
+
+static void compile_reader(Reader *self)
+{
+    if (uuids != NULL)   /* configured */
+        self->compiled = compile_schema(self->schema, 0);
+    self->state = self->compiled != NULL ? 1 : -1;
+}
+
+static PyObject *reader_call(Reader *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (self->state == 0)
+        compile_reader(self);
+    if (self->state < 0 || kw != NULL || nargs != 3 || !PyBytes_CheckExact(args[0])
+            || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kw);
+    Ctx c = {.bytes = args[0], .b = (const unsigned char *)PyBytes_AS_STRING(args[0]),
+             .end = PyBytes_GET_SIZE(args[0])};
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+    c.budget = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (p < 0 || p > c.end)
+        return malformed();
+    PyObject *body = read_struct(&c, &p, self->compiled);
+    Py_XDECREF(c.view);
+    if (body == NULL)
+        return NULL;
+    PyObject *pos = PyLong_FromSsize_t(p);
+    if (pos == NULL) {
+        Py_DECREF(body);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, body, pos);
+    Py_DECREF(body);
+    Py_DECREF(pos);
+    return out;
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *schema, *fallback;
+    static char *kwlist[] = {"schema", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:Reader", kwlist, &schema, &fallback))
+        return NULL;
+    if (!PyCallable_Check(fallback))
+        return PyErr_Format(PyExc_TypeError, "Reader: the fallback must be callable");
+    Reader *self = (Reader *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)reader_call;
+    self->schema = Py_NewRef(schema);
+    self->fallback = Py_NewRef(fallback);
+    return (PyObject *)self;
+}
+
+static void reader_dealloc(Reader *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->schema);
+    Py_CLEAR(self->fallback);
+    schema_free(self->compiled);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int reader_traverse(Reader *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->schema);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static PyObject *reader_compiled(Reader *self, void *Py_UNUSED(closure))
+{
+    if (self->state == 0)
+        compile_reader(self);
+    return PyBool_FromLong(self->state > 0);
+}
+
+static PyMemberDef reader_members[] = {
+    {"schema", T_OBJECT, offsetof(Reader, schema), READONLY, "the schema table"},
+    {"fallback", T_OBJECT, offsetof(Reader, fallback), READONLY, "the generated reader"},
+    {NULL}
+};
+
+static PyGetSetDef reader_getset[] = {
+    {"compiled", (getter)reader_compiled, NULL,
+     "whether this reads the schema itself (else every call goes to the fallback)", NULL},
+    {NULL}
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dissector.protocol._reader.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Reader(schema, fallback): the generated reader `fallback`, compiled from `schema`",
+    .tp_new = reader_new,
+    .tp_dealloc = (destructor)reader_dealloc,
+    .tp_traverse = (traverseproc)reader_traverse,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Reader, vectorcall),
+    .tp_members = reader_members,
+    .tp_getset = reader_getset,
+};
+
+static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *marker, *cache, *at, *error;
+    if (!PyArg_ParseTuple(args, "OO!OO:configure", &marker, &PyDict_Type, &cache, &at, &error))
+        return NULL;
+    Py_XSETREF(malformed_error, Py_NewRef(error));
+    Py_XSETREF(default_struct, Py_NewRef(marker));
+    Py_XSETREF(uuids, Py_NewRef(cache));
+    Py_XSETREF(uuid_at, Py_NewRef(at));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed): primitives' default-struct marker, "
+     "UUID cache and builder, and the error to raise"},
+    {NULL}
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_reader", .m_size = -1,
+                                    .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__reader(void)
+{
+    unknown_tags_name = PyUnicode_InternFromString("unknown_tags");
+    if (unknown_tags_name == NULL || PyType_Ready(&ReaderType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0)
+        Py_CLEAR(m);
+    return m;
+}
