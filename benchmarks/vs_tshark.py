@@ -106,13 +106,15 @@ def measure(path, port, rounds, workdir, log=print):
 
 def kernels():
     """Which hot loops run compiled in this install (pure-Python fallbacks otherwise)."""
-    from dissector import output
+    from dissector import framebuf, output
     from dissector.capture import fast
+    from dissector.protocol import readers
     from dissector.records import record_batch, record_set
 
     def how(compiled):
         return "compiled" if compiled else "pure Python (not built)"
-    return (f"packet walker {how(fast.COMPILED)}, records check "
+    return (f"packet walker {how(fast.COMPILED)}, frame buffers {how(framebuf.COMPILED)}, body "
+            f"readers {how(readers.COMPILED)}, records check "
             f"{how(record_batch.check_records is not record_batch._check_records)}, batch "
             f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}")
 
