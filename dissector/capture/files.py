@@ -7,8 +7,11 @@ The file is read in large chunks so memory stays flat on multi-GB captures.
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 
-from .chunks import Chunks
+from .chunks import CHUNK, Chunks
+from .mapped import MappedChunks
 from .errors import CaptureError
 from .pcap import PCAP_MAGICS, pcap_packets
 from .pcapng import SHB_MAGIC, pcapng_packets
@@ -26,6 +29,18 @@ def _guarded(gen, f):
         f.close()
 
 
+MAP_FROM = CHUNK   # files this large are mapped (mapped.py), smaller ones read
+
+
+def _mappable(f):
+    """The size of a regular file worth mapping, else 0."""
+    try:
+        st = os.fstat(f.fileno())
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size >= MAP_FROM else 0
+
+
 def open_capture(path):
     """(file, Chunks with the first chunk read, "pcap" or "pcapng"): the file checked eagerly,
     CaptureError if it cannot be opened or is not a capture. The caller closes the file."""
@@ -40,9 +55,14 @@ def open_capture(path):
             f.seek(0)
         except OSError as e:
             raise CaptureError(f"{name}: {e.strerror or e}") from None
+        size = _mappable(f)
         if magic == GZIP_MAGIC:
             f = gzip.GzipFile(fileobj=f, mode="rb")
-        chunks = Chunks(f, name)
+            chunks = Chunks(f, name)
+        elif size:
+            chunks = MappedChunks(f, name, size)
+        else:
+            chunks = Chunks(f, name)
         while chunks.end < 32 and chunks.refill(0):  # gzip may hand out short pieces
             pass
         magic = bytes(chunks.mv[:min(4, chunks.end)])

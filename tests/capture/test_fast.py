@@ -26,6 +26,8 @@ from dissector.tcp.flows import direct_key
 from tests.capture import build
 from tests.support import feed_packets, lose_dup_swap, use_walker
 
+pytestmark = pytest.mark.usefixtures("reading")   # both file readers (conftest)
+
 A, B = "10.1.2.3", "10.9.8.7"
 
 

@@ -9,6 +9,8 @@ from dissector.capture import chunks, read_packets
 from dissector.capture.errors import CaptureError
 from tests.capture import build
 
+pytestmark = pytest.mark.usefixtures("reading")   # both file readers (conftest)
+
 PKTS = [build.tcp_packet(i, size=20 + 30 * i) for i in range(4)]
 PCAP = build.pcap([(1, i, p) for i, p in enumerate(PKTS)])
 PCAPNG = (build.shb("<") + build.idb("<", 1, snaplen=100, tsresol=9, tsoffset=5)

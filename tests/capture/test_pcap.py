@@ -8,6 +8,8 @@ from dissector.capture.errors import CaptureError
 from tests.capture import build
 from tests.capture.oracles import dpkt_packets, scapy_packets
 
+pytestmark = pytest.mark.usefixtures("reading")   # both file readers (conftest)
+
 PACKETS = [build.tcp_packet(i, size=50 + 37 * i) for i in range(20)]
 
 

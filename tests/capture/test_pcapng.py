@@ -10,6 +10,8 @@ from dissector.capture.errors import CaptureError
 from tests.capture import build
 from tests.capture.oracles import dpkt_packets, scapy_packets, tshark_packets
 
+pytestmark = pytest.mark.usefixtures("reading")   # both file readers (conftest)
+
 ETH = [build.tcp_packet(i, size=40 + 13 * i) for i in range(6)]
 RAW = [p[14:] for p in ETH]  # the same packets as raw IP (link type 101)
 T0 = 1_700_000_000  # seconds
