@@ -1,8 +1,9 @@
 """Decode entry points: message bytes (after the 4-byte size prefix) -> Message.
 
-The fast generated reader runs first. If it fails in any way, or overruns the message, the
-message is decoded again by the schema interpreter (tree.py), which keeps everything decoded
-before the fault and reports one Issue with the byte offset. Nothing here raises on bad input.
+The fast reader runs first (the generated one, or its compiled twin: readers.py). If it fails
+in any way, or overruns the message, the message is decoded again by the schema interpreter
+(tree.py), which keeps everything decoded before the fault and reports one Issue with the byte
+offset. Nothing here raises on bad input.
 Both charge array elements to a budget (`max_elements`, default primitives.MAX_ELEMENTS): each
 element is a Python object many times its wire size, so this bounds a message's memory.
 """

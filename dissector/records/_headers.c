@@ -192,13 +192,18 @@ done:
     return result;
 }
 
+/* Batch and RecordSet (checked to be types by the caller) laid out: 0, or -1 with an error. */
+static int layouts(PyObject *batch_type, PyObject *set_type)
+{
+    return layout(&batch_layout, (PyTypeObject *)batch_type) < 0
+        || layout(&set_layout, (PyTypeObject *)set_type) < 0 ? -1 : 0;
+}
+
 static PyObject *v2_headers(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *data, *batch_type, *set_type, *crc32c;
     if (!PyArg_ParseTuple(args, "OO!O!O", &data, &PyType_Type, &batch_type, &PyType_Type,
-                          &set_type, &crc32c)
-            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
-            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
+                          &set_type, &crc32c) || layouts(batch_type, set_type) < 0)
         return NULL;
     return headers(data, crc32c);
 }
@@ -238,9 +243,7 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *batch_type, *set_type, *crc32c, *fallback;
     if (!PyArg_ParseTuple(args, "O!O!OO", &PyType_Type, &batch_type, &PyType_Type, &set_type,
-                          &crc32c, &fallback)
-            || layout(&batch_layout, (PyTypeObject *)batch_type) < 0
-            || layout(&set_layout, (PyTypeObject *)set_type) < 0)
+                          &crc32c, &fallback) || layouts(batch_type, set_type) < 0)
         return NULL;
     Py_XSETREF(walk_crc, Py_NewRef(crc32c));
     Py_XSETREF(walk_fallback, Py_NewRef(fallback));
