@@ -41,6 +41,17 @@ def _mappable(f):
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size >= MAP_FROM else 0
 
 
+def _mapped(f, name, size):
+    """MappedChunks over the file, or None where it cannot be mapped (a file system without
+    mmap, or no address space left): the file is read in chunks instead."""
+    if not size:
+        return None
+    try:
+        return MappedChunks(f, name, size)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
 def open_capture(path):
     """(file, Chunks with the first chunk read, "pcap" or "pcapng"): the file checked eagerly,
     CaptureError if it cannot be opened or is not a capture. The caller closes the file."""
@@ -59,10 +70,8 @@ def open_capture(path):
         if magic == GZIP_MAGIC:
             f = gzip.GzipFile(fileobj=f, mode="rb")
             chunks = Chunks(f, name)
-        elif size:
-            chunks = MappedChunks(f, name, size)
         else:
-            chunks = Chunks(f, name)
+            chunks = _mapped(f, name, size) or Chunks(f, name)
         while chunks.end < 32 and chunks.refill(0):  # gzip may hand out short pieces
             pass
         magic = bytes(chunks.mv[:min(4, chunks.end)])

@@ -26,12 +26,9 @@ class MappedChunks:
     def __init__(self, f, name, size):
         self.f = f
         self.name = name
-        try:
-            self._map = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-            if _ADVISE:
-                self._map.madvise(mmap.MADV_SEQUENTIAL)   # read-ahead for a file not yet cached
-        except (OSError, ValueError) as e:
-            raise CaptureError(f"{name}: cannot map the file: {e}") from None
+        self._map = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)   # OSError: not mappable
+        if _ADVISE:
+            self._map.madvise(mmap.MADV_SEQUENTIAL)   # read-ahead for a file not yet cached
         self._size = size
         self.mv = self.buf = memoryview(self._map)
         self.base = 0

@@ -46,3 +46,12 @@ def test_pages_behind_the_window_are_released(tmp_path, monkeypatch):
     # released in whole pages, up to within RELEASE + a chunk of the end
     assert ch._released % mapped.mmap.PAGESIZE == 0
     assert size - (64 << 10) - (16 << 10) - mapped.mmap.PAGESIZE <= ch._released <= size
+
+
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    """A file system without mmap (or no address space left): the chunked reader, same packets."""
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")
+    monkeypatch.setattr(mapped.mmap, "mmap", refuse)
+    kind, got, _ = _packets(_write(tmp_path))
+    assert kind is chunks.Chunks and [d for _, _, _, d in got] == PACKETS
