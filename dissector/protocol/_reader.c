@@ -5,9 +5,10 @@
  * dissector/protocol/tree.py documents) at b[p:], charging array elements to the budget k, and
  * builds the same objects the generated reader `fallback` builds. It fails (an exception) where
  * that reader fails; decode.decode_struct then asks the tree interpreter what went wrong, as it
- * does for the generated readers. Anything outside the fast case goes to `fallback`: a buffer
- * that is not bytes, a call without k, a schema this cannot lay out. The tests compare the two
- * on every decoder, with good and damaged bytes. */
+ * does for the generated readers. k defaults to the element budget's default, as there.
+ * Anything outside the fast case goes to `fallback`: a buffer that is not bytes, keyword
+ * arguments, a schema this cannot lay out. The tests compare the two on every decoder, with
+ * good and damaged bytes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -52,6 +53,7 @@ static PyObject *default_struct;   /* primitives.DEFAULT_STRUCT */
 static PyObject *uuids;            /* primitives.UUIDS: raw 16 bytes -> UUID */
 static PyObject *uuid_at;          /* primitives.uuid_at, for the UUIDs not in it yet */
 static PyObject *malformed_error;  /* primitives.Malformed, raised as the generated readers do */
+static long long default_budget;   /* primitives.MAX_ELEMENTS */
 static PyObject *unknown_tags_name;
 
 /* -- compiling a schema table ---------------------------------------------------------------- */
@@ -471,13 +473,13 @@ static PyObject *reader_call(Reader *self, PyObject *const *args, size_t nargsf,
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (self->state == 0)
         compile_reader(self);
-    if (self->state < 0 || kw != NULL || nargs != 3 || !PyBytes_CheckExact(args[0])
-            || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+    if (self->state < 0 || kw != NULL || nargs < 2 || nargs > 3 || !PyBytes_CheckExact(args[0])
+            || !PyLong_CheckExact(args[1]) || (nargs == 3 && !PyLong_CheckExact(args[2])))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kw);
     Ctx c = {.bytes = args[0], .b = (const unsigned char *)PyBytes_AS_STRING(args[0]),
              .end = PyBytes_GET_SIZE(args[0])};
     Py_ssize_t p = PyLong_AsSsize_t(args[1]);
-    c.budget = PyLong_AsLongLong(args[2]);
+    c.budget = nargs == 3 ? PyLong_AsLongLong(args[2]) : default_budget;
     if (PyErr_Occurred())
         return NULL;
     if (p < 0 || p > c.end)
@@ -567,8 +569,11 @@ static PyTypeObject ReaderType = {
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *marker, *cache, *at, *error;
-    if (!PyArg_ParseTuple(args, "OO!OO:configure", &marker, &PyDict_Type, &cache, &at, &error))
+    long long budget;
+    if (!PyArg_ParseTuple(args, "OO!OOL:configure", &marker, &PyDict_Type, &cache, &at, &error,
+                          &budget))
         return NULL;
+    default_budget = budget;
     Py_XSETREF(malformed_error, Py_NewRef(error));
     Py_XSETREF(default_struct, Py_NewRef(marker));
     Py_XSETREF(uuids, Py_NewRef(cache));
@@ -578,8 +583,8 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed): primitives' default-struct marker, "
-     "UUID cache and builder, and the error to raise"},
+     "configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, MAX_ELEMENTS): primitives' "
+     "default-struct marker, UUID cache and builder, the error to raise, the default budget"},
     {NULL}
 };
 

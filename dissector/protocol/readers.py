@@ -7,11 +7,11 @@ was not built (no C compiler), the generated readers run as they are.
 """
 from __future__ import annotations
 
-from .primitives import DEFAULT_STRUCT, UUIDS, Malformed, uuid_at
+from .primitives import DEFAULT_STRUCT, MAX_ELEMENTS, UUIDS, Malformed, uuid_at
 
 try:
     from ._reader import Reader, configure
-    configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed)
+    configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, MAX_ELEMENTS)
     COMPILED = True
 except ImportError:
     Reader = None

@@ -95,14 +95,27 @@ def test_views_keep_pointing_into_the_message(compiled):
 
 
 def test_other_calls_go_to_the_generated_reader(compiled):
-    """Bytes of another type, or a call without the budget, are read by the generated reader."""
+    """Bytes of another type or keyword arguments are read by the generated reader; without a
+    budget, the default one is charged, as there."""
     fast, schema = tables(3)[1][12]   # Metadata v12 response
     body = random_body(schema, random.Random(3))
     raw = encode(schema, body)
     class Other(bytes):
         pass
     assert fast(Other(raw), 0, MAX_ELEMENTS)[0] == body
+    assert fast(raw, 0, k=MAX_ELEMENTS)[0] == body
     assert fast(raw, 0) == (body, len(raw))
+    calls = []
+    def slow(*args, **kwargs):
+        calls.append(args)
+        return fast.fallback(*args, **kwargs)
+    wrapped = readers.Reader(schema, slow)
+    wrapped(raw, 0)
+    wrapped(raw, 0, MAX_ELEMENTS)
+    assert calls == []
+    wrapped(Other(raw), 0)
+    wrapped(raw, 0, k=MAX_ELEMENTS)
+    assert len(calls) == 2
     with pytest.raises(Malformed):
         fast(raw[:-1] + b"\x05", 0, MAX_ELEMENTS)   # a tagged section claiming 5 fields
     with pytest.raises(Malformed):
