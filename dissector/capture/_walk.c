@@ -28,7 +28,7 @@ typedef struct {          /* one call's state */
     Walker *w;
     Py_buffer view;       /* the chunk buffer, held for the call (view.obj NULL until then) */
     const unsigned char *b;
-    PyObject *mv, *direct, *add, *tick;
+    PyObject *mv, *direct, *sides, *add, *tick;
     int64_t deadline;     /* flows.deadline (inf as INT64_MAX) */
     int exact;            /* whether `ts > deadline` is exact for any 64-bit ts */
     PyObject *deadline_obj;
@@ -193,6 +193,57 @@ static PyObject *call6(PyObject *f, PyObject *a0, PyObject *a1, PyObject *a2, Py
     return PyObject_Vectorcall(f, args, 6, NULL);
 }
 
+static PyObject *s_rs, *s_base, *s_next, *s_last_pkt, *s_conn, *s_last_ts;
+
+/* tcp.batch.ack_alone, compiled: an ACK alone of the live flow with direct key `kobj`, in
+ * packet `pn` at `t`: 1 when noted here (the flow's last packet and time), 0 when its handler
+ * must see it, -1 on an error. */
+static int ack_alone(Call *c, PyObject *kobj, uint32_t ack, PyObject *pn, PyObject *t)
+{
+    PyObject *entry = PyDict_GetItemWithError(c->sides, kobj);   /* borrowed: (flow, side) */
+    if (entry == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        PyErr_SetString(PyExc_TypeError, "flows.sides: (flow, side) expected");
+        return -1;
+    }
+    PyObject *flow = PyTuple_GET_ITEM(entry, 0), *peer = NULL, *base = NULL, *next = NULL;
+    long side = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+    int rc = -1;
+    PyObject *rs = side == -1 && PyErr_Occurred() ? NULL : PyObject_GetAttr(flow, s_rs);
+    if (rs == NULL || (peer = PySequence_GetItem(rs, 1 - side)) == NULL
+            || (base = PyObject_GetAttr(peer, s_base)) == NULL)
+        goto done;
+    rc = 0;
+    if (base == Py_None)   /* the acked stream has not started */
+        goto done;
+    if ((next = PyObject_GetAttr(peer, s_next)) == NULL) {
+        rc = -1;
+        goto done;
+    }
+    /* (ack - base - next) & MASK, from the low 32 bits of each (two's complement, as Python's
+     * & on negative numbers) */
+    unsigned long long vb = PyLong_AsUnsignedLongLongMask(base);
+    unsigned long long vn = PyLong_AsUnsignedLongLongMask(next);
+    if (PyErr_Occurred()) {
+        rc = -1;
+        goto done;
+    }
+    uint32_t d = (uint32_t)((unsigned long long)ack - vb - vn);
+    if (0 < d && d < (1u << 30))   /* past the data seen (ACK_HORIZON): the handler's acked() */
+        goto done;
+    PyObject *conn = NULL;
+    rc = PyObject_SetAttr(flow, s_last_pkt, pn) < 0 || (conn = PyObject_GetAttr(flow, s_conn)) == NULL
+        || PyObject_SetAttr(conn, s_last_ts, t) < 0 ? -1 : 1;
+    Py_XDECREF(conn);
+done:
+    Py_XDECREF(rs);
+    Py_XDECREF(peer);
+    Py_XDECREF(base);
+    Py_XDECREF(next);
+    return rc;
+}
+
 /* One packet: record bytes b[p:stop], number n, time ts (big_ts when it did not fit). */
 static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t p,
                   Py_ssize_t stop)
@@ -259,7 +310,15 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             int rc = -1;
             if (pn == NULL || t == NULL || ps == NULL || pa == NULL || pf == NULL)
                 goto done;
-            if (handle != NULL && !(flags & 7)) {   /* no FIN, SYN, RST */
+            int alone = 0;
+            if (handle != NULL && !(flags & 7) && size == 0 && (flags & 0x10)
+                    && (alone = ack_alone(c, kobj, ack, pn, t)) < 0)
+                goto done;
+            if (alone) {
+                int late = after(c, ts, big_ts);
+                if (late < 0 || (late && set_deadline(c, PyObject_CallOneArg(c->tick, t)) < 0))
+                    goto done;
+            } else if (handle != NULL && !(flags & 7)) {   /* no FIN, SYN, RST */
                 Py_INCREF(handle);
                 PyObject *payload = PySequence_GetSlice(c->mv, a, e);
                 if (payload != NULL)
@@ -362,12 +421,13 @@ static int begin(Call *c, Walker *w, PyObject *buf, PyObject *mv, Py_ssize_t pos
     }
     c->b = c->view.buf;
     c->direct = PyObject_GetAttrString(w->flows, "direct");
+    c->sides = PyObject_GetAttrString(w->flows, "sides");
     c->add = PyObject_GetAttrString(w->flows, "add");
     c->tick = PyObject_GetAttrString(w->flows, "tick");
-    if (c->direct == NULL || c->add == NULL || c->tick == NULL)
+    if (c->direct == NULL || c->sides == NULL || c->add == NULL || c->tick == NULL)
         return -1;
-    if (!PyDict_Check(c->direct)) {
-        PyErr_SetString(PyExc_TypeError, "flows.direct must be a dict");
+    if (!PyDict_Check(c->direct) || !PyDict_Check(c->sides)) {
+        PyErr_SetString(PyExc_TypeError, "flows.direct and flows.sides must be dicts");
         return -1;
     }
     return load_deadline(c);
@@ -389,6 +449,7 @@ static int finish(Call *c, int rc)
     }
     drop_run(c);
     Py_CLEAR(c->direct);
+    Py_CLEAR(c->sides);
     Py_CLEAR(c->add);
     Py_CLEAR(c->tick);
     Py_CLEAR(c->deadline_obj);
@@ -683,6 +744,12 @@ static struct PyModuleDef walk_module = {
 
 PyMODINIT_FUNC PyInit__walk(void)
 {
+    struct { PyObject **at; const char *s; } names[] = {
+        {&s_rs, "rs"}, {&s_base, "base"}, {&s_next, "next"}, {&s_last_pkt, "last_pkt"},
+        {&s_conn, "conn"}, {&s_last_ts, "last_ts"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i].at = PyUnicode_InternFromString(names[i].s)) == NULL)
+            return NULL;
     if (PyType_Ready(&WalkerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&walk_module);

@@ -10,7 +10,8 @@ that live flow has a handler and the segment has no SYN, FIN or RST, else to `fl
 packets that right after a handler call continue its frame in progress are written into that
 frame's buffer here (or only counted, when the framer keeps just a message's first bytes),
 without their handler calls (a run, see tcp.batch: the handler returns its start, `settle`
-counts it). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
+counts it); so is an ACK alone that acknowledges nothing past the data seen (tcp.batch's
+`ack_alone`). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
 general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
 reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
 payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
@@ -33,6 +34,7 @@ from __future__ import annotations
 import struct
 
 from ..framebuf import fill
+from ..tcp.batch import ack_alone
 from ..tcp.reassembly import MASK
 
 # version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the flow's
@@ -158,7 +160,10 @@ class Walker:
                         payload = mv[a:p]
                         handle = get(key)
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
-                            started = handle(n, ts, seq, ack, flags, payload)
+                            if p == a and flags & 0x10 and ack_alone(flows, key, n, ts, ack):
+                                started = None
+                            else:
+                                started = handle(n, ts, seq, ack, flags, payload)
                             if started is not None:
                                 r_room, target, r_flow, r_stream = started
                                 room = r_room

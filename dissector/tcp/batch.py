@@ -13,12 +13,16 @@ segment, `add`, `tick`, the end of a chunk or call. Segments are handled in thei
 throughout, so nothing else changes. The file reader (capture.fast) takes runs of consecutive
 packets; `feed_columns` (Dissector.feed_segments) of consecutive segments, which are long when
 they come a connection at a time (the Spark job feeds them so).
+
+The file reader also takes an ACK alone (no data; ACK without SYN, FIN or RST) of a live flow
+itself when it acknowledges nothing past the data seen (`ack_alone`): then the handler would
+only note the packet and its time.
 """
 from __future__ import annotations
 
 from ..framebuf import fill
 from .flows import PLAIN, pack_ports
-from .reassembly import ACK, MASK
+from .reassembly import ACK, ACK_HORIZON, MASK
 
 
 def settle(flows, flow, stream, taken, pkt, ts, last):
@@ -31,6 +35,25 @@ def settle(flows, flow, stream, taken, pkt, ts, last):
         flows.pinned.add(stream)
     flow.last_pkt = pkt
     flow.conn.last_ts = ts
+
+
+def ack_alone(flows, key, pkt, ts, ack):
+    """An ACK alone sent on the live flow with direct key `key`, in packet `pkt` at `ts`: True
+    when noted here as its handler would (the flow's last packet and time), False when the
+    handler must see it (the ack is past the data seen: a loss, or the acked stream has not
+    started; tcp.flows._handler calls `acked` for those; or a key without a flow, which
+    FlowTable never has: `direct` and `sides` change together)."""
+    entry = flows.sides.get(key)
+    if entry is None:
+        return False
+    flow, side = entry
+    peer = flow.rs[1 - side]
+    base = peer.base
+    if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
+        return False
+    flow.last_pkt = pkt
+    flow.conn.last_ts = ts
+    return True
 
 
 def feed_columns(flows, out, columns, emitted):

@@ -553,7 +553,9 @@ def _handler(flow, mine, peer, pinned):
     Returns a run's start (tcp.batch) when the segment (data, ACK alone) went on in order and
     left a frame in progress that the next segments may continue without their handler calls:
     (bytes the frame still lacks, its buffer or None when its bytes are only counted,
-    the flow, the stream); else None."""
+    the flow, the stream); else None. What it does with an ACK alone (no data) is done without
+    it by the file reader where that is only noting the packet (tcp.batch.ack_alone, and
+    capture/_walk.c): a change here must be made there too."""
     conn = flow.conn
     acked = peer.acked
     waiting = peer.framer

@@ -31,6 +31,30 @@ class Boom(Exception):
     pass
 
 
+class Logged:
+    """Logs the attributes the walker sets (a flow's last packet, a connection's last time)."""
+
+    def __init__(self, log):
+        object.__setattr__(self, "log", log)
+
+    def __setattr__(self, name, value):
+        self.log.append(("set", name, value))
+        object.__setattr__(self, name, value)
+
+
+class Flow(Logged):
+    def __init__(self, log, rs):
+        super().__init__(log)
+        object.__setattr__(self, "rs", rs)
+        object.__setattr__(self, "conn", Logged(log))
+
+
+class Stream:
+    def __init__(self, base, next):
+        self.base = base
+        self.next = next
+
+
 class Flows:
     """FlowTable's face to the walker, logging every call; a handler starts a run when `rooms`
     says so (the next of them, whatever the segment: an even room writes the run into a frame
@@ -40,6 +64,10 @@ class Flows:
     def __init__(self, deadline, step, rooms, fail_at):
         self.log = []
         self.direct = {k: self._handler(k) for k in KEYS[:2]}
+        # an ACK alone on the first key is taken by the walker unless it acks 2 (past the data
+        # seen); the second key's peer stream has not started: its handler sees every one
+        flow = Flow(self.log, (Stream(None, 0), Stream(4_294_967_295, 2)))
+        self.sides = {KEYS[0]: (flow, 0), KEYS[1]: (flow, 1)}
         self.deadline = deadline
         self.step = step
         self.rooms = list(rooms)
