@@ -55,3 +55,12 @@ def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(mapped.mmap, "mmap", refuse)
     kind, got, _ = _packets(_write(tmp_path))
     assert kind is chunks.Chunks and [d for _, _, _, d in got] == PACKETS
+
+
+def test_mapping_ahead_is_given_up_where_the_kernel_refuses_it(tmp_path, monkeypatch):
+    """Pages are mapped a chunk ahead (MADV_POPULATE_READ); a kernel without it (EINVAL) leaves
+    them to be mapped as they are touched, with the same packets read."""
+    monkeypatch.setattr(chunks, "CHUNK", 16 << 10)
+    monkeypatch.setattr(mapped, "_POPULATE", 0x7FFF)   # no such advice: EINVAL
+    kind, got, ch = _packets(_write(tmp_path))
+    assert [d for _, _, _, d in got] == PACKETS and ch._populate is False
