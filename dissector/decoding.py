@@ -12,7 +12,7 @@ from __future__ import annotations
 from .model import Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
 from .protocol.embedded import SPECIAL
-from .protocol.headers import response_header_version
+from .protocol.headers import parse_response_header
 from .protocol.message import Message
 from .records.record_set import walk_set
 from .summary_walk import walker
@@ -42,18 +42,20 @@ class BodyDecoder:
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
         self._budget = [max_uncompressed]   # what the message being walked may still decode
-        self._plans = {}   # (is response, api key, version) -> _Plan, or None: the general path
+        # (is response, api key, version) -> its (reader, schema) table entry, or None: the
+        # general path (decode.decode_request_body / decode_response)
+        self._entries = {}
 
     def request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
                 body_offset) -> Message:
         """The request whose header the session already parsed."""
         issues = []
         key = (False, api_key, api_version)
-        plan = self._plans[key] if key in self._plans else self._plan(key)
-        if plan is None or type(data) is not bytes:
+        entry = self._entries[key] if key in self._entries else self._entry(key)
+        if entry is None or type(data) is not bytes:
             body = decode_request_body(data, body_offset, api_key, api_version, issues)
         else:
-            body = decode_struct(data, body_offset, plan.entry, issues)
+            body = decode_struct(data, body_offset, entry, issues)
         msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
                       body_offset)
         if body is not None:
@@ -64,34 +66,36 @@ class BodyDecoder:
         """The response; `request` (its decoded request Message) lets an Envelope's inner
         response be decoded with its inner request's api key and version."""
         key = (True, api_key, api_version)
-        plan = self._plans[key] if key in self._plans else self._plan(key)
-        # the usual header (correlation id, then no tagged fields in a flexible one) read here;
-        # anything else by decode_response
-        if plan is None or type(data) is not bytes or len(data) <= plan.body_offset or (
-                plan.body_offset == 5 and data[4] != 0):
+        entry = self._entries[key] if key in self._entries else self._entry(key)
+        head = None
+        if entry is not None and type(data) is bytes:
+            try:
+                head = parse_response_header(data, api_key, api_version)
+            except Exception:   # decode_response says what is wrong with it
+                pass
+        if head is None:
             msg = decode_response(data, api_key, api_version, request)
         else:
+            correlation_id, tags, offset = head
             issues = []
-            body = decode_struct(data, plan.body_offset, plan.entry, issues)
-            msg = Message(api_key, api_version, int.from_bytes(data[:4], "big", signed=True), None,
-                          None, body, issues, plan.body_offset)
+            msg = Message(api_key, api_version, correlation_id, None, tags,
+                          decode_struct(data, offset, entry, issues), issues, offset)
         if msg.body is not None:
             msg.summary = self._summary(data, msg.body, msg.issues, True, api_key, api_version)
         return msg
 
-    def _plan(self, key):
-        """How the messages of one (direction, api key, version) are decoded: None for the
-        general path (an unknown api key or version, or one with special cases). Kept for the
-        known ones only: the unknown come from garbage, which must not fill memory."""
+    def _entry(self, key):
+        """The table entry the bodies of one (direction, api key, version) are read with straight
+        away: None for the general path (an unknown api key or version, or one with special
+        cases). Kept for the known ones only: the unknown come from garbage, which must not fill
+        memory."""
         response, api_key, api_version = key
         t = tables(api_key) if isinstance(api_key, int) else None
         entry = t[response].get(api_version) if t is not None else None
         if entry is None:
             return None
-        plan = self._plans[key] = (
-            None if api_key in SPECIAL
-            else _Plan(entry, 4 + response_header_version(api_key, api_version) if response else 0))
-        return plan
+        entry = self._entries[key] = None if api_key in SPECIAL else entry
+        return entry
 
     def summarize(self, ex) -> None:
         """Fill the exchange's error, throttle, topic, partition and record columns."""
@@ -143,16 +147,6 @@ class BodyDecoder:
                 issues.append(Issue(i.code, i.severity, i.detail,
                                     stream_offset=base + (i.stream_offset or 0)))
         return s
-
-
-class _Plan:
-    """A known api version's decoding: its (reader, schema) table entry and, for responses, where
-    the body starts after a header without tagged fields."""
-    __slots__ = ("entry", "body_offset")
-
-    def __init__(self, entry, body_offset):
-        self.entry = entry
-        self.body_offset = body_offset
 
 
 _WALKS = {}   # (is response, api key, api version) -> (body class, its layout's walker)

@@ -32,22 +32,15 @@ def _guarded(gen, f):
 MAP_FROM = CHUNK   # files this large are mapped (mapped.py), smaller ones read
 
 
-def _mappable(f):
-    """The size of a regular file worth mapping, else 0."""
+def _mapped(f, name):
+    """MappedChunks over a regular file of MAP_FROM bytes or more, else None (also where it
+    cannot be mapped: a file system without mmap, or no address space left): the file is then
+    read in chunks."""
     try:
         st = os.fstat(f.fileno())
-    except OSError:
-        return 0
-    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size >= MAP_FROM else 0
-
-
-def _mapped(f, name, size):
-    """MappedChunks over the file, or None where it cannot be mapped (a file system without
-    mmap, or no address space left): the file is read in chunks instead."""
-    if not size:
-        return None
-    try:
-        return MappedChunks(f, name, size)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < MAP_FROM:
+            return None
+        return MappedChunks(name, f.fileno(), st.st_size)
     except (OSError, ValueError, OverflowError):
         return None
 
@@ -66,12 +59,11 @@ def open_capture(path):
             f.seek(0)
         except OSError as e:
             raise CaptureError(f"{name}: {e.strerror or e}") from None
-        size = _mappable(f)
         if magic == GZIP_MAGIC:
             f = gzip.GzipFile(fileobj=f, mode="rb")
             chunks = Chunks(f, name)
         else:
-            chunks = _mapped(f, name, size) or Chunks(f, name)
+            chunks = _mapped(f, name) or Chunks(f, name)
         while chunks.end < 32 and chunks.refill(0):  # gzip may hand out short pieces
             pass
         magic = bytes(chunks.mv[:min(4, chunks.end)])

@@ -26,13 +26,11 @@ _POPULATE = getattr(mmap, "MADV_POPULATE_READ", 22 if sys.platform == "linux" el
 
 class MappedChunks:
     """buf[0:end] holds the file from byte `base` on; refill() keeps buf[pos:end], adds a chunk."""
-    __slots__ = ("f", "name", "buf", "mv", "end", "base", "_map", "_size", "_released",
-                 "_populate")
+    __slots__ = ("name", "buf", "mv", "end", "base", "_map", "_size", "_released", "_populate")
 
-    def __init__(self, f, name, size):
-        self.f = f
+    def __init__(self, name, fileno, size):
         self.name = name
-        self._map = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)   # OSError: not mappable
+        self._map = mmap.mmap(fileno, size, access=mmap.ACCESS_READ)   # OSError: not mappable
         if _ADVISE:
             self._map.madvise(mmap.MADV_SEQUENTIAL)   # read-ahead for a file not yet cached
         self._size = size
