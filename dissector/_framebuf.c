@@ -10,6 +10,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static PyObject *frame_buffer(PyObject *Py_UNUSED(module), PyObject *arg)
 {
@@ -60,10 +63,25 @@ static PyObject *finished(PyObject *Py_UNUSED(module), PyObject *buf)
     return PyBytes_FromObject(buf);
 }
 
+/* keep_freed_memory() -> whether glibc's malloc now keeps freed blocks for reuse. Frame buffers
+ * of many sizes come and go once a message; by default glibc serves the bigger ones (a Fetch
+ * response of a few hundred KiB) with a fresh mapping each, or trims the heap under them, so
+ * their pages are faulted in and zeroed again every time (bodies level about 1.05x). */
+static PyObject *keep_freed_memory(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(noargs))
+{
+#ifdef __GLIBC__
+    if (mallopt(M_MMAP_THRESHOLD, 4 << 20) && mallopt(M_TRIM_THRESHOLD, 32 << 20))
+        Py_RETURN_TRUE;
+#endif
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"frame_buffer", frame_buffer, METH_O, "frame_buffer(n) -> bytes of n bytes, to be filled"},
     {"fill", fill, METH_VARARGS, "fill(buf, at, src, start, stop): buf[at:] = src[start:stop]"},
     {"finished", finished, METH_O, "finished(buf) -> the bytes"},
+    {"keep_freed_memory", keep_freed_memory, METH_NOARGS,
+     "keep_freed_memory() -> whether freed blocks up to 4 MiB (32 MiB at the heap's top) are kept"},
     {NULL}
 };
 

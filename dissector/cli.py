@@ -13,7 +13,7 @@ import os
 import sys
 from importlib import import_module
 
-from . import __version__
+from . import __version__, framebuf
 
 CORE_COMMANDS = ("read", "apis", "tree", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
@@ -91,6 +91,7 @@ def main(argv=None) -> int:
     # Decoded bodies are many small objects that live until their exchange is written; with the
     # default thresholds the cyclic collector keeps re-scanning them (about 15% of a bodies run).
     gc.set_threshold(50_000, 20, 50)
+    framebuf.keep_freed_memory()
     try:
         parser = build_parser(argv)
     except UsageError as exc:

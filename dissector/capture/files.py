@@ -6,7 +6,6 @@ The file is read in large chunks so memory stays flat on multi-GB captures.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import stat
 
@@ -60,6 +59,7 @@ def open_capture(path):
         except OSError as e:
             raise CaptureError(f"{name}: {e.strerror or e}") from None
         if magic == GZIP_MAGIC:
+            import gzip   # here: a plain capture (the usual) spares the CLI its import
             f = gzip.GzipFile(fileobj=f, mode="rb")
             chunks = Chunks(f, name)
         else:

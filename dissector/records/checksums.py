@@ -6,12 +6,14 @@ pure-Python slicing-by-8 table otherwise (~10x faster than one table lookup per 
 """
 from __future__ import annotations
 
+import functools
 import struct
 
 _POLY_C = 0x82F63B78  # Castagnoli polynomial, bit-reflected
 
 
-def _make_tables():
+@functools.cache   # built at first use: with the accelerated library, never
+def _tables():
     t0 = []
     for n in range(256):
         c = n
@@ -25,13 +27,12 @@ def _make_tables():
     return tuple(tuple(t) for t in tables)
 
 
-_T = _make_tables()
 _WORDS = struct.Struct("<II")
 
 
 def crc32c_python(data, crc=0):
     """CRC32C of `data` (bytes-like), continuing from `crc`; slicing-by-8, pure Python."""
-    t0, t1, t2, t3, t4, t5, t6, t7 = _T
+    t0, t1, t2, t3, t4, t5, t6, t7 = _tables()
     mv = memoryview(data).cast("B")
     n8 = len(mv) & ~7
     c = crc ^ 0xFFFFFFFF

@@ -34,6 +34,14 @@ def _zigzag_table(n):
     return tuple(t)
 
 
+def _takes2_table(n):
+    """2 + the zigzag value of each index of _zigzag_table(n), _PAST where it is negative (its odd
+    indices): slice stores, as there."""
+    t = [_PAST] * n
+    t[0::2] = range(2, n // 2 + 2)
+    return tuple(t)
+
+
 # Zigzag varints of one byte b (index b) and of two bytes b, c (index b + (c << 7): b >= 0x80,
 # so the payload bits (b & 0x7F) | (c << 7) are the index minus 128).
 _ZIGZAG = _zigzag_table(128)
@@ -44,7 +52,7 @@ _ZIGZAG2 = (0,) * 128 + _zigzag_table(1 << 14)
 # lands past every buffer, so the fast check gives up and _scan_records reports the record.
 _PAST = 1 << 62
 _TAKES = tuple(1 + v if v >= 0 else 1 if v == -1 else _PAST for v in _ZIGZAG)
-_TAKES2 = (_PAST,) * 128 + tuple(2 + v if v >= 0 else _PAST for v in _ZIGZAG2[128:])
+_TAKES2 = (_PAST,) * 128 + _takes2_table(1 << 14)
 _HEAD = struct.Struct("7B").unpack_from  # a record's first bytes (a record takes 7 or more)
 
 

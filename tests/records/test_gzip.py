@@ -21,8 +21,7 @@ def inflater(request, monkeypatch):
         errors = (lib.error, zlib.error)
     else:
         lib, errors = zlib, (zlib.error,)
-    monkeypatch.setattr(codecs, "_inflate", lib)
-    monkeypatch.setattr(codecs, "_INFLATE_ERRORS", errors)
+    monkeypatch.setattr(codecs, "_inflater", lambda: (lib, errors))
     return request.param
 
 

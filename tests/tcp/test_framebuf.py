@@ -55,3 +55,45 @@ def test_a_filled_frame_is_plain_bytes():
     assert done == b"abcdef" and type(done) is bytes and hash(done) == hash(b"abcdef")
     with pytest.raises(TypeError):
         c.fill([0] * 6, 0, b"a", 0, 1)
+
+
+# A 3 MiB buffer allocated, freed and allocated again: with freed memory kept, the second one
+# reuses the first one's pages; by default the first is a mapping of its own, unmapped when
+# freed, and the second is faulted in again page by page.
+_REUSE = """
+import resource, sys
+from dissector import _framebuf
+if sys.argv[1] == "keep":
+    assert _framebuf.keep_freed_memory()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+n = 3 << 20
+buf = b"\\1" * n   # every page written
+del buf
+before = faults()
+buf = b"\\1" * n
+print(faults() - before)
+"""
+
+
+def _second_faults(mode):
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _REUSE, mode], capture_output=True, text=True,
+                         check=True).stdout
+    return int(out)
+
+
+def test_keep_freed_memory_reuses_pages():
+    compiled()
+    import platform
+    if platform.libc_ver()[0] != "glibc":
+        assert not compiled().keep_freed_memory()   # nothing to set elsewhere
+        return
+    pages = (3 << 20) // 4096
+    assert _second_faults("default") > pages // 2
+    assert _second_faults("keep") < pages // 10
+
+
+def test_python_twin_keeps_nothing():
+    assert framebuf.py_keep_freed_memory() is False
