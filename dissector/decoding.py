@@ -5,25 +5,29 @@ the exchange table needs: it replaces raw
 `records` fields by decoded record sets (batch headers only, or every record at the "records"
 level), learns topic-id -> name mappings from responses that carry both (Metadata, CreateTopics,
 ...), names topics that travel by id (Fetch v13+, Produce v13+), and collects error codes, topic
-names, partition entries and record counts.
+names, partition entries and record counts. Where no one will see the bodies (keep_bodies=False:
+`kafka-dissect read` without --bodies), the compiled reader does that walk on the body's bytes
+instead (dissector.summary_plan), with the same checks and without building the body.
 """
 from __future__ import annotations
 
-from .model import Issue
+from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
 from .protocol.embedded import SPECIAL
 from .protocol.headers import parse_response_header
 from .protocol.message import Message
 from .records.record_set import walk_set
+from .summary_plan import plan
 from .summary_walk import walker
 
 RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
 
 
 class Summary:
-    """What one body walk collected (filled by the layout's walker)."""
+    """What one body walk collected (filled by the layout's walker), and the body's own
+    error_code and throttle_time_ms (None where its class has no such field)."""
     __slots__ = ("error_codes", "topics", "partitions", "records", "records_bytes",
-                 "uncompressed_bytes")
+                 "uncompressed_bytes", "error_code", "throttle_time_ms")
 
     def __init__(self):
         self.error_codes = []
@@ -32,13 +36,15 @@ class Summary:
         self.records = 0
         self.records_bytes = 0
         self.uncompressed_bytes = 0   # None once a compressed batch was not decompressed
+        self.error_code = self.throttle_time_ms = None
 
 
 class BodyDecoder:
     """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
 
-    def __init__(self, records=False, max_uncompressed=64 << 20):
+    def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True):
         self.full_records = records
+        self.keep_bodies = keep_bodies
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
         self._budget = [max_uncompressed]   # what the message being walked may still decode
@@ -55,6 +61,13 @@ class BodyDecoder:
         if entry is None or type(data) is not bytes:
             body = decode_request_body(data, body_offset, api_key, api_version, issues)
         else:
+            if not self.keep_bodies:
+                s = self._walk_bytes(data, body_offset, entry, issues, False)
+                if s is not None:
+                    msg = Message(api_key, api_version, correlation_id, client_id, header_tags,
+                                  None, issues, body_offset)
+                    msg.summary = s
+                    return msg
             body = decode_struct(data, body_offset, entry, issues)
         msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
                       body_offset)
@@ -78,6 +91,12 @@ class BodyDecoder:
         else:
             correlation_id, tags, offset = head
             issues = []
+            s = None if self.keep_bodies else self._walk_bytes(data, offset, entry, issues, True)
+            if s is not None:
+                msg = Message(api_key, api_version, correlation_id, None, tags, None, issues,
+                              offset)
+                msg.summary = s
+                return msg
             msg = Message(api_key, api_version, correlation_id, None, tags,
                           decode_struct(data, offset, entry, issues), issues, offset)
         if msg.body is not None:
@@ -120,12 +139,11 @@ class BodyDecoder:
                 ex.records_bytes = size
                 ex.records_uncompressed_bytes = unc
         if resp is not None:
-            body = ex.response_msg.body
-            top = getattr(body, "error_code", None)
+            top = resp.error_code
             codes = resp.error_codes
             ex.error_code = top if top else (codes[0] if codes else 0)
             ex.error_count = len(codes)
-            ex.throttle_time_ms = getattr(body, "throttle_time_ms", None)
+            ex.throttle_time_ms = resp.throttle_time_ms
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -141,12 +159,45 @@ class BodyDecoder:
         if type(body) is cls:
             walk(body, s, bad_sets, learn, self.topic_names, self._budget, self.full_records,
                  walk_set)
-        for raw, rs in bad_sets:  # rebase record-set issues from the records field to the message
-            base = max(bytes(data).find(bytes(raw)), 0)
-            for i in rs.issues:
-                issues.append(Issue(i.code, i.severity, i.detail,
-                                    stream_offset=base + (i.stream_offset or 0)))
+        s.error_code = getattr(body, "error_code", None)
+        s.throttle_time_ms = getattr(body, "throttle_time_ms", None)
+        _rebase(data, bad_sets, issues)
         return s
+
+    def _walk_bytes(self, data, offset, entry, issues, learn) -> Summary | None:
+        """The summary of the body at data[offset:] walked on its bytes; None where the
+        compiled reader cannot (no plan, not compiled) or the body is malformed: the caller then
+        decodes it, which says what is wrong, and walks that."""
+        reader, schema = entry
+        walk_plan = plan(schema)
+        if walk_plan is None or not hasattr(reader, "summarize"):
+            return None
+        self._budget = [self.max_uncompressed]   # as _summary: one budget a message
+        try:
+            (end, codes, topics, bad_sets, parts, count, size, unc, top,
+             throttle) = reader.summarize(data, offset, walk_plan, learn, self.topic_names,
+                                          walk_set, self.full_records, self._budget)
+        except Exception:   # malformed (or a layout it cannot walk): decoded instead
+            return None
+        if end < len(data):
+            issues.append(Issue("kafka.trailing_bytes", WARNING,
+                                f"{len(data) - end} bytes after the end of the body",
+                                stream_offset=end))
+        s = Summary()
+        s.error_codes, s.topics, s.partitions = codes, topics, parts
+        s.records, s.records_bytes, s.uncompressed_bytes = count, size, unc
+        s.error_code, s.throttle_time_ms = top, throttle
+        _rebase(data, bad_sets, issues)
+        return s
+
+
+def _rebase(data, bad_sets, issues):
+    """Record-set issues, from offsets in their records field to offsets in the message."""
+    for raw, rs in bad_sets:
+        base = max(bytes(data).find(bytes(raw)), 0)
+        for i in rs.issues:
+            issues.append(Issue(i.code, i.severity, i.detail,
+                                stream_offset=base + (i.stream_offset or 0)))
 
 
 _WALKS = {}   # (is response, api key, api version) -> (body class, its layout's walker)

@@ -63,7 +63,7 @@ class Progress:
             sys.stderr.flush()
 
 
-def open_dissection(args, level):
+def open_dissection(args, level, keep_bodies=True):
     from ..cli import UsageError
     ports, auto = parse_ports(args.port)
     for path in args.captures:
@@ -71,7 +71,7 @@ def open_dissection(args, level):
             raise UsageError(f"{path}: no such file")
     progress = Progress(args.captures)
     run = dissect(args.captures, ports, auto=auto, level=level, max_frame=args.max_frame,
-                  progress=progress)
+                  progress=progress, keep_bodies=keep_bodies)
     return run, progress
 
 

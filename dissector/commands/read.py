@@ -33,7 +33,8 @@ def run(args) -> int:
     if args.filter is not None:   # the filter compiler loads ast: 3 ms of every start
         from ..filters import compile_filter_option
         keep = compile_filter_option(args.filter, EXCHANGE_COLUMN_NAMES)
-    run, progress = open_dissection(args, level)
+    # the table needs the bodies' summaries only; --bodies prints the bodies themselves
+    run, progress = open_dissection(args, level, keep_bodies=args.bodies)
     out = open_output(args.out) if args.out else sys.stdout
     try:
         writer = make_writer(args.format, out, bodies=args.bodies)

@@ -47,6 +47,10 @@ struct Schema {
     Field *fields;        /* the fields, then the tagged ones */
     Default *defaults;    /* every field's, the tagged ones', then the absent ones' */
     Py_ssize_t unknown_off;
+    /* the summary plan (dissector/summary_plan.py), set by set_plan on a walked struct */
+    int mode;
+    Py_ssize_t name_def, id_def;
+    int *roles;           /* per field, then tagged field: an R_* code (R_NODE: see the child) */
 };
 
 static PyObject *default_struct;   /* primitives.DEFAULT_STRUCT */
@@ -70,6 +74,7 @@ static void schema_free(Schema *s)
             schema_free(s->defaults[i].child);
     }
     Py_XDECREF(s->cls);
+    PyMem_Free(s->roles);
     PyMem_Free(s->fields);
     PyMem_Free(s->defaults);
     PyMem_Free(s);
@@ -450,6 +455,360 @@ static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
     return o;
 }
 
+/* -- the summary walk ------------------------------------------------------------------------ */
+
+/* What dissector.summary_walk's walker does on a decoded body, done on its bytes: each field is
+ * checked as read_value would read it, but only those the plan names become objects. Any fault
+ * fails the walk as a read would fail (decoding.BodyDecoder then decodes and walks the body). */
+enum { R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_NODE };
+enum { M_TOPIC = 1, M_PARTITION = 2, M_NAME = 4, M_ID = 8 };
+
+typedef struct {
+    PyObject *errs, *topics, *names, *decode_set, *full, *budget, *bad_sets;
+    int learn;
+    long long parts, nrec, nbytes, unc;
+    int unc_known;        /* false once a compressed batch's size is unknown (None) */
+    PyObject *top_error, *throttle;
+} Sum;
+
+static PyObject *s_int, *s_record_count, *s_size, *s_batches, *s_codec, *s_uncompressed_size,
+    *s_issues;
+
+static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s);
+
+/* read_value's checks without its object (a string is still decoded: its UTF-8 must be valid) */
+static int skip_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nullable, int compact,
+                      Schema *child)
+{
+    Py_ssize_t at = *p;
+    if (kind <= K_UUID) {
+        if (at + min_size[kind] > c->end)
+            return -1;
+        *p += min_size[kind];
+        return 0;
+    }
+    if (kind == K_STRUCT) {
+        if (nullable) {
+            if (at >= c->end)
+                return -1;
+            *p += 1;
+            if ((int8_t)c->b[at] < 0)
+                return 0;
+        }
+        return skip_struct(c, p, child);
+    }
+    long long n;
+    if (length(c, p, compact, kind != K_STRING, &n) < 0)
+        return -1;
+    if (n < 0)
+        return n == -1 && nullable ? 0 : -1;
+    Py_ssize_t left = c->end - *p;
+    if (kind == K_ARRAY) {
+        if (n * min_size[elem] > left)
+            return -1;
+        c->budget -= n;
+        if (c->budget < 0)
+            return -1;
+        if (elem <= K_UUID) {   /* fixed size: all checked above */
+            *p += (Py_ssize_t)n * min_size[elem];
+            return 0;
+        }
+        for (long long i = 0; i < n; i++)
+            if (skip_value(c, p, elem, K_NONE, 0, compact, child) < 0)
+                return -1;
+        return 0;
+    }
+    if (n > left)
+        return -1;
+    *p += (Py_ssize_t)n;
+    if (kind == K_STRING) {
+        PyObject *v = PyUnicode_DecodeUTF8((const char *)c->b + *p - n, (Py_ssize_t)n, NULL);
+        if (v == NULL)
+            return -1;
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
+/* A flexible struct's tagged fields: each known one through `field` (with its size as the end),
+ * which must use all of it; unknown ones skipped. */
+typedef int (*FieldFn)(Ctx *, Py_ssize_t *, Schema *, Py_ssize_t, void *);
+
+static int walk_tags(Ctx *c, Py_ssize_t *p, Schema *s, FieldFn field, void *arg)
+{
+    long long n, tag, size;
+    if (uvarint(c, p, &n) < 0)
+        return -1;
+    for (long long i = 0; i < n; i++) {
+        if (uvarint(c, p, &tag) < 0 || uvarint(c, p, &size) < 0 || size > c->end - *p)
+            return -1;
+        Py_ssize_t e = *p + (Py_ssize_t)size;
+        Py_ssize_t found = -1;
+        for (Py_ssize_t j = s->nfields; j < s->nfields + s->ntagged; j++)
+            if (s->fields[j].tag == tag)
+                found = j;
+        if (found >= 0) {
+            Py_ssize_t end = c->end;
+            c->end = e;
+            int rc = field(c, p, s, found, arg);
+            c->end = end;
+            if (rc < 0 || *p != e)
+                return -1;
+        }
+        *p = e;
+    }
+    return 0;
+}
+
+static int skip_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *Py_UNUSED(arg))
+{
+    Field *f = &s->fields[i];
+    return skip_value(c, p, f->kind, f->elem, f->nullable, f->compact, f->child);
+}
+
+static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s)
+{
+    for (Py_ssize_t i = 0; i < s->nfields; i++)
+        if (skip_field(c, p, s, i, NULL) < 0)
+            return -1;
+    return s->flexible ? walk_tags(c, p, s, skip_field, NULL) : 0;
+}
+
+/* One record set: the walker's `decode_set` call and its sums. */
+static int sum_records(Sum *S, PyObject *v)
+{
+    PyObject *rs = PyObject_CallFunctionObjArgs(S->decode_set, v, S->full, S->budget, NULL);
+    if (rs == NULL)
+        return -1;
+    int rc = -1;
+    PyObject *count = PyObject_GetAttr(rs, s_record_count), *size = NULL, *batches = NULL,
+             *issues = NULL;
+    if (count == NULL || (size = PyObject_GetAttr(rs, s_size)) == NULL)
+        goto done;
+    S->nrec += PyLong_AsLongLong(count);
+    S->nbytes += PyLong_AsLongLong(size);
+    if (PyErr_Occurred() || (batches = PyObject_GetAttr(rs, s_batches)) == NULL
+            || !PyList_Check(batches))
+        goto done;
+    for (Py_ssize_t i = 0; S->unc_known && i < PyList_GET_SIZE(batches); i++) {
+        PyObject *bt = PyList_GET_ITEM(batches, i);
+        PyObject *codec = PyObject_GetAttr(bt, s_codec);
+        if (codec == NULL)
+            goto done;
+        int plain = PyLong_Check(codec) && PyLong_AsLong(codec) == 0;
+        Py_DECREF(codec);
+        PyObject *n = PyObject_GetAttr(bt, plain ? s_size : s_uncompressed_size);
+        if (n == NULL)
+            goto done;
+        if (n == Py_None)
+            S->unc_known = 0;
+        else
+            S->unc += PyLong_AsLongLong(n);
+        Py_DECREF(n);
+        if (PyErr_Occurred())
+            goto done;
+    }
+    if ((issues = PyObject_GetAttr(rs, s_issues)) == NULL)
+        goto done;
+    int any = PyObject_IsTrue(issues);
+    if (any < 0)
+        goto done;
+    if (any) {
+        PyObject *pair = PyTuple_Pack(2, v, rs);
+        if (pair == NULL || PyList_Append(S->bad_sets, pair) < 0) {
+            Py_XDECREF(pair);
+            goto done;
+        }
+        Py_DECREF(pair);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(count);
+    Py_XDECREF(size);
+    Py_XDECREF(batches);
+    Py_XDECREF(issues);
+    Py_DECREF(rs);
+    return rc;
+}
+
+static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S);
+
+typedef struct {
+    Sum *S;
+    PyObject *name, *id;  /* the struct's topic name and id so far (R_NAME, R_TOPIC_ID) */
+} Walked;
+
+static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
+{
+    Walked *w = arg;
+    Sum *S = w->S;
+    Field *f = &s->fields[i];
+    int role = s->roles[i];
+    if (role == R_SKIP)
+        return skip_field(c, p, s, i, NULL);
+    if (role == R_NODE) {
+        if (f->kind == K_STRUCT) {
+            if (f->nullable) {
+                if (*p >= c->end)
+                    return -1;
+                *p += 1;
+                if ((int8_t)c->b[*p - 1] < 0)
+                    return 0;
+            }
+            return sum_struct(c, p, f->child, S);
+        }
+        long long n;   /* an array of structs */
+        if (length(c, p, f->compact, 1, &n) < 0)
+            return -1;
+        if (n < 0)
+            return n == -1 && f->nullable ? 0 : -1;
+        if (n * min_size[K_STRUCT] > c->end - *p)
+            return -1;
+        c->budget -= n;
+        if (c->budget < 0)
+            return -1;
+        for (long long k = 0; k < n; k++)
+            if (sum_struct(c, p, f->child, S) < 0)
+                return -1;
+        return 0;
+    }
+    PyObject *v = read_field(c, p, f);
+    if (v == NULL)
+        return -1;
+    int rc = 0;
+    switch (role) {
+    case R_TOP_ERROR:   /* the body's error_code, and an error code like any other */
+    case R_ERROR:
+        if (role == R_TOP_ERROR)
+            Py_XSETREF(S->top_error, Py_NewRef(v));
+        if (PyObject_IsTrue(v))
+            rc = PyList_Append(S->errs, v);
+        break;
+    case R_THROTTLE:
+        Py_XSETREF(S->throttle, Py_NewRef(v));
+        break;
+    case R_RECORDS:
+        if (v != Py_None)
+            rc = sum_records(S, v);
+        break;
+    case R_NAME:
+        Py_XSETREF(w->name, Py_NewRef(v));
+        break;
+    case R_TOPIC_ID:
+        Py_XSETREF(w->id, Py_NewRef(v));
+        break;
+    }
+    Py_DECREF(v);
+    return rc;
+}
+
+static int name_absent(PyObject *name, PyObject *topics)
+{
+    int in = PySequence_Contains(topics, name);
+    return in < 0 ? -1 : !in;
+}
+
+/* The walker's topic naming for a struct: learn id -> name, fill a name in from its id, collect
+ * a topic entry's name (first seen first). */
+static int name_topic(Schema *s, Walked *w)
+{
+    Sum *S = w->S;
+    int mode = s->mode;
+    if (mode & M_NAME) {
+        PyObject *name = w->name;   /* borrowed: w keeps it */
+        if ((mode & M_ID) && w->id != Py_None) {
+            PyObject *big = PyObject_GetAttr(w->id, s_int);
+            int set = big == NULL ? -1 : PyObject_IsTrue(big);
+            Py_XDECREF(big);
+            if (set < 0)
+                return -1;
+            int named = set ? PyObject_IsTrue(name) : 0;
+            if (named < 0)
+                return -1;
+            if (set && named && S->learn) {
+                if (PyDict_SetItem(S->names, w->id, name) < 0)
+                    return -1;
+            } else if (set && !named) {
+                PyObject *known = PyDict_GetItemWithError(S->names, w->id);
+                if (known == NULL && PyErr_Occurred())
+                    return -1;
+                if (known != NULL) {
+                    Py_SETREF(w->name, Py_NewRef(known));
+                    name = w->name;
+                }
+            }
+        }
+        if (mode & M_TOPIC && PyUnicode_Check(name)) {
+            int absent = name_absent(name, S->topics);
+            if (absent < 0 || (absent && PyList_Append(S->topics, name) < 0))
+                return -1;
+        }
+    } else if ((mode & M_TOPIC) && (mode & M_ID)) {
+        PyObject *name = PyDict_GetItemWithError(S->names, w->id);
+        if (name == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        int absent = name_absent(name, S->topics);
+        if (absent < 0 || (absent && PyList_Append(S->topics, name) < 0))
+            return -1;
+    }
+    return 0;
+}
+
+static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
+{
+    Walked w = {.S = S};
+    int rc = -1;
+    if (s->mode & M_PARTITION)
+        S->parts++;
+    if ((s->name_def >= 0 && (w.name = fresh(&s->defaults[s->name_def])) == NULL)
+            || (s->id_def >= 0 && (w.id = fresh(&s->defaults[s->id_def])) == NULL))
+        goto done;
+    for (Py_ssize_t i = 0; i < s->nfields; i++)
+        if (sum_field(c, p, s, i, &w) < 0)
+            goto done;
+    if (s->flexible && walk_tags(c, p, s, sum_field, &w) < 0)
+        goto done;
+    rc = (w.name != NULL || w.id != NULL) ? name_topic(s, &w) : 0;
+done:
+    Py_XDECREF(w.name);
+    Py_XDECREF(w.id);
+    return rc;
+}
+
+/* A plan node (summary_plan._node) onto a compiled struct: -1 (no exception) if it does not fit. */
+static int set_plan(Schema *s, PyObject *node)
+{
+    Py_ssize_t n = s->nfields + s->ntagged;
+    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) != 4)
+        return -1;
+    PyObject *roles = PyTuple_GET_ITEM(node, 3);
+    if (!PyTuple_Check(roles) || PyTuple_GET_SIZE(roles) != n)
+        return -1;
+    s->mode = (int)PyLong_AsLong(PyTuple_GET_ITEM(node, 0));
+    s->name_def = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 1));
+    s->id_def = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 2));
+    if (PyErr_Occurred() || s->name_def >= s->ndefaults || s->id_def >= s->ndefaults)
+        return -1;
+    PyMem_Free(s->roles);
+    if ((s->roles = PyMem_Calloc(n + 1, sizeof(int))) == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyTuple_GET_ITEM(roles, i);
+        Field *f = &s->fields[i];
+        if (PyTuple_Check(r)) {
+            if (f->child == NULL || set_plan(f->child, r) < 0)
+                return -1;
+            s->roles[i] = R_NODE;
+            continue;
+        }
+        long role = PyLong_AsLong(r);
+        if (role < R_SKIP || role >= R_NODE)
+            return -1;
+        s->roles[i] = (int)role;
+    }
+    return 0;
+}
+
 /* -- the Reader type ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -459,6 +818,7 @@ typedef struct {
     PyObject *fallback;
     Schema *compiled;
     int state;            /* 0: not compiled yet; 1: compiled; -1: the fallback reads all */
+    PyObject *plan;       /* the summary plan set on `compiled` (summarize), or NULL */
 } Reader;
 
 static void compile_reader(Reader *self)
@@ -499,6 +859,79 @@ static PyObject *reader_call(Reader *self, PyObject *const *args, size_t nargsf,
     return out;
 }
 
+static PyObject *top_value(Schema *s, Py_ssize_t def)
+{
+    return def < 0 ? Py_NewRef(Py_None) : fresh(&s->defaults[def]);
+}
+
+/* summarize(b, p, plan, learn, names, decode_set, full, budget) -> (end, error codes, topics,
+ * bad sets, partitions, records, records bytes, uncompressed bytes or None, error_code,
+ * throttle_time_ms): the summary walk of the body at b[p:] (see "the summary walk"). ValueError
+ * when this reader cannot walk (not compiled, a plan that does not fit the layout, not bytes);
+ * malformed bytes fail as a call does. */
+static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8)
+        return PyErr_Format(PyExc_TypeError, "summarize takes 8 arguments");
+    if (self->state == 0)
+        compile_reader(self);
+    PyObject *plan = args[2];
+    if (self->state < 0 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(plan)
+            || PyTuple_GET_SIZE(plan) != 3)
+        return PyErr_Format(PyExc_ValueError, "this reader cannot walk that");
+    Schema *s = self->compiled;
+    if (plan != self->plan) {
+        Py_CLEAR(self->plan);
+        if (set_plan(s, PyTuple_GET_ITEM(plan, 0)) < 0) {
+            PyErr_Clear();
+            return PyErr_Format(PyExc_ValueError, "the plan does not fit the layout");
+        }
+        self->plan = Py_NewRef(plan);
+    }
+    Py_ssize_t err_def = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 1));
+    Py_ssize_t thr_def = PyLong_AsSsize_t(PyTuple_GET_ITEM(plan, 2));
+    Py_ssize_t p = PyLong_AsSsize_t(args[1]);
+    int learn = PyObject_IsTrue(args[3]);
+    if (PyErr_Occurred() || learn < 0)
+        return NULL;
+    if (err_def >= s->ndefaults || thr_def >= s->ndefaults || !PyDict_Check(args[4]))
+        return PyErr_Format(PyExc_ValueError, "this reader cannot walk that");
+    Ctx c = {.bytes = args[0], .b = (const unsigned char *)PyBytes_AS_STRING(args[0]),
+             .end = PyBytes_GET_SIZE(args[0]), .budget = default_budget};
+    if (p < 0 || p > c.end)
+        return malformed();
+    Sum S = {.errs = PyList_New(0), .topics = PyList_New(0), .bad_sets = PyList_New(0),
+             .names = args[4], .decode_set = args[5], .full = args[6], .budget = args[7],
+             .learn = learn, .unc_known = 1, .top_error = top_value(s, err_def),
+             .throttle = top_value(s, thr_def)};
+    PyObject *out = NULL;
+    if (S.errs != NULL && S.topics != NULL && S.bad_sets != NULL && S.top_error != NULL
+            && S.throttle != NULL) {
+        if (sum_struct(&c, &p, s, &S) < 0)
+            malformed();
+        else
+            out = Py_BuildValue("(nOOOLLLNOO)", p, S.errs, S.topics, S.bad_sets, S.parts, S.nrec,
+                                S.nbytes, S.unc_known ? PyLong_FromLongLong(S.unc)
+                                                      : Py_NewRef(Py_None),
+                                S.top_error, S.throttle);
+    }
+    Py_XDECREF(c.view);
+    Py_XDECREF(S.errs);
+    Py_XDECREF(S.topics);
+    Py_XDECREF(S.bad_sets);
+    Py_XDECREF(S.top_error);
+    Py_XDECREF(S.throttle);
+    return out;
+}
+
+static PyMethodDef reader_methods[] = {
+    {"summarize", (PyCFunction)(void (*)(void))reader_summarize, METH_FASTCALL,
+     "summarize(b, p, plan, learn, names, decode_set, full, budget) -> (end, error codes, "
+     "topics, bad sets, partitions, records, records bytes, uncompressed bytes, error_code, "
+     "throttle_time_ms)"},
+    {NULL}
+};
+
 static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     PyObject *schema, *fallback;
@@ -521,6 +954,7 @@ static void reader_dealloc(Reader *self)
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->schema);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->plan);
     schema_free(self->compiled);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -529,6 +963,7 @@ static int reader_traverse(Reader *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->schema);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->plan);
     return 0;
 }
 
@@ -563,6 +998,7 @@ static PyTypeObject ReaderType = {
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(Reader, vectorcall),
     .tp_members = reader_members,
+    .tp_methods = reader_methods,
     .tp_getset = reader_getset,
 };
 
@@ -594,7 +1030,16 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_reader", 
 PyMODINIT_FUNC PyInit__reader(void)
 {
     unknown_tags_name = PyUnicode_InternFromString("unknown_tags");
-    if (unknown_tags_name == NULL || PyType_Ready(&ReaderType) < 0)
+    s_int = PyUnicode_InternFromString("int");
+    s_record_count = PyUnicode_InternFromString("record_count");
+    s_size = PyUnicode_InternFromString("size");
+    s_batches = PyUnicode_InternFromString("batches");
+    s_codec = PyUnicode_InternFromString("codec");
+    s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
+    s_issues = PyUnicode_InternFromString("issues");
+    if (unknown_tags_name == NULL || s_int == NULL || s_record_count == NULL || s_size == NULL
+            || s_batches == NULL || s_codec == NULL || s_uncompressed_size == NULL
+            || s_issues == NULL || PyType_Ready(&ReaderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0)

@@ -1,0 +1,191 @@
+"""The summary walk on a body's bytes (protocol/_reader.c Reader.summarize, planned by
+dissector.summary_plan) against decoding the body and walking the objects (summary_walk).
+
+Both must give the same summary (error codes in order, topics, partitions, record counts and
+sizes, the body's error_code and throttle time), the same issues and the same learned topic ids:
+on random bodies of every (api, version) in both directions, whole, cut short, with bytes
+flipped or added; on every message of the real captures; and in the read command's table. The
+byte walk must fail exactly where the compiled reader fails (the body is then decoded instead).
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from dissector.decoding import BodyDecoder
+from dissector.pipeline import dissect
+from dissector.protocol.decode import decode_struct, tables
+from dissector.protocol.embedded import SPECIAL
+from dissector.protocol.generated.apis import APIS
+from dissector.protocol.primitives import Body
+from dissector.summary_plan import plan
+from dissector.tables import exchange_row
+from tests.protocol.encoder import encode, random_body
+
+CAPTURES = sorted(p for p in (Path(__file__).resolve().parents[2] / "captures").glob("*.pcap")
+                  if "mss" not in p.name)
+PAIRS = [(k, v, d) for k in sorted(APIS) if tables(k) is not None
+         for d in (0, 1) for v in sorted(tables(k)[d])]
+
+
+def _compiled(entry):
+    reader = entry[0]
+    if not hasattr(reader, "summarize"):
+        pytest.fail("the compiled body reader is not built (pip install -e . builds it)")
+    return reader
+
+
+def _uuids(obj, out):
+    if isinstance(obj, Body):
+        for a in obj.__slots__:
+            _uuids(getattr(obj, a, None), out)
+    elif isinstance(obj, list):
+        for x in obj:
+            _uuids(x, out)
+    elif isinstance(obj, UUID) and obj.int:
+        out.append(obj)
+    return out
+
+
+def _summary(s):
+    return (s.error_codes, s.topics, s.partitions, s.records, s.records_bytes,
+            s.uncompressed_bytes, s.error_code, s.throttle_time_ms)
+
+
+def _both(data, key, version, direction, known, full=False):
+    """(decoded and walked, walked on bytes or None): summary, issues, learned names."""
+    entry = tables(key)[direction][version]
+    learn = bool(direction)   # responses teach topic ids
+    out = []
+    for keep in (True, False):
+        d = BodyDecoder(records=full, keep_bodies=keep)
+        d.topic_names = dict(known)
+        issues = []
+        if keep:
+            body = decode_struct(data, 0, entry, issues)
+            s = d._summary(data, body, issues, learn, key, version) if body is not None else None
+        else:
+            s = d._walk_bytes(data, 0, entry, issues, learn)
+        out.append(None if s is None else
+                   (_summary(s), [(i.code, i.stream_offset) for i in issues], d.topic_names))
+    return out
+
+
+def _fails(reader, data):
+    try:
+        reader(data, 0)
+    except Exception:
+        return True
+    return False
+
+
+def _damaged(data, rnd):
+    yield data[:rnd.randrange(len(data))] if data else data
+    if data:
+        flipped = bytearray(data)
+        flipped[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        yield bytes(flipped)
+    at = rnd.randrange(len(data) + 1)
+    yield data[:at] + bytes([rnd.randrange(256)]) + data[at:]
+
+
+@pytest.mark.parametrize("key,version,direction", PAIRS,
+                         ids=[f"{APIS[k][0]}-v{v}-{'resp' if d else 'req'}" for k, v, d in PAIRS])
+def test_random_bodies(key, version, direction):
+    entry = tables(key)[direction][version]
+    reader = _compiled(entry)
+    assert plan(entry[1]) is not None   # every layout of the specs is walked on its bytes
+    rnd = random.Random(f"bytes/{key}/{version}/{direction}")
+    for _ in range(4):
+        body = random_body(entry[1], rnd)
+        # every other topic id is known by name beforehand: resolving and learning both happen
+        known = {u: f"known-{i}" for i, u in enumerate(_uuids(body, [])) if i % 2}
+        data = encode(entry[1], body)
+        decoded, walked = _both(data, key, version, direction, known)
+        assert walked == decoded
+        for bad in _damaged(data, rnd):
+            decoded, walked = _both(bad, key, version, direction, known)
+            assert (walked is None) == _fails(reader, bad)
+            if walked is not None:
+                assert walked == decoded
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=[p.name for p in CAPTURES])
+@pytest.mark.parametrize("level", ["bodies", "records"])
+def test_read_table_alike(capture, level):
+    """The exchange table, its issues and the learned topic ids, with and without bodies."""
+    runs = []
+    for keep in (True, False):
+        rows, kept = [], []
+        for ex in dissect(capture, auto=True, level=level, keep_bodies=keep):
+            rows.append((exchange_row(ex), [(i.code, i.stream_offset) for i in ex.issues]))
+            kept += [msg for msg in (ex.request_msg, ex.response_msg)
+                     if msg is not None and msg.body is not None]
+        runs.append((rows, kept))
+    (rows, kept), (walked_rows, walked_kept) = runs
+    assert walked_rows == rows
+    assert len(kept) > 10
+    # without bodies, only the special cases (ApiVersions, SASL, Envelope) and damaged ones keep theirs
+    assert all(m.api_key in SPECIAL or m.issues for m in walked_kept)
+    assert len(walked_kept) < len(kept)
+
+
+def test_a_layout_whose_order_differs_is_decoded():
+    class Partition(Body):
+        __slots__ = ("error_code", "records", "unknown_tags")
+
+    wire = (("records", "records", None, True, False, None, None, None),
+            ("error_code", "int16", None, False, False, None, 0, None))
+    assert plan((Partition, False, wire, (), ())) is None
+    assert plan((Partition, False, wire[::-1], (), ())) is not None
+
+
+class _Part(Body):
+    __slots__ = ("error_code", "unknown_tags")
+
+
+class _Top(Body):
+    __slots__ = ("partitions", "replicas", "extra", "unknown_tags")
+
+
+_PART = (_Part, True, (("error_code", "int16", None, False, False, None, 0, None),), (), ())
+_TOP = (_Top, True, (("partitions", "array", "struct", False, True, None, [], _PART),
+                     ("replicas", "array", "int32", False, True, None, [], None)),
+        (("extra", "int32", None, False, False, 5, 0, None),), ())
+
+
+def _synthetic():
+    from dissector.protocol import readers
+    if readers.Reader is None:
+        pytest.fail("the compiled body reader is not built (pip install -e . builds it)")
+    return readers, readers.Reader(_TOP, lambda *a: pytest.fail("fell back"))
+
+
+def _walk(reader, data):
+    d = BodyDecoder(keep_bodies=False)
+    return d._walk_bytes(data, 0, (reader, _TOP), [], False)
+
+
+def test_element_budget_counts_skipped_arrays():
+    """Arrays walked and arrays skipped are charged to the element budget as read arrays are."""
+    readers, reader = _synthetic()
+    from dissector.protocol.primitives import DEFAULT_STRUCT, MAX_ELEMENTS, UUIDS, Malformed, uuid_at
+    # 3 partitions (error 7), 3 replicas, no tags: 6 elements
+    data = bytes([4]) + b"\x00\x07\x00" * 3 + bytes([4]) + b"\x00\x00\x00\x01" * 3 + b"\x00"
+    assert _walk(reader, data).error_codes == [7, 7, 7]
+    try:
+        for budget in (2, 5, 6):
+            readers.configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, budget)
+            assert (_walk(reader, data) is None) == (budget < 6) == _fails(reader, data)
+    finally:
+        readers.configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, MAX_ELEMENTS)
+
+
+@pytest.mark.parametrize("size,ok", [(4, True), (5, False), (3, False)])
+def test_tagged_field_must_fill_its_size(size, ok):
+    _, reader = _synthetic()
+    data = bytes([1, 1]) + bytes([1, 5, size]) + b"\x00\x00\x00\x09" + b"\x00" * max(size - 4, 0)
+    assert (_walk(reader, data) is not None) == ok == (not _fails(reader, data))
