@@ -393,8 +393,15 @@ static PyObject *read_field(Ctx *c, Py_ssize_t *p, Field *f)
     return read_value(c, p, f->kind, f->elem, f->nullable, f->compact, f->child);
 }
 
-/* A flexible struct's tagged-field section, into `o`. */
-static int read_tags(Ctx *c, Py_ssize_t *p, Schema *s, PyObject *o)
+/* A flexible struct's tagged-field section: each known field through `field`, which may not
+ * read past the field's size and must use all of it; each unknown one through `unknown` (NULL:
+ * skipped). The reader keeps them in the body, the summary walk (below) only checks them. */
+typedef int (*FieldFn)(Ctx *, Py_ssize_t *, Schema *, Py_ssize_t, void *);
+typedef int (*UnknownFn)(Ctx *, long long tag, Py_ssize_t at, Py_ssize_t size, Schema *,
+                         void *);
+
+static int walk_tags(Ctx *c, Py_ssize_t *p, Schema *s, FieldFn field, UnknownFn unknown,
+                     void *arg)
 {
     long long n, tag, size;
     if (uvarint(c, p, &n) < 0)
@@ -403,36 +410,47 @@ static int read_tags(Ctx *c, Py_ssize_t *p, Schema *s, PyObject *o)
         if (uvarint(c, p, &tag) < 0 || uvarint(c, p, &size) < 0 || size > c->end - *p)
             return -1;
         Py_ssize_t e = *p + (Py_ssize_t)size;
-        Field *f = NULL;
+        Py_ssize_t found = -1;
         for (Py_ssize_t j = s->nfields; j < s->nfields + s->ntagged; j++)
             if (s->fields[j].tag == tag)
-                f = &s->fields[j];
-        if (f == NULL) {   /* unknown: kept raw in unknown_tags */
-            PyObject **slot = (PyObject **)((char *)o + s->unknown_off);
-            if (*slot == Py_None)
-                set_slot(o, s->unknown_off, PyDict_New());
-            PyObject *key = PyLong_FromLongLong(tag);
-            PyObject *raw = PyBytes_FromStringAndSize((const char *)c->b + *p, (Py_ssize_t)size);
-            int bad = *slot == NULL || key == NULL || raw == NULL
-                || PyDict_SetItem(*slot, key, raw) < 0;
-            Py_XDECREF(key);
-            Py_XDECREF(raw);
-            if (bad)
-                return -1;
-        } else {   /* a tagged field may not read past its size, and must use all of it */
+                found = j;
+        if (found >= 0) {
             Py_ssize_t end = c->end;
             c->end = e;
-            PyObject *v = read_field(c, p, f);
+            int rc = field(c, p, s, found, arg);
             c->end = end;
-            if (v == NULL)
+            if (rc < 0 || *p != e)
                 return -1;
-            set_slot(o, f->off, v);
-            if (*p != e)
-                return -1;
+        } else if (unknown != NULL && unknown(c, tag, *p, (Py_ssize_t)size, s, arg) < 0) {
+            return -1;
         }
         *p = e;
     }
     return 0;
+}
+
+static int read_tagged(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *o)
+{
+    PyObject *v = read_field(c, p, &s->fields[i]);
+    if (v == NULL)
+        return -1;
+    set_slot(o, s->fields[i].off, v);
+    return 0;
+}
+
+/* an unknown tagged field, kept raw in the body's unknown_tags */
+static int keep_unknown(Ctx *c, long long tag, Py_ssize_t at, Py_ssize_t size, Schema *s,
+                        void *o)
+{
+    PyObject **slot = (PyObject **)((char *)o + s->unknown_off);
+    if (*slot == Py_None)
+        set_slot(o, s->unknown_off, PyDict_New());
+    PyObject *key = PyLong_FromLongLong(tag);
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)c->b + at, size);
+    int bad = *slot == NULL || key == NULL || raw == NULL || PyDict_SetItem(*slot, key, raw) < 0;
+    Py_XDECREF(key);
+    Py_XDECREF(raw);
+    return bad ? -1 : 0;
 }
 
 static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
@@ -448,7 +466,7 @@ static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
         }
         set_slot(o, s->fields[i].off, v);
     }
-    if (s->flexible && read_tags(c, p, s, o) < 0) {
+    if (s->flexible && walk_tags(c, p, s, read_tagged, keep_unknown, o) < 0) {
         Py_DECREF(o);
         return malformed();
     }
@@ -530,36 +548,6 @@ static int skip_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nullable, i
     return 0;
 }
 
-/* A flexible struct's tagged fields: each known one through `field` (with its size as the end),
- * which must use all of it; unknown ones skipped. */
-typedef int (*FieldFn)(Ctx *, Py_ssize_t *, Schema *, Py_ssize_t, void *);
-
-static int walk_tags(Ctx *c, Py_ssize_t *p, Schema *s, FieldFn field, void *arg)
-{
-    long long n, tag, size;
-    if (uvarint(c, p, &n) < 0)
-        return -1;
-    for (long long i = 0; i < n; i++) {
-        if (uvarint(c, p, &tag) < 0 || uvarint(c, p, &size) < 0 || size > c->end - *p)
-            return -1;
-        Py_ssize_t e = *p + (Py_ssize_t)size;
-        Py_ssize_t found = -1;
-        for (Py_ssize_t j = s->nfields; j < s->nfields + s->ntagged; j++)
-            if (s->fields[j].tag == tag)
-                found = j;
-        if (found >= 0) {
-            Py_ssize_t end = c->end;
-            c->end = e;
-            int rc = field(c, p, s, found, arg);
-            c->end = end;
-            if (rc < 0 || *p != e)
-                return -1;
-        }
-        *p = e;
-    }
-    return 0;
-}
-
 static int skip_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *Py_UNUSED(arg))
 {
     Field *f = &s->fields[i];
@@ -571,7 +559,7 @@ static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s)
     for (Py_ssize_t i = 0; i < s->nfields; i++)
         if (skip_field(c, p, s, i, NULL) < 0)
             return -1;
-    return s->flexible ? walk_tags(c, p, s, skip_field, NULL) : 0;
+    return s->flexible ? walk_tags(c, p, s, skip_field, NULL, NULL) : 0;
 }
 
 /* One record set: the walker's `decode_set` call and its sums. */
@@ -766,7 +754,7 @@ static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
     for (Py_ssize_t i = 0; i < s->nfields; i++)
         if (sum_field(c, p, s, i, &w) < 0)
             goto done;
-    if (s->flexible && walk_tags(c, p, s, sum_field, &w) < 0)
+    if (s->flexible && walk_tags(c, p, s, sum_field, NULL, &w) < 0)
         goto done;
     rc = (w.name != NULL || w.id != NULL) ? name_topic(s, &w) : 0;
 done:

@@ -118,3 +118,18 @@ def random_body(schema, rnd: random.Random, depth=0, tame=False):
         tag = rnd.choice([t for t in (7, 42, 1000, 70000) if t not in known])
         o.unknown_tags = {tag: bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 6)))}
     return o
+
+
+def body_uuids(obj, out=None):
+    """The UUIDs in a decoded or random body, in slot order (the zero UUID too)."""
+    from dissector.protocol.primitives import Body
+    out = [] if out is None else out
+    if isinstance(obj, Body):
+        for a in obj.__slots__:
+            body_uuids(getattr(obj, a, None), out)
+    elif isinstance(obj, list):
+        for x in obj:
+            body_uuids(x, out)
+    elif isinstance(obj, uuid.UUID):
+        out.append(obj)
+    return out

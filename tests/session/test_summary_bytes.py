@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from uuid import UUID
 
 import pytest
 
@@ -23,7 +22,7 @@ from dissector.protocol.generated.apis import APIS
 from dissector.protocol.primitives import Body
 from dissector.summary_plan import plan
 from dissector.tables import exchange_row
-from tests.protocol.encoder import encode, random_body
+from tests.protocol.encoder import body_uuids, encode, random_body
 
 CAPTURES = sorted(p for p in (Path(__file__).resolve().parents[2] / "captures").glob("*.pcap")
                   if "mss" not in p.name)
@@ -36,18 +35,6 @@ def _compiled(entry):
     if not hasattr(reader, "summarize"):
         pytest.fail("the compiled body reader is not built (pip install -e . builds it)")
     return reader
-
-
-def _uuids(obj, out):
-    if isinstance(obj, Body):
-        for a in obj.__slots__:
-            _uuids(getattr(obj, a, None), out)
-    elif isinstance(obj, list):
-        for x in obj:
-            _uuids(x, out)
-    elif isinstance(obj, UUID) and obj.int:
-        out.append(obj)
-    return out
 
 
 def _summary(s):
@@ -102,7 +89,8 @@ def test_random_bodies(key, version, direction):
     for _ in range(4):
         body = random_body(entry[1], rnd)
         # every other topic id is known by name beforehand: resolving and learning both happen
-        known = {u: f"known-{i}" for i, u in enumerate(_uuids(body, [])) if i % 2}
+        ids = [u for u in body_uuids(body) if u.int]
+        known = {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
         data = encode(entry[1], body)
         decoded, walked = _both(data, key, version, direction, known)
         assert walked == decoded

@@ -10,7 +10,6 @@ real captures.
 from __future__ import annotations
 
 import random
-import uuid
 from pathlib import Path
 from uuid import UUID
 
@@ -26,7 +25,7 @@ from dissector.records import decode_record_set
 from dissector.records.record_set import walk_set
 from dissector.records.model import RecordSet
 from dissector.summary_walk import walker
-from tests.protocol.encoder import encode, random_body
+from tests.protocol.encoder import body_uuids, encode, random_body
 
 UUID0 = UUID(int=0)
 
@@ -45,18 +44,6 @@ def _shape(obj):
     if isinstance(obj, memoryview):
         return bytes(obj)
     return obj
-
-
-def _uuids(obj, out):
-    if isinstance(obj, Body):
-        for a in obj.__slots__:
-            _uuids(getattr(obj, a, None), out)
-    elif isinstance(obj, list):
-        for x in obj:
-            _uuids(x, out)
-    elif isinstance(obj, uuid.UUID):
-        out.append(obj)
-    return out
 
 
 # The generic walk the compiled walkers replaced: one recursive visit per body object, driven by
@@ -168,7 +155,7 @@ def test_random_bodies(key, version, direction):
     for _ in range(4):
         body = random_body(schema, rnd, tame=True)
         # every other topic id is known by name beforehand: resolving and learning both happen
-        known = {u: f"known-{i}" for i, u in enumerate(_uuids(body, [])) if i % 2 and u.int}
+        known = {u: f"known-{i}" for i, u in enumerate(body_uuids(body)) if i % 2 and u.int}
         generic, compiled = _walk_both(encode(schema, body), 0, key, version, direction, known)
         assert compiled == generic
 
