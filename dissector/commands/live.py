@@ -92,7 +92,9 @@ def run(args) -> int:
 
     _check(args)
     ports, auto = parse_ports(args.port)
-    dissector = Dissector(ports, auto=auto, level=args.level, max_frame=args.max_frame)
+    # the live output is the table's rows: the bodies' summaries are all it needs of them
+    dissector = Dissector(ports, auto=auto, level=args.level, max_frame=args.max_frame,
+                          keep_bodies=False)
     try:
         sniffer = Sniffer(args.interface, ports=ports, auto=auto, bpf_expr=args.bpf,
                           buffer_bytes=args.buffer << 20)
