@@ -8,7 +8,8 @@
  * does for the generated readers. k defaults to the element budget's default, as there.
  * Anything outside the fast case goes to `fallback`: a buffer that is not bytes, keyword
  * arguments, a schema this cannot lay out. The tests compare the two on every decoder, with
- * good and damaged bytes. */
+ * good and damaged bytes. reader.summarize walks a body's bytes for the exchange table instead of
+ * building it ("the summary walk" below; its twin is decoding and walking the objects). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
