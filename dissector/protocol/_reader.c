@@ -264,6 +264,31 @@ static int length(Ctx *c, Py_ssize_t *p, int compact, int wide, long long *n)
     return 0;
 }
 
+/* A nullable struct's presence byte, read when `nullable`: 1 present, 0 null, -1 past the end. */
+static int present(Ctx *c, Py_ssize_t *p, int nullable)
+{
+    if (!nullable)
+        return 1;
+    if (*p >= c->end)
+        return -1;
+    return (int8_t)c->b[(*p)++] >= 0;
+}
+
+/* An array's element count, checked against what is left (an element takes min_size[elem]
+ * bytes or more) and charged to the element budget: 1 with *n set, 0 for a null array where
+ * one may be null, -1 when malformed. */
+static int count(Ctx *c, Py_ssize_t *p, int elem, int nullable, int compact, long long *n)
+{
+    if (length(c, p, compact, 1, n) < 0)
+        return -1;
+    if (*n < 0)
+        return *n == -1 && nullable ? 0 : -1;
+    if (*n * min_size[elem] > c->end - *p)
+        return -1;
+    c->budget -= *n;
+    return c->budget < 0 ? -1 : 1;
+}
+
 static PyObject *default_body(Schema *s);
 
 static PyObject *fresh(Default *d)
@@ -343,27 +368,16 @@ static PyObject *read_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nulla
         }
     }
     if (kind == K_STRUCT) {
-        if (nullable) {
-            if (at >= c->end)
-                return malformed();
-            *p += 1;
-            if ((int8_t)b[at] < 0)
-                return Py_NewRef(Py_None);
-        }
+        int here = present(c, p, nullable);
+        if (here <= 0)
+            return here == 0 ? Py_NewRef(Py_None) : malformed();
         return read_struct(c, p, child);
     }
     long long n;
-    if (length(c, p, compact, kind != K_STRING, &n) < 0)
-        return malformed();
-    if (n < 0)
-        return n == -1 && nullable ? Py_NewRef(Py_None) : malformed();
-    Py_ssize_t left = c->end - *p;
     if (kind == K_ARRAY) {
-        if (n * min_size[elem] > left)
-            return malformed();
-        c->budget -= n;
-        if (c->budget < 0)
-            return malformed();
+        int here = count(c, p, elem, nullable, compact, &n);
+        if (here <= 0)
+            return here == 0 ? Py_NewRef(Py_None) : malformed();
         PyObject *list = PyList_New((Py_ssize_t)n);
         for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
             PyObject *v = elem == K_STRUCT ? read_struct(c, p, child)
@@ -375,7 +389,11 @@ static PyObject *read_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nulla
         }
         return list;
     }
-    if (n > left)
+    if (length(c, p, compact, kind != K_STRING, &n) < 0)
+        return malformed();
+    if (n < 0)
+        return n == -1 && nullable ? Py_NewRef(Py_None) : malformed();
+    if (n > c->end - *p)
         return malformed();
     Py_ssize_t start = *p;
     *p += (Py_ssize_t)n;
@@ -507,27 +525,14 @@ static int skip_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nullable, i
         return 0;
     }
     if (kind == K_STRUCT) {
-        if (nullable) {
-            if (at >= c->end)
-                return -1;
-            *p += 1;
-            if ((int8_t)c->b[at] < 0)
-                return 0;
-        }
-        return skip_struct(c, p, child);
+        int here = present(c, p, nullable);
+        return here <= 0 ? here : skip_struct(c, p, child);
     }
     long long n;
-    if (length(c, p, compact, kind != K_STRING, &n) < 0)
-        return -1;
-    if (n < 0)
-        return n == -1 && nullable ? 0 : -1;
-    Py_ssize_t left = c->end - *p;
     if (kind == K_ARRAY) {
-        if (n * min_size[elem] > left)
-            return -1;
-        c->budget -= n;
-        if (c->budget < 0)
-            return -1;
+        int here = count(c, p, elem, nullable, compact, &n);
+        if (here <= 0)
+            return here;
         if (elem <= K_UUID) {   /* fixed size: all checked above */
             *p += (Py_ssize_t)n * min_size[elem];
             return 0;
@@ -537,7 +542,11 @@ static int skip_value(Ctx *c, Py_ssize_t *p, int kind, int elem, int nullable, i
                 return -1;
         return 0;
     }
-    if (n > left)
+    if (length(c, p, compact, kind != K_STRING, &n) < 0)
+        return -1;
+    if (n < 0)
+        return n == -1 && nullable ? 0 : -1;
+    if (n > c->end - *p)
         return -1;
     *p += (Py_ssize_t)n;
     if (kind == K_STRING) {
@@ -637,25 +646,13 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
         return skip_field(c, p, s, i, NULL);
     if (role == R_NODE) {
         if (f->kind == K_STRUCT) {
-            if (f->nullable) {
-                if (*p >= c->end)
-                    return -1;
-                *p += 1;
-                if ((int8_t)c->b[*p - 1] < 0)
-                    return 0;
-            }
-            return sum_struct(c, p, f->child, S);
+            int here = present(c, p, f->nullable);
+            return here <= 0 ? here : sum_struct(c, p, f->child, S);
         }
         long long n;   /* an array of structs */
-        if (length(c, p, f->compact, 1, &n) < 0)
-            return -1;
-        if (n < 0)
-            return n == -1 && f->nullable ? 0 : -1;
-        if (n * min_size[K_STRUCT] > c->end - *p)
-            return -1;
-        c->budget -= n;
-        if (c->budget < 0)
-            return -1;
+        int here = count(c, p, K_STRUCT, f->nullable, f->compact, &n);
+        if (here <= 0)
+            return here;
         for (long long k = 0; k < n; k++)
             if (sum_struct(c, p, f->child, S) < 0)
                 return -1;
