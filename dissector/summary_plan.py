@@ -60,8 +60,11 @@ def _node(schema, in_topic, in_partition, top):
     cls, _, fields, tagged, _ = schema
     name_attr = _name_attr(cls)
     has_id = _has_id(schema)
-    names = name_attr is not None and (has_id or in_topic) or in_topic and has_id
-    if any(kind == "default" for _, kind, _, _ in _entries(schema)):
+    mode = ((M_TOPIC if in_topic else 0) | (M_PARTITION if in_partition else 0)
+            | (M_NAME if name_attr is not None else 0) | (M_ID if has_id else 0))
+    names = _names(mode)
+    entries = _entries(schema)
+    if any(kind == "default" for _, kind, _, _ in entries):
         raise _Unplannable("a default error code")
     roles = []
     relevant = []   # the fields the object walk visits, in wire order
@@ -95,17 +98,19 @@ def _node(schema, in_topic, in_partition, top):
                     raise _Unplannable("topic naming within topic naming")
                 relevant.append(attr)
         roles.append(role)
-    if relevant != [attr for attr, _, _, _ in _entries(schema) if attr in relevant]:
+    if relevant != [attr for attr, _, _, _ in entries if attr in relevant]:
         raise _Unplannable("wire order is not slot order")
-    mode = ((M_TOPIC if in_topic else 0) | (M_PARTITION if in_partition else 0)
-            | (M_NAME if name_attr is not None else 0) | (M_ID if has_id else 0))
     name_default = _default(schema, name_attr) if names and name_attr is not None else -1
     id_default = _default(schema, "topic_id") if names and has_id else -1
     return (mode, name_default, id_default, tuple(roles))
 
 
+def _names(mode):
+    """Whether a struct of this mode names topics (collects, learns or looks up a name)."""
+    return bool(mode & M_NAME and mode & (M_ID | M_TOPIC) or mode & M_TOPIC and mode & M_ID)
+
+
 def _names_within(node):
-    """Whether a node or any below it names topics (collects, learns or looks up a name)."""
+    """Whether a node or any below it names topics."""
     mode, _, _, roles = node
-    names = (mode & M_NAME and mode & (M_ID | M_TOPIC)) or (mode & M_TOPIC and mode & M_ID)
-    return bool(names) or any(isinstance(r, tuple) and _names_within(r) for r in roles)
+    return _names(mode) or any(isinstance(r, tuple) and _names_within(r) for r in roles)
