@@ -58,21 +58,18 @@ class BodyDecoder:
         issues = []
         key = (False, api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
+        walked = None   # the summary walked on the bytes: then no body is built
         if entry is None or type(data) is not bytes:
             body = decode_request_body(data, body_offset, api_key, api_version, issues)
+        elif not self.keep_bodies and (
+                walked := self._walk_bytes(data, body_offset, entry, issues, False)) is not None:
+            body = None
         else:
-            if not self.keep_bodies:
-                s = self._walk_bytes(data, body_offset, entry, issues, False)
-                if s is not None:
-                    msg = Message(api_key, api_version, correlation_id, client_id, header_tags,
-                                  None, issues, body_offset)
-                    msg.summary = s
-                    return msg
             body = decode_struct(data, body_offset, entry, issues)
         msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
                       body_offset)
-        if body is not None:
-            msg.summary = self._summary(data, body, issues, False, api_key, api_version)
+        msg.summary = walked if body is None else self._summary(data, body, issues, False,
+                                                                api_key, api_version)
         return msg
 
     def response(self, data, api_key, api_version, request=None) -> Message:
@@ -86,21 +83,18 @@ class BodyDecoder:
                 head = parse_response_header(data, api_key, api_version)
             except Exception:   # decode_response says what is wrong with it
                 pass
+        walked = None   # the summary walked on the bytes: then no body is built
         if head is None:
             msg = decode_response(data, api_key, api_version, request)
         else:
             correlation_id, tags, offset = head
             issues = []
-            s = None if self.keep_bodies else self._walk_bytes(data, offset, entry, issues, True)
-            if s is not None:
-                msg = Message(api_key, api_version, correlation_id, None, tags, None, issues,
-                              offset)
-                msg.summary = s
-                return msg
-            msg = Message(api_key, api_version, correlation_id, None, tags,
-                          decode_struct(data, offset, entry, issues), issues, offset)
-        if msg.body is not None:
-            msg.summary = self._summary(data, msg.body, msg.issues, True, api_key, api_version)
+            if not self.keep_bodies:
+                walked = self._walk_bytes(data, offset, entry, issues, True)
+            body = None if walked is not None else decode_struct(data, offset, entry, issues)
+            msg = Message(api_key, api_version, correlation_id, None, tags, body, issues, offset)
+        msg.summary = walked if msg.body is None else self._summary(data, msg.body, msg.issues,
+                                                                    True, api_key, api_version)
         return msg
 
     def _entry(self, key):
