@@ -16,11 +16,13 @@ from tests.support import ROOT, require_module, require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
-# the columns that do not depend on timestamp precision (tcpdump writes microseconds)
-KEY_COLUMNS = ("connection_id", "client_ip", "client_port", "broker_port", "api_key", "api_name",
-               "api_version", "correlation_id", "client_id", "request_bytes", "response_bytes",
-               "error_code", "error_count", "topics", "partition_count", "record_count", "status",
-               "issue_count", "exchange", "request_packet", "response_packet")
+# the columns that depend neither on timestamp precision (tcpdump writes microseconds) nor on how
+# the packets of different flows interleave: with two CPUs, two packet sockets can see concurrent
+# packets of different connections in different orders, so connection ids, exchange numbers and
+# packet numbers are compared through what they point at
+KEY_COLUMNS = ("client_ip", "client_port", "broker_port", "api_key", "api_name", "api_version",
+               "correlation_id", "client_id", "request_bytes", "response_bytes", "error_code",
+               "error_count", "topics", "partition_count", "record_count", "status", "issue_count")
 TS_COLUMNS = ("request_ts", "request_end_ts", "response_ts", "response_end_ts")
 TS_TOLERANCE_NS = 1_000_000
 
@@ -37,6 +39,48 @@ def _ns(iso):
     """2026-01-01T00:00:00.123456789Z -> integer nanoseconds since the epoch."""
     secs = datetime.fromisoformat(iso[:19]).replace(tzinfo=timezone.utc).timestamp()
     return int(secs) * 10**9 + int(iso[20:29])
+
+
+def _flows(path):
+    """Each direction's packets in order: {(src, sport, dst, dport): [(ts, data), ...]}, and each
+    packet number's place in that, (flow, index). Loopback frames carry a 14-byte Ethernet header."""
+    flows, where = {}, {}
+    for number, (_, ts, _, data) in enumerate(read_packets(str(path)), 1):
+        data = bytes(data)
+        ip = data[14:]
+        ihl = (ip[0] & 15) * 4
+        flow = (ip[12:16], ip[ihl:ihl + 2], ip[16:20], ip[ihl + 2:ihl + 4])
+        packets = flows.setdefault(flow, [])
+        where[number] = (flow, len(packets))
+        packets.append((ts, data))
+    return flows, where
+
+
+def _keyed(rows, where):
+    """Rows by what they are (key columns, and the packets they start at as places in their flows),
+    after checking the numbering columns are consistent: one connection id per client port, and
+    exchanges numbered 1..n in the order printed."""
+    assert [r["exchange"] for r in rows] == list(range(1, len(rows) + 1))
+    ports = {(r["connection_id"], r["client_port"]) for r in rows}
+    assert len(ports) == len({c for c, _ in ports}) == len({p for _, p in ports})
+    keyed = {}
+    for r in rows:
+        key = (tuple(json.dumps(r[c]) for c in KEY_COLUMNS),
+               where.get(r["request_packet"]), where.get(r["response_packet"]))
+        assert key not in keyed
+        keyed[key] = r
+    return keyed
+
+
+def _assert_same_exchanges(rows, where, other_rows, other_where):
+    keyed, other = _keyed(rows, where), _keyed(other_rows, other_where)
+    assert sorted(keyed) == sorted(other)
+    for key, row in keyed.items():
+        for c in TS_COLUMNS:
+            if row[c] is None or other[key][c] is None:
+                assert row[c] == other[key][c]
+            else:
+                assert abs(_ns(row[c]) - _ns(other[key][c])) <= TS_TOLERANCE_NS
 
 
 def _wait_for(path, text, timeout):
@@ -57,6 +101,7 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
                                librdkafka_produce, make_records)
 
     live_file, dump_file = tmp_path / "live.pcapng", tmp_path / "tcpdump.pcap"
+    auto_file = tmp_path / "auto.pcapng"
     err_file, auto_err_file = tmp_path / "live.err", tmp_path / "auto.err"
     topics = ("live-a", "live-b")
     records = make_records("live-a", 120, seed=1) + make_records("live-b", 80, seed=2)
@@ -70,7 +115,8 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
             # the other way in: a tcpdump-syntax kernel filter and Kafka found by --port auto
             auto = subprocess.Popen(
                 [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port", "auto",
-                 "--bpf", f"tcp port {broker.port}", "--format", "jsonl", "--stats-every", "0"],
+                 "--bpf", f"tcp port {broker.port}", "--format", "jsonl", "--stats-every", "0",
+                 "--write", str(auto_file)],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=auto_err, text=True)
         try:
             assert _wait_for(err_file, "listening on lo", 30), err_file.read_text()
@@ -103,30 +149,24 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
     # 1. the written file read back gives exactly what was printed
     assert _read(live_file, broker.port) == live_rows
 
-    # 2. the same packets as tcpdump's, each once (loopback's outgoing copies dropped), and the
-    #    same exchanges decoded offline from tcpdump's file
+    # 2. the same packets as tcpdump's, each once (loopback's outgoing copies dropped), in the same
+    #    order within each flow, and the same exchanges decoded offline from tcpdump's file
     assert dump.dropped == 0
-    live_packets = [(ts, bytes(data)) for _, ts, _, data in read_packets(str(live_file))]
-    dump_packets = [(ts, bytes(data)) for _, ts, _, data in read_packets(str(dump_file))]
-    assert [data for _, data in live_packets] == [data for _, data in dump_packets]
+    live_flows, live_where = _flows(live_file)
+    dump_flows, dump_where = _flows(dump_file)
+    assert {f: [d for _, d in p] for f, p in live_flows.items()} == \
+           {f: [d for _, d in p] for f, p in dump_flows.items()}
     # each socket takes its own timestamp (a few microseconds apart)
-    assert all(abs(a - b) <= TS_TOLERANCE_NS for (a, _), (b, _) in zip(live_packets, dump_packets))
-    assert f"packets: {len(live_packets)} captured" in stderr
-    dump_rows = _read(dump_file, broker.port)
-    assert [[r[c] for c in KEY_COLUMNS] for r in live_rows] == \
-           [[r[c] for c in KEY_COLUMNS] for r in dump_rows]
-    for live_row, dump_row in zip(live_rows, dump_rows):
-        for c in TS_COLUMNS:
-            if live_row[c] is None or dump_row[c] is None:
-                assert live_row[c] == dump_row[c]
-            else:
-                assert abs(_ns(live_row[c]) - _ns(dump_row[c])) <= TS_TOLERANCE_NS
+    assert all(abs(a - b) <= TS_TOLERANCE_NS
+               for f, packets in live_flows.items()
+               for (a, _), (b, _) in zip(packets, dump_flows[f]))
+    assert f"packets: {len(live_where)} captured" in stderr
+    _assert_same_exchanges(live_rows, live_where, _read(dump_file, broker.port), dump_where)
 
     # the --bpf/--port auto run saw the same exchanges
     assert auto.returncode == 0 and "stopped (terminated)" in auto_err_file.read_text()
     auto_rows = [json.loads(line) for line in auto_out.splitlines()]
-    assert [[r[c] for c in KEY_COLUMNS] for r in auto_rows] == \
-           [[r[c] for c in KEY_COLUMNS] for r in live_rows]
+    _assert_same_exchanges(auto_rows, _flows(auto_file)[1], live_rows, live_where)
 
     # 3. what the clients did: every request they logged, once, answered
     sent = Counter((r.client_id, r.api_key, r.api_version, r.correlation_id)
