@@ -35,9 +35,9 @@ def test_vs_tshark_quick(tools, mix, settled):
     code, out, err = _run("vs_tshark.py", "--quick", "--mix", mix,
                           *([] if settled else ["--no-settle"]))
     assert code == 0, out + err
-    m = re.search(r"tshark checksums \(IPv4 and TCP, first 20000 packets\): (\d+) good, (\d+) bad",
-                  out)
-    assert m and int(m[1]) > 0 and m[2] == "0", out
+    checksums = re.search(r"tshark checksums \(IPv4 and TCP, every packet\): (\d+) good, "
+                          r"(\d+) bad, (\d+) unverified", out)
+    assert checksums and checksums[2] == checksums[3] == "0", out
     # on Linux both tools read the corpus as the kernel caches a capture read from disk, unless
     # told to read it as just written
     assert ("corpus: dropped from the page cache and read back once" in out) == settled, out
@@ -45,6 +45,7 @@ def test_vs_tshark_quick(tools, mix, settled):
     m = re.search(r"corpus: \S+ ([\d.]+) MB, (\d+) packets, (\d+) Kafka messages", out)
     assert m, out
     assert float(m[1]) >= 4 and int(m[2]) > 1000
+    assert int(checksums[1]) == 2 * int(m[2]), "an IPv4 and a TCP checksum verified per packet"
     messages = int(m[3])
     assert messages > 100, "the corpus carries real Kafka traffic"
     counts = re.search(r"messages: tshark (\d+), ours headers (\d+), bodies (\d+), records (\d+): "
