@@ -54,11 +54,23 @@ def load_spec(path) -> dict:
 
 def class_from_spec(path):
     """A kafka-python message class for a spec file outside kafka-python (its metaclass loads a
-    bundled resource by class name first; json_patch replaces it with ours)."""
+    bundled resource by class name first; json_patch replaces it with ours).
+
+    A response class registers itself, by a weak proxy, as its api key's response class for
+    every client in the process; the registry is put back as it was, or a kafka-python client
+    run later in the same process (tests/protocol/test_real_sasl.py) would look its responses
+    up through a proxy to this class once it is collected (ReferenceError)."""
+    from kafka.protocol.api_header import ResponseClassRegistry
     from kafka.protocol.api_message import ApiMessage
     spec = load_spec(path)
     name = "ProduceRequest" if spec["type"] == "request" else "ProduceResponse"
-    return type(ApiMessage)(name, (ApiMessage,), {"json_patch": classmethod(lambda mcs, j: spec)})
+    registry = ResponseClassRegistry._response_class_registry
+    saved = dict(registry)
+    try:
+        return type(ApiMessage)(name, (ApiMessage,), {"json_patch": classmethod(lambda mcs, j: spec)})
+    finally:
+        registry.clear()
+        registry.update(saved)
 
 
 def random_values(struct, version, rnd, depth=0):

@@ -78,6 +78,18 @@ def test_kafka_python_encoded_messages_decode_identically(k, v, kind):
         assert kp.differences(cls._struct, v, values, body) == []
 
 
+def test_spec_classes_leave_kafka_pythons_response_registry_as_it_was():
+    """A client later in the same process must still find kafka-python's own response classes."""
+    require_module("kafka")
+    require_path(specs_root())
+    from kafka.protocol.api_header import ResponseClassRegistry
+    registry = ResponseClassRegistry._response_class_registry
+    before = dict(registry)
+    assert 18 in before, "kafka-python registers its ApiVersions response"
+    kp.class_from_spec(spec_path(18, 0, "Response"))
+    assert registry.keys() == before.keys() and all(registry[k] is before[k] for k in before)
+
+
 def _old_cases():
     try:
         classes = kp.old_classes()
