@@ -74,7 +74,7 @@ def _keyed(rows, where):
 
 def _assert_same_exchanges(rows, where, other_rows, other_where):
     keyed, other = _keyed(rows, where), _keyed(other_rows, other_where)
-    assert sorted(keyed) == sorted(other)
+    assert keyed.keys() == other.keys()
     for key, row in keyed.items():
         for c in TS_COLUMNS:
             if row[c] is None or other[key][c] is None:
