@@ -66,11 +66,11 @@ def run(cmd, stdout=os.devnull, stderr_path=os.devnull, timeout=3600):
 
 def settle(path):
     """Drop the capture from the page cache and read it back once: then it is cached as a
-    capture on disk is when read (the kernel's read-ahead fills large pages), not as the corpus
-    builder just wrote it (small pages, 8 KiB a write), a state only a capture written moments
-    ago on this machine is in. tshark reads both alike; our map of the file reads large pages
-    faster (header level about 1.17x, bodies 1.06x: README, Performance). Returns whether the
-    cache could be dropped (Linux)."""
+    capture on disk is when read (the kernel's read-ahead fills large folios), whatever its
+    writer left (a capture written in small writes, as tcpdump's, is cached in 4 KiB pages).
+    tshark reads both alike; our map of the file costs the kernel more page faults on small
+    pages (header level about 1.12x: README, Performance). Returns whether the cache could be
+    dropped (Linux)."""
     if not hasattr(os, "posix_fadvise"):
         return False
     with open(path, "rb") as f:

@@ -12,8 +12,8 @@ their output to files, from which the Kafka messages each tool saw are counted: 
 correlation ids (one per Kafka PDU it dissected) against our requests plus responses; the two
 counts must agree. Before the first round the corpus is dropped from the page cache and read
 back once (measure.settle), so that both tools read it as the kernel caches a capture read from
-disk rather than as the corpus builder's small writes left it; --no-settle measures it as the
-page cache holds it (a capture just written on this machine: README, Performance).
+disk, whatever its writer left; --no-settle measures it as the page cache holds it (for example
+a capture tcpdump has just written, in 4 KiB pages: README, Performance).
 
 Reported per tool: median CPU time (user + system of the child) and wall time over the rounds,
 throughput (MB/s, packets/s, Kafka messages/s) from the CPU time, the ratio of tshark's CPU time
