@@ -12,7 +12,6 @@
 #include <Python.h>
 #include <stdint.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 #define NS 1000000000LL
@@ -82,6 +81,24 @@ static int put_str(Buf *o, PyObject *s)
         return 1;
     }
     return u == NULL ? -1 : put(o, u, n);
+}
+
+/* an integer in decimal (snprintf took two fifths of a row's time) */
+static int put_int(Buf *o, long long x)
+{
+    char text[24], *end = text + sizeof text, *p = end;
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        *--p = '-';
+    if (room(o, end - p) < 0)
+        return -1;
+    memcpy(o->b + o->n, p, end - p);
+    o->n += end - p;
+    return 0;
 }
 
 /* digits of 0 <= v < 10**width, zero-padded */
@@ -160,10 +177,8 @@ static int put_value(Buf *o, PyObject *v, int is_ts, int is_topics)
     if (PyLong_CheckExact(v)) {
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (!overflow) {
-            char text[24];
-            return put(o, text, snprintf(text, sizeof text, "%lld", x));
-        }
+        if (!overflow)
+            return x == -1 && PyErr_Occurred() ? -1 : put_int(o, x);
     } else if (PyFloat_CheckExact(v)) {   /* repr, as str() gives it */
         char *text = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0,
                                            NULL);
