@@ -284,7 +284,7 @@ def main(argv=None):
     if args.check:
         counts = check_checksums(built.path)
         print(f"tshark checksums (IPv4 and TCP, every packet): {counts}")
-        return 1 if counts["bad"] or not counts["good"] else 0
+        return 1 if counts["bad"] or counts["unverified"] or not counts["good"] else 0
     return 0
 
 
