@@ -177,8 +177,8 @@ static int put_value(Buf *o, PyObject *v, int is_ts, int is_topics)
     if (PyLong_CheckExact(v)) {
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (!overflow)
-            return x == -1 && PyErr_Occurred() ? -1 : put_int(o, x);
+        if (!overflow)   /* an exact int: overflow is its only failure */
+            return put_int(o, x);
     } else if (PyFloat_CheckExact(v)) {   /* repr, as str() gives it */
         char *text = PyOS_double_to_string(PyFloat_AS_DOUBLE(v), 'r', 0, Py_DTSF_ADD_DOT_0,
                                            NULL);

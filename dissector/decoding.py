@@ -81,7 +81,7 @@ class BodyDecoder:
         if entry is not None and type(data) is bytes:
             try:
                 head = parse_response_header(data, api_key, api_version)
-            except Exception:   # decode_response says what is wrong with it
+            except ValueError:   # decode_response says what is wrong with it
                 pass
         walked = None   # the summary walked on the bytes: then no body is built
         if head is None:

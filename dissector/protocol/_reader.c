@@ -1015,17 +1015,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_reader", 
 
 PyMODINIT_FUNC PyInit__reader(void)
 {
-    unknown_tags_name = PyUnicode_InternFromString("unknown_tags");
-    s_int = PyUnicode_InternFromString("int");
-    s_record_count = PyUnicode_InternFromString("record_count");
-    s_size = PyUnicode_InternFromString("size");
-    s_batches = PyUnicode_InternFromString("batches");
-    s_codec = PyUnicode_InternFromString("codec");
-    s_uncompressed_size = PyUnicode_InternFromString("uncompressed_size");
-    s_issues = PyUnicode_InternFromString("issues");
-    if (unknown_tags_name == NULL || s_int == NULL || s_record_count == NULL || s_size == NULL
-            || s_batches == NULL || s_codec == NULL || s_uncompressed_size == NULL
-            || s_issues == NULL || PyType_Ready(&ReaderType) < 0)
+    struct { PyObject **at; const char *s; } names[] = {
+        {&unknown_tags_name, "unknown_tags"}, {&s_int, "int"}, {&s_record_count, "record_count"},
+        {&s_size, "size"}, {&s_batches, "batches"}, {&s_codec, "codec"},
+        {&s_uncompressed_size, "uncompressed_size"}, {&s_issues, "issues"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i].at = PyUnicode_InternFromString(names[i].s)) == NULL)
+            return NULL;
+    if (PyType_Ready(&ReaderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0)
