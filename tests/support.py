@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SPECS = SHARED / "kafka-specs"
+SPECS = ROOT / "kafka-specs"
 CAPTURES = ROOT / "captures"
 
 

@@ -29,7 +29,7 @@ from collections import namedtuple
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = ROOT.parent / "shared" / "kafka-specs"
+SPECS = ROOT / "kafka-specs"
 
 # One record as the client saw it. headers: tuple of (str, bytes | None); offset may be None.
 Record = namedtuple("Record", "topic partition key value headers offset")

@@ -17,7 +17,7 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if the committed files differ from what would be generated")
     ap.add_argument("--specs", type=Path, default=None,
-                    help="spec folder root (default: $KAFKA_SPECS or <repo>/../shared/kafka-specs)")
+                    help="spec folder root (default: $KAFKA_SPECS or <repo>/kafka-specs)")
     ap.add_argument("--out", type=Path, default=OUT, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:

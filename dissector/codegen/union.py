@@ -25,7 +25,7 @@ def default_specs_dir() -> Path:
     env = os.environ.get("KAFKA_SPECS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
+    return Path(__file__).resolve().parents[2] / "kafka-specs"
 
 
 def folder_files(specs: Path, folder: str) -> dict:

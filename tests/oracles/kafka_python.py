@@ -1,6 +1,6 @@
 """kafka-python (3.x) as an independent encoder: its generic schema engine builds message classes
 from Kafka's JSON specs and writes them, whether the spec comes with kafka-python or from
-../shared/kafka-specs (for the versions kafka-python's bundled specs no longer have)."""
+the repository's kafka-specs/ (for the versions kafka-python's bundled specs no longer have)."""
 from __future__ import annotations
 
 import json

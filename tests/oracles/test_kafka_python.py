@@ -32,7 +32,7 @@ VECTORS = {(7, 0): "tests/protocol/test_special_cases.py::test_controlled_shutdo
 
 def specs_root():
     env = os.environ.get("KAFKA_SPECS")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "kafka-specs"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "kafka-specs"
 
 
 _index = {}
