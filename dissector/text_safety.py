@@ -1,0 +1,54 @@
+"""Strings from a capture made safe for a terminal.
+
+A client id, topic or header key is whatever the capture's sender wrote: an escape sequence in it
+would retitle, clear or reprogram the terminal of whoever reads the capture, and `[/]` in it
+would be rich markup. Everything a command prints from a capture goes through `escape` (plain
+text) or `rich_text` (rich tables), never through an f-string straight to the terminal.
+
+The scheme (unambiguous: the original bytes can be read back from the output):
+
+- `\\`     a backslash (escaped first, so that every other backslash starts an escape);
+- `\\xNN`  one byte: an ASCII control character (C0 `\\x00`-`\\x1f`, DEL `\\x7f`), or a byte
+           that is not part of valid UTF-8 (`\\x80`-`\\xff`; from bytes, or from a str decoded
+           with errors="surrogateescape");
+- `\\uNNNN` / `\\UNNNNNNNN` any other code point Python does not call printable
+           (`str.isprintable`): C1 controls (`\\u009b`), bidirectional overrides (`\\u202e`),
+           zero-width and line/paragraph separators, unassigned code points.
+
+Printable text, spaces included, is left as it is.
+"""
+from __future__ import annotations
+
+
+def _escape_char(ch: str) -> str:
+    if ch == "\\":
+        return "\\\\"
+    if ch.isprintable():
+        return ch
+    cp = ord(ch)
+    if cp < 0x80:
+        return f"\\x{cp:02x}"
+    if 0xDC80 <= cp <= 0xDCFF:   # surrogateescape's stand-in for an invalid byte
+        return f"\\x{cp - 0xDC00:02x}"
+    return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
+
+
+def escape(value: str | bytes | bytearray | memoryview | None) -> str:
+    """`value` as terminal-safe text (the scheme above); None as "". Bytes are read as UTF-8,
+    their invalid bytes shown as `\\xNN`."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        value = bytes(value).decode("utf-8", "surrogateescape")
+    if value.isprintable() and "\\" not in value:   # the usual case, at C speed
+        return value
+    return "".join(map(_escape_char, value))
+
+
+def rich_text(value, style: str | None = None):
+    """`value` (any object: str() of non-strings) escaped as a rich Text: rich never reads
+    markup in a Text, so `[/]` or `[link=...]` in a capture string stays text."""
+    from rich.text import Text   # rich only where a rich table is drawn
+    if not isinstance(value, (str, bytes, bytearray, memoryview)) and value is not None:
+        value = str(value)
+    return Text(escape(value), style=style or "")
