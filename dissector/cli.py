@@ -17,6 +17,16 @@ from . import __version__, framebuf
 
 CORE_COMMANDS = ("read", "apis", "tree", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
+# The plug-ins' one-line help, for the listing of `kafka-dissect --help` without importing them
+# (they load pandas: a second or more). Each plug-in passes the same text to its own parser
+# (tests/cli/test_help.py keeps the two the same).
+PLUGIN_HELP = {
+    "export": "write the analysis tables of captures as Parquet",
+    "records": "list every record produced or fetched in captures",
+    "report": "write an HTML report with latency, error and lag plots",
+    "spark": "dissect many captures on Spark into Parquet tables",
+    "stats": "latency, error, consumer and producer statistics as tables",
+}
 
 
 class UsageError(Exception):
@@ -51,7 +61,8 @@ def _add_commands(sub, wanted) -> None:
             except ImportError as exc:
                 raise UsageError(f"the {ep.name!r} command needs a package that is not installed "
                                  f"({exc.name}); install kafka-dissector with its extras") from None
-        sub.add_parser(ep.name, help=f"(see kafka-dissect {ep.name} --help)", add_help=False)
+        summary = PLUGIN_HELP.get(ep.name, f"(see kafka-dissect {ep.name} --help)")
+        sub.add_parser(ep.name, help=summary, add_help=False)
 
 
 def _formatter(prog):

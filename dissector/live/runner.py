@@ -9,11 +9,14 @@ and closes the file.
 """
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 
+from ..text_safety import escape
+
 from .rolling import RollingStats
-from .view import clock, format_rows
+from .view import clock, fit_words, format_rows
 
 POLL_S = 0.1          # longest wait for packets before looking at the clock and the stop flag
 FLUSH_S = 0.1         # exchanges are written at most this late
@@ -153,17 +156,29 @@ class LiveCapture:
 
     def _view_lines(self) -> list[str]:
         s = self.source
-        head = (f"live on {self.label}  {clock(self.stop.elapsed())}  packets {self.packets}  "
-                f"kernel drops {s.kernel_drops}  exchanges {self.stats.exchanges}  "
-                f"| per api, last {self.stats.window_ns / 1e9:g} s:")
-        return [head] + format_rows(self.stats.window_rows(time.time_ns(), self.stop.elapsed()))
+        width = getattr(self.display, "width", None)
+        head = fit_words([f"live on {escape(self.label)}", clock(self.stop.elapsed()),
+                          f"packets {self.packets}", f"kernel drops {s.kernel_drops}",
+                          f"exchanges {self.stats.exchanges}",
+                          f"| per api, last {self.stats.window_ns / 1e9:g} s:"], width)
+        rows = self.stats.window_rows(time.time_ns(), self.stop.elapsed())
+        return head + format_rows(rows, width)
+
+    def _err_width(self) -> int | None:
+        """The summary's width: the terminal's when it goes to one, else as wide as it is."""
+        try:
+            if self.err.isatty():
+                return max(shutil.get_terminal_size().columns - 1, 20)
+        except (AttributeError, ValueError, OSError):
+            pass
+        return None
 
     def summary_lines(self) -> list[str]:
         s = self.source
         elapsed = self.stop.elapsed()
         statuses = ", ".join(f"{k} {v}" for k, v in self.stats.statuses.most_common())
         lines = [f"kafka-dissect live: stopped ({self.stop.reason or 'error'}) after "
-                 f"{elapsed:.1f} s on {self.label}",
+                 f"{elapsed:.1f} s on {escape(self.label)}",
                  f"packets: {self.packets} captured; kernel: {s.kernel_packets} passed the "
                  f"filter, {s.kernel_drops} dropped",
                  f"exchanges: {self.stats.exchanges}" + (f" ({statuses})" if statuses else "")]
@@ -173,5 +188,5 @@ class LiveCapture:
         if self.pcap_path:
             lines.append(f"written: {self.packets} packets to {self.pcap_path}")
         if self.stats.totals:
-            lines += format_rows(self.stats.total_rows(elapsed))
+            lines += format_rows(self.stats.total_rows(elapsed), self._err_width())
         return lines

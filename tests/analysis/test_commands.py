@@ -23,10 +23,10 @@ def test_stats(capture, capsys):
                   "Errors by name", "Consumer groups", "Consumer lag", "Producer throughput",
                   "Compression", "Acks", "Throttling"):
         assert title in out
-    produce = next(line for line in out.splitlines() if line.startswith("│ Produce "))
+    produce = next(line for line in out.splitlines() if line.startswith("Produce "))
     # the first table is by api: count 3, mean 5, p50 4, p90 8, p99 8.9, p99.9 8.99, max 9
-    cells = [c.strip() for c in produce.strip("│").split("│")]
-    assert cells == ["Produce", "3", "5.000", "4.000", "8.000", "8.900", "8.990", "9.000"]
+    # (three significant figures; at 200 columns none is left out)
+    assert produce.split() == ["Produce", "3", "5.00", "4.00", "8.00", "8.90", "8.99", "9.00"]
     assert "NOT_LEADER_OR_FOLLOWER" in out and "REBALANCE_IN_PROGRESS" in out
     assert "\r[" not in err   # no progress bar when stderr is not a terminal
 

@@ -129,7 +129,7 @@ def test_answered_exchange_and_summary():
     assert "packets: 5 captured" in summary
     assert "exchanges: 1 (ok 1)" in summary
     row = [line for line in summary.splitlines() if line.startswith("ApiVersions")][0].split()
-    assert row[1] == "1" and row[3] == row[6] == "2.500"   # requests, p50, max
+    assert row[1] == "1" and row[3] == row[6] == "2.50"   # requests, p50, max (3 figures)
 
 
 def test_count_stops_and_file_holds_exactly_what_was_fed(tmp_path):
