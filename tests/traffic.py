@@ -80,10 +80,14 @@ class Broker:
     """A fresh tansu broker with memory storage on a free loopback port.
 
     with Broker() as b: ... b.port, b.bootstrap ("127.0.0.1:PORT"), b.version
+
+    `advertised_port`: the port the broker tells clients to come back to (a TLS terminator in
+    front of it, tests/tls_lab.py); by default its own.
     """
 
-    def __init__(self, port=None, start_timeout=15.0):
+    def __init__(self, port=None, start_timeout=15.0, advertised_port=None):
         self.port = port
+        self.advertised_port = advertised_port
         self.start_timeout = start_timeout
         self.proc = None
         self.version = None
@@ -101,9 +105,10 @@ class Broker:
         for _attempt in range(3):  # another process may grab a free port between probe and bind
             port = self.port or free_port()
             url = f"tcp://127.0.0.1:{port}"
+            advertised = f"tcp://127.0.0.1:{self.advertised_port or port}"
             self._log = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(
-                [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                [binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
                  "--storage-engine", "memory://tansu/"],
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
             if self._ready():
@@ -152,7 +157,7 @@ class Broker:
 
 
 class Capture:
-    """tcpdump on loopback for one TCP port, written to `path`.
+    """tcpdump on loopback for one TCP port (or a tuple of ports), written to `path`.
 
     Immediate mode: without it libpcap hands packets over in ring-buffer blocks, and the packets
     of the last block are lost when tcpdump is stopped (with no drop reported). On exit tcpdump
@@ -181,7 +186,7 @@ class Capture:
         self.proc = subprocess.Popen(
             ["tcpdump", "-i", self.iface, "-U", "--immediate-mode", "-s", "0", "-B", "65536",
              "-n", *user,
-             "-w", str(self.path), f"tcp port {self.port}"],
+             "-w", str(self.path), self._filter()],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         listening = threading.Event()
 
@@ -199,6 +204,10 @@ class Capture:
             raise RuntimeError("tcpdump did not start: " + "".join(self._lines))
         time.sleep(0.1)  # the filter is attached just before the message; let it settle
         return self
+
+    def _filter(self):
+        ports = self.port if isinstance(self.port, (tuple, list)) else (self.port,)
+        return " or ".join(f"tcp port {p}" for p in ports)
 
     def __exit__(self, *exc):
         time.sleep(self.settle)  # let the kernel hand over the last packets (FIN/ACK)
@@ -263,7 +272,9 @@ class ClientRun:
         self.library = library
         self.version = version
         self.client_id = client_id
-        self.config = {k: v for k, v in (config or {}).items() if k not in ("debug", "logger")}
+        # not data: a logger, or the SSLContext aiokafka takes (tests/tls_lab.py)
+        self.config = {k: v for k, v in (config or {}).items()
+                       if k not in ("debug", "logger", "ssl_context")}
         self.produced = []     # acknowledged Records with the offset the broker gave (None: acks=0)
         self.failed = []       # Records whose delivery failed, as (Record, error text)
         self.consumed = []     # Records received by a consumer

