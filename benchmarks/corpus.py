@@ -66,8 +66,9 @@ def _orders(topic, n, seed):
     return out
 
 
-def _bulk_runs(T, boot, records=2000):
-    v = {"api_version": (2, 5)}
+def _bulk_runs(T, boot, records=2000, **client):
+    """`client`: more keyword arguments for every client (TLS settings: benchmarks/tls_corpus)."""
+    v = {"api_version": (2, 5), **client}
     return [
         T.kafka_python_produce(boot, _orders("orders", records, 1), client_id="orders-gzip",
                                compression_type="gzip", **v),

@@ -44,20 +44,27 @@ TARGETS = {"headers": 30.0, "bodies": 15.0, "records": 5.0}   # ratio to tshark 
 TSHARK_FIELDS = ("kafka.request_key", "kafka.api_version", "kafka.correlation_id")
 
 
-def tshark_cmd(path, port):
-    cmd = ["tshark", "-n", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields"]
+def tshark_cmd(path, port, keylog=None):
+    """tshark decoding Kafka on `port`; with `keylog`, TLS on that port decrypted with it and
+    Kafka inside (as tshark's users configure it)."""
+    if keylog is None:
+        decode = ["-d", f"tcp.port=={port},kafka"]
+    else:
+        decode = ["-o", f"tls.keylog_file:{keylog}", "-d", f"tcp.port=={port},tls",
+                  "-d", f"tls.port=={port},kafka"]
+    cmd = ["tshark", "-n", "-r", str(path), *decode, "-T", "fields"]
     for field in TSHARK_FIELDS:
         cmd += ["-e", field]
     return cmd
 
 
-def ours_cmd(path, port, level, out):
+def ours_cmd(path, port, level, out, keylog=None):
     """Our CLI as users run it: the installed `kafka-dissect` script (python -m dissector where
     it is not installed, which also loads runpy: about 4 ms more at every start)."""
     script = Path(sys.executable).parent / "kafka-dissect"
     cli = [str(script)] if script.exists() else [sys.executable, "-m", "dissector"]
     return cli + ["read", str(path), "--port", str(port), "--level", level, "--format", "csv",
-                  "--out", str(out)]
+                  "--out", str(out)] + (["--keylog", str(keylog)] if keylog else [])
 
 
 def tshark_messages(path):
@@ -85,22 +92,27 @@ def floor_cmd(path):
     return [sys.executable, str(HERE / "read_floor.py"), str(path)]
 
 
-def measure(path, port, rounds, workdir, log=print):
+def measure(path, port, rounds, workdir, log=print, keylog=None, extra=None):
     """Alternate the five commands for `rounds` rounds; returns {tool: [Run]} and {tool: count}
-    (Kafka messages; the floor counts none)."""
-    runs = {name: [] for name in ("tshark",) + LEVELS + ("floor",)}
+    (Kafka messages; the floor counts none). `keylog`: the capture is TLS, opened with it (by
+    both tools). `extra`: {name: command} run in each round after ours, counted as ours."""
+    extra = extra or {}
+    runs = {name: [] for name in ("tshark",) + LEVELS + tuple(extra) + ("floor",)}
     counts = {}
     for i in range(rounds):
         for name in runs:
             out = workdir / f"{name}.out"
             err = workdir / f"{name}.err"
             if name == "tshark":
-                cmd = tshark_cmd(path, port)
+                cmd = tshark_cmd(path, port, keylog)
             elif name == "floor":
                 cmd = floor_cmd(path)
+            elif name in extra:
+                cmd = extra[name](out)
             else:
-                cmd = ours_cmd(path, port, name, out)
-            r = run(cmd, stdout=os.devnull if name in LEVELS else out, stderr_path=err)
+                cmd = ours_cmd(path, port, name, out, keylog)
+            ours = name not in ("tshark", "floor")
+            r = run(cmd, stdout=os.devnull if ours else out, stderr_path=err)
             if r.status != 0:
                 raise RuntimeError(f"{name} failed ({r.status}): {r.stderr.strip()[-2000:]}")
             runs[name].append(r)
@@ -126,8 +138,9 @@ def kernels():
             f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}")
 
 
-def report(path, runs, counts, packets, log=print):
-    """Print the table; returns True when the message counts agree."""
+def report(path, runs, counts, packets, log=print, targets=TARGETS, labels=None):
+    """Print the table; returns True when the message counts agree (tshark's and each level's;
+    the extra commands of `measure` are named by `labels` and not counted)."""
     size = path.stat().st_size
     mb = size / 1e6
     messages = counts["tshark"]
@@ -144,12 +157,13 @@ def report(path, runs, counts, packets, log=print):
         wall = statistics.median(r.wall for r in rs)
         rss = max(r.rss_mb for r in rs)
         ratio = base / cpu
-        label = {"tshark": "tshark", "floor": "pure-Python floor"}.get(name, f"ours {name}")
-        if name not in TARGETS:
+        label = {"tshark": "tshark", "floor": "pure-Python floor", **(labels or {})}.get(
+            name, f"ours {name}")
+        if name not in targets:
             target = ""
         else:
-            verdict = "met" if ratio >= TARGETS[name] else "MISSED"
-            target = f">= {TARGETS[name]:.0f}x {verdict}"
+            verdict = "met" if ratio >= targets[name] else "MISSED"
+            target = f">= {targets[name]:.0f}x {verdict}"
         log(f"{label:17} {cpu:7.2f} {wall:7.2f} {mb / cpu:7.1f} {packets / cpu:10,.0f} "
             f"{messages / cpu:10,.0f} {ratio:6.2f}x {rss:11.0f}  {target}")
     ours = {name: counts[name] for name in LEVELS}

@@ -139,14 +139,19 @@ class Lab:
 
     with Lab(folder, "tls13-chacha20") as lab: ... lab.bootstrap (the TLS endpoint), lab.cert
     (for the clients), then lab.pcap, lab.keylog, lab.connections() and lab.capture counts.
+    `plain_pcap`: capture the plaintext leg into its own file (then `pcap` holds the TLS leg
+    only; lab.plain_capture has its counts).
     """
 
-    def __init__(self, folder, setting, tls_port=None, plain_port=None, pcap=None):
+    def __init__(self, folder, setting, tls_port=None, plain_port=None, pcap=None,
+                 plain_pcap=None):
         self.folder = Path(folder)
         self.setting = setting
         self.tls_port = tls_port
         self.plain_port = plain_port
         self.pcap = Path(pcap) if pcap else self.folder / f"{setting}.pcap"
+        self.plain_pcap = Path(plain_pcap) if plain_pcap else None
+        self.plain_capture = None
         self._stack = None
 
     @property
@@ -164,8 +169,13 @@ class Lab:
             self.terminator = stack.enter_context(
                 Terminator(self.folder, self.tls_port, self.plain_port, self.setting,
                            self.cert, self.key))
-            self.capture = stack.enter_context(
-                T.Capture(self.pcap, (self.tls_port, self.plain_port)))
+            if self.plain_pcap is None:
+                self.capture = stack.enter_context(
+                    T.Capture(self.pcap, (self.tls_port, self.plain_port)))
+            else:
+                self.capture = stack.enter_context(T.Capture(self.pcap, self.tls_port))
+                self.plain_capture = stack.enter_context(
+                    T.Capture(self.plain_pcap, self.plain_port))
             self._stack = stack.pop_all()
         return self
 
