@@ -14,6 +14,7 @@ import sys
 from importlib import import_module
 
 from . import __version__, framebuf
+from .text_safety import escape
 
 CORE_COMMANDS = ("read", "apis", "tree", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
@@ -106,13 +107,13 @@ def main(argv=None) -> int:
     try:
         parser = build_parser(argv)
     except UsageError as exc:
-        print(f"kafka-dissect: error: {exc}", file=sys.stderr)
+        print(f"kafka-dissect: error: {escape(str(exc))}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     try:
         return args.run(args)
     except UsageError as exc:
-        print(f"kafka-dissect: error: {exc}", file=sys.stderr)
+        print(f"kafka-dissect: error: {escape(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kafka-dissect: interrupted", file=sys.stderr)
@@ -123,7 +124,7 @@ def main(argv=None) -> int:
     except Exception as exc:  # an escaped exception is a bug: one line, not a traceback
         if args.debug:
             raise
-        print(f"kafka-dissect: internal error: {type(exc).__name__}: {exc} "
+        print(f"kafka-dissect: internal error: {type(exc).__name__}: {escape(str(exc))} "
               "(run with --debug for details, and please report it)", file=sys.stderr)
         return 3
 

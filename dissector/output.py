@@ -5,6 +5,7 @@ import csv
 from functools import lru_cache
 
 from .tables import EXCHANGE_COLUMN_NAMES, TIMESTAMP_COLUMNS, exchange_api_name, exchange_row
+from .text_safety import escape
 
 FORMATS = ("text", "jsonl", "csv")
 
@@ -60,7 +61,7 @@ class TextWriter:
         parts = [f"{ex.index:6d}", f"{(frame.first_ts - self.t0) / 1e9:12.6f}",
                  f"{c.client_ip}:{c.client_port} \u2192 {c.broker_ip}:{c.broker_port}",
                  f"{api:<26}", f"corr={ex.correlation_id}" if ex.correlation_id is not None else "",
-                 f"client={ex.client_id}" if ex.client_id else "", latency, ex.status]
+                 f"client={escape(ex.client_id)}" if ex.client_id else "", latency, ex.status]
         if ex.error_code:
             from .protocol.names import error_name
             parts.append(error_name(ex.error_code))

@@ -9,8 +9,8 @@ The scheme (unambiguous: the original bytes can be read back from the output):
 
 - `\\`     a backslash (escaped first, so that every other backslash starts an escape);
 - `\\xNN`  one byte: an ASCII control character (C0 `\\x00`-`\\x1f`, DEL `\\x7f`), or a byte
-           that is not part of valid UTF-8 (`\\x80`-`\\xff`; from bytes, or from a str decoded
-           with errors="surrogateescape");
+           that is not part of valid UTF-8 (`\\x80`-`\\xff`: from bytes, from an `InvalidUtf8`,
+           or from a str decoded with errors="surrogateescape");
 - `\\uNNNN` / `\\UNNNNNNNN` any other code point Python does not call printable
            (`str.isprintable`): C1 controls (`\\u009b`), bidirectional overrides (`\\u202e`),
            zero-width and line/paragraph separators, unassigned code points.
@@ -18,6 +18,28 @@ The scheme (unambiguous: the original bytes can be read back from the output):
 Printable text, spaces included, is left as it is.
 """
 from __future__ import annotations
+
+
+class InvalidUtf8(str):
+    """A capture string that is not valid UTF-8: the text with U+FFFD for each bad sequence
+    (what exports, tables and filters see, as in Wireshark), remembering its bytes in `raw` so
+    that a terminal shows them (`\\xff`) and the resync can tell a false header."""
+
+    def __new__(cls, raw: bytes):
+        self = super().__new__(cls, raw.decode("utf-8", "replace"))
+        self.raw = raw
+        return self
+
+    def __reduce__(self):   # pickled (--jobs workers) as what makes it
+        return InvalidUtf8, (self.raw,)
+
+
+def decode_text(raw: bytes) -> str:
+    """A capture's UTF-8 string: a str, or an InvalidUtf8 when the bytes are not valid."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return InvalidUtf8(raw)
 
 
 def _escape_char(ch: str) -> str:
@@ -38,6 +60,8 @@ def escape(value: str | bytes | bytearray | memoryview | None) -> str:
     their invalid bytes shown as `\\xNN`."""
     if value is None:
         return ""
+    if isinstance(value, InvalidUtf8):
+        value = value.raw
     if not isinstance(value, str):
         value = bytes(value).decode("utf-8", "surrogateescape")
     if value.isprintable() and "\\" not in value:   # the usual case, at C speed

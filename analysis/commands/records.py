@@ -13,6 +13,7 @@ import sys
 
 from dissector.commands.common import add_capture_options, open_dissection, report_errors
 from dissector.output import iso_ns
+from dissector.text_safety import escape
 from dissector.records.rows import RECORD_COLUMN_NAMES, RECORD_COLUMNS, record_rows
 
 FORMATS = ("text", "jsonl", "csv", "parquet")
@@ -75,11 +76,11 @@ def _text(rows, out) -> int:
     for r in rows:
         n += 1
         direction = "produce" if r[idx["direction"]] == 0 else "fetch"
-        headers = ", ".join(f"{h['key']}={shown(h['value'])}" for h in r[idx["headers"]])
+        headers = ", ".join(f"{escape(h['key'])}={shown(h['value'])}" for h in r[idx["headers"]])
         value = shown(r[idx["value"]])
         if len(value) > 80:
             value = value[:77] + "..."
-        out.write(f"{direction:<7} {r[idx['topic']]}[{r[idx['partition']]}]@{r[idx['offset']]}  "
+        out.write(f"{direction:<7} {escape(r[idx['topic']])}[{r[idx['partition']]}]@{r[idx['offset']]}  "
                   f"{iso_ns(r[_TS]) or '-'}  {r[idx['compression']]}  "
                   f"key={shown(r[idx['key']])}  value={value}"
                   + (f"  headers[{headers}]" if headers else "") + "\n")

@@ -6,6 +6,7 @@ import sys
 import time
 
 from ..pipeline import DEFAULT_PORTS, MAX_FRAME, dissect
+from ..text_safety import escape
 
 
 def add_capture_options(p) -> None:
@@ -87,5 +88,5 @@ def open_output(path):
 def report_errors(run) -> int:
     """Capture errors found during the run: one line each on stderr; exit status 2 if any."""
     for message in run.errors:
-        print(f"kafka-dissect: error: {message}", file=sys.stderr)
+        print(f"kafka-dissect: error: {escape(message)}", file=sys.stderr)
     return 2 if run.errors else 0

@@ -7,6 +7,7 @@ import sys
 from ..output import make_writer
 from ..pipeline import MAX_FRAME, Dissector
 from ..session import LEVELS
+from ..text_safety import escape
 from .common import parse_ports
 
 LIVE_FORMATS = ("text", "jsonl")
@@ -120,6 +121,6 @@ def run(args) -> int:
     if capture.output_closed:   # nothing more may reach the closed pipe, not even at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if capture.error:
-        print(f"kafka-dissect: error: {capture.error}", file=sys.stderr)
+        print(f"kafka-dissect: error: {escape(capture.error)}", file=sys.stderr)
         return 2
     return 0

@@ -11,6 +11,7 @@ import sys
 from ..cli import UsageError
 from ..protocol.names import api_name, error_name
 from ..protocol.tree import request_tree, response_tree
+from ..text_safety import escape
 from .common import add_capture_options, open_dissection, report_errors
 
 _VALUE_BYTES = 24   # bytes values longer than this are shown cut, with their length
@@ -83,7 +84,7 @@ def write_text(out, ex, parts) -> None:
               f"{c.broker_ip}:{c.broker_port}\n")
     for issue in ex.issues:
         out.write(f"Issue: {issue.code} ({issue.severity}) at stream offset "
-                  f"{issue.stream_offset}: {issue.detail}\n")
+                  f"{issue.stream_offset}: {escape(issue.detail)}\n")
     for direction, frame, tree in parts:
         out.write(f"\n{direction.capitalize()}: {len(frame.data)} bytes after the size prefix, "
                   f"packets {frame.first_packet}-{frame.last_packet}\n")
@@ -112,8 +113,8 @@ def _value(name, v) -> str:
             return "(0 bytes)"
         cut = "\u2026" if len(b) > _VALUE_BYTES else ""
         return f"{b[:_VALUE_BYTES].hex()}{cut} ({len(b)} bytes)"
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, str):   # quoted; a quote inside is \" (its backslash cannot be the text's)
+        return '"' + escape(v).replace('"', '\\"') + '"'
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, int):

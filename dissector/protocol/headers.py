@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 
+from ..text_safety import decode_text
 from .generated.apis import APIS
 
 _HEAD = struct.Struct(">hhi")      # api_key, api_version, correlation_id
@@ -90,7 +91,7 @@ def parse_request_header(buf) -> tuple[int, int, int, str | None, dict, int]:
     if n >= 0:
         if pos + n > end:
             raise ValueError("client id runs past the message")
-        client_id = bytes(buf[pos:pos + n]).decode("utf-8", "replace")
+        client_id = decode_text(bytes(buf[pos:pos + n]))
         pos += n
     elif n != -1:
         raise ValueError("negative client id length")

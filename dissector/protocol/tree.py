@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from struct import Struct
 
+from ..text_safety import InvalidUtf8
 from .primitives import DEFAULT_STRUCT, MAX_ELEMENTS, Malformed, new, uuid_at
 
 _FIXED = {k: Struct(">" + c) for k, c in (("int8", "b"), ("int16", "h"), ("int32", "i"),
@@ -69,8 +70,9 @@ def new_body(schema):
 
 
 class _Walker:
-    def __init__(self, b, end=None, budget=MAX_ELEMENTS):
+    def __init__(self, b, end=None, budget=MAX_ELEMENTS, lenient=False):
         self.b = b
+        self.lenient = lenient   # a header: its client id may be non-UTF-8 (parse_request_header)
         self.end = len(b) if end is None else end
         self.budget = budget  # array elements this message may still decode
 
@@ -172,7 +174,9 @@ class _Walker:
             try:
                 v = b[p:e].decode()
             except UnicodeDecodeError:
-                raise Malformed("kafka.bad_string", p, f"{attr}: not UTF-8") from None
+                if not self.lenient:
+                    raise Malformed("kafka.bad_string", p, f"{attr}: not UTF-8") from None
+                v = InvalidUtf8(bytes(b[p:e]))
         elif kind == "bytes":
             v = b[p:e]
         else:  # records: kept raw for the record-batch decoder, without a copy
@@ -260,12 +264,12 @@ class _Holder:
     __slots__ = ("value",)
 
 
-def decode(b, p, schema, tree=False, max_elements=MAX_ELEMENTS):
+def decode(b, p, schema, tree=False, max_elements=MAX_ELEMENTS, lenient=False):
     """Decode a struct at b[p:] -> (obj, end, root Node or None, Malformed or None).
 
     Never raises Malformed: on a fault the partial object is returned with the fault.
     `max_elements`: the element budget (kafka.too_many_elements beyond it)."""
-    w = _Walker(b, None, max_elements)
+    w = _Walker(b, None, max_elements, lenient)
     o = new_body(schema)
     root = Node(schema[0].__name__, p) if tree else None
     try:
@@ -288,7 +292,7 @@ def _message_tree(b, title, header_schema, body_entry):
     """Root node over the header and body of one message; a fault or trailing bytes show as a
     `malformed` / `trailing_bytes` node (value: the Issue code) where they start."""
     root = Node(title, 0, len(b))
-    _, end, node, fault = decode(b, 0, header_schema, tree=True)
+    _, end, node, fault = decode(b, 0, header_schema, tree=True, lenient=True)
     node.name = "header"
     root.children.append(node)
     if fault is None and body_entry is not None:

@@ -14,6 +14,7 @@ import gc
 import struct
 
 from ..model import ERROR, WARNING, Issue
+from ..text_safety import decode_text
 from . import codecs
 from .checksums import ACCELERATED, crc32c
 from .model import RECORD_COST, Batch, Record
@@ -507,7 +508,7 @@ def _parse_records(buf, count, base_offset, first_ts, ts_fixed):
                     pos += hklen
                     name = names.get(hkey)  # header keys repeat: decode each once per batch
                     if name is None:
-                        name = names[hkey] = hkey.decode("utf-8", "replace")
+                        name = names[hkey] = decode_text(hkey)
                     b = buf[pos]
                     if b < 0x80:
                         hvlen = zz[b]
