@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 JOIN_GROUP = 11
-_NONE = (None,) * 9
+_NONE = (None,) * 10
 
 
 def exchange_extras(ex) -> tuple:
     """(acks, transactional_id, max_wait_ms, min_bytes, isolation_level, group_id, member_id,
-    generation_id, top_error_code) of an exchange; None where the body lacks the field or was
-    not decoded."""
+    generation_id, top_error_code, replica_id) of an exchange; None where the body lacks the
+    field or was not decoded."""
     g = getattr
     resp = ex.response_msg.body if ex.response_msg is not None else None
     top_error = _int(g(resp, "error_code", None)) if resp is not None else None
     req = ex.request_msg.body if ex.request_msg is not None else None
     if req is None:
-        return _NONE[:-1] + (top_error,)
+        return _NONE[:-2] + (top_error, None)
     member_id = g(req, "member_id", None)
     generation = g(req, "generation_id", None)
     if generation is None:
@@ -37,7 +37,17 @@ def exchange_extras(ex) -> tuple:
     return (_int(g(req, "acks", None)), _str(g(req, "transactional_id", None)),
             _int(g(req, "max_wait_ms", None)), _int(g(req, "min_bytes", None)),
             _int(g(req, "isolation_level", None)), _str(group_id), _str(member_id),
-            _int(generation), top_error)
+            _int(generation), top_error, _replica_id(req))
+
+
+def _replica_id(req):
+    """A Fetch's or ListOffsets' replica id: a follower broker's id, -1 for a consumer (Fetch
+    v15+ moved it into the tagged replica_state)."""
+    rid = getattr(req, "replica_id", None)
+    if rid is None:
+        state = getattr(req, "replica_state", None)
+        rid = getattr(state, "replica_id", None) if state is not None else None
+    return _int(rid)
 
 
 def _str(v):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dissector.records.rows import RECORD_COLUMNS, record_rows
@@ -22,6 +23,8 @@ from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUM
                      exchange_columns, issue_columns)
 
 TABLES = ("exchanges", "partitions", "records", "issues", "connections")
+# computed from the tables above once they are whole (across connections and files), on first use
+DERIVED = ("deliveries",)
 EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
 
 
@@ -35,7 +38,8 @@ def table_columns(name: str) -> tuple:
 class Tables:
     """The analysis tables as Arrow-backed pandas DataFrames (and the Arrow tables they came from).
 
-    `errors` lists one-line messages about unreadable or damaged captures.
+    `errors` lists one-line messages about unreadable or damaged captures. The DERIVED tables
+    (`deliveries`) are computed on first use unless `arrow` holds them (read back from Parquet).
     """
 
     def __init__(self, arrow: dict, errors=()):
@@ -43,6 +47,15 @@ class Tables:
         self.errors = list(errors)
         for name in TABLES:
             setattr(self, name, to_pandas(arrow[name]))
+        self._derived = {name: to_pandas(arrow[name]) for name in DERIVED if name in arrow}
+
+    @property
+    def deliveries(self):
+        """End-to-end record latency: analysis.deliveries.deliveries(self), computed once."""
+        if "deliveries" not in self._derived:
+            from .deliveries import deliveries
+            self._derived["deliveries"] = deliveries(self)
+        return self._derived["deliveries"]
 
     def write_parquet(self, directory) -> list[Path]:
         """One Parquet file per table in `directory` (created if needed)."""
@@ -52,6 +65,10 @@ class Tables:
         for name in TABLES:
             path = out / f"{name}.parquet"
             pq.write_table(self.arrow[name], path)
+            paths.append(path)
+        for name in DERIVED:
+            path = out / f"{name}.parquet"
+            pq.write_table(pa.Table.from_pandas(getattr(self, name), preserve_index=False), path)
             paths.append(path)
         return paths
 
@@ -178,11 +195,32 @@ def export(paths, directory, port=None, *, level="bodies", keep=None, progress=N
     try:
         for name in TABLES:
             sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)))
-        return collect(paths, port, level=level, keep=keep, progress=progress,
-                       max_frame=max_frame, sinks=sinks)
+        result = collect(paths, port, level=level, keep=keep, progress=progress,
+                         max_frame=max_frame, sinks=sinks)
     finally:
         for sink in sinks.values():
             sink.close()
+    write_derived(out)
+    return result
+
+
+def write_derived(directory) -> None:
+    """The DERIVED tables of the Parquet tables in `directory`, written next to them: computed
+    from the columns they need, read back (export streamed the tables out of memory)."""
+    from .deliveries import NEEDS, deliveries
+    d = Path(directory)
+    arrow = {name: pq.read_table(d / f"{name}.parquet", columns=list(cols)).unify_dictionaries()
+             for name, cols in NEEDS.items()}
+    table = deliveries(_Columns(arrow))
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), d / "deliveries.parquet")
+
+
+class _Columns:
+    """Tables of only some columns, as pandas frames, for the derived tables' functions."""
+
+    def __init__(self, arrow):
+        for name, table in arrow.items():
+            setattr(self, name, to_pandas(table))
 
 
 def load_parquet(directory) -> Tables:
@@ -198,5 +236,8 @@ def load_parquet(directory) -> Tables:
             raise FileNotFoundError(f"{path}: missing (not written by kafka-dissect export?)")
         # row groups written batch by batch have dictionaries of their own: one for all, as load()
         arrow[name] = pq.read_table(path).unify_dictionaries()
+    for name in DERIVED:
+        if (d / f"{name}.parquet").is_file():
+            arrow[name] = pq.read_table(d / f"{name}.parquet").unify_dictionaries()
     return Tables(arrow)
 

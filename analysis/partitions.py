@@ -27,12 +27,13 @@ _COL = {name: i for i, (name, _) in enumerate(PARTITION_COLUMNS)}
 _WIDTH = len(PARTITION_COLUMNS)
 (_TOPIC, _TOPIC_ID, _PARTITION, _ERR, _ERR_NAME, _FETCH_OFF, _HW, _LSO, _LOG_START, _COMMITTED,
  _BASE_OFF, _TS_QUERY, _LISTED, _BYTES, _RECORDS, _BATCHES, _COMP, _UNCOMP, _CODEC, _PID, _PEPOCH,
- _BASE_SEQ, _TXN) = (_COL[n] for n in (
+ _BASE_SEQ, _TXN, _FIRST, _LAST) = (_COL[n] for n in (
     "topic", "topic_id", "partition", "error_code", "error_name", "fetch_offset", "high_watermark",
     "last_stable_offset", "log_start_offset", "committed_offset", "base_offset", "timestamp_query",
     "listed_offset", "bytes", "record_count", "batch_count", "compressed_bytes",
     "uncompressed_bytes", "compression",
-    "producer_id", "producer_epoch", "base_sequence", "is_transactional"))
+    "producer_id", "producer_epoch", "base_sequence", "is_transactional", "first_offset",
+    "last_offset"))
 
 
 def topic_id_str(value) -> str | None:
@@ -101,6 +102,7 @@ def _add_records(row, records) -> None:
             compressed_seen = True
     rc = getattr(records, "record_count", None)
     row[_RECORDS] = rc if rc is not None else (count if counted else None)
+    _offsets(row, batches)
     if batches:
         first = batches[0]
         row[_CODEC] = CODEC_NAMES.get(first.codec, str(first.codec))
@@ -111,6 +113,17 @@ def _add_records(row, records) -> None:
         if compressed_seen:
             row[_COMP] = compressed
             row[_UNCOMP] = uncompressed
+
+
+def _offsets(row, batches) -> None:
+    """First and last offsets of the data batches (control batches hold no produced record;
+    a legacy compressed wrapper read headers-only has no offsets: left unknown)."""
+    data = [b for b in batches if not b.is_control]
+    if data and data[0].base_offset is not None:
+        last = data[-1]
+        if last.base_offset is not None and last.last_offset_delta is not None:
+            row[_FIRST] = data[0].base_offset
+            row[_LAST] = last.base_offset + last.last_offset_delta
 
 
 def _error(row, code) -> None:
@@ -131,6 +144,11 @@ def _produce(rows, req, resp):
                 _error(row, p.error_code)
                 row[_BASE_OFF] = p.base_offset
                 row[_LOG_START] = getattr(p, "log_start_offset", None)
+    for row in rows.rows.values():   # the offsets the broker gave the records
+        base, count = row[_BASE_OFF], row[_RECORDS]
+        first = base if isinstance(base, int) and base >= 0 and count else None
+        row[_FIRST] = first
+        row[_LAST] = first + count - 1 if first is not None else None
 
 
 def _fetch(rows, req, resp):

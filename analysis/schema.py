@@ -20,6 +20,7 @@ EXCHANGE_EXTRA_COLUMNS = (
     ("member_id", "string"),
     ("generation_id", "int32"),
     ("top_error_code", "int16"),   # the response's own top-level error code, if it has one
+    ("replica_id", "int32"),       # Fetch, ListOffsets: a follower broker's id (-1: a consumer)
 )
 
 PARTITION_COLUMNS = (
@@ -56,6 +57,11 @@ PARTITION_COLUMNS = (
     ("producer_epoch", "int16"),
     ("base_sequence", "int32"),
     ("is_transactional", "bool"),
+    # the offsets of the first and last record carried: Produce as the broker assigned them
+    # (base_offset on), Fetch/ShareFetch from the batch headers (a batch may start before the
+    # fetch offset: the consumer skips those)
+    ("first_offset", "int64"),
+    ("last_offset", "int64"),
 )
 
 CONNECTION_COLUMNS = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import consumers, errors, latency, producers
+from . import consumers, deliveries, errors, latency, producers
 
 
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
@@ -41,6 +41,7 @@ def issues_by_code(t) -> pd.DataFrame:
 def sections(t, top: int = 10):
     """(title, frame) pairs; empty frames are left for the renderer to skip."""
     ex = t.exchanges
+    d = t.deliveries
     return [
         ("Overview", overview(t)),
         ("Latency by api (ms)", latency.percentiles(ex, "api")),
@@ -64,6 +65,12 @@ def sections(t, top: int = 10):
         ("Group timeline", consumers.timeline(t).head(4 * top)),
         ("Committed offsets (latest)", consumers.committed_offsets(t)),
         ("Consumer lag (high watermark - fetch offset)", consumers.lag_summary(t)),
+        ("End-to-end record latency by topic (ms: Produce request to first Fetch delivery)",
+         deliveries.percentiles(d, "topic")),
+        ("End-to-end record latency by producer (ms)", deliveries.percentiles(d, "producer")),
+        ("End-to-end record latency by consumer group (ms)", deliveries.percentiles(d, "group")),
+        ("Records produced and never fetched in the capture",
+         deliveries.undelivered(d).query("undelivered > 0")),
         ("Producer throughput", producers.throughput(t)),
         ("Batch sizes", producers.batch_sizes(t)),
         ("Compression", producers.compression(t)),

@@ -8,15 +8,15 @@ import sys
 from dissector.commands.common import Progress, parse_ports, report_errors
 from dissector.filters import compile_filter_option
 
-from ..load import EXCHANGE_NAMES, TABLES, export
+from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
 from .options import add_analysis_options
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("export", help="write the analysis tables of captures as Parquet",
                        description="Dissect captures and write exchanges, partitions, records, "
-                                   "issues and connections as Parquet files in DIR (read them "
-                                   "back with analysis.load_parquet).")
+                                   "issues, connections and deliveries as Parquet files in DIR "
+                                   "(read them back with analysis.load_parquet).")
     add_analysis_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="directory for the Parquet files")
     p.set_defaults(run=run)
@@ -38,5 +38,5 @@ def run(args) -> int:
         progress.done()
     print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
           f"{len(col.records)} records, {len(col.issues)} issues -> "
-          f"{len(TABLES)} files in {args.out}", file=sys.stderr)
+          f"{len(TABLES) + len(DERIVED)} files in {args.out}", file=sys.stderr)
     return report_errors(dissection)

@@ -3,6 +3,8 @@ into rotated files (connections spanning files, pcap and pcapng, a directory, a 
 files as inputs), and on damaged input."""
 from __future__ import annotations
 
+import pandas as pd
+
 from analysis import load
 from dissector.capture.files import read_packets
 from analysis.spark import load_output, run
@@ -42,6 +44,10 @@ def test_rotated_captures_give_the_same_tables(spark, tmp_path):
                 != (ex["response_packet"].fillna(0).to_numpy()[:, None] <= bounds)).any(axis=1)
     assert spanning.sum() >= 1   # some exchanges start in one file and end in the next
     assert result.rows["exchanges"] == len(ex)
+    # the deliveries, joined in Spark across connections and files, are the pandas rows
+    assert result.rows["deliveries"] == len(actual.deliveries) > 100
+    assert actual.deliveries["delivery_ts"].notna().sum() > 100
+    pd.testing.assert_frame_equal(actual.deliveries, expected.deliveries)
 
 
 def test_damaged_input_gives_the_same_tables_and_errors(spark, tmp_path):

@@ -1,0 +1,163 @@
+"""The deliveries table (analysis.deliveries) in Spark SQL: produced records joined with the Fetch
+responses that delivered them by (topic, partition, offset), across every connection and file,
+from the Parquet tables a run wrote; written by the executors in the pandas table's schema.
+
+Same definitions and tie-breaks as the pandas function: a client's group is the one it names
+most in its group requests (then the smallest name); an offset claimed by two Produce requests
+belongs to the earlier (then the lower exchange number); a consumer's first delivery is the
+earliest Fetch response (then the lower exchange number). Timestamps are nanosecond longs here
+(spark.sql.legacy.parquet.nanosAsLong), as in the tables.
+"""
+from __future__ import annotations
+
+from ..deliveries import DELIVERY_COLUMNS, FETCH, GROUP_APIS, PRODUCE, sort_rows
+
+MIN_RECORD_BYTES = 7   # as analysis.deliveries: a damaged count cannot exceed bytes / 7 + 1
+
+SQL = f"""
+WITH ex AS (
+    SELECT exchange, api_key, client_id, client_ip, group_id, request_ts, response_end_ts,
+           replica_id
+    FROM kd_exchanges),
+named AS (
+    SELECT client_ip, client_id, group_id, count(*) AS n FROM ex
+    WHERE api_key IN ({", ".join(map(str, GROUP_APIS))}) AND group_id IS NOT NULL
+    GROUP BY client_ip, client_id, group_id),
+groups AS (
+    SELECT client_ip, client_id, group_id FROM (
+        SELECT *, row_number() OVER (PARTITION BY client_ip, client_id
+                                     ORDER BY n DESC, group_id) AS rn FROM named)
+    WHERE rn = 1),
+produced AS (
+    SELECT p.topic, p.partition, p.exchange, e.client_id, e.client_ip, e.request_ts,
+           e.response_end_ts, p.first_offset,
+           least(p.last_offset, p.first_offset + coalesce(p.bytes, 0) div {MIN_RECORD_BYTES})
+               AS last_offset
+    FROM kd_partitions p JOIN ex e ON p.exchange = e.exchange
+    WHERE p.api_key = {PRODUCE} AND p.first_offset IS NOT NULL AND p.last_offset IS NOT NULL),
+records AS (
+    SELECT * FROM (
+        SELECT topic, partition, offset, exchange, client_id, client_ip, request_ts,
+               response_end_ts,
+               row_number() OVER (PARTITION BY topic, partition, offset
+                                  ORDER BY request_ts, exchange) AS rn
+        FROM produced
+        LATERAL VIEW explode(sequence(first_offset, last_offset)) o AS offset
+        WHERE last_offset >= first_offset)
+    WHERE rn = 1),
+fetched AS (
+    SELECT p.topic, p.partition, p.exchange, e.client_id, e.client_ip, g.group_id,
+           e.response_end_ts AS ts,
+           greatest(p.first_offset, coalesce(p.fetch_offset, p.first_offset)) AS lo,
+           p.last_offset AS hi,
+           coalesce(g.group_id, concat('client:', coalesce(e.client_id, ''), '@',
+                                       coalesce(e.client_ip, ''))) AS consumer
+    FROM kd_partitions p JOIN ex e ON p.exchange = e.exchange
+         LEFT JOIN groups g ON g.client_ip <=> e.client_ip AND g.client_id <=> e.client_id
+    WHERE p.api_key = {FETCH} AND p.first_offset IS NOT NULL AND p.last_offset IS NOT NULL
+          AND coalesce(e.replica_id, -1) < 0),
+pairs AS (
+    SELECT r.topic, r.partition, r.offset, f.exchange, f.client_id, f.client_ip, f.group_id,
+           f.ts,
+           row_number() OVER (PARTITION BY r.topic, r.partition, r.offset, f.consumer
+                              ORDER BY f.ts, f.exchange) AS rn,
+           count(*) OVER (PARTITION BY r.topic, r.partition, r.offset, f.consumer) AS n
+    FROM records r JOIN fetched f
+         ON r.topic = f.topic AND r.partition = f.partition AND r.offset BETWEEN f.lo AND f.hi)
+SELECT r.topic, r.partition, r.offset,
+       r.client_id AS producer_client_id, r.client_ip AS producer_ip,
+       r.exchange AS produce_exchange, r.request_ts AS produce_request_ts,
+       r.response_end_ts AS ack_ts,
+       d.client_id AS consumer_client_id, d.client_ip AS consumer_ip,
+       d.group_id AS consumer_group, d.exchange AS fetch_exchange, d.ts AS delivery_ts,
+       (d.ts - r.request_ts) / 1e6 AS end_to_end_ms,
+       (r.response_end_ts - r.request_ts) / 1e6 AS ack_ms,
+       coalesce(d.n, 0) AS deliveries
+FROM records r LEFT JOIN (SELECT * FROM pairs WHERE rn = 1) d
+     ON r.topic = d.topic AND r.partition = d.partition AND r.offset = d.offset
+"""
+
+
+def deliveries(spark):
+    """The deliveries as a Spark DataFrame (timestamps as nanosecond longs), over the views
+    summaries.register made (kd_exchanges, kd_partitions)."""
+    return spark.sql(SQL)
+
+
+def write(spark, out: str) -> int:
+    """Compute the deliveries of the run in `out` and write them as
+    `<out>/deliveries.parquet/part-*.parquet` from the executors; returns the row count."""
+    import pyarrow as pa
+
+    from ..columns import table_schema
+    from .summaries import register
+    from .write import output_fs
+
+    register(spark, out)
+    filesystem, base = output_fs(out)
+    path = f"{base}/deliveries.parquet"
+    from pyarrow import fs
+    if filesystem.get_file_info(path).type != fs.FileType.NotFound:
+        filesystem.delete_dir(path)
+    filesystem.create_dir(path, recursive=True)
+    schema = table_schema(DELIVERY_COLUMNS)
+    target = str(out)
+
+    def write_part(batches):
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        from .write import output_fs as fs_of
+        part = TaskContext.get().partitionId()
+        dest_fs, dest = fs_of(target)
+        rows = 0
+        tables = [_typed(pa.Table.from_batches([b]), schema) for b in batches]
+        if tables:
+            table = pa.concat_tables(tables)
+            rows = table.num_rows
+            pq.write_table(table, f"{dest}/deliveries.parquet/part-{part:05d}.parquet",
+                           filesystem=dest_fs)
+        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+    counts = deliveries(spark).mapInArrow(write_part, "rows long").collect()
+    return sum(r.rows for r in counts)
+
+
+def _typed(table, schema):
+    """Spark's columns in the pandas table's types (nanosecond longs to UTC timestamps, names
+    dictionary-encoded)."""
+    import pyarrow as pa
+    arrays = []
+    for field in schema:
+        col = table.column(field.name).combine_chunks()
+        typ = field.type
+        if pa.types.is_timestamp(typ):
+            col = col.cast(pa.int64()).view(typ)
+        elif pa.types.is_dictionary(typ):
+            col = col.cast(typ.value_type).dictionary_encode()
+        else:
+            col = col.cast(typ)
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def read(out: str):
+    """The deliveries a run wrote, as one Arrow table in the pandas function's row order, or None
+    when the run wrote none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .write import output_fs
+    filesystem, base = output_fs(str(out))
+    path = f"{base}/deliveries.parquet"
+    from pyarrow import fs
+    if filesystem.get_file_info(path).type == fs.FileType.NotFound:
+        return None
+    parts = sorted(i.path for i in filesystem.get_file_info(fs.FileSelector(path))
+                   if i.path.endswith(".parquet"))
+    from ..columns import table_schema
+    schema = table_schema(DELIVERY_COLUMNS)
+    table = pa.concat_tables([pq.read_table(p, filesystem=filesystem) for p in parts]) \
+        .unify_dictionaries() if parts else schema.empty_table()
+    return sort_rows(table)
+
