@@ -75,10 +75,11 @@ class TextWriter:
 
 
 class JsonlWriter:
-    def __init__(self, out, bodies=False):
+    def __init__(self, out, bodies=False, show_secrets=False):
         import json   # here: the other formats need not load it
         self.out = out
         self.bodies = bodies
+        self.show_secrets = show_secrets
         # json.dumps with options builds a new encoder per call: one made once writes the same
         self._json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -88,6 +89,11 @@ class JsonlWriter:
             from .protocol.jsonify import to_json
             rec["request"] = to_json(ex.request_msg)
             rec["response"] = to_json(ex.response_msg)
+            if not self.show_secrets:
+                from .secrets import mask_json
+                for key, is_request in (("request", True), ("response", False)):
+                    if rec[key] is not None:
+                        mask_json(ex.api_key, is_request, rec[key]["body"])
         self.out.write(self._json(rec) + "\n")
 
     def close(self) -> None:
@@ -149,9 +155,9 @@ class CsvWriter:
         pass
 
 
-def make_writer(fmt, out, bodies=False):
+def make_writer(fmt, out, bodies=False, show_secrets=False):
     if fmt == "text":
         return TextWriter(out)
     if fmt == "jsonl":
-        return JsonlWriter(out, bodies=bodies)
+        return JsonlWriter(out, bodies=bodies, show_secrets=show_secrets)
     return CsvWriter(out)

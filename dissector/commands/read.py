@@ -21,6 +21,9 @@ def add_parser(sub) -> None:
                         "topic and partition columns), records (every record decoded)")
     p.add_argument("--bodies", action="store_true",
                    help="with --format jsonl: add the decoded request and response objects")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="with --bodies: show SASL credentials, delegation-token HMACs and "
+                        "sensitive config values (masked by default)")
     p.add_argument("--filter", metavar="EXPR",
                    help='keep exchanges matching EXPR over the columns, e.g. '
                         '\'api_name == "Fetch" and latency_ms > 100\'')
@@ -37,7 +40,8 @@ def run(args) -> int:
     run, progress = open_dissection(args, level, keep_bodies=args.bodies)
     out = open_output(args.out) if args.out else sys.stdout
     try:
-        writer = make_writer(args.format, out, bodies=args.bodies)
+        writer = make_writer(args.format, out, bodies=args.bodies,
+                             show_secrets=args.show_secrets)
         for ex in run:
             if keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))):
                 writer.write(ex)

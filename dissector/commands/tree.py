@@ -11,6 +11,7 @@ import sys
 from ..cli import UsageError
 from ..protocol.names import api_name, error_name
 from ..protocol.tree import request_tree, response_tree
+from ..secrets import MASKED, mask_tree, masked_bytes, sasl_secret_spans
 from ..text_safety import escape
 from .common import add_capture_options, open_dissection, report_errors
 
@@ -27,6 +28,9 @@ def add_parser(sub) -> None:
                    help="the exchange number (first column of `read`)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default) or JSON (the trees and the messages as hex)")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="show SASL credentials, delegation-token HMACs and sensitive config "
+                        "values (masked by default, in the tree and the hex dump)")
     p.set_defaults(run=run)
 
 
@@ -47,32 +51,47 @@ def run(args) -> int:
         if status:
             return status
         raise UsageError(f"no exchange {args.exchange} in the capture")
-    parts = exchange_trees(found)
+    parts = exchange_trees(found, show_secrets=args.show_secrets)
     if args.format == "json":
         json.dump({"exchange": found.index, "api_key": found.api_key,
                    "api_version": found.api_version, "correlation_id": found.correlation_id,
                    "status": found.status,
                    "messages": [{"direction": d, "packets": [f.first_packet, f.last_packet],
-                                 "hex": bytes(f.data).hex(), "tree": _json(t) if t else None}
-                                for d, f, t in parts]}, sys.stdout, indent=1)
+                                 "hex": _hex(bytes(f.data), hidden),
+                                 "tree": _json(t) if t else None}
+                                for d, f, t, hidden in parts]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         write_text(sys.stdout, found, parts)
     return 0
 
 
-def exchange_trees(ex):
-    """[(direction, frame, root Node or None)] for the request and the response that exist."""
+def exchange_trees(ex, show_secrets=False):
+    """[(direction, frame, root Node or None, hidden)] for the request and the response that
+    exist; unless show_secrets, secrets are masked in the trees and `hidden` (per byte of the
+    message: masked in the hex dump) marks their bytes, else hidden is None."""
     out = []
     raw = ex.raw_sasl or ex.api_key is None
     if ex.request is not None:
-        out.append(("request", ex.request, None if raw else request_tree(ex.request.data)))
+        tree = None if raw else request_tree(ex.request.data)
+        out.append(("request", ex.request, tree, _mask(ex, True, ex.request, tree, show_secrets)))
     if ex.response is not None:
         tree = None
         if not raw:
             tree = response_tree(ex.response.data, ex.api_key, ex.api_version, ex.request_msg)
-        out.append(("response", ex.response, tree))
+        out.append(("response", ex.response, tree,
+                    _mask(ex, False, ex.response, tree, show_secrets)))
     return out
+
+
+def _mask(ex, is_request, frame, tree, show_secrets):
+    if show_secrets:
+        return None
+    if ex.raw_sasl:   # the whole message is a SASL token
+        spans = sasl_secret_spans(frame.data)
+    else:
+        spans = mask_tree(ex.api_key, is_request, tree)
+    return masked_bytes(bytes(frame.data), spans) if spans else None
 
 
 def write_text(out, ex, parts) -> None:
@@ -85,7 +104,7 @@ def write_text(out, ex, parts) -> None:
     for issue in ex.issues:
         out.write(f"Issue: {issue.code} ({issue.severity}) at stream offset "
                   f"{issue.stream_offset}: {escape(issue.detail)}\n")
-    for direction, frame, tree in parts:
+    for direction, frame, tree, hidden in parts:
         out.write(f"\n{direction.capitalize()}: {len(frame.data)} bytes after the size prefix, "
                   f"packets {frame.first_packet}-{frame.last_packet}\n")
         if tree is None:
@@ -94,7 +113,7 @@ def write_text(out, ex, parts) -> None:
             for depth, node in tree.walk():
                 out.write(f"{'  ' * (depth + 1)}{_label(node)}\n")
         out.write("\n")
-        out.write(hex_dump(bytes(frame.data)))
+        out.write(hex_dump(bytes(frame.data), hidden))
 
 
 def _label(node) -> str:
@@ -107,6 +126,8 @@ def _label(node) -> str:
 def _value(name, v) -> str:
     if v is None:
         return "null"
+    if v is MASKED:
+        return MASKED
     if isinstance(v, (bytes, bytearray, memoryview)):
         b = bytes(v)
         if not b:
@@ -125,15 +146,24 @@ def _value(name, v) -> str:
     return str(v)
 
 
-def hex_dump(b: bytes) -> str:
-    """Offset, 16 bytes in hex, printable ASCII: the classic layout."""
+def hex_dump(b: bytes, hidden=None) -> str:
+    """Offset, 16 bytes in hex, printable ASCII: the classic layout. Bytes `hidden` marks (a
+    masked secret) show as ** and *."""
     lines = []
     for off in range(0, len(b), 16):
         chunk = b[off:off + 16]
-        hexes = " ".join(f"{x:02x}" for x in chunk[:8]) + "  " + " ".join(f"{x:02x}" for x in chunk[8:])
-        text = "".join(chr(x) if 32 <= x < 127 else "." for x in chunk)
+        mask = hidden[off:off + 16] if hidden else [False] * len(chunk)
+        cells = ["**" if m else f"{x:02x}" for x, m in zip(chunk, mask)]
+        hexes = " ".join(cells[:8]) + "  " + " ".join(cells[8:])
+        text = "".join("*" if m else chr(x) if 32 <= x < 127 else "." for x, m in zip(chunk, mask))
         lines.append(f"{off:08x}  {hexes:<48}  {text}\n")
     return "".join(lines)
+
+
+def _hex(b: bytes, hidden) -> str:
+    if not hidden:
+        return b.hex()
+    return "".join("**" if m else f"{x:02x}" for x, m in zip(b, hidden))
 
 
 def _json(node) -> dict:

@@ -1,6 +1,7 @@
 """A minimal Kafka 0.10.0-era broker on loopback for one job: a real client (kafka-python)
-authenticating with SCRAM-SHA-512 over SaslHandshake v0, so the raw SASL tokens on the wire are
-written by a real client. The server side of SCRAM follows RFC 5802 / RFC 7677. Responses are
+authenticating with SCRAM-SHA-512 (or PLAIN, or OAUTHBEARER) over SaslHandshake v0, so the raw
+SASL tokens on the wire are written by a real client; with authenticate=True it offers
+SaslHandshake v1 and SaslAuthenticate v0-1 instead, and the client's tokens travel in those. The server side of SCRAM follows RFC 5802 / RFC 7677. Responses are
 encoded by kafka-python's message classes. It also answers the client's first ApiVersions request
 the way Kafka answers an unsupported version: a v0-shaped body with error 35."""
 from __future__ import annotations
@@ -14,9 +15,12 @@ import struct
 import threading
 
 USER, PASSWORD = "alice", "pencil"
+BEARER = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.c2VjcmV0LXNpZ25hdHVyZQ"   # an OAUTHBEARER token
 ITERATIONS = 4096
 # (api key, min, max) offered: ApiVersions, SaslHandshake v0 only (raw tokens), Metadata v0-1
 OFFERED = ((18, 0, 0), (17, 0, 0), (3, 0, 1))
+# ... or SaslHandshake v1 and SaslAuthenticate v0-1 (tokens inside SaslAuthenticate)
+OFFERED_AUTHENTICATE = ((18, 0, 0), (17, 0, 1), (36, 0, 1), (3, 0, 1))
 
 
 def _h(data):
@@ -58,10 +62,37 @@ class Scram:
         return b"v=" + base64.b64encode(_hmac(self.server_key, auth))
 
 
+class Plain:
+    """PLAIN (RFC 4616): one token, authzid NUL authcid NUL password; an empty answer."""
+
+    def __init__(self):
+        self.ok = False
+
+    def step(self, token: bytes) -> bytes:
+        self.ok = token.split(b"\0")[1:] == [USER.encode(), PASSWORD.encode()]
+        return b""
+
+
+class OAuthBearer:
+    """OAUTHBEARER (RFC 7628): one client response holding auth=Bearer <token>."""
+
+    def __init__(self):
+        self.ok = False
+
+    def step(self, token: bytes) -> bytes:
+        self.ok = f"auth=Bearer {BEARER}\x01".encode() in token
+        return b""
+
+
+MECHANISMS = {"SCRAM-SHA-512": Scram, "PLAIN": Plain, "OAUTHBEARER": OAuthBearer}
+
+
 class Broker:
     """Serves connections on a thread each until closed; `port` is the listening port."""
 
-    def __init__(self):
+    def __init__(self, mechanism="SCRAM-SHA-512", authenticate=False):
+        self.mechanism = mechanism
+        self.offered = OFFERED_AUTHENTICATE if authenticate else OFFERED
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -110,7 +141,7 @@ class Broker:
                 while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">i", buf[:4])[0]:
                     size = struct.unpack(">i", buf[:4])[0]
                     msg, buf = buf[4:4 + size], buf[4 + size:]
-                    if scram is not None and not scram.ok:   # raw token phase
+                    if scram is not None and not scram.ok and self.offered is OFFERED:   # raw
                         reply = scram.step(msg)
                         if scram.ok:
                             self.authenticated += 1
@@ -126,11 +157,25 @@ class Broker:
         if api_key == 18:
             if version > 0:   # Kafka's answer to an unsupported version: v0 body, error 35
                 return head + struct.pack(">hihhh", 35, 1, 18, 0, 0), scram
-            body = struct.pack(">hi", 0, len(OFFERED)) + b"".join(struct.pack(">hhh", *o) for o in OFFERED)
+            body = struct.pack(">hi", 0, len(self.offered)) + b"".join(
+                struct.pack(">hhh", *o) for o in self.offered)
             return head + body, scram
         if api_key == 17:
-            resp = SaslHandshakeResponse(version=0, error_code=0, mechanisms=["SCRAM-SHA-512"])
-            return head + bytes(resp.encode(version=0)), Scram()
+            resp = SaslHandshakeResponse(version=version, error_code=0,
+                                         mechanisms=[self.mechanism])
+            return head + bytes(resp.encode(version=version)), MECHANISMS[self.mechanism]()
+        if api_key == 36:   # SaslAuthenticate v0-1: header v1, then auth_bytes (int32 length)
+            from kafka.protocol.sasl import SaslAuthenticateResponse
+            (n,) = struct.unpack_from(">h", msg, 8)
+            (size,) = struct.unpack_from(">i", msg, 10 + n)
+            reply = scram.step(msg[14 + n:14 + n + size])
+            if scram.ok:
+                self.authenticated += 1
+            fields = dict(error_code=0, error_message=None, auth_bytes=reply)
+            if version >= 1:
+                fields["session_lifetime_ms"] = 0
+            resp = SaslAuthenticateResponse(version=version, **fields)
+            return head + bytes(resp.encode(version=version)), scram
         if api_key == 3:
             broker = MetadataResponse.MetadataResponseBroker(
                 node_id=0, host="127.0.0.1", port=self.port, rack=None)
