@@ -3,7 +3,7 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 CAPTURE ?= captures/librdkafka_produce_consume.pcap
-EXTRAS  ?= analysis,codecs,live,spark,dev
+EXTRAS  ?= analysis,codecs,live,spark,tui,dev
 
 .PHONY: setup system-deps demo test fuzz codegen bench
 

@@ -16,7 +16,7 @@ from importlib import import_module
 from . import __version__, framebuf
 from .text_safety import escape
 
-CORE_COMMANDS = ("read", "apis", "tree", "live")
+CORE_COMMANDS = ("read", "apis", "tree", "browse", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
 # The plug-ins' one-line help, for the listing of `kafka-dissect --help` without importing them
 # (they load pandas: a second or more). Each plug-in passes the same text to its own parser

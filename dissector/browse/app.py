@@ -1,0 +1,231 @@
+"""The browser's screen: filter box, exchange list, field tree and bytes, stacked as in
+Wireshark, all driven from the keyboard (the footer lists the keys)."""
+from __future__ import annotations
+
+import threading
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input, Static, Tree
+
+from ..commands.tree import _label, exchange_trees
+from ..protocol.names import api_name
+from ..text_safety import escape
+from .exchange_list import ExchangeList, header_text
+from .hex_view import HexView
+from .rows import COLUMNS, ExchangeRows
+
+DECODE_DELAY_S = 0.05   # a tree is decoded once the cursor rests, not for every row passed
+EXPANDED_DEPTH = 2      # tree levels open when an exchange is selected
+
+
+class BrowseApp(App):
+    """feed(app) runs in a thread and hands exchanges over with app.add_exchanges (from that
+    thread: they are passed on through call_from_thread) and app.source_done(message)."""
+
+    TITLE = "kafka-dissect browse"
+    CSS = """
+    #filter { height: 1; border: none; padding: 0 1; }
+    #status { height: 1; background: $panel; padding: 0 1; }
+    #header { height: 1; text-style: bold; }
+    ExchangeList { height: 2fr; }
+    #tree { height: 2fr; border-top: solid $primary; }
+    HexView { height: 1fr; border-top: solid $primary; }
+    """
+    BINDINGS = [
+        Binding("/", "focus_filter", "Filter"),
+        Binding("escape", "focus_list", "List", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, feed, description: str):
+        super().__init__()
+        self.rows = ExchangeRows()
+        self.feed = feed
+        self.description = description
+        self.loading = True
+        self.note = ""
+        self._parts = {}   # direction -> frame of the exchange shown in the tree
+        self._shown = None
+        self._decode_timer = None
+        self.stop_source = lambda: None    # set by a live feed: ends its capture loop
+        self.close_source = lambda: None   # set by the command: releases the interface
+        self.source_finished = threading.Event()
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder='filter, e.g. api_name == "Fetch" and latency_ms > 100  '
+                                '(Enter applies, empty shows all)', id="filter")
+        yield Static(id="status")
+        yield Static(id="header")
+        yield ExchangeList(self.rows, id="list")
+        tree = Tree(Text("no exchange selected"), id="tree")
+        tree.show_root = False
+        yield tree
+        yield HexView(id="hex")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ExchangeList).focus()
+        self._update_status()
+        self.run_worker(self._run_feed, thread=True, exclusive=True, name="source")
+
+    def _run_feed(self) -> None:
+        try:
+            self.feed(self)
+        finally:
+            self.source_finished.set()
+
+    def on_unmount(self) -> None:
+        self.stop_source()
+
+    def on_resize(self, event) -> None:
+        self._update_header()
+
+    # -- rows arriving (from the source's thread) ------------------------------------------
+
+    def add_exchanges(self, exchanges) -> None:
+        self.call_from_thread(self._add, list(exchanges))
+
+    def source_done(self, message: str = "") -> None:
+        self.call_from_thread(self._done, message)
+
+    def _add(self, exchanges) -> None:
+        first = not len(self.rows)
+        self.rows.add(exchanges)
+        lst = self.query_one(ExchangeList)
+        lst.rows_changed(lst.selected())
+        if first and len(self.rows):
+            lst.cursor = 0
+        self._update_status()
+
+    def _done(self, message: str) -> None:
+        self.loading = False
+        self.note = message
+        self._update_status()
+
+    # -- status line and header ---------------------------------------------------------------
+
+    def _update_status(self) -> None:
+        total = len(self.rows.exchanges)
+        text = Text(f"{escape(self.description)}  ")
+        text.append(f"{len(self.rows)} of {total} exchanges" if self.rows.keep else
+                    f"{total} exchanges")
+        if self.loading:
+            text.append("  (reading\u2026)")
+        if self.note:
+            text.append("  ")
+            text.append(escape(self.note), style="bold red")
+        self.query_one("#status", Static).update(text)
+        self._update_header()
+
+    def _update_header(self) -> None:
+        width = self.query_one(ExchangeList).scrollable_content_region.width or self.size.width
+        self.query_one("#header", Static).update(
+            Text(header_text(width, self.rows.sort_column, self.rows.descending)))
+
+    # -- filter and sort ---------------------------------------------------------------------
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    def action_focus_list(self) -> None:
+        self.query_one(ExchangeList).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        lst = self.query_one(ExchangeList)
+        keep = lst.selected()
+        try:
+            self.rows.set_filter(event.value)
+            self.note = ""
+        except ValueError as exc:   # shown, the rows stay as they were
+            self.note = str(exc)
+        lst.rows_changed(keep)
+        self._update_status()
+        lst.focus()
+
+    def action_sort(self) -> None:
+        self._resort((self.rows.sort_column + 1) % len(COLUMNS), self.rows.descending)
+
+    def action_reverse(self) -> None:
+        self._resort(self.rows.sort_column, not self.rows.descending)
+
+    def _resort(self, column: int, descending: bool) -> None:
+        lst = self.query_one(ExchangeList)
+        keep = lst.selected()
+        self.rows.sort_by(column, descending)
+        lst.rows_changed(keep)
+        self._update_header()
+
+    # -- the selected exchange's tree and bytes -----------------------------------------------
+
+    def on_exchange_list_highlighted(self, event: ExchangeList.Highlighted) -> None:
+        if self._decode_timer is not None:
+            self._decode_timer.stop()
+        self._decode_timer = self.set_timer(DECODE_DELAY_S, lambda: self.show_exchange(
+            event.exchange))
+
+    def show_exchange(self, ex) -> None:
+        """Decode the exchange's request and response into the tree (the first levels open)."""
+        if ex is self._shown:
+            return
+        self._shown = ex
+        tree = self.query_one("#tree", Tree)
+        tree.clear()
+        title = "SASL token (raw)" if ex.raw_sasl else (
+            f"{api_name(ex.api_key)} v{ex.api_version}" if ex.api_key is not None else "unknown")
+        tree.root.set_label(Text(f"Exchange {ex.index}: {title}"))
+        self._parts = {}
+        for direction, frame, root in exchange_trees(ex):
+            self._parts[direction] = frame
+            label = (f"{direction.capitalize()}: {len(frame.data)} bytes, packets "
+                     f"{frame.first_packet}-{frame.last_packet}")
+            top = tree.root.add(Text(label), data=(direction, 0, len(frame.data), None),
+                                expand=True)
+            if root is None:
+                top.add_leaf(Text("(no Kafka header: raw bytes)"),
+                             data=(direction, 0, len(frame.data), None))
+            else:
+                for child in root.children:
+                    self._add_node(top, direction, child, 1)
+        first = next(iter(self._parts), None)
+        if first is not None:
+            self.query_one(HexView).show(self._parts[first].data)
+
+    def _add_node(self, parent, direction, node, depth) -> None:
+        data = (direction, node.offset, node.length, node)
+        label = Text(_label(node))   # _label escapes the values from the capture
+        if not node.children:
+            parent.add_leaf(label, data=data)
+            return
+        item = parent.add(label, data=data, expand=depth < EXPANDED_DEPTH)
+        if depth < EXPANDED_DEPTH:
+            self._fill(item)
+
+    def _fill(self, item) -> None:
+        """Add a tree item's children (done when it is first opened: big messages have
+        thousands of fields)."""
+        direction, _, _, node = item.data
+        if node is None or item.children:
+            return
+        depth = 0
+        up = item
+        while up.parent is not None:
+            depth += 1
+            up = up.parent
+        for child in node.children:
+            self._add_node(item, direction, child, depth)
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        if event.node.data is not None:
+            self._fill(event.node)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if event.node.data is None:
+            return
+        direction, offset, length, _ = event.node.data
+        frame = self._parts.get(direction)
+        if frame is not None:
+            self.query_one(HexView).show(frame.data, offset, offset + length)

@@ -1,0 +1,82 @@
+"""Where the browser's exchanges come from, each run in the app's worker thread: capture files
+(dissected once, handed over in batches so the list fills while the rest is read), or a live
+interface (every exchange as its response arrives)."""
+from __future__ import annotations
+
+import time
+
+BATCH = 5000       # exchanges handed to the screen at a time while reading files
+LIVE_FLUSH_S = 0.2
+
+
+def file_feed(paths, ports, auto, max_frame):
+    from ..pipeline import dissect
+
+    def feed(app) -> None:
+        run = dissect(paths, ports, auto=auto, level="bodies", max_frame=max_frame,
+                      keep_bodies=False)
+        batch = []
+        try:
+            for ex in run:
+                batch.append(ex)
+                if len(batch) >= BATCH:
+                    app.add_exchanges(batch)
+                    batch = []
+        except Exception as exc:   # noqa: BLE001 - shown in the status line, never a traceback
+            app.source_done(f"error: {type(exc).__name__}: {exc}")
+            return
+        if batch:
+            app.add_exchanges(batch)
+        app.source_done("; ".join(run.errors))
+    return feed
+
+
+class _Collector:
+    """The live loop's output writer: exchanges go to the screen, not to a stream."""
+
+    def __init__(self, app):
+        self.app = app
+        self.pending = []
+        self.next_flush = 0.0
+
+    def write(self, ex) -> None:
+        self.pending.append(ex)
+        now = time.monotonic()
+        if now >= self.next_flush:
+            self.flush()
+            self.next_flush = now + LIVE_FLUSH_S
+
+    def flush(self) -> None:
+        if self.pending:
+            self.app.add_exchanges(self.pending)
+            self.pending = []
+
+    def close(self) -> None:
+        self.flush()
+
+
+def live_feed(sniffer, dissector, request_timeout, idle_timeout):
+    import io
+
+    from ..live.runner import LiveCapture
+    from ..live.stop import StopConditions
+
+    class ScreenStop(StopConditions):
+        """Stops when the browser closes; signals stay the app's (this runs in a thread)."""
+
+        def install(self) -> None:
+            pass
+
+        def restore(self) -> None:
+            pass
+
+    def feed(app) -> None:
+        stop = ScreenStop()
+        app.stop_source = lambda: setattr(stop, "reason", "closed")
+        collector = _Collector(app)
+        capture = LiveCapture(sniffer, dissector, collector, io.StringIO(), io.StringIO(), stop,
+                              idle_timeout=idle_timeout, request_timeout=request_timeout)
+        capture.run()
+        collector.close()
+        app.source_done(capture.error or "capture stopped")
+    return feed

@@ -1,0 +1,203 @@
+"""`kafka-dissect browse`, driven headless through Textual's test pilot: the filter box (and its
+errors), selecting an exchange, expanding its tree, the bytes highlighted for a field (checked
+against the wire layout and against dissector.protocol.tree's offsets), sorting, hostile
+strings, and a capture of 100,000 exchanges."""
+import asyncio
+import time
+
+import pytest
+
+from dissector.cli import build_parser
+from tests.analysis import scenario
+from tests.analysis.build import Capture, ms, request_bytes, response_bytes
+from tests.support import require_module
+
+from . import synthetic
+
+require_module("textual")
+
+
+def _app(*argv):
+    from dissector.commands.browse import make_app
+    return make_app(build_parser(["browse"]).parse_args(["browse", *map(str, argv)]))
+
+
+async def _loaded(app, pilot, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while app.loading:
+        assert time.monotonic() < deadline, "capture not loaded in time"
+        await pilot.pause(0.05)
+    await pilot.pause(0.1)
+
+
+async def _settle(pilot):
+    from dissector.browse.app import DECODE_DELAY_S
+    await pilot.pause(DECODE_DELAY_S + 0.1)
+
+
+def _list_lines(app):
+    from dissector.browse.exchange_list import ExchangeList
+    lst = app.query_one(ExchangeList)
+    return ["".join(s.text for s in lst.render_line(y)) for y in range(lst.size.height)]
+
+
+def _status(app):
+    return str(app.query_one("#status").render())
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    return scenario.write(tmp_path_factory.mktemp("browse") / "scenario.pcap")
+
+
+def test_filter_box_filters_and_shows_errors_without_crashing(capture):
+    async def go():
+        app = _app(capture)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _loaded(app, pilot)
+            assert len(app.rows) == 12 and "12 exchanges" in _status(app)
+            await pilot.press("slash", *'api_name == "Fetch"', "enter")
+            await pilot.pause(0.1)
+            assert len(app.rows) == 3 and "3 of 12 exchanges" in _status(app)
+            lines = [line for line in _list_lines(app) if line.strip()]
+            assert len(lines) == 3 and all("Fetch v12" in line for line in lines)
+            # a bad expression is reported in the status line; the rows stay as they were
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"os.system('x')", "enter")
+            await pilot.pause(0.1)
+            assert "not allowed in a filter: function calls" in _status(app)
+            assert len(app.rows) == 3
+            await pilot.press("slash", "ctrl+a", "ctrl+k", "enter")   # empty: everything
+            await pilot.pause(0.1)
+            assert len(app.rows) == 12 and app.is_running
+    asyncio.run(go())
+
+
+def test_select_expand_and_the_highlighted_bytes(capture):
+    from dissector.browse.hex_view import HIGHLIGHT, HexView
+    from dissector.protocol.tree import request_tree
+
+    async def go():
+        app = _app(capture)
+        async with app.run_test(size=(120, 50)) as pilot:
+            await _loaded(app, pilot)
+            await _settle(pilot)
+            ex = app._shown   # the first exchange is selected on opening: Produce v9
+            assert ex.index == 1 and str(app.query_one("#tree").root.label).startswith(
+                "Exchange 1: Produce v9")
+            tree = app.query_one("#tree")
+            hexv = app.query_one(HexView)
+            await pilot.press("tab")   # list -> tree
+            assert app.focused is tree
+
+            async def cursor_to(label_start):
+                for _ in range(200):
+                    if tree.cursor_node is not None and \
+                            str(tree.cursor_node.label).startswith(label_start):
+                        return tree.cursor_node
+                    await pilot.press("down")
+                raise AssertionError(f"no tree line starts with {label_start!r}")
+
+            # request header v1 on the wire: api_key 0+2, api_version 2+2, correlation_id
+            # 4+4, client_id 8+(2 + len("producer"))
+            node = await cursor_to("client_id")
+            await pilot.pause(0.05)
+            assert hexv.highlight == (8, 18)
+            assert hexv.highlighted_bytes() == b"\x00\x08producer"
+            # the hex pane draws exactly those bytes highlighted, in hex and as text
+            # (offsets 8-15 end the first line, 16-17 start the second)
+            top = round(hexv.scroll_y)
+            lit = ["".join(s.text for s in hexv.render_line(y - top) if s.style == HIGHLIGHT)
+                   for y in (0, 1)]
+            assert lit == ["00 08 70 72 6f 64 75 63" + "..produc", "65 72" + "er"]
+            # every field of the request: the highlight is the tree's [offset, offset+length)
+            root = request_tree(ex.request.data)
+            expected = [(n.name, n.offset, n.length) for _, n in root.walk() if n is not root]
+            assert node.data[3].offset == 8 and node.data[3].length == 10
+            # a deep level opens on demand: topic_data [0] holds the topic name (compact
+            # string: length + 1 as a varint, then the bytes)
+            for label in ("topic_data", "[0]"):   # closed, their fields not made yet
+                item = await cursor_to(label)
+                assert not item.is_expanded and not item.children
+                await pilot.press("space")
+                await pilot.pause(0.05)
+                assert item.is_expanded and item.children
+            await pilot.press("down")
+            assert str(tree.cursor_node.label).startswith("name")
+            assert hexv.highlighted_bytes() == b"\x07orders"
+            # then every field of the request, each opened in turn: the highlight is exactly
+            # the [offset, offset + length) of protocol.tree's node for it
+            await pilot.press("home")
+            seen = []
+            while True:
+                await pilot.press("down")
+                item = tree.cursor_node
+                direction, offset, length, n = item.data
+                if direction != "request":
+                    break
+                assert hexv.highlight == (offset, offset + length)
+                assert (n.name, n.offset, n.length) in expected
+                seen.append((n.name, n.offset, n.length))
+                if item.allow_expand and not item.is_expanded:
+                    await pilot.press("space")
+            assert sorted(seen) == sorted(expected)
+    asyncio.run(go())
+
+
+def test_sort_by_latency_and_reverse(capture):
+    async def go():
+        app = _app(capture)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _loaded(app, pilot)
+            from dissector.browse.rows import COLUMNS
+            latency = [c[0] for c in COLUMNS].index("Latency ms")
+            for _ in range(latency):
+                await pilot.press("s")
+            assert "Latency ms \u25b2" in str(app.query_one("#header").render())
+            shown = [app.rows.exchange(r).latency_ms for r in range(len(app.rows))]
+            answered = [v for v in shown if v is not None]
+            assert answered == sorted(answered) and shown[0] is None   # unanswered first
+            await pilot.press("r")
+            assert app.rows.exchange(0).latency_ms == max(answered)   # the 501 ms long poll
+    asyncio.run(go())
+
+
+def test_capture_strings_are_escaped_in_the_list(tmp_path):
+    cap = Capture()
+    c = cap.connection()
+    c.request(ms(1), request_bytes(18, 0, 1, client_id="[/]x\x1b[2J"))
+    c.response(ms(2), response_bytes(1, b"\x00\x00\x00\x00\x00\x00"))
+    path = cap.write(tmp_path / "hostile.pcap")
+
+    async def go():
+        app = _app(path)
+        async with app.run_test(size=(120, 20)) as pilot:
+            await _loaded(app, pilot)
+            line = _list_lines(app)[0]
+            assert "[/]x\\x1b[2J" in line and "\x1b" not in line
+    asyncio.run(go())
+
+
+def test_a_capture_of_100000_exchanges_opens_and_scrolls(tmp_path):
+    path = synthetic.write(tmp_path / "many.pcap", 100_000)
+
+    async def go():
+        app = _app(path)
+        start = time.monotonic()
+        async with app.run_test(size=(100, 30)) as pilot:
+            while not len(app.rows):   # the first rows show while the rest is read
+                await pilot.pause(0.05)
+            first = time.monotonic() - start
+            await _loaded(app, pilot)
+            loaded = time.monotonic() - start
+            assert len(app.rows) == 100_000
+            await pilot.press("end")
+            await _settle(pilot)
+            assert app._shown.index == 100_000
+            await pilot.press("slash", *"error_code == 35", "enter")
+            await pilot.pause(0.1)
+            assert len(app.rows) == 10_000
+        return first, loaded
+
+    first, loaded = asyncio.run(go())
+    print(f"100k exchanges: first rows after {first:.2f} s, all after {loaded:.2f} s")
+    assert first < loaded and loaded < 120
