@@ -22,12 +22,14 @@ import threading
 from collections import defaultdict
 from pathlib import Path
 
+from dissector.model import UNANSWERED
 from tests import traffic as T
 
 HERE = Path(__file__).resolve().parent
 TERMINATOR = HERE / "tls_terminator.py"
 
-# TLS settings by name: protocol version, TLS 1.2 cipher list (OpenSSL names), TLS 1.3 suites.
+# TLS settings by name: protocol version, TLS 1.2 cipher list (OpenSSL names), TLS 1.3 suites;
+# "etm": False refuses encrypt_then_mac (CBC records MAC-then-encrypt, as Java clients make them).
 SETTINGS = {
     "tls13-aes256-gcm": {"tls": "1.3", "suites": "TLS_AES_256_GCM_SHA384"},
     "tls13-aes128-gcm": {"tls": "1.3", "suites": "TLS_AES_128_GCM_SHA256"},
@@ -37,6 +39,9 @@ SETTINGS = {
     "tls12-chacha20": {"tls": "1.2", "ciphers": "ECDHE-RSA-CHACHA20-POLY1305"},
     "tls12-aes128-cbc-sha256": {"tls": "1.2", "ciphers": "ECDHE-RSA-AES128-SHA256"},
     "tls12-aes256-cbc-sha": {"tls": "1.2", "ciphers": "ECDHE-RSA-AES256-SHA"},
+    "tls12-aes128-cbc-sha256-mte": {"tls": "1.2", "ciphers": "ECDHE-RSA-AES128-SHA256",
+                                    "etm": False},
+    "tls12-aes256-cbc-sha-mte": {"tls": "1.2", "ciphers": "ECDHE-RSA-AES256-SHA", "etm": False},
 }
 
 # OPENSSL_CONF for the terminator: the only way to pick TLS 1.3 suites under Python's ssl.
@@ -101,6 +106,8 @@ class Terminator:
                "--keylog", str(self.keylog), "--map", str(self.map), "--tls", self.setting["tls"]]
         if "ciphers" in self.setting:
             cmd += ["--ciphers", self.setting["ciphers"]]
+        if not self.setting.get("etm", True):
+            cmd.append("--no-etm")
         env = dict(os.environ)
         env.pop("SSLKEYLOGFILE", None)
         if "suites" in self.setting:
@@ -275,16 +282,25 @@ def message_view(e):
 
 
 def compare_legs(tls_exchanges, plain_exchanges, connections):
-    """Differences between the decrypted leg and the plaintext leg, as readable lines (empty when
-    they agree): each TLS connection (by the terminator's map) against its broker connection."""
+    """The decrypted leg against the plaintext leg, each TLS connection (by the terminator's map)
+    against its broker connection. Returns (problems, lost): readable lines (none when they
+    agree), and the plaintext exchanges whose response never reached the TLS leg: when a client
+    closes its connection right after a request, the terminator stops relaying while the broker
+    still answers on the plaintext leg, so the TLS leg's last exchange is `unanswered` (callers
+    check that the client's own log says it saw no answer)."""
     tls, plain = by_connection(tls_exchanges), by_connection(plain_exchanges)
-    problems = []
+    problems, lost = [], []
     mapped = {entry["upstream_port"]: port for port, entry in connections.items()}
     for port in sorted(set(plain) - set(mapped)):
         problems.append(f"plaintext connection from port {port} has no TLS connection in the map")
     for client_port, entry in sorted(connections.items()):
-        want = [message_view(e) for e in plain.get(entry["upstream_port"], [])]
+        want_ex = plain.get(entry["upstream_port"], [])
+        want = [message_view(e) for e in want_ex]
         got = [message_view(e) for e in tls.get(client_port, [])]
+        if got and len(got) == len(want) and got[-1][4] == UNANSWERED and got[-1][6] is None \
+                and got[-1][:4] + got[-1][5:6] == want[-1][:4] + want[-1][5:6]:
+            lost.append(want_ex[-1])
+            got, want = got[:-1], want[:-1]
         if got != want:
             first = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w),
                          min(len(got), len(want)))
@@ -294,7 +310,29 @@ def compare_legs(tls_exchanges, plain_exchanges, connections):
                 f"difference at {first}: "
                 f"{got[first][:5] if first < len(got) else None} vs "
                 f"{want[first][:5] if first < len(want) else None}")
-    return problems
+    return problems, lost
+
+
+def not_relayed(plain_exchanges, messages, to_tls):
+    """The plaintext leg's Kafka messages that tshark did not find on the TLS leg, as
+    (exchange, direction) pairs; `to_tls` maps plaintext client ports to TLS ones."""
+    seen = {(m["client_port"], m["direction"], m["correlation_id"]) for m in messages}
+    return [(e, direction) for e in plain_exchanges
+            for direction, frame in ((0, e.request), (1, e.response))
+            if frame is not None
+            and (to_tls.get(e.connection.client_port), direction, e.correlation_id) not in seen]
+
+
+def closed_before_answer(exchange, plain_exchanges, requests):
+    """Whether `exchange` (plaintext leg) is the last of its connection and its request is one
+    the client logged without seeing its answer (it closed first): then its response may be
+    missing from the TLS leg."""
+    last = max((e for e in plain_exchanges if e.connection is exchange.connection
+                and e.request is not None), key=lambda e: e.request.stream_offset, default=None)
+    unseen = {(q.client_id, q.api_key, q.api_version, q.correlation_id)
+              for q in requests if not q.answered}
+    return last is exchange and (exchange.client_id, exchange.api_key, exchange.api_version,
+                                 exchange.correlation_id) in unseen
 
 
 # -- tshark as the oracle -----------------------------------------------------------------------

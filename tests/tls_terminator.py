@@ -8,8 +8,10 @@ Python's ssl writes the NSS key log of every session to --keylog (SSLContext.key
 --map gets one JSON line per connection: the client's port on the TLS leg and the terminator's
 port on the plaintext leg, which is how a test pairs the two legs of a capture one to one.
 --tls pins the protocol version; --ciphers picks the TLS 1.2 suites (TLS 1.3 suites are chosen
-through OPENSSL_CONF, which Python's ssl cannot set: see tests/tls_lab.py). Prints "ready PORT"
-on stdout once it listens; stops on SIGTERM or SIGINT.
+through OPENSSL_CONF, which Python's ssl cannot set: see tests/tls_lab.py); --no-etm refuses the
+encrypt_then_mac extension (RFC 7366) that OpenSSL agrees to for CBC suites by default, so CBC
+records are MAC-then-encrypt, as with Java clients (JSSE does not offer the extension). Prints
+"ready PORT" on stdout once it listens; stops on SIGTERM or SIGINT.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import sys
 
 VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 CHUNK = 1 << 16
+OP_NO_ENCRYPT_THEN_MAC = 1 << 19   # OpenSSL's SSL_OP_NO_ENCRYPT_THEN_MAC (not named by ssl)
 
 
 def server_context(args):
@@ -32,6 +35,8 @@ def server_context(args):
         ctx.minimum_version = ctx.maximum_version = VERSIONS[args.tls]
     if args.ciphers:
         ctx.set_ciphers(args.ciphers)
+    if args.no_etm:
+        ctx.options |= OP_NO_ENCRYPT_THEN_MAC
     return ctx
 
 
@@ -96,6 +101,7 @@ def main(argv=None):
     ap.add_argument("--map")
     ap.add_argument("--tls", choices=sorted(VERSIONS))
     ap.add_argument("--ciphers")
+    ap.add_argument("--no-etm", action="store_true")
     asyncio.run(serve(ap.parse_args(argv)))
     return 0
 
