@@ -12,7 +12,6 @@ CATEGORICAL are dictionary-encoded, which pandas shows as categories.
 """
 from __future__ import annotations
 
-import pandas as pd
 import pyarrow as pa
 
 from .schema import CATEGORICAL, arrow_type
@@ -157,6 +156,7 @@ class ParquetSink:
         self._writer.close()
 
 
-def to_pandas(table: pa.Table) -> pd.DataFrame:
+def to_pandas(table: pa.Table):
     """Arrow-backed pandas frame (pd.ArrowDtype for every column)."""
+    import pandas as pd   # here: the streaming writers need no pandas
     return table.to_pandas(types_mapper=pd.ArrowDtype)

@@ -13,12 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dissector.records.rows import RECORD_COLUMNS, record_rows
+from dissector.records.rows import RECORD_COLUMNS
 from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row, issue_row
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
 from .partitions import partition_rows
+from .records_table import RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
                      exchange_columns, issue_columns)
 
@@ -83,9 +84,10 @@ class _Collector:
 
     def __init__(self, records: bool, keep=None, sinks=None):
         self.sinks = sinks or {}
-        self.exchanges, self.partitions, self.records, self.issues = (
+        self.exchanges, self.partitions, self.issues = (
             ColumnBuilder(table_columns(name), self.sinks.get(name))
-            for name in ("exchanges", "partitions", "records", "issues"))
+            for name in ("exchanges", "partitions", "issues"))
+        self.records = RecordTable(self.sinks.get("records"))
         self.conn_stats = {}   # connection_id -> [exchanges, request bytes, response bytes, ids]
         self.want_records = records
         self.keep = keep
@@ -98,8 +100,7 @@ class _Collector:
         for prow in partition_rows(ex):
             self.partitions.append(prow)
         if self.want_records:
-            for rrow in record_rows(ex):
-                self.records.append(rrow)
+            self.records.add_exchange(ex)
         for issue in ex.issues:
             self.issues.append(issue_row(issue))
         stats = self.conn_stats.get(ex.connection.connection_id)

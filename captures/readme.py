@@ -42,6 +42,7 @@ tcpdump stops, with no drop reported), and writes:
 | `NAME.pcap` | the loopback capture: Ethernet link type, TCP segments up to 64 KiB, checksums left unfinished by the kernel |
 | `NAME.mss1448.pcap` | the same bytes re-segmented as a real network shows them: at most 1448 bytes of TCP payload per segment, valid IPv4 and TCP checksums, same timestamps (so the same latencies), made by `captures/resegment.py` |
 | `expected/NAME.exchanges.csv` | golden `exchanges` tables written by the dissector and reviewed against the truth files (`tests/golden`) |
+| `expected/NAME.records.{csv,jsonl,text}` | golden `kafka-dissect records` outputs (codecs: their SHA-256 in `codecs.records.sha256`), kept by `tests/cli/test_records_golden.py` |
 | `NAME.truth.json` | what the clients did, from the client side: every record produced (with the offset the broker acknowledged) or failed (with the client's error), every record consumed, every request sent (api key, version, correlation id, whether the client saw its response, from the client's own debug log), the client configuration and versions, the broker version and the tcpdump counts |
 
 Keys, values and header values are base64 in the truth files (`null` for null). Request lists come

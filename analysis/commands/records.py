@@ -42,7 +42,8 @@ def run(args) -> int:
     rows = (row for ex in dissection for row in record_rows(ex))
     try:
         if args.format == "parquet":
-            count = _write_parquet(rows, args.out)
+            from ..records_table import write_parquet
+            count = write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES)
         else:
             out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
             try:
@@ -118,18 +119,6 @@ def _csv(rows, out) -> int:
     return n
 
 
-def _write_parquet(rows, path) -> int:
-    from ..columns import ColumnBuilder, ParquetSink, table_schema
-    sink = ParquetSink(path, table_schema(RECORD_COLUMNS))
-    try:
-        builder = ColumnBuilder(RECORD_COLUMNS, sink, batch_rows=ROW_GROUP,
-                                batch_bytes=ROW_GROUP_BYTES)
-        for r in rows:
-            builder.append(r)
-        builder.finish()
-    finally:
-        sink.close()
-    return sink.rows
 
 
 _WRITERS = {"text": _text, "jsonl": _jsonl, "csv": _csv}

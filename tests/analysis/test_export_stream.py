@@ -9,7 +9,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 import analysis
-from analysis import columns
+from analysis import columns, records_table
 from analysis.commands import records as records_cmd
 from analysis.load import TABLES
 from dissector.cli import main
@@ -70,6 +70,7 @@ def test_in_memory_table_is_one_chunk_with_one_dictionary():
 
 def test_streamed_export_reads_back_as_load(capture, tmp_path, monkeypatch):
     monkeypatch.setattr(columns, "BATCH_ROWS", 2)   # many row groups even on a small capture
+    monkeypatch.setattr(records_table, "CHUNK_ROWS", 2)
     out = tmp_path / "parquet"
     assert main(["export", str(capture), "--out", str(out), "--level", "records"]) == 0
     for name in ("exchanges", "partitions", "records"):

@@ -1,0 +1,119 @@
+"""The records table as Arrow: the core's column buffers (dissector.records.columns) wrapped
+without copying a key, value or header (pa.Array.from_buffers), the batch fields built once per
+batch and repeated by index (take).
+
+RecordTable is fed exchange by exchange and cuts a batch every CHUNK_ROWS rows or about
+CHUNK_BYTES of keys, values and headers: each batch goes to a sink (streaming: Parquet row
+groups, memory bounded by one batch) or is kept for table() (in memory: the batches stay chunks
+of one table, never concatenated, so the frame's buffers are the only copy).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
+                                       exchange_batches, record_chunks)
+from dissector.records.rows import RECORD_COLUMNS
+
+from .columns import _array, table_schema
+from .schema import CATEGORICAL, arrow_type
+
+SCHEMA = table_schema(RECORD_COLUMNS)
+_BATCH_TYPES = tuple(arrow_type(kind) for _, kind in BATCH_COLUMNS)
+_BATCH_INDEX = {name: i for i, (name, _) in enumerate(BATCH_COLUMNS)}
+_HEADER = arrow_type("list<struct<key: string, value: binary>>")
+
+
+def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
+    """The rows of `cols` as one RecordBatch in RECORD_COLUMNS order. The arrays share the
+    buffers' memory (the bytearrays must not grow afterwards) unless `copy`: then they are copies
+    of exactly their size (bytearrays keep up to twice what they hold)."""
+    n = cols.rows
+    buf = (lambda b: pa.py_buffer(bytes(b))) if copy else pa.py_buffer
+    take = pa.Array.from_buffers(pa.int32(), n, [None, buf(cols.batch_index)])
+    batch = [_batch_column(cols.batches, i, typ).take(take)
+             for i, typ in enumerate(_BATCH_TYPES)]
+
+    def binary(valid, offsets, data, typ=pa.binary()):
+        return pa.Array.from_buffers(typ, n, [buf(valid), buf(offsets), buf(data)])
+
+    headers = len(cols.hkey_offsets) // 4 - 1
+    struct = pa.StructArray.from_arrays(
+        [pa.Array.from_buffers(pa.string(), headers, [None, buf(cols.hkey_offsets),
+                                                      buf(cols.hkey_data)]),
+         pa.Array.from_buffers(pa.binary(), headers, [buf(cols.hvalue_valid),
+                                                      buf(cols.hvalue_offsets),
+                                                      buf(cols.hvalue_data)])],
+        fields=list(_HEADER.value_type))
+    own = {
+        "offset": pa.Array.from_buffers(pa.int64(), n, [buf(cols.offset_valid),
+                                                        buf(cols.offset)]),
+        "timestamp": pa.Array.from_buffers(arrow_type("timestamp"), n,
+                                           [buf(cols.timestamp_valid), buf(cols.timestamp)]),
+        "key": binary(cols.key_valid, cols.key_offsets, cols.key_data),
+        "value": binary(cols.value_valid, cols.value_offsets, cols.value_data),
+        "headers": pa.ListArray.from_buffers(_HEADER, n, [None, buf(cols.header_offsets)],
+                                             children=[struct]),
+    }
+    arrays = [own[name] if name in own else batch[_BATCH_INDEX[name]]
+              for name, _ in RECORD_COLUMNS]
+    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+
+
+def _batch_column(batches, i, typ):
+    """Column i of the batch rows (a damaged body's value of the wrong type: null)."""
+    arr = _array([b[i] for b in batches], typ)
+    return arr.dictionary_encode() if BATCH_COLUMNS[i][0] in CATEGORICAL else arr
+
+
+class RecordTable:
+    """The records of exchanges added one by one, cut into batches (see the module doc).
+    len() is the number of rows added so far."""
+
+    def __init__(self, sink=None, rows=None, data_bytes=None):
+        self._sink = sink
+        self._rows, self._bytes = rows or CHUNK_ROWS, data_bytes or CHUNK_BYTES
+        self._cols = RecordColumns()
+        self._batches = []
+        self._done = 0
+
+    def __len__(self):
+        return self._done + self._cols.rows
+
+    def add_exchange(self, ex) -> None:
+        for head, batch in exchange_batches(ex):
+            cols = self._cols
+            cols.add_batch(head, batch)
+            if cols.rows >= self._rows or cols.data_bytes >= self._bytes:
+                self._cut()
+
+    def _cut(self) -> None:
+        cols = self._cols
+        if not cols.rows:
+            return
+        self._cols = RecordColumns()
+        self._done += cols.rows
+        if self._sink is None:
+            self._batches.append(record_batch(cols, copy=True))
+        else:
+            self._sink(record_batch(cols))
+
+    def finish(self) -> None:
+        self._cut()
+
+    def table(self) -> pa.Table:
+        """The kept batches as one table (chunks, not concatenated), one dictionary for all."""
+        self._cut()
+        return pa.Table.from_batches(self._batches, schema=SCHEMA).unify_dictionaries()
+
+
+def write_parquet(exchanges, path, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES) -> int:
+    """The records of `exchanges` as a Parquet file, a row group every `rows` rows or about
+    `data_bytes` of keys, values and headers; returns the rows written."""
+    import pyarrow.parquet as pq
+    n = 0
+    with pq.ParquetWriter(path, SCHEMA) as writer:
+        for cols in record_chunks(exchanges, rows, data_bytes):
+            writer.write_batch(record_batch(cols))
+            n += cols.rows
+    return n

@@ -1,0 +1,362 @@
+"""The records table in Arrow's columnar layout, as plain buffers (no pyarrow here: analysis
+wraps them with pa.Array.from_buffers; the text writers read them as they are).
+
+A RecordColumns holds the records of many batches. The batch fields (connection, topic,
+producer, ...) are kept once per batch in `batches` (tuples in BATCH_COLUMNS order); each record
+row holds its batch's index in `batch_index`. The record fields go straight from the batch's
+decompressed bytes into little-endian buffers: int64 offsets and timestamps (ns, with a validity
+bitmap), keys and values as binary columns (int32 offsets + data + validity), headers as
+list<struct<key: string, value: binary>> (list offsets, then the keys' and the values' own
+offsets and data). No key, value or header is ever a Python object on this path.
+
+`append_v2` fills the buffers from the records of one v2 batch that record_batch.decode already
+checked (its deferred parse): records/_columns.c does it compiled; `py_append_v2` here is the
+specification, parsing exactly as record_batch._parse_records does. The tests compare them.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..model import REQUEST, RESPONSE
+from .codecs import CODEC_NAMES
+from .model import RecordSet
+from .record_set import decode_record_set
+
+PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+
+# The columns that come from the batch (stored once a batch), then those of each record, in
+# the table's order (RECORD_COLUMNS in rows.py interleaves them).
+BATCH_COLUMNS = (
+    ("connection_id", "int64"),
+    ("correlation_id", "int32"),
+    ("api_key", "int16"),
+    ("direction", "int8"),
+    ("topic", "string"),
+    ("partition", "int32"),
+    ("magic", "int8"),
+    ("compression", "string"),
+    ("timestamp_type", "int8"),
+    ("producer_id", "int64"),
+    ("producer_epoch", "int16"),
+    ("base_sequence", "int32"),
+    ("is_transactional", "bool"),
+    ("is_control", "bool"),
+    ("batch_crc_ok", "bool"),
+)
+
+# The buffers, in the order append_v2 takes them.
+BUFFERS = ("batch_index", "offset", "offset_valid", "timestamp", "timestamp_valid",
+           "key_offsets", "key_data", "key_valid", "value_offsets", "value_data", "value_valid",
+           "header_offsets", "hkey_offsets", "hkey_data", "hvalue_offsets", "hvalue_data",
+           "hvalue_valid")
+_OFFSET_BUFFERS = ("key_offsets", "value_offsets", "header_offsets", "hkey_offsets",
+                   "hvalue_offsets")
+
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_ZERO32 = _I32.pack(0)
+NS_PER_MS = 1_000_000
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_TS_MAX = _I64_MAX // NS_PER_MS   # the last millisecond whose ns fit int64
+
+
+class RecordColumns:
+    """Record rows as buffers (see the module doc). `rows` counts them, `data_bytes` sums the
+    bytes of their keys, values and headers (what a batch of rows costs in memory)."""
+
+    def __init__(self):
+        self.batches = []
+        for name in BUFFERS:
+            setattr(self, name, bytearray(_ZERO32 if name in _OFFSET_BUFFERS else b""))
+        self.buffers = tuple(getattr(self, name) for name in BUFFERS)
+
+    @property
+    def rows(self) -> int:
+        return len(self.offset) >> 3
+
+    @property
+    def data_bytes(self) -> int:
+        return (len(self.key_data) + len(self.value_data) + len(self.hkey_data)
+                + len(self.hvalue_data) + 32 * self.rows)
+
+    def __len__(self):
+        return self.rows
+
+    def add_batch(self, head, batch) -> int:
+        """Append the records of a decoded Batch whose batch fields are `head` (a tuple of
+        BATCH_COLUMNS values); returns how many. A checked v2 batch whose records are not built
+        yet goes straight from its bytes; others (v0/v1, control, built) from their Records."""
+        deferred = batch._deferred
+        index = len(self.batches)
+        if deferred is not None:
+            found, _, (body, _, base_offset, first_ts, ts_fixed) = deferred
+            if not found:
+                return 0
+            try:
+                append_v2(self.buffers, body, found, base_offset, first_ts, ts_fixed, index)
+            except ValueError:   # a bug (the check passed these records): the batch is left out
+                return 0
+            self.batches.append(head)
+            return found
+        records = batch.records
+        if not records:
+            return 0
+        self.batches.append(head)
+        for r in records:
+            _append_record(self, index, r.offset, r.timestamp, r.key, r.value, r.headers)
+        return len(records)
+
+    def add_exchange(self, exchange, topic_names=None, max_uncompressed=64 << 20) -> int:
+        """Append the records of an exchange; returns how many (see exchange_batches)."""
+        return sum(self.add_batch(head, b)
+                   for head, b in exchange_batches(exchange, topic_names, max_uncompressed))
+
+
+def exchange_batches(exchange, topic_names=None, max_uncompressed=64 << 20):
+    """(batch fields, Batch) for every batch with records of an exchange (Produce requests,
+    Fetch and ShareFetch responses). topic_names: {topic id: name} for topics that travel by id
+    and were not resolved in the body (else the id's text is used). A raw `records` field (not
+    decoded by the pipeline) is decoded here."""
+    conn = exchange.connection.connection_id if exchange.connection is not None else None
+    corr = exchange.correlation_id
+    api_key = exchange.api_key
+    for direction, topic, partition, records in partitions(exchange, topic_names):
+        if isinstance(records, RecordSet):
+            rs = records
+        elif isinstance(records, (bytes, bytearray, memoryview)):
+            rs = decode_record_set(records, max_uncompressed=max_uncompressed)
+        else:
+            continue
+        for b in rs.batches:
+            if b._deferred is None and not b.records:
+                continue
+            yield (conn, corr, api_key, direction, topic, partition, b.magic,
+                   CODEC_NAMES.get(b.codec, str(b.codec)), b.timestamp_type, b.producer_id,
+                   b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control,
+                   b.crc_ok), b
+
+
+def partitions(ex, topic_names=None):
+    """(direction, topic, partition, records field) for every partition carrying records."""
+    if ex.api_key == PRODUCE:
+        body = ex.request_msg.body if ex.request_msg is not None else None
+        direction, topics_attr, parts_attr, index_attr = (REQUEST, "topic_data", "partition_data",
+                                                          "index")
+    elif ex.api_key in (FETCH, SHARE_FETCH):
+        body = ex.response_msg.body if ex.response_msg is not None else None
+        direction, topics_attr, parts_attr, index_attr = (RESPONSE, "responses", "partitions",
+                                                          "partition_index")
+    else:
+        return
+    if body is None:
+        return
+    for t in getattr(body, topics_attr, None) or ():
+        name = getattr(t, "name", None) or getattr(t, "topic", None)
+        if not name:
+            topic_id = getattr(t, "topic_id", None)
+            name = (topic_names or {}).get(topic_id)
+            if name is None and topic_id is not None:
+                name = str(topic_id)
+        for p in getattr(t, parts_attr, None) or ():
+            records = getattr(p, "records", None)
+            if records is not None:
+                yield direction, name, getattr(p, index_attr, None), records
+
+
+def _set_bit(bitmap, i):
+    if len(bitmap) <= i >> 3:
+        bitmap.append(0)
+    bitmap[i >> 3] |= 1 << (i & 7)
+
+
+def _grow_bitmap(bitmap, rows):
+    """Room for `rows` bits (new bits clear: null)."""
+    need = (rows + 7) >> 3
+    if len(bitmap) < need:
+        bitmap.extend(bytes(need - len(bitmap)))
+
+
+def _append_binary(offsets, data, valid, row, value):
+    if value is not None:
+        data += value
+        _set_bit(valid, row)
+    else:
+        _grow_bitmap(valid, row + 1)
+    offsets += _I32.pack(len(data))
+
+
+def _append_record(cols, index, offset, ts, key, value, headers):
+    """One record's row: `ts` in ms (None, negative or past int64 in ns: null)."""
+    row = cols.rows
+    cols.batch_index += _I32.pack(index)
+    if _I64_MIN <= offset <= _I64_MAX:
+        cols.offset += _I64.pack(offset)
+        _set_bit(cols.offset_valid, row)
+    else:   # past int64 (a hostile base offset): null
+        cols.offset += _I64.pack(0)
+        _grow_bitmap(cols.offset_valid, row + 1)
+    if ts is not None and 0 <= ts <= _TS_MAX:
+        cols.timestamp += _I64.pack(ts * NS_PER_MS)
+        _set_bit(cols.timestamp_valid, row)
+    else:
+        cols.timestamp += _I64.pack(0)
+        _grow_bitmap(cols.timestamp_valid, row + 1)
+    _append_binary(cols.key_offsets, cols.key_data, cols.key_valid, row, key)
+    _append_binary(cols.value_offsets, cols.value_data, cols.value_valid, row, value)
+    for name, hvalue in headers:
+        cols.hkey_data += name.encode("utf-8", "replace")
+        cols.hkey_offsets += _I32.pack(len(cols.hkey_data))
+        _append_binary(cols.hvalue_offsets, cols.hvalue_data, cols.hvalue_valid,
+                       (len(cols.hvalue_offsets) >> 2) - 1, hvalue)
+    cols.header_offsets += _I32.pack((len(cols.hkey_offsets) >> 2) - 1)
+
+
+def _truncate(cols, sizes, rows, headers):
+    """Back to `sizes` (the buffers' lengths when they held `rows` rows and `headers`
+    headers), the bits past those cleared."""
+    for buf, size in zip(cols.buffers, sizes):
+        del buf[size:]
+    for bitmap, n in ((cols.offset_valid, rows), (cols.timestamp_valid, rows),
+                      (cols.key_valid, rows), (cols.value_valid, rows),
+                      (cols.hvalue_valid, headers)):
+        if n & 7 and len(bitmap) > n >> 3:
+            bitmap[n >> 3] &= (1 << (n & 7)) - 1
+
+
+def py_append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -> int:
+    """Append the `count` records at the start of `body` (checked by record_batch.decode) to
+    `buffers` (BUFFERS order) as rows of batch `index`; returns count. Parses as
+    record_batch._parse_records: offset base_offset + delta, timestamp first_ts + delta (ms) or
+    ts_fixed when not None (LogAppendTime); header keys decoded as UTF-8 with replacement. A
+    record the check passed cannot fail here: if one does anyway, ValueError, and the buffers
+    are as they were."""
+    cols = RecordColumns.__new__(RecordColumns)
+    cols.batches = None
+    cols.buffers = buffers
+    for name, buf in zip(BUFFERS, buffers, strict=True):
+        setattr(cols, name, buf)
+    rows, headers = cols.rows, (len(cols.hvalue_offsets) >> 2) - 1
+    sizes = [len(b) for b in buffers]
+    try:
+        _parse(cols, body, count, base_offset, first_ts, ts_fixed, index)
+    except ValueError:
+        _truncate(cols, sizes, rows, headers)
+        raise
+    return count
+
+
+def _parse(cols, body, count, base_offset, first_ts, ts_fixed, index):
+    pos = 0
+    n = len(body)
+    for _ in range(count):
+        length, pos = _varint(body, pos, 5)
+        end = pos + length
+        if length < 6 or end > n:
+            raise ValueError("record overruns its batch")
+        pos += 1   # attributes
+        ts_delta, pos = _varint(body, pos, 10)
+        off_delta, pos = _varint(body, pos, 5)
+        key, pos = _bytes(body, pos)
+        value, pos = _bytes(body, pos)
+        hcount, pos = _varint(body, pos, 5)
+        if hcount < 0 or hcount > end - pos:
+            raise ValueError("bad header count")
+        headers = []
+        for _ in range(hcount):
+            hkey, pos = _bytes(body, pos)
+            if hkey is None:
+                raise ValueError("null header key")
+            hvalue, pos = _bytes(body, pos)
+            headers.append((bytes(hkey).decode("utf-8", "replace"), hvalue))
+        if pos != end:
+            raise ValueError("record length does not match its fields")
+        ts = first_ts + ts_delta if ts_fixed is None else ts_fixed
+        _append_record(cols, index, base_offset + off_delta, ts, key, value, headers)
+
+
+def _varint(buf, pos, limit):
+    """A zigzag varint of at most `limit` bytes at buf[pos]: (value, next position)."""
+    value = shift = 0
+    for i in range(limit):
+        if pos + i >= len(buf):
+            break
+        b = buf[pos + i]
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos + i + 1
+        shift += 7
+    raise ValueError("bad varint")
+
+
+def _bytes(buf, pos):
+    """A varint length (-1: null) and that many bytes: (bytes or None, next position)."""
+    length, pos = _varint(buf, pos, 5)
+    if length < -1:
+        raise ValueError("bad length")
+    if length == -1:
+        return None, pos
+    if pos + length > len(buf):
+        raise ValueError("field overruns its batch")
+    return buf[pos:pos + length], pos + length
+
+
+try:   # compiled (records/_columns.c); the same, without a Python call per record
+    from ._columns import append_v2
+except ImportError:
+    append_v2 = py_append_v2
+
+
+def iter_rows(cols):
+    """The rows of `cols` as tuples in rows.RECORD_COLUMNS order (bytes for keys and values,
+    [{"key": str, "value": bytes | None}] for headers): for the text view and the tests."""
+    batch_index = [v for (v,) in _I32.iter_unpack(cols.batch_index)]
+    offsets = [v for (v,) in _I64.iter_unpack(cols.offset)]
+    stamps = [v for (v,) in _I64.iter_unpack(cols.timestamp)]
+    key_off = [v for (v,) in _I32.iter_unpack(cols.key_offsets)]
+    value_off = [v for (v,) in _I32.iter_unpack(cols.value_offsets)]
+    header_off = [v for (v,) in _I32.iter_unpack(cols.header_offsets)]
+    hkey_off = [v for (v,) in _I32.iter_unpack(cols.hkey_offsets)]
+    hvalue_off = [v for (v,) in _I32.iter_unpack(cols.hvalue_offsets)]
+    hkeys = bytes(cols.hkey_data)
+    hvalues = bytes(cols.hvalue_data)
+    keys = bytes(cols.key_data)
+    values = bytes(cols.value_data)
+    for row in range(cols.rows):
+        (conn, corr, api_key, direction, topic, partition, magic, compression, ts_type,
+         producer_id, producer_epoch, base_sequence, txn, control, crc_ok) = \
+            cols.batches[batch_index[row]]
+        headers = []
+        for h in range(header_off[row], header_off[row + 1]):
+            value = (hvalues[hvalue_off[h]:hvalue_off[h + 1]] if _bit(cols.hvalue_valid, h)
+                     else None)
+            headers.append({"key": hkeys[hkey_off[h]:hkey_off[h + 1]].decode("utf-8"),
+                            "value": value})
+        yield (conn, corr, api_key, direction, topic, partition, magic, compression,
+               offsets[row] if _bit(cols.offset_valid, row) else None,
+               stamps[row] if _bit(cols.timestamp_valid, row) else None, ts_type,
+               keys[key_off[row]:key_off[row + 1]] if _bit(cols.key_valid, row) else None,
+               values[value_off[row]:value_off[row + 1]] if _bit(cols.value_valid, row)
+               else None,
+               headers, producer_id, producer_epoch, base_sequence, txn, control, crc_ok)
+
+
+def _bit(bitmap, i):
+    return bitmap[i >> 3] >> (i & 7) & 1
+
+
+CHUNK_ROWS = 65536
+CHUNK_BYTES = 16 << 20
+
+
+def record_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
+    """The records of `exchanges` as RecordColumns of about `rows` rows or `data_bytes` bytes
+    each (cut between batches): what a streaming writer holds at a time."""
+    cols = RecordColumns()
+    for ex in exchanges:
+        for head, batch in exchange_batches(ex, topic_names):
+            cols.add_batch(head, batch)
+            if cols.rows >= rows or cols.data_bytes >= data_bytes:
+                yield cols
+                cols = RecordColumns()
+    if cols.rows:
+        yield cols

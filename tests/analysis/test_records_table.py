@@ -1,0 +1,50 @@
+"""The records table in Arrow (analysis.records_table) holds what the core's rows say, batch by
+batch, on every shipped capture: the arrays wrap the column buffers (from_buffers), the rows read
+them with struct (records.columns.iter_rows), two readings of the same bytes."""
+import json
+
+import pyarrow as pa
+import pytest
+
+import analysis
+from analysis.records_table import RecordTable
+from dissector.pipeline import dissect
+from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
+from tests.support import CAPTURES
+
+NAMES = ["codecs", "transactions", "kafka_python", "librdkafka_produce_consume", "aiokafka",
+         "legacy_messageset"]
+
+
+def port(name):
+    return json.loads((CAPTURES / f"{name}.truth.json").read_text())["broker_port"]
+
+
+def as_row(d):
+    d = dict(d)
+    if d["timestamp"] is not None:
+        d["timestamp"] = pa.scalar(d["timestamp"], pa.timestamp("ns", tz="UTC")).value
+    d["headers"] = [dict(h) for h in d["headers"]]
+    return tuple(d[n] for n in RECORD_COLUMN_NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_arrow_table_is_the_rows(name):
+    exchanges = list(dissect(CAPTURES / f"{name}.pcap", (port(name),), level="records"))
+    want = [row for ex in exchanges for row in record_rows(ex)]
+    table = RecordTable(rows=7)   # many batches: each one's indices start again
+    for ex in exchanges:
+        table.add_exchange(ex)
+    t = table.table()
+    assert len(table) == t.num_rows == len(want) > 0
+    assert t.column("key").num_chunks > 1 or len(want) <= 7
+    got = [as_row(r) for r in t.to_pylist()]
+    assert got == want
+
+
+def test_load_keeps_the_chunks_and_one_dictionary():
+    tables = analysis.load(CAPTURES / "codecs.pcap", port("codecs"), records=True)
+    topic = tables.arrow["records"].column("topic")
+    assert len({tuple(c.dictionary.to_pylist()) for c in topic.chunks}) == 1
+    assert tables.records["topic"].value_counts()["codec-zstd"] > 0
+    assert tables.records["value"].dropna().map(len).max() > 100_000

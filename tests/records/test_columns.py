@@ -1,0 +1,143 @@
+"""The records table's column buffers: the compiled records/_columns.c against its pure-Python
+twin columns.py_append_v2 (the specification), on every v2 batch of every shipped capture and on
+hand-encoded records of every varint width, odd header keys (not UTF-8), LogAppendTime, offsets
+and timestamps past int64, and damaged copies (both must refuse the same ones)."""
+import json
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dissector.pipeline import dissect
+from dissector.records.columns import BUFFERS, RecordColumns, partitions, py_append_v2
+from dissector.records.model import RecordSet
+from tests.support import CAPTURES, _missing
+
+try:
+    from dissector.records._columns import append_v2 as compiled
+except ImportError:
+    compiled = None
+
+
+@pytest.fixture(scope="module")
+def c_append():
+    if compiled is None:
+        _missing("the compiled column builder (dissector/records/_columns.c; pip install -e . "
+                 "builds it, which needs a C compiler)")
+    return compiled
+
+
+def fresh():
+    return RecordColumns().buffers
+
+
+def both(c_append, body, count, base, first_ts, fixed, index=0, start=None):
+    """Run both on copies of the same buffers: (python result, c result), each the count or
+    ValueError, with the buffers after (as they were, after a ValueError)."""
+    out = []
+    for fn in (py_append_v2, c_append):
+        bufs = tuple(bytearray(b) for b in (start or fresh()))
+        try:
+            out.append((fn(bufs, body, count, base, first_ts, fixed, index), bufs))
+        except ValueError:
+            out.append((ValueError, bufs))
+    return out
+
+
+def deferred_batches():
+    """(capture, args) of every v2 batch whose records the pipeline left for a deferred parse."""
+    for pcap in sorted(CAPTURES.glob("*.pcap")):
+        truth = CAPTURES / f"{pcap.name.split('.')[0]}.truth.json"
+        port = json.loads(truth.read_text())["broker_port"]
+        for ex in dissect(pcap, (port,), level="records"):
+            for _, _, _, rs in partitions(ex):
+                if isinstance(rs, RecordSet):
+                    for b in rs.batches:
+                        if b._deferred is not None:
+                            yield pcap.name, b._deferred
+
+
+def test_every_capture_batch_gives_the_same_buffers(c_append):
+    seen = 0
+    start = fresh()
+    for name, (found, _, (body, _, base, first_ts, fixed)) in deferred_batches():
+        py, c = both(c_append, body, found, base, first_ts, fixed, seen, start)
+        assert py == c, name
+        start = py[1]   # batches appended one after the other, as a table grows
+        seen += 1
+    assert seen > 100
+
+
+def varint(v):
+    u = ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1)
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def blob(b):
+    return varint(-1) if b is None else varint(len(b)) + b
+
+
+def encode(attributes, ts_delta, offset_delta, key, value, headers):
+    body = bytes([attributes]) + varint(ts_delta) + varint(offset_delta) + blob(key) + blob(value)
+    body += varint(len(headers)) + b"".join(blob(k) + blob(v) for k, v in headers)
+    return varint(len(body)) + body
+
+
+BLOBS = st.one_of(st.none(), st.binary(max_size=20), st.sampled_from([b"x" * 200, b"y" * 9000]))
+KEYS = st.one_of(st.binary(max_size=8), st.sampled_from(
+    [b"trace-id", "\u00e9t\u00e9".encode(), b"\xff\xfe", b"a\xc0\xafb", b"\xed\xa0\x80",
+     "\U0001f600".encode(), b"\xf4\x90\x80\x80"]))
+DELTAS = st.sampled_from([0, 1, -1, 63, 64, -65, 8191, 8192, 1 << 20, 1 << 40, -(1 << 62)])
+RECORD = st.tuples(st.integers(0, 255), DELTAS, st.sampled_from([0, 1, 2, 63, 64, 8192, -3]),
+                   BLOBS, BLOBS, st.lists(st.tuples(KEYS, BLOBS), max_size=3))
+BASES = st.sampled_from([0, 5, 1 << 40, (1 << 63) - 3, -(1 << 63)])
+TIMES = st.sampled_from([0, 1_700_000_000_000, -5, ((1 << 63) - 1) // 1_000_000, 1 << 62])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(RECORD, max_size=6), BASES, TIMES, st.one_of(st.none(), TIMES), st.integers(0, 9))
+def test_random_records_give_the_same_buffers(c_append, records, base, first_ts, fixed, index):
+    body = b"".join(encode(*r) for r in records)
+    py, c = both(c_append, body, len(records), base, first_ts, fixed, index)
+    assert py == c
+    assert py[0] == len(records)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(RECORD, min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_damaged_records_are_refused_by_both_or_read_alike(c_append, records, rnd):
+    body = bytearray(b"".join(encode(*r) for r in records))
+    for _ in range(rnd.randint(1, 3)):
+        body[rnd.randrange(len(body))] = rnd.randrange(256)
+    if rnd.random() < 0.3:
+        del body[rnd.randrange(len(body)):]
+    count = len(records) + rnd.choice([0, 0, 1, -1])
+    start = fresh()
+    py_append_v2(start, b"".join(encode(*r) for r in records), len(records), 0, 0, None, 0)
+    py, c = both(c_append, bytes(body), max(count, 0), 7, 1_700_000_000_000, None, 1, start)
+    assert py == c
+    if py[0] is ValueError:
+        assert py[1] == start
+
+
+def test_buffers_are_arrow_layout():
+    cols = RecordColumns()
+    body = encode(0, 3, 0, b"k", None, [(b"h", b"v"), (b"\xff", None)]) + \
+        encode(0, -1, 1, None, b"", [])
+    assert py_append_v2(cols.buffers, body, 2, 10, 1000, None, 4) == 2
+    i32 = lambda b: [int.from_bytes(b[i:i + 4], "little", signed=True)   # noqa: E731
+                     for i in range(0, len(b), 4)]
+    assert i32(cols.batch_index) == [4, 4]
+    assert cols.offset == (10).to_bytes(8, "little") + (11).to_bytes(8, "little")
+    assert cols.timestamp_valid == bytearray([0b11])
+    assert i32(cols.key_offsets) == [0, 1, 1] and cols.key_data == b"k"
+    assert cols.key_valid == bytearray([0b01]) and cols.value_valid == bytearray([0b10])
+    assert i32(cols.header_offsets) == [0, 2, 2]
+    assert cols.hkey_data == "h\ufffd".encode() and i32(cols.hkey_offsets) == [0, 1, 4]
+    assert cols.hvalue_valid == bytearray([0b01])
+    assert len(BUFFERS) == 17
