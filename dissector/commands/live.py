@@ -49,6 +49,15 @@ def add_parser(sub) -> None:
                    help="kernel socket buffer (default 32 MiB; raise it if packets are dropped)")
     p.add_argument("--max-frame", type=int, default=MAX_FRAME, metavar="BYTES",
                    help="largest Kafka message accepted (default 100 MiB)")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus metrics (requests, errors, bytes, latency histograms "
+                        "per api, broker, client id and topic) on http://ADDR:PORT/metrics "
+                        "(0: any free port; needs prometheus-client)")
+    p.add_argument("--metrics-addr", default="0.0.0.0", metavar="ADDR",
+                   help="address the metrics server listens on (default 0.0.0.0, every interface)")
+    p.add_argument("--metrics-max-values", type=int, default=100, metavar="N",
+                   help="distinct values kept per metrics label; later ones are reported as "
+                        "'other' and counted (default 100)")
     p.set_defaults(run=run)
 
 
@@ -64,6 +73,31 @@ def _check(args) -> None:
         raise UsageError("--stats-every must be 0 or more seconds")
     if args.buffer <= 0:
         raise UsageError("--buffer must be a positive number of MiB")
+    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+        raise UsageError("--metrics-port must be a port number (0: any free one)")
+    if args.metrics_max_values < 1:
+        raise UsageError("--metrics-max-values must be 1 or more")
+
+
+def _metrics(args):
+    """The LiveMetrics served on --metrics-port, and its server; (None, None) without it."""
+    from ..cli import UsageError
+    if args.metrics_port is None:
+        return None, None
+    try:
+        from ..live.metrics import LiveMetrics
+        metrics = LiveMetrics(args.metrics_max_values)
+    except ImportError as exc:
+        raise UsageError(f"--metrics-port needs prometheus-client ({exc.name} is not installed): "
+                         "pip install 'kafka-dissector[live]'") from None
+    try:
+        server = metrics.serve(args.metrics_port, args.metrics_addr)
+    except OSError as exc:
+        raise UsageError(f"--metrics-port {args.metrics_port}: {exc.strerror or exc}") from None
+    host = args.metrics_addr if ":" not in args.metrics_addr else f"[{args.metrics_addr}]"
+    print(f"kafka-dissect: metrics on http://{host}:{server.server_port}/metrics",
+          file=sys.stderr, flush=True)
+    return metrics, server
 
 
 def _display(stats_every):
@@ -101,8 +135,9 @@ def run(args) -> int:
                           buffer_bytes=args.buffer << 20)
     except LiveError as exc:
         raise UsageError(str(exc)) from None
-    pcap = None
+    pcap = server = None
     try:
+        metrics, server = _metrics(args)
         if args.write:
             try:
                 pcap = PcapngWriter(args.write, sniffer.linktype)
@@ -114,10 +149,13 @@ def run(args) -> int:
             sniffer, dissector, make_writer(args.format, sys.stdout), sys.stdout, sys.stderr,
             StopConditions(args.duration, args.count), display=_display(args.stats_every),
             pcap=pcap, pcap_path=args.write, stats=RollingStats(args.stats_every or 10.0),
-            idle_timeout=args.idle_timeout, request_timeout=args.request_timeout, label=label)
+            idle_timeout=args.idle_timeout, request_timeout=args.request_timeout, label=label,
+            metrics=metrics)
         capture.run()
     finally:
         sniffer.close()
+        if server is not None:
+            server.shutdown()
     if capture.output_closed:   # nothing more may reach the closed pipe, not even at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if capture.error:

@@ -29,11 +29,12 @@ class LiveCapture:
     source: .read(timeout) -> [(ts_ns, data, wire_len)], .linktype, .update_kernel_stats(),
     .kernel_packets, .kernel_drops (closing it is the caller's). writer: an output writer on `out`.
     display: a view.TerminalView or view.PeriodicStats, or None. pcap: a PcapngWriter (written
-    to pcap_path) or None.
+    to pcap_path) or None. metrics: a metrics.LiveMetrics fed every exchange, or None.
     """
 
     def __init__(self, source, dissector, writer, out, err, stop, *, display=None, pcap=None,
-                 pcap_path=None, stats=None, idle_timeout=600.0, request_timeout=60.0, label=""):
+                 pcap_path=None, stats=None, idle_timeout=600.0, request_timeout=60.0, label="",
+                 metrics=None):
         self.source = source
         self.dissector = dissector
         self.writer = writer
@@ -47,6 +48,8 @@ class LiveCapture:
         self.idle_ns = int(idle_timeout * 1e9)
         self.request_timeout_ns = int(request_timeout * 1e9)
         self.label = label
+        self.metrics = metrics
+        self._packets_counted = 0
         self.packets = 0
         self.issue_codes = Counter()
         self.output_closed = False
@@ -104,6 +107,9 @@ class LiveCapture:
         """Count and drop what the dissector accumulates for the file path's tables."""
         d = self.dissector
         d.connections.clear()
+        if self.metrics is not None:
+            self.metrics.packets.inc(self.packets - self._packets_counted)
+            self._packets_counted = self.packets
         for issue in d.issues:
             self.issue_codes[issue.code] += 1
         d.issues.clear()
@@ -116,10 +122,13 @@ class LiveCapture:
             self.display.before_output()
         write = self.writer.write
         add = self.stats.add
+        count = self.metrics.add if self.metrics is not None else None
         codes = self.issue_codes
         while out:
             ex = out.popleft()
             add(ex)
+            if count is not None:
+                count(ex)
             for issue in ex.issues:
                 codes[issue.code] += 1
             if not self.output_closed:
