@@ -4,10 +4,14 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 CAPTURE ?= captures/librdkafka_produce_consume.pcap
 EXTRAS  ?= analysis,codecs,live,spark,tui,dev
+# The demo's own environment: the core alone, installed as a user installs it (no extras, no
+# PySpark or test clients, and none of the editable install's build warnings).
+DEMO_VENV ?= .venv-demo
+SOURCES := pyproject.toml setup.py $(shell find dissector -name '*.py' -o -name '*.c')
 
 .PHONY: setup system-deps demo test fuzz codegen bench
 
-$(VENV)/.installed: pyproject.toml $(wildcard dissector/_*.c dissector/*/_*.c)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard dissector/_*.c dissector/*/_*.c)
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# compat: the project's path in a .pth file; the default editable finder is imported at
@@ -15,13 +19,19 @@ $(VENV)/.installed: pyproject.toml $(wildcard dissector/_*.c dissector/*/_*.c)
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
 	touch $@
 
+$(DEMO_VENV)/.installed: $(SOURCES)
+	python3 -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install -q --upgrade pip
+	$(DEMO_VENV)/bin/python -m pip install -q .
+	touch $@
+
 setup: $(VENV)/.installed
 
 system-deps:
 	bash scripts/system-deps.sh
 
-demo: setup
-	$(VENV)/bin/kafka-dissect read $(CAPTURE)
+demo: $(DEMO_VENV)/.installed
+	$(DEMO_VENV)/bin/kafka-dissect read $(CAPTURE)
 
 test: system-deps setup
 	$(PY) -m pytest -q -n 2 --durations=15

@@ -77,8 +77,11 @@ def by_partition(t) -> pd.DataFrame:
     top = failing.groupby(["topic", "partition"], observed=True)["error_name"] \
         .agg(lambda s: s.astype("string").value_counts().index[0])
     out["top_error"] = top.reindex(out.index)
-    return out.reset_index()[cols].sort_values(["errors", "rows"], ascending=False) \
-        .reset_index(drop=True)
+    out = out.reset_index()
+    # plain strings, not the dictionary-encoded names: pandas 2.x cannot build a MultiIndex
+    # (set_index(["topic", "partition"])) from an Arrow dictionary column
+    out["topic"] = out["topic"].astype("string[pyarrow]")
+    return out[cols].sort_values(["errors", "rows"], ascending=False).reset_index(drop=True)
 
 
 def unanswered(t) -> pd.DataFrame:
