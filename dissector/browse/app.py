@@ -41,14 +41,15 @@ class BrowseApp(App):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, feed, description: str):
+    def __init__(self, feed, description: str, show_secrets: bool = False):
         super().__init__()
+        self.show_secrets = show_secrets
         self.rows = ExchangeRows()
         self.feed = feed
         self.description = description
         self.loading = True
         self.note = ""
-        self._parts = {}   # direction -> frame of the exchange shown in the tree
+        self._parts = {}   # direction -> (frame, hidden bytes) of the exchange in the tree
         self._shown = None
         self._decode_timer = None
         self.stop_source = lambda: None    # set by a live feed: ends its capture loop
@@ -178,8 +179,8 @@ class BrowseApp(App):
             f"{api_name(ex.api_key)} v{ex.api_version}" if ex.api_key is not None else "unknown")
         tree.root.set_label(Text(f"Exchange {ex.index}: {title}"))
         self._parts = {}
-        for direction, frame, root in exchange_trees(ex):
-            self._parts[direction] = frame
+        for direction, frame, root, hidden in exchange_trees(ex, self.show_secrets):
+            self._parts[direction] = (frame, hidden)
             label = (f"{direction.capitalize()}: {len(frame.data)} bytes, packets "
                      f"{frame.first_packet}-{frame.last_packet}")
             top = tree.root.add(Text(label), data=(direction, 0, len(frame.data), None),
@@ -190,9 +191,9 @@ class BrowseApp(App):
             else:
                 for child in root.children:
                     self._add_node(top, direction, child, 1)
-        first = next(iter(self._parts), None)
+        first = next(iter(self._parts.values()), None)
         if first is not None:
-            self.query_one(HexView).show(self._parts[first].data)
+            self.query_one(HexView).show(first[0].data, hidden=first[1])
 
     def _add_node(self, parent, direction, node, depth) -> None:
         data = (direction, node.offset, node.length, node)
@@ -226,6 +227,6 @@ class BrowseApp(App):
         if event.node.data is None:
             return
         direction, offset, length, _ = event.node.data
-        frame = self._parts.get(direction)
-        if frame is not None:
-            self.query_one(HexView).show(frame.data, offset, offset + length)
+        part = self._parts.get(direction)
+        if part is not None:
+            self.query_one(HexView).show(part[0].data, offset, offset + length, part[1])

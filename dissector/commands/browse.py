@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
                    help="broker port (repeatable; default 9092); 'auto' finds Kafka on any port")
     p.add_argument("--max-frame", type=int, default=MAX_FRAME, metavar="BYTES",
                    help="largest Kafka message accepted (default 100 MiB)")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="show SASL credentials, tokens and sensitive config values (masked by "
+                        "default, in the tree and the bytes)")
     p.add_argument("--request-timeout", type=float, default=60.0, metavar="S",
                    help="with --live: a request unanswered after S seconds is listed as such")
     p.set_defaults(run=run)
@@ -54,7 +57,7 @@ def make_app(args):
         dissector = Dissector(ports, auto=auto, level="bodies", max_frame=args.max_frame,
                               keep_bodies=False)
         app = BrowseApp(live_feed(sniffer, dissector, args.request_timeout, 600.0),
-                        f"live on {args.interface}")
+                        f"live on {args.interface}", args.show_secrets)
         app.close_source = sniffer.close
         return app
     if not args.captures:
@@ -63,7 +66,8 @@ def make_app(args):
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
     name = ", ".join(os.path.basename(p) for p in args.captures)
-    return BrowseApp(file_feed(args.captures, ports, auto, args.max_frame), name)
+    return BrowseApp(file_feed(args.captures, ports, auto, args.max_frame), name,
+                     args.show_secrets)
 
 
 def run(args) -> int:

@@ -201,3 +201,52 @@ def test_a_capture_of_100000_exchanges_opens_and_scrolls(tmp_path):
     first, loaded = asyncio.run(go())
     print(f"100k exchanges: first rows after {first:.2f} s, all after {loaded:.2f} s")
     assert first < loaded and loaded < 120
+
+
+def test_secrets_are_masked_in_tree_and_bytes_unless_asked(tmp_path):
+    from dissector.browse.hex_view import HexView
+    from tests.safety.test_secrets import PASSWORD, _exchanges
+    from tests.analysis.build import kio_request, kio_response
+    require_module("kio")
+    cap = Capture()
+    conn = cap.connection(ts=ms(0))
+    for corr, (req, resp) in enumerate(_exchanges(), start=1):
+        conn.request(ms(10 * corr), kio_request(req, corr))
+        conn.response(ms(10 * corr + 1), kio_response(resp, corr))
+    path = cap.write(tmp_path / "secrets.pcap")
+
+    def labels(node):
+        out = [str(node.label)]
+        for child in node.children:
+            out += labels(child)
+        return out
+
+    async def shown(*extra):
+        app = _app(path, *extra)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _loaded(app, pilot)
+            await pilot.press("down")   # exchange 2: AlterConfigs setting ssl.key.password
+            await _settle(pilot)
+            assert app._shown.index == 2
+            tree = app.query_one("#tree")
+
+            def open_all(item):   # as if every level were opened
+                if item.data is not None:
+                    app._fill(item)
+                item.expand()
+                for child in item.children:
+                    open_all(child)
+            open_all(tree.root)
+            await pilot.pause(0.05)
+            hexv = app.query_one(HexView)
+            frame, hidden = app._parts["request"]
+            hexv.show(frame.data, hidden=hidden)
+            dump = ["".join(s.text for s in hexv.render_line(y))
+                    for y in range(hexv.virtual_size.height)]
+            return "\n".join(labels(tree.root)), "\n".join(dump)
+
+    labels_text, dump = asyncio.run(shown())
+    assert PASSWORD not in labels_text and "<masked>" in labels_text
+    assert PASSWORD.encode().hex(" ") not in dump and "*******" in dump and "hunter" not in dump
+    labels_text, dump = asyncio.run(shown("--show-secrets"))
+    assert PASSWORD in labels_text
