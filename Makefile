@@ -3,7 +3,7 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 CAPTURE ?= captures/librdkafka_produce_consume.pcap
-EXTRAS  ?= analysis,codecs,live,spark,tui,dev
+EXTRAS  ?= analysis,codecs,live,spark,tui,tls,dev
 # The demo's own environment: the core alone, installed as a user installs it (no extras, no
 # PySpark or test clients, and none of the editable install's build warnings).
 DEMO_VENV ?= .venv-demo

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dissector.records.rows import RECORD_COLUMNS
-from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row, issue_row
+from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange_row, issue_row
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
@@ -120,7 +120,7 @@ class _Collector:
             s = self.conn_stats.get(c.connection_id, (0, 0, 0, []))
             conns.append((c.connection_id, capture, c.client_ip, c.client_port, c.broker_ip,
                           c.broker_port, c.first_ts, c.last_ts, c.first_packet, s[0], s[1], s[2],
-                          s[3]))
+                          s[3]) + connection_tls_row(c))
         self.connections = conns
         for name in TABLES:
             getattr(self, name).finish()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from dissector.tables import EXCHANGE_COLUMNS, ISSUE_COLUMNS
+from dissector.tables import CONNECTION_TLS_COLUMNS, EXCHANGE_COLUMNS, ISSUE_COLUMNS
 
 EXCHANGE_EXTRA_COLUMNS = (
     ("acks", "int16"),
@@ -78,11 +78,12 @@ CONNECTION_COLUMNS = (
     ("request_bytes", "int64"),
     ("response_bytes", "int64"),
     ("client_ids", "list<string>"),
-)
+) + CONNECTION_TLS_COLUMNS
 
 CATEGORICAL = frozenset({
     "api_name", "status", "error_name", "client_id", "topic", "compression", "group_id",
     "transactional_id", "code", "severity", "capture", "client_ip", "broker_ip",
+    "tls_version", "tls_cipher",
 })
 
 _SIMPLE = {

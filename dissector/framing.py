@@ -166,8 +166,9 @@ class Framer:
             self._search(_SETTLE)
             self._run_replay()
 
-    def gap(self, nbytes, packet_no):
-        """`nbytes` of the stream at the current offset are missing and will not come."""
+    def gap(self, nbytes, packet_no, exact=True):
+        """`nbytes` of the stream at the current offset are missing and will not come; with
+        exact=False about that many (a TLS record lost: where the next frame starts is unknown)."""
         if self._state == _DONE or nbytes <= 0:
             return
         if self._state == _SYNC and self._sbuf:
@@ -178,7 +179,9 @@ class Framer:
         if state == _BODY:
             remaining = self._room
             self._cut(f"cut by a hole after {self._need - remaining} of its {self._need} bytes")
-            if nbytes < remaining:
+            if not exact:
+                self._lose_sync(WARNING, self.offset)
+            elif nbytes < remaining:
                 self._skip = remaining - nbytes
                 self._state = _SKIP
             elif nbytes == remaining:
@@ -187,7 +190,10 @@ class Framer:
                 self._lose_sync(WARNING, self.offset)
         elif state == _SKIP:
             self._skip -= nbytes
-            if self._skip == 0:
+            if not exact:
+                self._skip = 0
+                self._lose_sync(WARNING, self.offset)
+            elif self._skip == 0:
                 self._state = _IDLE
             elif self._skip < 0:
                 self._skip = 0

@@ -37,7 +37,7 @@ class Issue:
 class Connection:
     """One TCP connection; the client is the side that is not the broker."""
     __slots__ = ("connection_id", "client_ip", "client_port", "broker_ip", "broker_port",
-                 "first_ts", "last_ts", "first_packet")
+                 "first_ts", "last_ts", "first_packet", "tls")
 
     def __init__(self, connection_id, client_ip, client_port, broker_ip, broker_port,
                  first_ts=0, first_packet=0):
@@ -49,6 +49,7 @@ class Connection:
         self.first_ts = first_ts
         self.last_ts = first_ts
         self.first_packet = first_packet
+        self.tls = None   # a TLS connection's dissector.tls.connection.TlsConnection
 
     def __repr__(self):
         return (f"Connection({self.connection_id}, {self.client_ip}:{self.client_port} -> "

@@ -16,6 +16,7 @@ from .model import ERROR, WARNING, Issue
 from .session import LEVELS, Session
 from .tcp.batch import feed_columns
 from .tcp.flows import FlowTable
+from .tls.layer import TlsLayer
 
 DEFAULT_PORTS = (9092,)
 MAX_FRAME = 100 << 20
@@ -31,7 +32,9 @@ class Dissector:
     """Stateful engine: feed packets in capture order, take exchanges from `output`."""
 
     def __init__(self, ports=DEFAULT_PORTS, *, auto=False, level="headers",
-                 max_frame=MAX_FRAME, max_buffered=MAX_BUFFERED, keep_bodies=True):
+                 max_frame=MAX_FRAME, max_buffered=MAX_BUFFERED, keep_bodies=True, keylog=None):
+        """keylog: TLS key material (dissector.tls: a KeyLog, or key log file paths); TLS is
+        recognised without it, and pcapng Decryption Secrets Blocks add to it."""
         if level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}")
         self.ports = frozenset(ports)
@@ -49,10 +52,11 @@ class Dissector:
         if level != "headers":
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"), keep_bodies=keep_bodies)
+        self.tls = TlsLayer(as_keylog(keylog), self.add_issue)
         self._flows = FlowTable(BrokerSide(self.ports, auto), self._open,
                                 max_buffered=max_buffered, max_frame=max_frame,
                                 issue=self.add_issue, first_data=self._first_data,
-                                dataless=self._dataless)
+                                dataless=self._dataless, tls=self.tls)
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -126,6 +130,10 @@ class Dissector:
             return
         self._flows.add(packet_no, ts_ns, *seg)
 
+    def add_secrets(self, secrets_type, data) -> None:
+        """Decryption secrets found in the capture (a pcapng Decryption Secrets Block)."""
+        self.tls.secrets(secrets_type, data)
+
     def unusable(self, code, packet_no) -> None:
         """A packet that is IP/TCP but cannot be used (a fragment, a truncated header)."""
         self.add_issue(Issue(code, WARNING, f"packet {packet_no} not usable ({code})",
@@ -166,6 +174,7 @@ class Dissector:
         """End of input: flush every connection (open holes become gaps, in-flight requests
         become unanswered)."""
         self._flows.flush()
+        self.tls.finish()
 
 
 class Dissection:
@@ -209,13 +218,26 @@ class Dissection:
 
 
 def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_frame=MAX_FRAME,
-            max_buffered=MAX_BUFFERED, progress=None, keep_bodies=True) -> Dissection:
+            max_buffered=MAX_BUFFERED, progress=None, keep_bodies=True,
+            keylog=None) -> Dissection:
     """Dissect one or more captures (read in the given order, as one capture: rotated files of one
     capture point continue each other's connections). Packet numbers run on across files.
     keep_bodies=False: the messages keep their summaries (the table's columns) but not their
-    decoded bodies (body None), where the bytes allow it; faster, for table output."""
+    decoded bodies (body None), where the bytes allow it; faster, for table output.
+    keylog: TLS key material, as for Dissector."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     d = Dissector(ports, auto=auto, level=level, max_frame=max_frame, max_buffered=max_buffered,
-                  keep_bodies=keep_bodies)
+                  keep_bodies=keep_bodies, keylog=keylog)
     return Dissection(paths, d, progress)
+
+
+def as_keylog(keylog):
+    """A KeyLog from what `keylog=` accepts: None, a KeyLog, a path, or paths (OSError when a
+    file cannot be read)."""
+    from .tls.keylog import KeyLog, load
+    if keylog is None or isinstance(keylog, KeyLog):
+        return keylog
+    if isinstance(keylog, (str, bytes)) or hasattr(keylog, "__fspath__"):
+        keylog = [keylog]
+    return load(keylog)

@@ -44,6 +44,21 @@ EXCHANGE_COLUMNS = (
     ("records_uncompressed_bytes", "int64"),
     ("request_packet", "int64"),
     ("response_packet", "int64"),
+    # the connection's TLS, null in plaintext (dissector.tls)
+    ("tls_version", "string"),
+    ("tls_cipher", "string"),
+)
+
+# The TLS columns of the `connections` table (null for a plaintext connection): the protocol
+# version, cipher suite, server name and application protocol negotiated, whether any of its
+# application data was decrypted, and the time from the ClientHello to the first application data.
+CONNECTION_TLS_COLUMNS = (
+    ("tls_version", "string"),
+    ("tls_cipher", "string"),
+    ("tls_sni", "string"),
+    ("tls_alpn", "string"),
+    ("tls_decrypted", "bool"),
+    ("tls_handshake_ms", "float64"),
 )
 
 ISSUE_COLUMNS = (
@@ -71,6 +86,7 @@ def exchange_row(ex) -> tuple:
     req = ex.request
     resp = ex.response
     code = ex.error_code
+    tls = c.tls
     return (
         c.connection_id, c.client_ip, c.client_port, c.broker_ip, c.broker_port,
         ex.api_key, exchange_api_name(ex), ex.api_version, ex.correlation_id, ex.client_id,
@@ -82,7 +98,17 @@ def exchange_row(ex) -> tuple:
         ex.topics, ex.partition_count, ex.record_count, ex.status, len(ex.issues),
         ex.index, ex.records_bytes, ex.records_uncompressed_bytes,
         req.first_packet if req else None, resp.first_packet if resp else None,
+        tls.version_name if tls is not None else None,
+        tls.cipher_name if tls is not None else None,
     )
+
+
+def connection_tls_row(c) -> tuple:
+    """The connection's values in CONNECTION_TLS_COLUMNS order."""
+    tls = c.tls
+    if tls is None:
+        return (None,) * len(CONNECTION_TLS_COLUMNS)
+    return (tls.version_name, tls.cipher_name, tls.sni, tls.alpn, tls.decrypted, tls.handshake_ms)
 
 
 def issue_row(issue) -> tuple:

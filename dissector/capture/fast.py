@@ -111,7 +111,7 @@ def _pcapng(chunks, n, flows, other, into):
             return walker.epbs(buf, mv, pos, end, walker.n, big, interfaces, MAX_RECORD)
     counted = 0     # walker.nbytes already in into.bytes
     try:
-        for batch in pcapng_batches(chunks, epbs):
+        for batch in pcapng_batches(chunks, epbs, getattr(into, "add_secrets", None)):
             walker.batch(chunks.buf, chunks.mv, batch, walker.n)
             unpin()
             into.packets = walker.n

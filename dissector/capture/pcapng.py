@@ -16,8 +16,8 @@ from .pcap import MAX_RECORD
 
 SHB_MAGIC = b"\x0a\x0d\x0d\x0a"
 SHB = 0x0A0D0D0A  # a palindrome: it reads the same in both byte orders
-IDB, PB, SPB, EPB = 1, 2, 3, 6
-PARSED = frozenset((SHB, IDB, PB, SPB, EPB))
+IDB, PB, SPB, EPB, DSB = 1, 2, 3, 6, 10
+PARSED = frozenset((SHB, IDB, PB, SPB, EPB, DSB))
 MAX_BLOCK = 16 << 20  # a block we parse must fit in memory; others are skipped by streaming
 OPT_TSRESOL, OPT_TSOFFSET = 9, 14
 MAX_INTERFACES = 1 << 16  # interfaces kept per section (their ids are 32-bit)
@@ -43,7 +43,7 @@ class _Order:
 ORDERS = {b"\x4d\x3c\x2b\x1a": _Order("<"), b"\x1a\x2b\x3c\x4d": _Order(">")}
 
 
-def pcapng_batches(chunks, epbs=None):
+def pcapng_batches(chunks, epbs=None, secrets=None):
     """Check the first section header (in the first chunk) and return an iterator over batches
     of packets: lists of (ts_ns, linktype, start, stop), the packet being chunks.buf[start:stop]
     until the iterator is resumed (the buffer is then refilled).
@@ -53,12 +53,15 @@ def pcapng_batches(chunks, epbs=None):
     packets on at once, in file order: the batch before them is handed out first) and returns
     where it stopped and the last one's timestamp (None if it took none); what it leaves is read
     here. A batch, empty or not, is then handed out before every refill and skip, so that the
-    caller can copy out what it keeps of the buffer."""
+    caller can copy out what it keeps of the buffer.
+
+    `secrets(secrets_type, data)`, if given, gets the contents of each Decryption Secrets Block
+    (a TLS key log: type 0x544C534B), before the packets that follow it."""
     if chunks.end < 12:
         raise CaptureError(f"{chunks.name}: truncated pcapng section header")
     if bytes(chunks.buf[8:12]) not in ORDERS:
         raise CaptureError(f"{chunks.name}: bad pcapng byte-order magic")
-    return _blocks(chunks, epbs)
+    return _blocks(chunks, epbs, secrets)
 
 
 def pcapng_packets(chunks):
@@ -120,19 +123,19 @@ def _undeclared(chunks, pos, iid, extra):
     return _bad(chunks, pos, f"packet on undeclared interface {iid}")
 
 
-def _blocks(chunks, epbs):
+def _blocks(chunks, epbs, secrets=None):
     """Batches of the packets in each chunk (see pcapng_batches); the packets before a damaged
     block are handed out before the error is raised."""
     batch = []
     try:
-        yield from _parse(chunks, batch, epbs)
+        yield from _parse(chunks, batch, epbs, secrets)
     except CaptureError:
         if batch:
             yield batch
         raise
 
 
-def _parse(chunks, batch, epbs):
+def _parse(chunks, batch, epbs, secrets=None):
     buf, end = chunks.buf, chunks.end
     walked = False  # epbs handed packets on since the last batch
     pos = 0
@@ -216,6 +219,16 @@ def _parse(chunks, batch, epbs):
                     extra = 0
                 elif btype == EPB:  # the fast path took every good one
                     raise _bad(chunks, pos, "bad packet block")
+                elif btype == DSB:
+                    if blen < 20:
+                        raise _bad(chunks, pos, "bad decryption secrets block")
+                    if secrets is not None:
+                        stype, slen = o.hdr(buf, pos + 8)
+                        if batch or walked:   # the packets before it go first
+                            yield batch[:]
+                            batch.clear()
+                            walked = False
+                        secrets(stype, bytes(buf[pos + 16:pos + 16 + min(slen, blen - 20)]))
                 elif btype == PB:
                     if blen < 32:
                         raise _bad(chunks, pos, "bad packet block")

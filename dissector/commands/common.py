@@ -18,6 +18,34 @@ def add_capture_options(p) -> None:
                    help="largest Kafka message accepted (default 100 MiB)")
 
 
+def add_keylog_option(p) -> None:
+    p.add_argument("--keylog", action="append", metavar="FILE",
+                   help="TLS key log (NSS format, as SSLKEYLOGFILE writes it) to decrypt TLS "
+                        "connections with (repeatable; default: $SSLKEYLOGFILE)")
+
+
+def keylog_from(args):
+    """The KeyLog of --keylog (or $SSLKEYLOGFILE when none is given), None when neither is;
+    a one-line UsageError for a file that cannot be read or a missing `cryptography`."""
+    from ..cli import UsageError
+    from ..tls.keylog import KeyLog, default_paths
+    given = getattr(args, "keylog", None)
+    paths = given or default_paths()
+    if not paths:
+        return None
+    keylog = KeyLog()
+    for path in paths:
+        try:
+            keylog.add_file(path)
+        except OSError as exc:
+            what = "--keylog" if given else "SSLKEYLOGFILE"
+            raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+    from ..tls.crypto import MISSING, available
+    if not available():
+        raise UsageError(MISSING)
+    return keylog
+
+
 def parse_ports(values) -> tuple[tuple[int, ...], bool]:
     from ..cli import UsageError
     if not values:
@@ -70,9 +98,10 @@ def open_dissection(args, level, keep_bodies=True):
     for path in args.captures:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
+    keylog = keylog_from(args)
     progress = Progress(args.captures)
     run = dissect(args.captures, ports, auto=auto, level=level, max_frame=args.max_frame,
-                  progress=progress, keep_bodies=keep_bodies)
+                  progress=progress, keep_bodies=keep_bodies, keylog=keylog)
     return run, progress
 
 
@@ -83,6 +112,14 @@ def open_output(path):
         return open(path, "w", encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
+
+
+def report_undecrypted(tls) -> None:
+    """How many TLS connections could not be decrypted (a Dissector's `tls` layer), on stderr."""
+    n = tls.undecrypted
+    if n:
+        print(f"kafka-dissect: {n} TLS connection{'s' if n > 1 else ''} not decrypted: "
+              f"pass --keylog FILE", file=sys.stderr)
 
 
 def report_errors(run) -> int:

@@ -6,7 +6,8 @@ import sys
 from ..output import FORMATS, make_writer
 from ..session import LEVELS
 from ..tables import EXCHANGE_COLUMN_NAMES, exchange_row
-from .common import add_capture_options, open_dissection, open_output, report_errors
+from .common import (add_capture_options, add_keylog_option, open_dissection, open_output,
+                     report_errors, report_undecrypted)
 
 
 def add_parser(sub) -> None:
@@ -14,6 +15,7 @@ def add_parser(sub) -> None:
                        description="List each Kafka request with its response: time, endpoints, "
                                    "api and version, correlation id, client id, latency, status.")
     add_capture_options(p)
+    add_keylog_option(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument("--level", choices=LEVELS, default="bodies",
@@ -50,4 +52,5 @@ def run(args) -> int:
         progress.done()
         if args.out:
             out.close()
+    report_undecrypted(run.dissector.tls)
     return report_errors(run)

@@ -13,7 +13,7 @@ from ..protocol.names import api_name, error_name
 from ..protocol.tree import request_tree, response_tree
 from ..secrets import MASKED, mask_tree, masked_bytes, sasl_secret_spans
 from ..text_safety import escape
-from .common import add_capture_options, open_dissection, report_errors
+from .common import add_capture_options, add_keylog_option, open_dissection, report_errors
 
 _VALUE_BYTES = 24   # bytes values longer than this are shown cut, with their length
 
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
                                    "in `read` output) field by field, each with its offset and "
                                    "length in the message, followed by a hex dump of each message.")
     add_capture_options(p)
+    add_keylog_option(p)
     p.add_argument("--exchange", type=int, required=True, metavar="N",
                    help="the exchange number (first column of `read`)")
     p.add_argument("--format", choices=("text", "json"), default="text",

@@ -97,7 +97,7 @@ class FlowTable:
     """Every TCP flow of a capture; feed it segments in capture order with `add`."""
 
     def __init__(self, classify, open_connection, *, max_buffered=4 << 20, max_frame=MAX_FRAME,
-                 issue=None, first_data=None, dataless=None, budget=None):
+                 issue=None, first_data=None, dataless=None, budget=None, tls=None):
         """classify(src_addr, sport, dst_addr, dport, payload) -> 0 if src is the client (dst is
         the broker), 1 if src is the broker, None if not (yet) known to be Kafka. It is called for
         the SYN packets (payload usually empty) and the first payload-carrying packets of a flow
@@ -113,9 +113,12 @@ class FlowTable:
         (at its opening if it already has); dataless(conn) when one closes without ever having
         carried any, returning whether its row was left out of the connections table (counted in
         the summary): a SYN flood must not grow that table either.
-        budget: the Budget of buffered bytes all its connections share (default: a new one)."""
+        budget: the Budget of buffered bytes all its connections share (default: a new one).
+        tls: the dissector.tls layer that puts each direction behind a front deciding whether it
+        is TLS (then decrypted into the framer) or plaintext (then the framer itself), or None."""
         self._classify = classify
         self._open_connection = open_connection
+        self.tls = tls
         self.max_buffered = max_buffered
         self.max_frame = max_frame
         self.budget = Budget() if budget is None else budget
@@ -325,13 +328,19 @@ class FlowTable:
         conn = Connection(self._ids, format_addr(src), sport, format_addr(dst), dport,
                           first_ts=flow.first_ts, first_packet=flow.first_pkt)
         sink = self._open_connection(conn)
+        pair = None if self.tls is None else self.tls.pair(conn, sink, self.budget)
         rs = []
         for side in (0, 1):
             d = REQUEST if side == client_side else RESPONSE
             framer = Framer(conn, d, sink, max_frame=self.max_frame, budget=self.budget)
-            rs.append(Reassembler(framer, sink, conn.connection_id, d, self.max_buffered,
+            front = framer if pair is None else pair.front(d, framer)
+            rs.append(Reassembler(front, sink, conn.connection_id, d, self.max_buffered,
                                   self.budget))
+            if pair is not None:
+                pair.attach(d, rs[-1])
         rs[0].peer, rs[1].peer = rs[1], rs[0]
+        if pair is not None:
+            pair.rewire = lambda: self._rewire(flow)
         flow.conn = conn
         flow.sink = sink
         flow.rs = rs
@@ -354,6 +363,16 @@ class FlowTable:
             if flow.state != _LIVE:
                 break
             self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
+
+    def _rewire(self, flow):
+        """A direction's front put its decision in its place (tls.sniff): the handlers, which
+        hold the framers, are made again."""
+        if flow.state != _LIVE or flow.handlers is None:
+            return
+        flow.handlers = self._handlers(flow)
+        src, dst, sport, dport = flow.key
+        if direct_key(src, dst, sport, dport) in self.direct:
+            self._direct(flow)
 
     def _handlers(self, flow):
         rs = flow.rs
