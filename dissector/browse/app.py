@@ -7,6 +7,7 @@ import threading
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import Footer, Input, Static, Tree
 
 from ..commands.tree import _label, exchange_trees
@@ -21,8 +22,8 @@ EXPANDED_DEPTH = 2      # tree levels open when an exchange is selected
 
 
 class BrowseApp(App):
-    """feed(app) runs in a thread and hands exchanges over with app.add_exchanges (from that
-    thread: they are passed on through call_from_thread) and app.source_done(message)."""
+    """feed(app) runs in a thread and hands exchanges over with app.add_exchanges and ends with
+    app.source_done(message), both callable from that thread."""
 
     TITLE = "kafka-dissect browse"
     CSS = """
@@ -87,11 +88,25 @@ class BrowseApp(App):
 
     # -- rows arriving (from the source's thread) ------------------------------------------
 
+    class Arrived(Message):
+        def __init__(self, exchanges=None, done=None) -> None:
+            super().__init__()
+            self.exchanges = exchanges
+            self.done = done   # the source ended: "" or a message to show
+
+    # post_message is thread-safe and never waits: a source still running when the app has
+    # closed hands over to nobody instead of hanging
     def add_exchanges(self, exchanges) -> None:
-        self.call_from_thread(self._add, list(exchanges))
+        self.post_message(self.Arrived(exchanges=list(exchanges)))
 
     def source_done(self, message: str = "") -> None:
-        self.call_from_thread(self._done, message)
+        self.post_message(self.Arrived(done=message))
+
+    def on_browse_app_arrived(self, event: Arrived) -> None:
+        if event.exchanges is not None:
+            self._add(event.exchanges)
+        if event.done is not None:
+            self._done(event.done)
 
     def _add(self, exchanges) -> None:
         first = not len(self.rows)

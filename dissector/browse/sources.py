@@ -3,10 +3,7 @@
 interface (every exchange as its response arrives)."""
 from __future__ import annotations
 
-import time
-
 BATCH = 5000       # exchanges handed to the screen at a time while reading files
-LIVE_FLUSH_S = 0.2
 
 
 def file_feed(paths, ports, auto, max_frame):
@@ -32,27 +29,22 @@ def file_feed(paths, ports, auto, max_frame):
 
 
 class _Collector:
-    """The live loop's output writer: exchanges go to the screen, not to a stream."""
+    """The live loop's output writer and stream at once: exchanges go to the screen, handed
+    over when the loop flushes its output (after each batch, at most FLUSH_S late)."""
 
     def __init__(self, app):
         self.app = app
         self.pending = []
-        self.next_flush = 0.0
 
     def write(self, ex) -> None:
         self.pending.append(ex)
-        now = time.monotonic()
-        if now >= self.next_flush:
-            self.flush()
-            self.next_flush = now + LIVE_FLUSH_S
 
     def flush(self) -> None:
         if self.pending:
             self.app.add_exchanges(self.pending)
             self.pending = []
 
-    def close(self) -> None:
-        self.flush()
+    close = flush
 
 
 def live_feed(sniffer, dissector, request_timeout, idle_timeout):
@@ -74,7 +66,7 @@ def live_feed(sniffer, dissector, request_timeout, idle_timeout):
         stop = ScreenStop()
         app.stop_source = lambda: setattr(stop, "reason", "closed")
         collector = _Collector(app)
-        capture = LiveCapture(sniffer, dissector, collector, io.StringIO(), io.StringIO(), stop,
+        capture = LiveCapture(sniffer, dissector, collector, collector, io.StringIO(), stop,
                               idle_timeout=idle_timeout, request_timeout=request_timeout)
         capture.run()
         collector.close()

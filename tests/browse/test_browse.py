@@ -250,3 +250,48 @@ def test_secrets_are_masked_in_tree_and_bytes_unless_asked(tmp_path):
     assert PASSWORD.encode().hex(" ") not in dump and "*******" in dump and "hunter" not in dump
     labels_text, dump = asyncio.run(shown("--show-secrets"))
     assert PASSWORD in labels_text
+
+
+def test_live_on_loopback(tmp_path):
+    """browse --live: exchanges from the interface join the list as their responses arrive."""
+    import socket
+    import threading
+
+    from tests.live.test_runner import api_versions_request
+    from tests.live.test_view import _fake_broker
+    from tests.support import require_root
+    require_root()
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    async def go():
+        app = _app("--live", "-i", "lo", "--port", port)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause(0.5)   # the socket is open before the first packet
+            broker = threading.Thread(target=_fake_broker, args=(srv, time.monotonic() + 10))
+            broker.start()
+
+            def client():
+                with socket.create_connection(("127.0.0.1", port)) as c:
+                    for corr in (1, 2, 3):
+                        c.sendall(api_versions_request(corr))
+                        c.recv(4096)
+            await asyncio.get_running_loop().run_in_executor(None, client)
+            deadline = time.monotonic() + 20
+            while len(app.rows) < 3 and time.monotonic() < deadline:
+                await pilot.pause(0.1)
+            assert [app.rows.exchange(r).correlation_id for r in range(len(app.rows))] == \
+                [1, 2, 3]
+            assert "live on lo" in _status(app) and "3 exchanges" in _status(app)
+            await _settle(pilot)
+            assert str(app.query_one("#tree").root.label).startswith("Exchange 1: ApiVersions")
+            broker.join(15)
+        app.stop_source()
+        assert app.source_finished.wait(5)   # the capture loop ends with the app
+        app.close_source()
+    try:
+        asyncio.run(go())
+    finally:
+        srv.close()
