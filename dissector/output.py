@@ -50,6 +50,11 @@ class TextWriter:
         self.out = out
         self.t0 = None
 
+    def origin(self, ex) -> None:
+        """Times count from this exchange's (the capture's first: filtered out or not)."""
+        if self.t0 is None:
+            self.t0 = (ex.request or ex.response).first_ts
+
     def write(self, ex) -> None:
         frame = ex.request or ex.response
         if self.t0 is None:

@@ -24,6 +24,7 @@ LEVELS = ("headers", "bodies", "records")
 
 PRODUCE = 0
 SASL_HANDSHAKE = 17
+API_VERSIONS = 18
 RESYNC_WINDOW = 16   # how many of the oldest requests in flight a resynced response may answer
 # A connection whose responses are never seen (one direction captured, acks=0 producers) must not
 # hold every request to its end. Clients keep far fewer in flight (Java's default is 5).
@@ -83,6 +84,39 @@ def _uvarint(buf, pos):
     raise ValueError("bad varint")
 
 
+_KEY_VERSION = struct.Struct(">hh")
+_RANGE = struct.Struct(">hhh")
+
+
+def _api_ranges(data, api_version) -> dict | None:
+    """{api key: (min, max)} of a successful ApiVersions response (its header is always v0:
+    the correlation id alone), or None when it is an error or cannot be read."""
+    try:
+        if _INT16.unpack_from(data, 4)[0] != 0:
+            return None
+        pos = 6
+        if api_version >= 3:   # a compact array: count + 1, and a tag section per entry
+            n, pos = _uvarint(data, pos)
+            n -= 1
+        else:
+            (n,) = _INT32.unpack_from(data, pos)
+            pos += 4
+        if not 0 < n <= 1024:
+            return None
+        ranges = {}
+        for _ in range(n):
+            key, lo, hi = _RANGE.unpack_from(data, pos)
+            pos += 6
+            if api_version >= 3:
+                tags, pos = _uvarint(data, pos)
+                if tags:
+                    return None   # tagged fields in an entry (none defined yet): no limit
+            ranges[key] = (lo, hi)
+        return ranges
+    except (struct.error, ValueError, IndexError):
+        return None
+
+
 class Session:
     """Implements the ConnectionSink of dissector.tcp.flows for one connection."""
 
@@ -98,6 +132,7 @@ class Session:
         self._inflight_bytes = 0
         self._raw_sasl = False
         self._raw_tokens = deque()
+        self._allowed = None   # {api key: (min, max)} from the connection's ApiVersions answer
 
     # -- ConnectionSink -------------------------------------------------------------------------
 
@@ -109,7 +144,14 @@ class Session:
             return False
         (size,) = _INT32.unpack_from(data, pos)
         if direction == REQUEST:
-            return plausible_request(data, pos + 4, size)
+            if not plausible_request(data, pos + 4, size):
+                return False
+            if self._allowed is None:
+                return True
+            # a client asks only for what the broker said it serves
+            api_key, api_version = _KEY_VERSION.unpack_from(data, pos + 4)
+            allowed = self._allowed.get(api_key)
+            return allowed is not None and allowed[0] <= api_version <= allowed[1]
         if size < 4:
             return False
         (corr,) = _INT32.unpack_from(data, pos + 4)
@@ -282,6 +324,8 @@ class Session:
             ex.status = MALFORMED
         if pending.api_key == SASL_HANDSHAKE and pending.api_version == 0 and len(data) >= 6:
             self._raw_sasl = _INT16.unpack_from(data, 4)[0] == 0
+        elif pending.api_key == API_VERSIONS and ex.status == OK:
+            self._allowed = _api_ranges(data, pending.api_version) or self._allowed
         self._emit(ex)
 
     def _unpaired(self, pending) -> None:

@@ -59,8 +59,8 @@ def open_capture(path):
         except OSError as e:
             raise CaptureError(f"{name}: {e.strerror or e}") from None
         if magic == GZIP_MAGIC:
-            import gzip   # here: a plain capture (the usual) spares the CLI its import
-            f = gzip.GzipFile(fileobj=f, mode="rb")
+            from .gunzip import GunzipReader   # here: plain captures (the usual) spare it
+            f = GunzipReader(f)
             chunks = Chunks(f, name)
         else:
             chunks = _mapped(f, name) or Chunks(f, name)

@@ -44,7 +44,11 @@ def run(args) -> int:
     try:
         writer = make_writer(args.format, out, bodies=args.bodies,
                              show_secrets=args.show_secrets)
+        origin = getattr(writer, "origin", None) if keep is not None else None
         for ex in run:
+            if origin is not None:   # as tshark -Y: times stay relative to the first exchange
+                origin(ex)
+                origin = None
             if keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))):
                 writer.write(ex)
         writer.close()

@@ -8,11 +8,13 @@ use v0 so that a client can read the error of an unsupported-version reply.
 """
 from __future__ import annotations
 
+import re
 import struct
 
 from ..text_safety import decode_text
 from .generated.apis import APIS
 
+_CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 _HEAD = struct.Struct(">hhi")      # api_key, api_version, correlation_id
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -121,7 +123,8 @@ def plausible_request(buf, pos: int, size: int) -> bool:
     """Could a request of `size` bytes start at buf[pos] (just after its size prefix)?
 
     Used to resynchronise after a gap and to recognise Kafka on unknown ports: the api key must be
-    known with a valid version, and the client id must fit inside the frame.
+    known with a valid version, and the client id must fit inside the frame and, when in view, be
+    UTF-8 without control characters (what clients send; a false start inside a payload rarely is).
     """
     if size < 8 or pos + 8 > len(buf):
         return False
@@ -133,4 +136,17 @@ def plausible_request(buf, pos: int, size: int) -> bool:
     if size < 10 or pos + 10 > len(buf):
         return False
     (n,) = _INT16.unpack_from(buf, pos + 8)
-    return n == -1 or 0 <= n <= size - 10
+    if n == -1:
+        return True
+    if not 0 <= n <= size - 10:
+        return False
+    if pos + 10 + n > len(buf):
+        return True   # not in view: the benefit of the doubt
+    client_id = bytes(buf[pos + 10:pos + 10 + n])
+    if _CONTROL.search(client_id):
+        return False
+    try:
+        client_id.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -41,9 +41,56 @@ def test_missing_values_never_match(expr):
     assert compile_filter(expr)(ROW) is False
 
 
-def test_type_mismatch_and_division_by_zero_are_false_not_errors():
-    assert compile_filter('api_name > 3')(ROW) is False
+def test_division_by_zero_and_column_type_mismatch_are_false():
     assert compile_filter('latency_ms / error_code > 1')(ROW) is False
+    assert compile_filter('api_name > latency_ms')(ROW) is False   # two columns: known at run
+
+
+@pytest.mark.parametrize("expr, message", [
+    ('api_name > 5', "cannot compare api_name (a string column) with 5 (a number)"),
+    ('latency_ms > "abc"', "cannot compare latency_ms (a number column) with 'abc' (a string)"),
+    ('5 < api_name', "cannot compare api_name (a string column) with 5 (a number)"),
+    ('api_version in (1, "2")', "cannot compare api_version (a number column) with '2'"),
+    ('3 in topics', "cannot compare an element of topics (a string column) with 3 (a number)"),
+    ('topics == "orders"', "cannot compare topics (a list column) with 'orders' (a string)"),
+    ('request_ts > "yesterday"', "request_ts is a timestamp: 'yesterday' is not an ISO 8601"),
+    ('status == None or status > None', "cannot compare status (a string column) with None"),
+])
+def test_wrong_types_are_errors_naming_column_and_types(expr, message):
+    with pytest.raises(ValueError) as info:
+        compile_filter(expr)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("expr, column", [
+    ("latency_ms >", 13),                  # ends too early: points past the end
+    ("  latency_ms >", 15),                # leading blanks count
+    ("latency_ms > > 3", 14),
+    ("latency_ms > 3 3", 16),
+    ('api_name == "x', 13),
+    ("(latency_ms > 3", 1),
+])
+def test_syntax_errors_point_at_their_column(expr, column):
+    with pytest.raises(ValueError) as info:
+        compile_filter(expr)
+    assert str(info.value).endswith(f"at column {column}"), str(info.value)
+
+
+T0 = 1_700_000_000_000_000_000   # 2023-11-14T22:13:20Z
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ('request_ts == "2023-11-14T22:13:20.000000001Z"', True),
+    ('request_ts > "2023-11-14T22:13:20Z"', True),
+    ('request_ts > "2023-11-14 22:13:20.000000001"', False),
+    ('request_ts < "2023-11-15"', True),
+    ('request_ts >= "2023-11-14T23:13:20+01:00"', True),
+    ('request_ts > "2023-11-14T23:13:20.5+01:00"', False),
+    ('request_ts in ("2023-11-14T22:13:20.000000001Z", 5)', True),
+    (f"request_ts == {T0 + 1}", True),
+])
+def test_timestamps_compare_with_iso_strings(expr, expected):
+    assert compile_filter(expr)({"request_ts": T0 + 1}) is expected
 
 
 @pytest.mark.parametrize("expr, message", [

@@ -173,3 +173,16 @@ def test_apis_json_covers_368_pairs(capsys):
 
 def test_exchange_columns_start_with_the_contract():
     assert EXCHANGE_COLUMN_NAMES[:len(CONTRACT)] == tuple(CONTRACT)
+
+
+def test_filter_keeps_times_relative_to_the_first_exchange(capsys):
+    """As tshark -Y: a filtered line is the unfiltered line of the same exchange, its time
+    still counted from the capture's first exchange (not the first match)."""
+    from pathlib import Path
+    capture = str(Path(__file__).resolve().parents[2] / "captures" / "kafka_python.pcap")
+    assert main(["read", capture]) == 0
+    every = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert main(["read", capture, "--filter", 'api_name == "Fetch"']) == 0
+    kept = capsys.readouterr().out.splitlines()
+    assert kept and all(line == every[line.split()[0]] for line in kept)
+    assert float(kept[0].split()[1]) > 0
