@@ -5,6 +5,7 @@ The expected text is written out by hand in hostile.py (SHOWN, BAD_SHOWN), not c
 escape function under test."""
 import io
 import re
+import time
 
 import pytest
 
@@ -94,7 +95,10 @@ def test_live(capture):
     from dissector.pipeline import Dissector
     from tests.live.test_runner import FakeSource
 
+    # at the wall clock's time, as a live capture sees them (else they would be idle at once)
     packets = [(ts, bytes(data)) for _, ts, _, data in read_packets(capture)]
+    shift = time.time_ns() - packets[0][0]
+    packets = [(ts + shift, data) for ts, data in packets]
     out, err = io.StringIO(), io.StringIO()
     live = LiveCapture(FakeSource(packets), Dissector((9092,), level="bodies"),
                        make_writer("text", out), out, err, StopConditions(count=len(packets)),
