@@ -8,6 +8,8 @@ Percentiles interpolate linearly between order statistics (numpy's default).
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 QUANTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999))
 FETCH = 1
@@ -35,19 +37,33 @@ def long_poll_mask(ex: pd.DataFrame, tolerance_ms: float = 1.0, tolerance_frac: 
     return mask.fillna(False).astype(bool)
 
 
-def answered(ex: pd.DataFrame, include_long_polls: bool = False) -> pd.DataFrame:
-    """Exchanges with a latency, with `client` (ip) and `broker` (ip:port) columns added."""
-    df = ex[ex["latency_ms"].notna()]
+def answered(ex: pd.DataFrame, include_long_polls: bool = False, columns=None) -> pd.DataFrame:
+    """Exchanges with a latency, with `client` (ip) and `broker` (ip:port) columns added; only
+    `columns` of them (and the endpoints) when given, which spares copying the others."""
+    keep = ex["latency_ms"].notna()
     if not include_long_polls:
-        df = df[~long_poll_mask(df)]
-    return with_endpoints(df)
+        keep &= ~long_poll_mask(ex)
+    if columns is not None:
+        ex = ex[list(dict.fromkeys([*columns, "client_ip", "broker_ip", "broker_port"]))]
+    return with_endpoints(ex[keep.to_numpy(dtype=bool)])
+
+
+def _arrow_strings(series: pd.Series) -> pa.ChunkedArray:
+    """A column as Arrow strings: a dictionary column is decoded by one cast, not one Python
+    string per row."""
+    if isinstance(series.dtype, (pd.ArrowDtype, pd.StringDtype)):
+        return pa.array(series.array).cast(pa.string())
+    return pa.chunked_array([pa.array(series.to_numpy(dtype=object), pa.string(),
+                                      from_pandas=True)])
 
 
 def with_endpoints(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
-    df["client"] = df["client_ip"].astype("string[pyarrow]")
-    df["broker"] = (df["broker_ip"].astype("string[pyarrow]") + ":"
-                    + df["broker_port"].astype("string[pyarrow]"))
+    client = _arrow_strings(df["client_ip"])
+    port = _arrow_strings(df["broker_port"].astype("int64[pyarrow]"))
+    broker = pc.binary_join_element_wise(_arrow_strings(df["broker_ip"]), port, ":")
+    df["client"] = pd.Series(pd.arrays.ArrowStringArray(client), index=df.index)
+    df["broker"] = pd.Series(pd.arrays.ArrowStringArray(broker), index=df.index)
     return df
 
 
@@ -64,7 +80,8 @@ def percentiles(ex: pd.DataFrame, by: str = "api", include_long_polls: bool = Fa
     if by not in DIMENSIONS:
         raise ValueError(f"by must be one of {', '.join(DIMENSIONS)}")
     keys = DIMENSIONS[by]
-    df = _frame_for(answered(ex, include_long_polls), by)
+    own = [k for k in keys if k in ex.columns] + (["topics"] if by == "topic" else [])
+    df = _frame_for(answered(ex, include_long_polls, columns=[*own, "latency_ms"]), by)
     return summarize(df, keys)
 
 
@@ -81,7 +98,8 @@ def summarize(df: pd.DataFrame, keys) -> pd.DataFrame:
 
 def time_series(ex: pd.DataFrame, freq: str = "1s", include_long_polls: bool = False):
     """Per interval and api: requests, p50, p99 and max latency, errors."""
-    df = answered(ex, include_long_polls)
+    df = answered(ex, include_long_polls,
+                  columns=["request_ts", "api_name", "latency_ms", "error_code"])
     cols = ["second", "api_name", "requests", "p50", "p99", "max", "errors"]
     if df.empty:
         return pd.DataFrame(columns=cols)
@@ -97,9 +115,10 @@ def time_series(ex: pd.DataFrame, freq: str = "1s", include_long_polls: bool = F
 
 def slowest(ex: pd.DataFrame, n: int = 10, include_long_polls: bool = False) -> pd.DataFrame:
     """The n slowest exchanges with the packet numbers to look at in the capture."""
-    df = answered(ex, include_long_polls)
-    return df.sort_values("latency_ms", ascending=False).head(n)[SLOW_COLUMNS] \
-        .reset_index(drop=True)
+    df = answered(ex, include_long_polls,
+                  columns=[c for c in SLOW_COLUMNS if c not in ("client", "broker")])
+    top = df["latency_ms"].sort_values(ascending=False).index[:n]   # sorts one column, not all
+    return df.loc[top, SLOW_COLUMNS].reset_index(drop=True)
 
 
 def long_polls(ex: pd.DataFrame) -> pd.DataFrame:

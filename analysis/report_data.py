@@ -1,0 +1,198 @@
+"""What the HTML report plots, reduced so that a capture of millions of exchanges stays a page of a
+few megabytes: per-api time buckets (count, p50, p99, max), latency histograms, and only some
+exchanges as individual points (`POINTS_RULE` says which; the report prints it).
+
+Times are milliseconds since the epoch (what Plotly's date axes take, shown in UTC). A series has a
+NaN after every bucket that is not followed by the next one, so a line stops where traffic stopped
+instead of drawing a diagonal across the idle time.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from . import latency
+
+MAX_BUCKETS = 600          # non-empty time buckets in the whole capture, at most
+MAX_API_BUCKETS = 6_000    # and non-empty (api, bucket) pairs: all the small multiples' points
+ALL_POINTS = 5_000         # at most this many answered exchanges: every one is a point
+SLOWEST_POINTS = 100       # otherwise, per api: the slowest ones ...
+ERROR_POINTS = 100         # ... and errored ones spread over the capture
+HISTOGRAM_BINS = 40
+POINTS_RULE = (f"Lines are per-bucket p50, p99 and max latency; a line stops where a bucket had "
+               f"no request. Up to {ALL_POINTS:,} answered exchanges, each is also a point; beyond "
+               f"that, per api, the {SLOWEST_POINTS} slowest and {ERROR_POINTS} errored exchanges "
+               f"(spread over the capture) are points. Fetch long polls (waited out max_wait_ms, "
+               f"no records) are left out of latency.")
+
+_MS = 1_000_000   # ns per ms
+# bucket widths to choose from, in ms
+_WIDTHS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000,
+           60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000,
+           10_800_000, 21_600_000, 43_200_000, 86_400_000]
+
+
+def epoch_ms(ts: pd.Series) -> np.ndarray:
+    """UTC timestamps as float milliseconds since the epoch (NaN for missing)."""
+    ns = ts.astype("int64[pyarrow]").astype("float64").to_numpy(na_value=np.nan)
+    return ns / _MS
+
+
+def _distinct_buckets(ms_sorted, width, new_group=None) -> int:
+    """Non-empty buckets of sorted times (of (group, bucket) pairs if `new_group` marks where
+    the group changes in an order sorted by group, then time)."""
+    step = np.diff(np.floor(ms_sorted / width)) != 0
+    return 1 + np.count_nonzero(step if new_group is None else step | new_group)
+
+
+def bucket_width(ms: np.ndarray, api=None, max_buckets: int = MAX_BUCKETS,
+                 max_api_buckets: int = MAX_API_BUCKETS) -> int:
+    """The narrowest width in _WIDTHS (ms) giving at most `max_buckets` non-empty buckets, and
+    at most `max_api_buckets` non-empty (api, bucket) pairs when `api` (codes) is given."""
+    ok = ~np.isnan(ms)
+    if not ok.any():
+        return _WIDTHS[-1]
+    times = np.sort(ms[ok])
+    if api is not None:
+        order = np.lexsort((ms[ok], np.asarray(api)[ok]))
+        by_api, new_api = ms[ok][order], np.diff(np.asarray(api)[ok][order]) != 0
+    lo, hi = 0, len(_WIDTHS) - 1
+    while lo < hi:   # non-empty buckets only fall as the width grows
+        mid = (lo + hi) // 2
+        if _distinct_buckets(times, _WIDTHS[mid]) <= max_buckets and (
+                api is None or _distinct_buckets(by_api, _WIDTHS[mid], new_api)
+                <= max_api_buckets):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _WIDTHS[lo]
+
+
+def width_label(width_ms: int) -> str:
+    for unit, size in (("h", 3_600_000), ("min", 60_000), ("s", 1_000)):
+        if width_ms >= size and width_ms % size == 0:
+            return f"{width_ms // size} {unit}"
+    return f"{width_ms} ms"
+
+
+def with_gaps(buckets: np.ndarray, width_ms: int, *columns):
+    """x (bucket start, ms) and each column with a NaN row inserted after every bucket whose next
+    bucket is not adjacent, so Plotly breaks the line there."""
+    buckets = np.asarray(buckets, dtype="int64")
+    breaks = np.flatnonzero(np.diff(buckets) > 1) + 1
+    x = np.insert((buckets * width_ms).astype("float64"), breaks,
+                  (buckets[breaks - 1] + 1) * width_ms if len(breaks) else [])
+    cols = [np.insert(np.asarray(c, dtype="float64"), breaks, np.nan) for c in columns]
+    return (x, *cols)
+
+
+def bucket_stats(ms: np.ndarray, values: np.ndarray, width_ms: int) -> pd.DataFrame:
+    """Per non-empty bucket: bucket number, count, p50, p99, max of `values`."""
+    df = pd.DataFrame({"b": np.floor(ms / width_ms).astype("int64"), "v": values})
+    g = df.groupby("b", sort=True)["v"]
+    out = g.agg(count="count", max="max")
+    out["p50"] = g.quantile(0.5)
+    out["p99"] = g.quantile(0.99)
+    return out.reset_index()
+
+
+def log_bins(values: np.ndarray, n: int = HISTOGRAM_BINS) -> np.ndarray:
+    """Log-spaced bin edges covering the positive values (one bin around a single value)."""
+    v = values[values > 0]
+    lo, hi = (v.min(), v.max()) if len(v) else (1.0, 1.0)
+    if hi <= lo * 1.01:
+        lo, hi = lo / 1.5, hi * 1.5
+    return np.logspace(np.log10(lo), np.log10(hi * 1.001), n + 1)
+
+
+def _text(v) -> str:
+    """A capture string for Plotly's hover text: `<`, `>` and `&` escaped, since Plotly reads a few
+    tags and entities in it (it leaves quotes alone)."""
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) \
+        else html.escape(str(v), quote=False)
+
+
+def _int(v) -> str:
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else str(int(v))
+
+
+def points(api: np.ndarray, lat: np.ndarray, ms: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Positions of the exchanges drawn one by one (see POINTS_RULE), given per answered
+    exchange its api code, latency, time and whether it failed."""
+    if len(lat) <= ALL_POINTS:
+        return np.arange(len(lat))
+    slowest_first = np.argsort(-lat, kind="stable")
+    by_time = np.argsort(ms, kind="stable")
+    keep = []
+    for code in np.unique(api):
+        keep.append(slowest_first[api[slowest_first] == code][:SLOWEST_POINTS])
+        failed = by_time[(api[by_time] == code) & err[by_time]]
+        if len(failed):
+            keep.append(failed[np.linspace(0, len(failed) - 1,
+                                           min(ERROR_POINTS, len(failed))).astype(int)])
+    return np.unique(np.concatenate(keep))
+
+
+HOVER_COLUMNS = ["api_name", "api_version", "client_id", "client_ip", "client_port",
+                 "request_packet", "response_packet", "exchange", "error_name"]
+
+
+def hover_rows(df: pd.DataFrame) -> list:
+    """[api and version, client id, client address, request packet, response packet, exchange,
+    error line] per exchange, capture strings escaped."""
+    rows = []
+    for api, ver, cid, ip, port, rp, sp, ex, err in zip(*(df[c] for c in HOVER_COLUMNS)):
+        rows.append([f"{_text(api)} v{_int(ver)}", _text(cid), f"{_text(ip)}:{_int(port)}",
+                     _int(rp), _int(sp), _int(ex),
+                     f"<br>error {_text(err)}" if _text(err) else ""])
+    return rows
+
+
+def api_rows(ex: pd.DataFrame, width_ms: int) -> list[dict]:
+    """Per api, busiest first: name, buckets (x with gaps, count, p50, p99, max), histogram
+    (edges, counts), and the point exchanges (x, latency, hover rows)."""
+    df = latency.answered(ex, columns=[*HOVER_COLUMNS, "request_ts", "latency_ms", "error_code"])
+    if df.empty:
+        return []
+    ms = epoch_ms(df["request_ts"])
+    lat = df["latency_ms"].astype("float64").to_numpy(na_value=np.nan)
+    err = (df["error_code"].fillna(0) != 0).to_numpy(dtype=bool)
+    api, names = pd.factorize(df["api_name"].astype("category"), use_na_sentinel=False)
+    edges = log_bins(lat)
+    shown = points(api, lat, ms, err)
+    hover = hover_rows(df.iloc[shown])
+    out = []
+    for code in np.argsort(-np.bincount(api), kind="stable"):
+        sel = api == code
+        b = bucket_stats(ms[sel], lat[sel], width_ms)
+        x, count, p50, p99, mx = with_gaps(b["b"].to_numpy(), width_ms, b["count"], b["p50"],
+                                           b["p99"], b["max"])
+        mine = np.flatnonzero(api[shown] == code)
+        out.append({
+            "api": "?" if pd.isna(names[code]) else str(names[code]), "count": int(sel.sum()),
+            "x": x, "count_series": count, "p50": p50, "p99": p99, "max": mx,
+            "hist_edges": edges, "hist_counts": np.histogram(lat[sel], bins=edges)[0],
+            "points": {kind: {"x": ms[shown[i]], "y": lat[shown[i]],
+                              "hover": [hover[j] for j in i]}
+                       for kind, i in (("ok", mine[~err[shown[mine]]]),
+                                       ("error", mine[err[shown[mine]]]))},
+        })
+    return out
+
+
+def series_by(df: pd.DataFrame, key: pd.Series, ms: np.ndarray, values: np.ndarray, width_ms: int,
+              how: str = "sum", limit: int = 10) -> list[dict]:
+    """Per value of `key` (the `limit` with the most rows): x with gaps and the bucket's sum or
+    max of `values`."""
+    names = key.astype("string").fillna("?").to_numpy(dtype=object)
+    out = []
+    for name in pd.Series(names).value_counts().index[:limit]:
+        sel = names == name
+        frame = pd.DataFrame({"b": np.floor(ms[sel] / width_ms).astype("int64"),
+                              "v": values[sel]})
+        agg = frame.groupby("b", sort=True)["v"].agg(how).reset_index()
+        x, y = with_gaps(agg["b"].to_numpy(), width_ms, agg["v"])
+        out.append({"name": name, "x": x, "y": y})
+    return out

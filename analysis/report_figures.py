@@ -1,0 +1,132 @@
+"""Plotly figures of the report, built from report_data's reductions. Each function returns a
+plotly Figure, or None when the capture has nothing to show. Trace names and hover text that come
+from the capture are HTML-escaped (Plotly reads a few tags in them)."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from . import consumers, errors, producers
+from .report_data import api_rows, epoch_ms, series_by, width_label
+
+BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
+FONT = {"size": 11}
+TIME_AXIS = {"type": "date", "title": {"text": "time (UTC)"}, "showgrid": True}
+# hover text of one exchange; customdata is report_data.hover_rows' list
+EXCHANGE_HOVER = ("<b>%{customdata[0]}</b><br>client id %{customdata[1]} (%{customdata[2]})"
+                  "<br>latency %{y:.3f} ms<br>packets %{customdata[3]} → %{customdata[4]}"
+                  "<br>exchange %{customdata[5]}%{customdata[6]}<extra></extra>")
+
+
+def _layout(height, **kw) -> dict:
+    """Legend above the plot area (never over the data), small margins."""
+    return dict(height=height, margin={"l": 60, "r": 20, "t": 36, "b": 44}, font=FONT,
+                legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0,
+                        "yanchor": "bottom", "font": {"size": 10}},
+                hovermode="closest", **kw)
+
+
+def _name(s) -> str:
+    return html.escape(str(s), quote=False)
+
+
+def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
+    """One row of small multiples per api: latency over time (bucket p50/p99/max and exchanges
+    as points), requests per bucket, latency distribution; busiest api first."""
+    out = []
+    label = width_label(width_ms)
+    for row in api_rows(ex, width_ms):
+        fig = go.Figure(layout=_layout(
+            240,
+            xaxis={**TIME_AXIS, "domain": [0, 0.46]},
+            yaxis={"type": "log", "title": {"text": "latency (ms)"}},
+            xaxis2={**TIME_AXIS, "domain": [0.53, 0.76], "matches": "x"},
+            yaxis2={"anchor": "x2", "title": {"text": f"requests / {label}"},
+                    "rangemode": "tozero"},
+            xaxis3={"type": "log", "domain": [0.82, 1], "title": {"text": "latency (ms)"}},
+            yaxis3={"anchor": "x3", "title": {"text": "requests"}, "rangemode": "tozero"},
+            bargap=0.05))
+        for name, key, colour, dash in (("p50", "p50", BLUE, "solid"), ("p99", "p99", ORANGE,
+                                        "solid"), ("max", "max", GREY, "dot")):
+            fig.add_trace(go.Scatter(
+                x=row["x"], y=row[key], name=f"{name} per {label}", mode="lines+markers",
+                line={"color": colour, "width": 1.2, "dash": dash}, marker={"size": 3},
+                connectgaps=False,
+                hovertemplate=f"{name} %{{y:.3f}} ms<br>%{{x}}<extra></extra>"))
+        for kind, colour, symbol, title in (("ok", BLUE, "circle", "exchanges"),
+                                            ("error", RED, "x", "errors")):
+            p = row["points"][kind]
+            if len(p["x"]):
+                fig.add_trace(go.Scatter(
+                    x=p["x"], y=p["y"], customdata=p["hover"], name=title, mode="markers",
+                    marker={"color": colour, "symbol": symbol, "size": 6, "opacity": 0.7},
+                    hovertemplate=EXCHANGE_HOVER))
+        keep = ~np.isnan(row["count_series"])
+        fig.add_trace(go.Bar(
+            x=row["x"][keep] + width_ms / 2, y=row["count_series"][keep], width=width_ms,
+            xaxis="x2", yaxis="y2", name="requests", marker={"color": GREEN}, showlegend=False,
+            hovertemplate=f"%{{y}} requests in the {label} from %{{x}}<extra></extra>"))
+        edges, counts = row["hist_edges"], row["hist_counts"]
+        fig.add_trace(go.Scatter(
+            x=edges, y=np.append(counts, counts[-1] if len(counts) else 0), xaxis="x3",
+            yaxis="y3", mode="lines", line={"shape": "hv", "color": BLUE}, fill="tozeroy",
+            name="distribution", showlegend=False,
+            hovertemplate="%{y} requests from %{x:.3f} ms<extra></extra>"))
+        out.append((row["api"], fig))
+    return out
+
+
+def error_figure(t):
+    """Errors by name: failing exchanges and partition rows (the 15 most frequent)."""
+    b = errors.by_error(t).head(15)
+    if b.empty:
+        return None
+    names = [_name(f"{n}{'' if r else ' (fatal)'}") for n, r in zip(b["error_name"],
+                                                                     b["retriable"])]
+    fig = go.Figure(layout=_layout(
+        80 + 28 * len(b), xaxis={"title": {"text": "count"}},
+        yaxis={"autorange": "reversed", "automargin": True}, barmode="group"))
+    fig.add_trace(go.Bar(y=names, x=b["exchanges"], orientation="h", name="exchanges",
+                         marker={"color": RED}))
+    fig.add_trace(go.Bar(y=names, x=b["partitions"], orientation="h", name="partitions",
+                         marker={"color": ORANGE}))
+    return fig
+
+
+def _time_series_figure(series, ytitle, hover):
+    if not series:
+        return None
+    fig = go.Figure(layout=_layout(320, xaxis=TIME_AXIS, yaxis={"title": {"text": ytitle},
+                                                                  "rangemode": "tozero"}))
+    for s in series:
+        fig.add_trace(go.Scatter(x=s["x"], y=s["y"], name=_name(s["name"]), mode="lines+markers",
+                                 marker={"size": 4}, connectgaps=False,
+                                 hovertemplate=f"%{{fullData.name}}<br>{hover}<extra></extra>"))
+    return fig
+
+
+def lag_figure(t, width_ms):
+    """Largest lag per bucket for the 10 most fetched (client id, topic, partition)."""
+    lag = consumers.lag(t)
+    if lag.empty:
+        return None
+    key = (lag["client_id"].astype("string").fillna("") + " " + lag["topic"].astype("string")
+           + "-" + lag["partition"].astype("string"))
+    return _time_series_figure(
+        series_by(lag, key, epoch_ms(lag["response_ts"]),
+                  lag["lag"].astype("float64").to_numpy(na_value=np.nan), width_ms, how="max"),
+        f"lag (records), max per {width_label(width_ms)}", "lag %{y} at %{x}")
+
+
+def produce_figure(t, width_ms):
+    """Records produced per bucket for the 10 busiest topics."""
+    p = t.partitions
+    p = p[(p["api_key"] == producers.PRODUCE).fillna(False) & p["record_count"].notna()]
+    if p.empty:
+        return None
+    return _time_series_figure(
+        series_by(p, p["topic"], epoch_ms(p["request_ts"]),
+                  p["record_count"].astype("float64").to_numpy(na_value=np.nan), width_ms),
+        f"records / {width_label(width_ms)}", "%{y} records from %{x}")
