@@ -19,8 +19,7 @@ from .text_safety import escape
 CORE_COMMANDS = ("read", "apis", "tree", "browse", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
 # The plug-ins' one-line help, for the listing of `kafka-dissect --help` without importing them
-# (they load pandas: a second or more). Each plug-in passes the same text to its own parser
-# (tests/cli/test_help.py keeps the two the same).
+# (they load pandas: a second or more); the plug-ins give their own parsers the same text.
 PLUGIN_HELP = {
     "export": "write the analysis tables of captures as Parquet",
     "records": "list every record produced or fetched in captures",

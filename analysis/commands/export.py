@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import Progress, parse_ports, report_errors
 from dissector.filters import compile_filter_option
 
@@ -13,7 +14,7 @@ from .options import add_analysis_options
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("export", help="write the analysis tables of captures as Parquet",
+    p = sub.add_parser("export", help=PLUGIN_HELP["export"],
                        description="Dissect captures and write exchanges, partitions, records, "
                                    "issues, connections and deliveries as Parquet files in DIR "
                                    "(read them back with analysis.load_parquet).")

@@ -11,6 +11,7 @@ import csv
 import json
 import sys
 
+from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import add_capture_options, open_dissection, report_errors
 from dissector.output import iso_ns
 from dissector.text_safety import escape
@@ -24,7 +25,7 @@ _HEADERS = RECORD_COLUMN_NAMES.index("headers")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("records", help="list every record produced or fetched in captures",
+    p = sub.add_parser("records", help=PLUGIN_HELP["records"],
                        description="Decode every record of Produce requests and Fetch/ShareFetch "
                                    "responses: topic, partition, offset, timestamp, key, value, "
                                    "headers, producer and batch fields.")

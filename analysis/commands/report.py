@@ -4,13 +4,14 @@ from __future__ import annotations
 import os
 import sys
 
+from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import report_errors
 
 from .options import add_analysis_options, load_from_args
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("report", help="write an HTML report with latency, error and lag plots",
+    p = sub.add_parser("report", help=PLUGIN_HELP["report"],
                        description="Dissect captures and write one self-contained HTML file "
                                    "(plots embedded, no external resources) with latency "
                                    "distributions and time series per api, errors and consumer "

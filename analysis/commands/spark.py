@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import parse_ports
 from dissector.pipeline import MAX_FRAME
 from dissector.session import LEVELS
@@ -11,7 +12,7 @@ from dissector.session import LEVELS
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "spark", help="dissect many captures on Spark into Parquet tables",
+        "spark", help=PLUGIN_HELP["spark"],
         description="Dissect capture files (rotated files from one or several capture points; "
                     "files, directories, globs or any URI Spark reads) on Spark, and write "
                     "exchanges, partitions, records, issues and connections as Parquet under "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import report_errors
 
 from .options import add_analysis_options, load_from_args
@@ -12,7 +13,7 @@ FORMATS = ("text", "json", "csv", "markdown")
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("stats", help="latency, error, consumer and producer statistics as tables",
+    p = sub.add_parser("stats", help=PLUGIN_HELP["stats"],
                        description="Dissect captures and print latency percentiles, the slowest "
                                    "exchanges, errors, consumer groups and lag, and producer "
                                    "throughput as tables: for the terminal (fitted to its width), "
