@@ -43,5 +43,5 @@ fuzz: setup
 	bash scripts/fuzz.sh
 
 bench: system-deps setup
-	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk
+	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk --records
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix dense

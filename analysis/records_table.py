@@ -9,18 +9,21 @@ of one table, never concatenated, so the frame's buffers are the only copy).
 """
 from __future__ import annotations
 
+from array import array
+
 import pyarrow as pa
 
 from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
                                        exchange_batches, record_chunks)
 from dissector.records.rows import RECORD_COLUMNS
 
-from .columns import _array, table_schema
+from .columns import table_schema
 from .schema import CATEGORICAL, arrow_type
 
 SCHEMA = table_schema(RECORD_COLUMNS)
 _BATCH_TYPES = tuple(arrow_type(kind) for _, kind in BATCH_COLUMNS)
 _BATCH_INDEX = {name: i for i, (name, _) in enumerate(BATCH_COLUMNS)}
+_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
 _HEADER = arrow_type("list<struct<key: string, value: binary>>")
 
 
@@ -61,9 +64,45 @@ def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
 
 
 def _batch_column(batches, i, typ):
-    """Column i of the batch rows (a damaged body's value of the wrong type: null)."""
-    arr = _array([b[i] for b in batches], typ)
-    return arr.dictionary_encode() if BATCH_COLUMNS[i][0] in CATEGORICAL else arr
+    """Column i of the batch rows, from buffers too (pa.array on a list imports pandas); a
+    damaged body's value of the wrong type or out of range is null, as in analysis.columns."""
+    name, kind = BATCH_COLUMNS[i]
+    n = len(batches)
+    valid = bytearray((n + 7) >> 3)
+    if kind == "string":
+        offsets, data = array("i", [0]), bytearray()
+        for row, b in enumerate(batches):
+            v = b[i]
+            if type(v) is str:
+                try:
+                    data += v.encode()
+                    valid[row >> 3] |= 1 << (row & 7)
+                except UnicodeEncodeError:   # a lone surrogate
+                    pass
+            offsets.append(len(data))
+        buffers = [valid, offsets, data]
+    elif kind == "bool":
+        bits = bytearray((n + 7) >> 3)
+        for row, b in enumerate(batches):
+            v = b[i]
+            if type(v) is bool:
+                valid[row >> 3] |= 1 << (row & 7)
+                if v:
+                    bits[row >> 3] |= 1 << (row & 7)
+        buffers = [valid, bits]
+    else:
+        values = array(_CODES[kind])
+        for row, b in enumerate(batches):
+            v = b[i]
+            try:
+                values.append(v if type(v) is int else 0)
+                if type(v) is int:
+                    valid[row >> 3] |= 1 << (row & 7)
+            except OverflowError:
+                values.append(0)
+        buffers = [valid, values]
+    arr = pa.Array.from_buffers(typ, n, [pa.py_buffer(b) for b in buffers])
+    return arr.dictionary_encode() if name in CATEGORICAL else arr
 
 
 class RecordTable:

@@ -184,6 +184,9 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the corpus that was built")
     ap.add_argument("--quick", action="store_true",
                     help="prove the benchmark works: a 4 MB corpus, one round")
+    ap.add_argument("--records", action="store_true",
+                    help="then the records table against tshark's record extraction "
+                         "(benchmarks/records_table.py)")
     ap.add_argument("--no-settle", action="store_true",
                     help="read the corpus as the page cache holds it now (by default it is "
                          "dropped and read back once, as a capture on disk is cached)")
@@ -213,6 +216,10 @@ def main(argv=None):
             packets = built.packets if built else C.count_packets(path)
             runs, counts = measure(path, args.port, args.rounds, Path(tmp))
             agree = report(path, runs, counts, packets)
+            if args.records:
+                from benchmarks import records_table as R
+                agree = R.report(path, *R.measure(path, args.port, args.rounds, Path(tmp))) \
+                    and agree
         finally:
             if built is not None and not args.keep:
                 built.path.unlink(missing_ok=True)

@@ -1,27 +1,25 @@
 """`kafka-dissect records`: one row per record in Produce requests and Fetch/ShareFetch responses.
 
-Rows stream out exchange by exchange; Parquet is written in row groups of at most ROW_GROUP rows
-or about ROW_GROUP_BYTES of values in memory (analysis.columns), so memory stays bounded on large
-captures.
+The records are built in columns (dissector.records.columns) and written a chunk at a time: at
+most ROW_GROUP rows or about ROW_GROUP_BYTES of keys, values and headers, one Parquet row group
+each (pyarrow's writer) or CSV / JSON lines written from the buffers (dissector.records.text), so
+memory stays bounded on large captures. Only Parquet imports pyarrow; nothing imports pandas.
 """
 from __future__ import annotations
 
-import base64
-import csv
-import json
 import sys
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import add_capture_options, open_dissection, report_errors
 from dissector.output import iso_ns
+from dissector.records.columns import record_chunks
+from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
 from dissector.text_safety import escape
-from dissector.records.rows import RECORD_COLUMN_NAMES, RECORD_COLUMNS, record_rows
 
 FORMATS = ("text", "jsonl", "csv", "parquet")
 ROW_GROUP = 65536
 ROW_GROUP_BYTES = 16 << 20
 _TS = RECORD_COLUMN_NAMES.index("timestamp")
-_HEADERS = RECORD_COLUMN_NAMES.index("headers")
 
 
 def add_parser(sub) -> None:
@@ -40,17 +38,23 @@ def run(args) -> int:
     if args.format == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     dissection, progress = open_dissection(args, "records")
-    rows = (row for ex in dissection for row in record_rows(ex))
     try:
         if args.format == "parquet":
             from ..records_table import write_parquet
             count = write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES)
-        else:
+        elif args.format == "text":
             out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
             try:
-                count = _WRITERS[args.format](rows, out)
+                count = _text((row for ex in dissection for row in record_rows(ex)), out)
             finally:
                 if args.out:
+                    out.close()
+        else:
+            out = open(args.out, "wb") if args.out else None
+            try:
+                count = _write_text(dissection, args.format, out.write if out else _stdout())
+            finally:
+                if out:
                     out.close()
     finally:
         progress.done()
@@ -89,37 +93,23 @@ def _text(rows, out) -> int:
     return n
 
 
-def _json_value(v):
-    if isinstance(v, (bytes, bytearray)):
-        return base64.b64encode(v).decode("ascii")
-    if isinstance(v, list):
-        return [{k: _json_value(x) for k, x in h.items()} for h in v]
-    return v
+def _stdout():
+    """A writer of bytes to stdout (through its text layer when it has no binary one)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        return lambda data: sys.stdout.write(data.decode("utf-8"))
+    sys.stdout.flush()
+    return buffer.write
 
 
-def _jsonl(rows, out) -> int:
+def _write_text(dissection, fmt, write) -> int:
+    """CSV (with its header line) or JSON lines, a chunk of records at a time."""
+    from dissector.records.text import csv_chunk, jsonl_chunk
+    if fmt == "csv":
+        write((",".join(RECORD_COLUMN_NAMES) + "\n").encode())
+    chunk = csv_chunk if fmt == "csv" else jsonl_chunk
     n = 0
-    for r in rows:
-        n += 1
-        rec = {name: _json_value(v) for name, v in zip(RECORD_COLUMN_NAMES, r)}
-        rec["timestamp"] = iso_ns(rec["timestamp"])
-        out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    for cols in record_chunks(dissection, ROW_GROUP, ROW_GROUP_BYTES):
+        write(chunk(cols))
+        n += cols.rows
     return n
-
-
-def _csv(rows, out) -> int:
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(RECORD_COLUMN_NAMES)
-    n = 0
-    for r in rows:
-        n += 1
-        rec = [_json_value(v) for v in r]
-        rec[_TS] = iso_ns(rec[_TS])
-        rec[_HEADERS] = json.dumps(rec[_HEADERS])
-        w.writerow(["" if v is None else v for v in rec])
-    return n
-
-
-
-
-_WRITERS = {"text": _text, "jsonl": _jsonl, "csv": _csv}

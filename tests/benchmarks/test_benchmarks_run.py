@@ -33,7 +33,8 @@ def _run(script, *args):
 @pytest.mark.parametrize("mix, settled", [("bulk", True), ("dense", False)])
 def test_vs_tshark_quick(tools, mix, settled):
     code, out, err = _run("vs_tshark.py", "--quick", "--mix", mix,
-                          *([] if settled else ["--no-settle"]))
+                          *([] if settled else ["--no-settle"]),
+                          *(["--records"] if mix == "bulk" else []))
     assert code == 0, out + err
     checksums = re.search(r"tshark checksums \(IPv4 and TCP, every packet\): (\d+) good, "
                           r"(\d+) bad, (\d+) unverified", out)
@@ -58,6 +59,10 @@ def test_vs_tshark_quick(tools, mix, settled):
     name = "source.pcap" if mix == "bulk" else f"source-{mix}.pcap"
     truth = json.loads((ROOT / "benchmarks" / "corpus" / f"{name}.json").read_text())
     assert messages == replicas * (truth["requests"] + truth["answered"])
+    if mix == "bulk":   # the records table: tshark's record count is ours in every output
+        records = re.search(r"records: tshark records (\d+), parquet \1, csv \1, jsonl \1, "
+                            r"load \1: agree", out)
+        assert records and int(records[1]) > 1000, out
     for label in ("tshark", "ours headers", "ours bodies", "ours records", "pure-Python floor"):
         row = re.search(rf"^{label} +([\d.]+) +([\d.]+) +([\d.]+) +[\d,]+ +[\d,]+ +([\d.]+)x"
                         r" +(\d+)", out, re.M)

@@ -46,3 +46,15 @@ def test_text_shows_printable_values(capsys):
     assert main(["records", str(CAPTURES / "codecs.pcap")]) == 0
     out = capsys.readouterr().out
     assert "codec-zstd[" in out and "key='key-" in out and "value=" in out
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_no_pandas_on_the_streaming_paths(tmp_path, fmt):
+    import subprocess
+    import sys
+    code = ("import sys; from dissector.cli import main; "
+            f"main(['records', {str(CAPTURES / 'codecs.pcap')!r}, '--format', {fmt!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,128 @@
+"""The records table side by side with tshark's record extraction (vs_tshark.py --records).
+
+tshark prints every record's correlation id, offset, key and value
+(`-T fields -E occurrence=a -e kafka.correlation_id -e kafka.offset -e kafka.message_key
+-e kafka.message_value`, Kafka decoded on the corpus's broker port); ours writes the records
+table as users get it: `kafka-dissect records --format parquet|csv|jsonl --out FILE`, and
+`analysis.load(..., records=True)` into pandas (benchmarks/load_records.py). Each round runs
+them one after the other; ratios are tshark's median CPU time over ours. The record counts must
+agree: tshark's values (one per record: the corpus has no null values) against our rows. The
+load's peak RSS is reported against the bytes of the resulting DataFrame's own buffers.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from benchmarks.measure import run
+
+HERE = Path(__file__).resolve().parent
+TARGETS = {"parquet": 5.0, "csv": 2.0, "jsonl": 2.0, "load": 3.0}   # ratio to tshark (issue 20)
+RSS_TARGET = 2.0   # the load's peak RSS over its DataFrame's buffers, at most
+TSHARK_FIELDS = ("kafka.correlation_id", "kafka.offset", "kafka.message_key",
+                 "kafka.message_value")
+
+
+def tshark_cmd(path, port):
+    cmd = ["tshark", "-n", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields",
+           "-E", "occurrence=a"]
+    for field in TSHARK_FIELDS:
+        cmd += ["-e", field]
+    return cmd
+
+
+def ours_cmd(path, port, fmt, out):
+    script = Path(sys.executable).parent / "kafka-dissect"
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "dissector"]
+    return cli + ["records", str(path), "--port", str(port), "--format", fmt, "--out", str(out)]
+
+
+def load_cmd(path, port):
+    return [sys.executable, str(HERE / "load_records.py"), str(path), str(port)]
+
+
+def tshark_values(path):
+    """Records in tshark's output: one kafka.message_value each."""
+    n = 0
+    with open(path) as f:
+        for line in f:
+            values = line.rstrip("\n").split("\t")[3]
+            if values:
+                n += values.count(",") + 1
+    return n
+
+
+def our_rows(err_path):
+    """The rows `records --out` reports on stderr ("N records -> FILE")."""
+    for line in Path(err_path).read_text().splitlines():
+        if " records -> " in line:
+            return int(line.split()[0])
+    raise RuntimeError(f"no record count in {err_path}")
+
+
+def measure(path, port, rounds, workdir, log=print):
+    """Alternate tshark and our five commands; returns {name: [Run]}, {name: records},
+    the load's {rows, frame_bytes}."""
+    names = ("tshark records",) + tuple(TARGETS)
+    runs = {name: [] for name in names}
+    counts, loaded = {}, {}
+    for i in range(rounds):
+        for name in names:
+            out = workdir / f"records-{name.replace(' ', '-')}.out"
+            err = out.with_suffix(".err")
+            if name == "tshark records":
+                r = run(tshark_cmd(path, port), stdout=out, stderr_path=err)
+            elif name == "load":
+                r = run(load_cmd(path, port), stdout=out, stderr_path=err)
+            else:
+                r = run(ours_cmd(path, port, name, out), stderr_path=err)
+            if r.status != 0:
+                raise RuntimeError(f"{name} failed ({r.status}): {r.stderr.strip()[-2000:]}")
+            runs[name].append(r)
+            if name == "tshark records":
+                counts[name] = tshark_values(out)
+            elif name == "load":
+                loaded = json.loads(out.read_text())
+                counts[name] = loaded["rows"]
+            else:
+                counts[name] = our_rows(err)
+            out.unlink(missing_ok=True)
+            log(f"round {i + 1}/{rounds} {name:14} cpu {r.cpu:7.2f} s  wall {r.wall:7.2f} s  "
+                f"peak RSS {r.rss_mb:6.0f} MB  records {counts[name]}")
+    return runs, counts, loaded
+
+
+def report(path, runs, counts, loaded, log=print):
+    """Print the table; returns True when the record counts agree."""
+    mb = path.stat().st_size / 1e6
+    records = counts["tshark records"]
+    base = statistics.median(r.cpu for r in runs["tshark records"])
+    log(f"records table: {records} records (tshark's values), rounds: "
+        f"{len(runs['tshark records'])}, medians; throughput from CPU time")
+    log(f"{'tool':22} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'records/s':>10} {'ratio':>7} "
+        f"{'peak RSS MB':>11}  target")
+    for name, rs in runs.items():
+        cpu = statistics.median(r.cpu for r in rs)
+        wall = statistics.median(r.wall for r in rs)
+        rss = max(r.rss_mb for r in rs)
+        ratio = base / cpu
+        if name in TARGETS:
+            label = "ours analysis.load" if name == "load" else f"ours records {name}"
+            target = (f">= {TARGETS[name]:.0f}x "
+                      f"{'met' if ratio >= TARGETS[name] else 'MISSED'}")
+        else:
+            label, target = "tshark -e kafka.*", ""
+        log(f"{label:22} {cpu:7.2f} {wall:7.2f} {mb / cpu:7.1f} {records / cpu:10,.0f} "
+            f"{ratio:6.2f}x {rss:11.0f}  {target}")
+    frame_mb = loaded["frame_bytes"] / 1e6 if loaded else 0
+    if frame_mb:
+        rss = max(r.rss_mb for r in runs["load"]) * 1.048576   # MiB -> MB
+        log(f"load: DataFrame buffers {frame_mb:.0f} MB, peak RSS {rss:.0f} MB = "
+            f"{rss / frame_mb:.2f}x ({'<' if rss / frame_mb < RSS_TARGET else 'NOT <'} "
+            f"{RSS_TARGET:.0f}x)")
+    agree = all(n == records for n in counts.values())
+    log(f"records: {', '.join(f'{k} {v}' for k, v in counts.items())}: "
+        f"{'agree' if agree else 'DISAGREE'}")
+    return agree

@@ -1,0 +1,422 @@
+/* The records table's rows as CSV or JSON lines, compiled: records/text.py's py_csv_text and
+ * py_jsonl_text (the pure-Python twins) are the specification; this writes the same bytes
+ * straight from the column buffers, without a Python object per record. The tests compare the
+ * two on every shipped capture and on random rows.
+ *
+ * csv_text(buffers, pre, mid, post) / jsonl_text(...) -> bytes. `buffers`: the bytearrays of
+ * records.columns.BUFFERS; pre, mid, post: lists of bytes, one each per batch, written around a
+ * row's fields (they hold the batch fields, rendered by csv.writer or json.dumps). Keys and
+ * values are written as base64, timestamps (ns) as UTC ISO 8601 with nanoseconds, headers as
+ * json.dumps writes the list of {"key", "value"} dicts (ASCII only: \uXXXX escapes), doubled
+ * quotes around it in CSV. ValueError when the buffers do not hold what columns.py writes. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { BATCH_INDEX, OFFSET, OFFSET_VALID, TS, TS_VALID, KEY_OFF, KEY_DATA, KEY_VALID, VAL_OFF,
+       VAL_DATA, VAL_VALID, HDR_OFF, HKEY_OFF, HKEY_DATA, HVAL_OFF, HVAL_DATA, HVAL_VALID,
+       NBUF };
+
+typedef struct {
+    char *b;
+    Py_ssize_t n, cap;
+} Buf;
+
+static int room(Buf *o, Py_ssize_t more)
+{
+    if (o->n + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = (o->n + more) * 2;
+    char *b = PyMem_Realloc(o->b, cap);
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->b = b;
+    o->cap = cap;
+    return 0;
+}
+
+static int put(Buf *o, const char *s, Py_ssize_t n)
+{
+    if (room(o, n) < 0)
+        return -1;
+    memcpy(o->b + o->n, s, n);
+    o->n += n;
+    return 0;
+}
+
+#define PUTS(o, s) put(o, s, (Py_ssize_t)sizeof(s) - 1)
+
+static int put_int(Buf *o, int64_t x)
+{
+    char text[24], *end = text + sizeof text, *p = end;
+    uint64_t u = x < 0 ? 0ULL - (uint64_t)x : (uint64_t)x;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        *--p = '-';
+    return put(o, p, end - p);
+}
+
+/* days since 1970-01-01 -> proleptic Gregorian year, month, day */
+static void civil(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static void digits(char *at, int64_t v, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        at[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+/* ns since the epoch, 0 <= ts (the builder keeps no other): 2024-05-01T12:00:00.123456789Z */
+static int put_iso(Buf *o, int64_t ts)
+{
+    int64_t secs = ts / 1000000000LL, ns = ts % 1000000000LL;
+    int64_t days = secs / 86400, rem = secs % 86400, y;
+    int m, d;
+    civil(days, &y, &m, &d);
+    if (room(o, 30) < 0)
+        return -1;
+    char *p = o->b + o->n;
+    digits(p, y, 4);
+    p[4] = '-';
+    digits(p + 5, m, 2);
+    p[7] = '-';
+    digits(p + 8, d, 2);
+    p[10] = 'T';
+    digits(p + 11, rem / 3600, 2);
+    p[13] = ':';
+    digits(p + 14, rem / 60 % 60, 2);
+    p[16] = ':';
+    digits(p + 17, rem % 60, 2);
+    p[19] = '.';
+    digits(p + 20, ns, 9);
+    p[29] = 'Z';
+    o->n += 30;
+    return 0;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int put_b64(Buf *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (room(o, (n + 2) / 3 * 4) < 0)
+        return -1;
+    char *p = o->b + o->n;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *p++ = B64[v >> 18];
+        *p++ = B64[(v >> 12) & 63];
+        *p++ = B64[(v >> 6) & 63];
+        *p++ = B64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *p++ = B64[v >> 18];
+        *p++ = B64[(v >> 12) & 63];
+        *p++ = '=';
+        *p++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+        *p++ = B64[v >> 18];
+        *p++ = B64[(v >> 12) & 63];
+        *p++ = B64[(v >> 6) & 63];
+        *p++ = '=';
+    }
+    o->n = p - o->b;
+    return 0;
+}
+
+/* a JSON string's quote: doubled inside a CSV field */
+static int put_quote(Buf *o, int csv)
+{
+    return csv ? PUTS(o, "\"\"") : PUTS(o, "\"");
+}
+
+static int put_u(Buf *o, uint32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char e[6] = {'\\', 'u', hex[c >> 12], hex[(c >> 8) & 15], hex[(c >> 4) & 15], hex[c & 15]};
+    return put(o, e, 6);
+}
+
+/* Strict UTF-8 (what Python's decoder accepts): no overlong forms, surrogates or values past
+ * U+10FFFF. */
+static int valid_utf8(const unsigned char *s, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        int len = c < 0x80 ? 1 : c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        if (len == 0 || n - i < len)
+            return 0;
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
+                || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* UTF-8 text as json.dumps writes a str (ensure_ascii), quotes doubled for CSV; text that is
+ * not UTF-8 as Python decodes it with replacement */
+static int put_json_str(Buf *o, const unsigned char *s, Py_ssize_t n, int csv)
+{
+    if (!valid_utf8(s, n)) {
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, "replace");
+        if (text == NULL)
+            return -1;
+        Py_ssize_t len;
+        const char *u = PyUnicode_AsUTF8AndSize(text, &len);
+        int r = u == NULL ? -1 : put_json_str(o, (const unsigned char *)u, len, csv);
+        Py_DECREF(text);
+        return r;
+    }
+    if (put_quote(o, csv) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        int len = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (int k = 1; k < len; k++)
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        i += len;
+        int r;
+        if (cp == '"')
+            r = csv ? PUTS(o, "\\\"\"") : PUTS(o, "\\\"");
+        else if (cp == '\\')
+            r = PUTS(o, "\\\\");
+        else if (cp == '\n')
+            r = PUTS(o, "\\n");
+        else if (cp == '\r')
+            r = PUTS(o, "\\r");
+        else if (cp == '\t')
+            r = PUTS(o, "\\t");
+        else if (cp == '\b')
+            r = PUTS(o, "\\b");
+        else if (cp == '\f')
+            r = PUTS(o, "\\f");
+        else if (cp >= 0x20 && cp < 0x7F) {
+            char ch = (char)cp;
+            r = put(o, &ch, 1);
+        } else if (cp < 0x10000)
+            r = put_u(o, cp);
+        else {
+            cp -= 0x10000;
+            r = put_u(o, 0xD800 | (cp >> 10)) < 0 ? -1 : put_u(o, 0xDC00 | (cp & 0x3FF));
+        }
+        if (r < 0)
+            return -1;
+    }
+    return put_quote(o, csv);
+}
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t n;
+} Col;
+
+static inline int bit(const Col *c, Py_ssize_t i)
+{
+    return (i >> 3) < c->n && (c->p[i >> 3] >> (i & 7)) & 1;
+}
+
+static inline int32_t i32(const Col *c, Py_ssize_t i)
+{
+    const unsigned char *p = c->p + 4 * i;
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16
+                     | (uint32_t)p[3] << 24);
+}
+
+static inline int64_t i64(const Col *c, Py_ssize_t i)
+{
+    const unsigned char *p = c->p + 8 * i;
+    uint64_t u = 0;
+    for (int k = 7; k >= 0; k--)
+        u = u << 8 | p[k];
+    return (int64_t)u;
+}
+
+static int bad(void)
+{
+    PyErr_SetString(PyExc_ValueError, "column buffers out of step");
+    return -1;
+}
+
+/* offsets[i], offsets[i + 1] as a checked range of data */
+static int range(const Col *off, const Col *data, Py_ssize_t i, Py_ssize_t *a, Py_ssize_t *b)
+{
+    if (4 * (i + 2) > off->n)
+        return bad();
+    *a = i32(off, i);
+    *b = i32(off, i + 1);
+    if (*a < 0 || *a > *b || *b > data->n)
+        return bad();
+    return 0;
+}
+
+/* a key or value: base64, or empty (CSV) / null (JSON) */
+static int put_binary(Buf *o, const Col *c, int off, Py_ssize_t i, int csv)
+{
+    Py_ssize_t a, b;
+    if (range(&c[off], &c[off + 1], i, &a, &b) < 0)
+        return -1;
+    if (!bit(&c[off + 2], i))
+        return csv ? 0 : PUTS(o, "null");
+    if (!csv && PUTS(o, "\"") < 0)
+        return -1;
+    if (put_b64(o, c[off + 1].p + a, b - a) < 0)
+        return -1;
+    return csv ? 0 : PUTS(o, "\"");
+}
+
+static int put_bytes_obj(Buf *o, PyObject *list, Py_ssize_t i)
+{
+    if (i < 0 || i >= PyList_GET_SIZE(list) || !PyBytes_Check(PyList_GET_ITEM(list, i)))
+        return bad();
+    PyObject *b = PyList_GET_ITEM(list, i);
+    return put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+}
+
+static PyObject *text(PyObject *args, int csv)
+{
+    PyObject *buffers, *pre, *mid, *post;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &buffers, &PyList_Type, &pre,
+                          &PyList_Type, &mid, &PyList_Type, &post))
+        return NULL;
+    if (PyTuple_GET_SIZE(buffers) != NBUF) {
+        PyErr_SetString(PyExc_TypeError, "one bytearray per column buffer");
+        return NULL;
+    }
+    Col c[NBUF];
+    for (int k = 0; k < NBUF; k++) {
+        PyObject *b = PyTuple_GET_ITEM(buffers, k);
+        if (!PyByteArray_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "one bytearray per column buffer");
+            return NULL;
+        }
+        c[k].p = (const unsigned char *)PyByteArray_AS_STRING(b);
+        c[k].n = PyByteArray_GET_SIZE(b);
+    }
+    Py_ssize_t rows = c[OFFSET].n >> 3;
+    if (c[BATCH_INDEX].n < 4 * rows || c[TS].n < 8 * rows || c[HDR_OFF].n < 4 * (rows + 1))
+        return bad(), NULL;
+    Buf o = {NULL, 0, 0};
+    if (room(&o, rows * 64 + 1024) < 0)
+        return NULL;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t batch = i32(&c[BATCH_INDEX], r), h0, h1;
+        if (put_bytes_obj(&o, pre, batch) < 0)
+            goto fail;
+        if (bit(&c[OFFSET_VALID], r) ? put_int(&o, i64(&c[OFFSET], r)) < 0
+                : (!csv && PUTS(&o, "null") < 0))
+            goto fail;
+        if ((csv ? PUTS(&o, ",") : PUTS(&o, ",\"timestamp\":")) < 0)
+            goto fail;
+        if (bit(&c[TS_VALID], r)) {
+            int64_t ts = i64(&c[TS], r);
+            if (ts < 0) {
+                bad();
+                goto fail;
+            }
+            if ((!csv && PUTS(&o, "\"") < 0) || put_iso(&o, ts) < 0
+                    || (!csv && PUTS(&o, "\"") < 0))
+                goto fail;
+        } else if (!csv && PUTS(&o, "null") < 0)
+            goto fail;
+        if (put_bytes_obj(&o, mid, batch) < 0 || put_binary(&o, c, KEY_OFF, r, csv) < 0
+                || (csv ? PUTS(&o, ",") : PUTS(&o, ",\"value\":")) < 0
+                || put_binary(&o, c, VAL_OFF, r, csv) < 0
+                || (csv ? PUTS(&o, ",") : PUTS(&o, ",\"headers\":")) < 0)
+            goto fail;
+        h0 = i32(&c[HDR_OFF], r);
+        h1 = i32(&c[HDR_OFF], r + 1);
+        if (h0 < 0 || h0 > h1) {
+            bad();
+            goto fail;
+        }
+        if (h0 == h1) {
+            if (PUTS(&o, "[]") < 0)
+                goto fail;
+        } else if ((csv ? PUTS(&o, "\"[") : PUTS(&o, "[")) < 0)
+            goto fail;
+        for (Py_ssize_t h = h0; h < h1; h++) {
+            Py_ssize_t a, b;
+            if (h > h0 && (csv ? PUTS(&o, ", ") : PUTS(&o, ",")) < 0)
+                goto fail;
+            if ((csv ? PUTS(&o, "{\"\"key\"\": ") : PUTS(&o, "{\"key\":")) < 0
+                    || range(&c[HKEY_OFF], &c[HKEY_DATA], h, &a, &b) < 0
+                    || put_json_str(&o, c[HKEY_DATA].p + a, b - a, csv) < 0
+                    || (csv ? PUTS(&o, ", \"\"value\"\": ") : PUTS(&o, ",\"value\":")) < 0)
+                goto fail;
+            if (range(&c[HVAL_OFF], &c[HVAL_DATA], h, &a, &b) < 0)
+                goto fail;
+            if (!bit(&c[HVAL_VALID], h)) {
+                if (PUTS(&o, "null") < 0)
+                    goto fail;
+            } else if (put_quote(&o, csv) < 0 || put_b64(&o, c[HVAL_DATA].p + a, b - a) < 0
+                       || put_quote(&o, csv) < 0)
+                goto fail;
+            if (PUTS(&o, "}") < 0)
+                goto fail;
+        }
+        if (h0 != h1 && (csv ? PUTS(&o, "]\"") : PUTS(&o, "]")) < 0)
+            goto fail;
+        if (put_bytes_obj(&o, post, batch) < 0)
+            goto fail;
+    }
+    PyObject *result = PyBytes_FromStringAndSize(o.b, o.n);
+    PyMem_Free(o.b);
+    return result;
+fail:
+    PyMem_Free(o.b);
+    return NULL;
+}
+
+static PyObject *csv_text(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return text(args, 1);
+}
+
+static PyObject *jsonl_text(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return text(args, 0);
+}
+
+static PyMethodDef methods[] = {
+    {"csv_text", csv_text, METH_VARARGS, "csv_text(buffers, pre, mid, post) -> bytes"},
+    {"jsonl_text", jsonl_text, METH_VARARGS, "jsonl_text(buffers, pre, mid, post) -> bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_text", .m_size = -1,
+                                    .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__text(void)
+{
+    return PyModule_Create(&module);
+}

