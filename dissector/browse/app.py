@@ -13,9 +13,9 @@ from textual.widgets import Footer, Input, Static, Tree
 from ..commands.tree import _label, exchange_trees
 from ..protocol.names import api_name
 from ..text_safety import escape
-from .exchange_list import ExchangeList, header_text
+from .exchange_list import ExchangeList, header_text, layout
 from .hex_view import HexView
-from .rows import COLUMNS, ExchangeRows
+from .rows import ExchangeRows
 
 DECODE_DELAY_S = 0.05   # a tree is decoded once the cursor rests, not for every row passed
 EXPANDED_DEPTH = 2      # tree levels open when an exchange is selected
@@ -37,6 +37,7 @@ class BrowseApp(App):
     BINDINGS = [
         Binding("/", "focus_filter", "Filter"),
         Binding("escape", "focus_list", "List", show=False),
+        Binding("enter", "focus_tree", "Tree", show=False),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse"),
         Binding("q", "quit", "Quit"),
@@ -150,6 +151,10 @@ class BrowseApp(App):
     def action_focus_list(self) -> None:
         self.query_one(ExchangeList).focus()
 
+    def action_focus_tree(self) -> None:
+        if self.focused is self.query_one(ExchangeList):
+            self.query_one("#tree", Tree).focus()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         lst = self.query_one(ExchangeList)
         keep = lst.selected()
@@ -163,7 +168,11 @@ class BrowseApp(App):
         lst.focus()
 
     def action_sort(self) -> None:
-        self._resort((self.rows.sort_column + 1) % len(COLUMNS), self.rows.descending)
+        """Sort by the next column on screen (narrow terminals leave some out)."""
+        lst = self.query_one(ExchangeList)
+        shown = [col for col, _ in layout(lst.scrollable_content_region.width or self.size.width)]
+        later = [col for col in shown if col > self.rows.sort_column]
+        self._resort(later[0] if later else shown[0], self.rows.descending)
 
     def action_reverse(self) -> None:
         self._resort(self.rows.sort_column, not self.rows.descending)

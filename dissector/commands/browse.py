@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
                     "`read` columns, sortable, coloured by status, with a filter box taking the "
                     "--filter language), the selected exchange's request and response as field "
                     "trees, and the message bytes with the selected field highlighted. Keyboard "
-                    "driven (/ filter, s sort, r reverse, Tab next pane, q quit); works in any "
+                    "driven (/ filter, s sort, r reverse, Enter or Tab to the tree, Esc back, q "
+                    "quit); works in any "
                     "terminal, over SSH too.")
     p.add_argument("captures", nargs="*", metavar="CAPTURE",
                    help="pcap or pcapng files (optionally gzip-compressed), read as one capture")
