@@ -16,8 +16,7 @@ def add_parser(sub) -> None:
                     "--filter language), the selected exchange's request and response as field "
                     "trees, and the message bytes with the selected field highlighted. Keyboard "
                     "driven (/ filter, s sort, r reverse, Enter or Tab to the tree, Esc back, q "
-                    "quit); works in any "
-                    "terminal, over SSH too.")
+                    "quit); works in any terminal, over SSH too.")
     p.add_argument("captures", nargs="*", metavar="CAPTURE",
                    help="pcap or pcapng files (optionally gzip-compressed), read as one capture")
     p.add_argument("--live", action="store_true",
