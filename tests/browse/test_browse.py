@@ -296,3 +296,64 @@ def test_live_on_loopback(tmp_path):
         asyncio.run(go())
     finally:
         srv.close()
+
+
+def test_rows_coloured_by_status(capture):
+    from dissector.browse.exchange_list import ExchangeList
+
+    async def go():
+        app = _app(capture)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await _loaded(app, pilot)
+            lst = app.query_one(ExchangeList)
+            colours = {}
+            for y in range(len(app.rows)):
+                ex = app.rows.exchange(y)
+                style = lst.render_line(y).__iter__().__next__().style
+                colours[(ex.status, bool(ex.error_code))] = style.color.name if style.color \
+                    else None
+            assert colours == {("ok", False): None, ("ok", True): "red",
+                               ("unanswered", False): "yellow"}
+    asyncio.run(go())
+
+
+def test_runs_in_a_plain_terminal_and_quits_on_q(capture):
+    """The real command on a pseudo-terminal, as over SSH: it draws, and q ends it cleanly."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "dissector", "browse", str(capture)], cwd=ROOT,
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80",
+                                 "LINES": "24"})
+    os.close(slave)
+    screen = b""
+
+    def text():   # what was drawn, without the escape sequences that position and colour it
+        import re
+        return re.sub(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b[@-_]", b"", screen)
+
+    def pump(seconds, until):
+        nonlocal screen
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and until not in text():
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    screen += os.read(master, 65536)
+                except OSError:
+                    return
+    try:
+        pump(60, b"12 exchanges")
+        assert b"12 exchanges" in text() and b"Produce v9" in text(), text()[-3000:]
+        os.write(master, b"q")
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        os.close(master)
