@@ -73,6 +73,9 @@ class LiveMetrics:
                            "reported as 'other' (past the per-label cap of distinct values)",
                            ("label",), registry=r)
         self.packets = Counter("kafka_dissect_packets", "Packets captured", registry=r)
+        self.kernel_drops = Counter("kafka_dissect_kernel_drops", "Packets the kernel dropped "
+                                    "before capture (raise --buffer if this grows)", registry=r)
+        self._counted = (0, 0)
         self.cap = LabelCap(max_values, overflow)
         self._children = {}   # label values -> the per-exchange series (labels() looked up once)
         self._topic_children = {}
@@ -111,6 +114,12 @@ class LiveMetrics:
             tseries[0].inc()
             if seconds is not None:
                 tseries[1].observe(seconds)
+
+    def count_packets(self, captured: int, dropped: int) -> None:
+        """The capture's running totals of packets captured and dropped by the kernel."""
+        self.packets.inc(captured - self._counted[0])
+        self.kernel_drops.inc(dropped - self._counted[1])
+        self._counted = (captured, dropped)
 
     def serve(self, port: int, addr: str = ""):
         """Serve /metrics on addr:port (port 0: any free one) in a daemon thread; returns the

@@ -49,7 +49,6 @@ class LiveCapture:
         self.request_timeout_ns = int(request_timeout * 1e9)
         self.label = label
         self.metrics = metrics
-        self._packets_counted = 0
         self.packets = 0
         self.issue_codes = Counter()
         self.output_closed = False
@@ -108,8 +107,8 @@ class LiveCapture:
         d = self.dissector
         d.connections.clear()
         if self.metrics is not None:
-            self.metrics.packets.inc(self.packets - self._packets_counted)
-            self._packets_counted = self.packets
+            self.source.update_kernel_stats()
+            self.metrics.count_packets(self.packets, self.source.kernel_drops)
         for issue in d.issues:
             self.issue_codes[issue.code] += 1
         d.issues.clear()

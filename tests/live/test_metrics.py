@@ -150,3 +150,4 @@ def test_scraped_during_a_live_capture_of_real_traffic(tmp_path):
     assert _total(scraped, "kafka_dissect_topic_requests_total", api="Produce",
                   topic="metrics-a") == produce > 0
     assert _total(scraped, "kafka_dissect_packets_total") > 0
+    assert ("kafka_dissect_kernel_drops_total", frozenset()) in scraped
