@@ -4,7 +4,9 @@ With configured ports the answer is the port. With `--port auto` it comes from t
 first bytes of each direction are gathered (a request may arrive in several small segments) until
 one side starts with a plausible request header. A response can look like a request too (its
 correlation id reads as an api key and version), so when both sides have spoken the client is the
-side whose request's correlation id the other side's first message echoes.
+side whose request's correlation id the other side's first message echoes. A TLS connection is
+taken when its ClientHello names a session whose keys the key log holds (the sender is the
+client): its Kafka is seen once decrypted; without keys nothing tells Kafka from other TLS.
 
 The heads of undecided flows are bounded in count and bytes (a capture may hold millions of
 flows that never look like Kafka); the oldest are forgotten first and counted in `dropped`,
@@ -38,9 +40,10 @@ def request_start(head: bytes):
 class BrokerSide:
     """classify(src, sport, dst, dport, payload) for dissector.tcp.flows.FlowTable."""
 
-    def __init__(self, ports, auto=False):
+    def __init__(self, ports, auto=False, keylog=None):
         self.ports = frozenset(ports)
         self.auto = auto
+        self.keylog = keylog          # dissector.tls.keylog.KeyLog, for TLS with --port auto
         self._heads = OrderedDict()   # (src, sport, dst, dport) -> first bytes of that direction
         self._bytes = 0               # in all heads
         self.dropped = 0              # heads forgotten to stay within MAX_FLOWS / MAX_BYTES
@@ -60,6 +63,9 @@ class BrokerSide:
             head += more
             self._bytes += len(more)
         heads[key] = head
+        if head[:1] == b"\x16" and len(head) >= 43 and head[5] == 1 and self.keylog is not None \
+                and self.keylog.secrets(head[11:43]) is not None:
+            return self._decided(key, REQUEST)   # a ClientHello (record, handshake header, version)
         while len(heads) > MAX_FLOWS or self._bytes > MAX_BYTES:
             self._bytes -= len(heads.popitem(last=False)[1])
             self.dropped += 1

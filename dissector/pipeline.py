@@ -53,7 +53,7 @@ class Dissector:
             from .decoding import BodyDecoder
             self._decoder = BodyDecoder(records=(level == "records"), keep_bodies=keep_bodies)
         self.tls = TlsLayer(as_keylog(keylog), self.add_issue)
-        self._flows = FlowTable(BrokerSide(self.ports, auto), self._open,
+        self._flows = FlowTable(BrokerSide(self.ports, auto, self.tls.keylog), self._open,
                                 max_buffered=max_buffered, max_frame=max_frame,
                                 issue=self.add_issue, first_data=self._first_data,
                                 dataless=self._dataless, tls=self.tls)

@@ -18,8 +18,6 @@ _aad12 = struct.Struct(">QBHH").pack     # seq, type, version, length
 _hdr = struct.Struct(">BHH").pack         # type, version, length
 
 
-def _xor_nonce(iv: bytes, seq: int) -> bytes:
-    return (int.from_bytes(iv, "big") ^ seq).to_bytes(12, "big")
 
 
 class Aead12:
@@ -29,8 +27,8 @@ class Aead12:
 
     def __init__(self, kind, key, iv):
         self._aead = aead(kind, key)
-        self._iv = iv
         self._explicit = kind != "chacha"
+        self._iv = iv if self._explicit else int.from_bytes(iv, "big")
         self._tag = 8 if kind == "ccm8" else 16
         self.prefix = 8 if self._explicit else 0
         self.overhead = self.prefix + self._tag
@@ -44,7 +42,7 @@ class Aead12:
             nonce = self._iv + bytes(body[:8])
             data = body[8:]
         else:
-            nonce = _xor_nonce(self._iv, seq)
+            nonce = (self._iv ^ seq).to_bytes(12, "big")
             data = body
         try:
             return rtype, self._aead.decrypt(nonce, data, _aad12(seq, rtype, version, n))
@@ -59,7 +57,7 @@ class Aead13:
 
     def __init__(self, kind, key, iv):
         self._aead = aead(kind, key)
-        self._iv = iv
+        self._iv = int.from_bytes(iv, "big")
         self._tag = 8 if kind == "ccm8" else 16
         self.prefix = 0
         self.overhead = self._tag + 1
@@ -69,7 +67,7 @@ class Aead13:
         if len(body) < self.overhead:
             return None
         try:
-            inner = self._aead.decrypt(_xor_nonce(self._iv, seq), body,
+            inner = self._aead.decrypt((self._iv ^ seq).to_bytes(12, "big"), body,
                                        _hdr(rtype, version, len(body)))
         except self._bad:
             return None

@@ -18,9 +18,11 @@ budget.
 """
 from __future__ import annotations
 
-from ..model import NOTE, WARNING, Issue
-from .records import (ALERT, APPLICATION_DATA, CCS, HANDSHAKE, HEADER, MAX_RECORD, find_chain,
-                      plausible)
+import struct
+
+from ..framebuf import fill, finished, frame_buffer
+from ..model import NOTE, WARNING
+from .records import ALERT, APPLICATION_DATA, CCS, HANDSHAKE, HEADER, MAX_RECORD, find_chain
 from .handshake import Messages
 
 SEQ_WINDOW = 1024        # sequence numbers tried for the first record after a hole
@@ -29,6 +31,8 @@ MAX_SYNC = 64 << 10      # bytes kept while looking for a record header chain
 MAX_HELD = 1 << 20       # bytes of records kept per direction while its keys are not known yet
 MAX_BAD_SHOWN = 16       # tls.bad_record issues per direction; the rest are counted in one
 _HEADER, _BODY, _SKIP, _SYNC, _DONE = range(5)
+_head = struct.Struct(">BHH").unpack_from   # content type, version, length
+_pack_head = struct.Struct(">BHH").pack
 _NAMES = ("client", "server")
 
 
@@ -89,18 +93,33 @@ class TlsStream:
         self.framer.settle()
 
     def feed(self, data, pkt, ts):
+        """Like Framer.feed: returns (bytes the record in progress still lacks, its buffer) when
+        one is, so that the segments that continue it are written straight in (a run:
+        tcp.batch, counted by `took`)."""
         n = len(data)
         base = self.offset
         self.offset = base + n
+        if self._state == _BODY:
+            got = self._got
+            room = self._need - got
+            if n < room:   # the middle of a record that spans segments
+                fill(self._body, got, data, 0, n)
+                self._pieces.append((got, pkt, ts))
+                self._got = got + n
+                return room - n, self._body
         if n:
             self._take(data, 0, n, base, pkt, ts)
         b = self.budget
         if b.used > b.limit:
             b.over()
-        return None
+        return (self._need - self._got, self._body) if self._state == _BODY else None
 
-    def took(self, size, pkt, ts):   # feed never starts a run (tcp.batch)
-        raise AssertionError("TlsStream.feed starts no run")
+    def took(self, size, pkt, ts):
+        """`size` more bytes of the record in progress were written to its buffer by a run, the
+        last of them carried by packet `pkt` at `ts` (their bytes are put down to it)."""
+        self._pieces.append((self._got, pkt, ts))
+        self._got += size
+        self.offset += size
 
     def midstream(self):
         """The capture joined this direction after its start: find a record boundary first."""
@@ -190,7 +209,7 @@ class TlsStream:
             st = self._state
             if st == _HEADER:
                 if not self._hdr and n - pos >= HEADER:
-                    hdr = data[pos:pos + HEADER]
+                    rtype, rver, need = _head(data, pos)
                     pos += HEADER
                 else:
                     k = min(HEADER - len(self._hdr), n - pos)
@@ -200,9 +219,12 @@ class TlsStream:
                     pos += k
                     if len(self._hdr) < HEADER:
                         return
-                    hdr = self._hdr
+                    rtype, rver, need = _head(self._hdr, 0)
                     self._hdr = b""
-                if not plausible(hdr, 0, self.tc.record_version):
+                rv = self.tc.record_version
+                if not (20 <= rtype <= 24 and need <= MAX_RECORD and (
+                        rver == rv or rv is None and 0x0300 <= rver <= 0x0304)):
+                    hdr = _pack_head(rtype, rver, need)
                     at = base + pos - HEADER
                     self.tc.issue(self, "tls.bad_record_header", WARNING,
                                   f"no TLS record header at offset {at} of the "
@@ -213,9 +235,6 @@ class TlsStream:
                     self._slen = HEADER - 1
                     self._account(HEADER - 1)
                     continue
-                rtype = hdr[0]
-                rver = hdr[1] << 8 | hdr[2]
-                need = hdr[3] << 8 | hdr[4]
                 self.records += 1
                 self.record_bytes += need + HEADER
                 if n - pos >= need:
@@ -225,7 +244,8 @@ class TlsStream:
                     continue
                 self._rtype, self._rver, self._need = rtype, rver, need
                 self._got = n - pos
-                self._body = bytearray(data[pos:n])
+                self._body = frame_buffer(need)
+                fill(self._body, 0, data, pos, n)
                 self._pieces = [(0, pkt, ts)]
                 self._state = _BODY
                 self._account(need)
@@ -233,11 +253,11 @@ class TlsStream:
             elif st == _BODY:
                 take = min(self._need - self._got, n - pos)
                 self._pieces.append((self._got, pkt, ts))
-                self._body += data[pos:pos + take]
+                fill(self._body, self._got, data, pos, pos + take)
                 self._got += take
                 pos += take
                 if self._got == self._need:
-                    body, pieces = self._body, self._pieces
+                    body, pieces = finished(self._body), self._pieces
                     self._body = self._pieces = None
                     self._state = _HEADER
                     self._account(-self._need)
@@ -260,6 +280,19 @@ class TlsStream:
                 return
 
     def _record(self, rtype, rver, body, pieces):
+        c = self.cipher
+        if rtype == APPLICATION_DATA and c is not None and self.seq_known \
+                and self.next_cipher is None:
+            # the common case, in one call: application data under known keys
+            r = c.open(self.seq, rtype, rver, body)
+            self.seq += 1
+            if r is None:
+                self._bad_record(rtype, len(body), pieces[0][1], c)
+            elif r[0] == APPLICATION_DATA and r[1] and self.fed:
+                self._deliver(r[1], c.prefix, pieces)
+            else:
+                self._content(r[0], r[1], c.prefix, pieces)
+            return
         tc = self.tc
         if rtype == CCS:
             if tc.version != 0x0304:
@@ -331,21 +364,36 @@ class TlsStream:
             tc.alert(self, bytes(plain), pkt, True)
 
     def _deliver(self, plain, prefix, pieces):
-        """Hand plaintext to the framer piece by piece, each with the packet that carried it."""
+        """Hand plaintext to the framer with the packets that carried it: piece by piece where
+        a frame may start or end, in one call across the middle of a frame (the framer says how
+        many bytes the frame in progress still lacks)."""
         self.fed = True
         feed = self.framer.feed
         if len(pieces) == 1:
             feed(plain, pieces[0][1], pieces[0][2])
             return
         n = len(plain)
-        last = len(pieces) - 1
-        for j, (off, pkt, ts) in enumerate(pieces):
-            s = off - prefix
-            if s < 0:
-                s = 0
-            e = n if j == last else min(pieces[j + 1][0] - prefix, n)
-            if e > s:
-                feed(plain[s:e], pkt, ts)
+        plain = memoryview(plain)   # slices are not copied where the framer fills a frame
+        bounds = [min(max(off - prefix, 0), n) for off, _, _ in pieces]
+        bounds.append(n)
+        pos = j = 0
+        while pos < n:
+            while bounds[j + 1] <= pos:
+                j += 1
+            end = bounds[j + 1]
+            r = feed(plain[pos:end], pieces[j][1], pieces[j][2])
+            pos = end
+            if r is not None and pos < n:
+                stop = pos + r[0]   # where the frame in progress ends
+                if stop >= n:
+                    feed(plain[pos:], pieces[-1][1], pieces[-1][2])
+                    return
+                k = j + 1           # the piece holding the frame's last byte
+                while bounds[k + 1] < stop:
+                    k += 1
+                if bounds[k] > pos:
+                    feed(plain[pos:bounds[k]], pieces[k - 1][1], pieces[k - 1][2])
+                    pos = bounds[k]
 
     # -- keys ------------------------------------------------------------------------------
 
