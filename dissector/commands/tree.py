@@ -39,6 +39,7 @@ def run(args) -> int:
     if args.exchange < 1:
         raise UsageError("--exchange counts from 1")
     run_, progress = open_dissection(args, "bodies")
+    run_.dissector.tls.keep_records = True   # the TLS records of the exchange's messages
     found = None
     try:
         for ex in run_:
@@ -56,8 +57,9 @@ def run(args) -> int:
     if args.format == "json":
         json.dump({"exchange": found.index, "api_key": found.api_key,
                    "api_version": found.api_version, "correlation_id": found.correlation_id,
-                   "status": found.status,
+                   "status": found.status, "tls": _tls_json(found.connection.tls),
                    "messages": [{"direction": d, "packets": [f.first_packet, f.last_packet],
+                                 "tls_records": _records_json(found.connection.tls, f),
                                  "hex": _hex(bytes(f.data), hidden),
                                  "tree": _json(t) if t else None}
                                 for d, f, t, hidden in parts]}, sys.stdout, indent=1)
@@ -105,9 +107,15 @@ def write_text(out, ex, parts) -> None:
     for issue in ex.issues:
         out.write(f"Issue: {issue.code} ({issue.severity}) at stream offset "
                   f"{issue.stream_offset}: {escape(issue.detail)}\n")
+    tls = c.tls
+    if tls is not None:
+        out.write(f"TLS: {tls.version_name or '?'}, {tls.cipher_name or '?'}, "
+                  f"SNI {escape(tls.sni or '-')}, ALPN {escape(tls.alpn or '-')}\n")
     for direction, frame, tree, hidden in parts:
         out.write(f"\n{direction.capitalize()}: {len(frame.data)} bytes after the size prefix, "
                   f"packets {frame.first_packet}-{frame.last_packet}\n")
+        if tls is not None:
+            out.write(f"  TLS records: {_records_text(tls, frame)}\n")
         if tree is None:
             out.write("  (no Kafka header: raw bytes)\n")
         else:
@@ -115,6 +123,32 @@ def write_text(out, ex, parts) -> None:
                 out.write(f"{'  ' * (depth + 1)}{_label(node)}\n")
         out.write("\n")
         out.write(hex_dump(bytes(frame.data), hidden))
+
+
+def _tls_records(tls, frame):
+    return tls.records_of(frame.direction, frame.stream_offset, frame.length)
+
+
+def _records_text(tls, frame) -> str:
+    recs = _tls_records(tls, frame)
+    if not recs:
+        return "(not logged)"
+    shown = ", ".join(f"#{seq} ({n} bytes, packets {a}-{b})" for _, n, seq, a, b in recs[:8])
+    return shown + (f", \u2026 {len(recs) - 8} more" if len(recs) > 8 else "")
+
+
+def _tls_json(tls):
+    if tls is None:
+        return None
+    return {"version": tls.version_name, "cipher": tls.cipher_name, "sni": tls.sni,
+            "alpn": tls.alpn, "handshake_ms": tls.handshake_ms}
+
+
+def _records_json(tls, frame):
+    if tls is None:
+        return None
+    return [{"seq": seq, "plaintext_bytes": n, "packets": [a, b]}
+            for _, n, seq, a, b in _tls_records(tls, frame)]
 
 
 def _label(node) -> str:

@@ -11,6 +11,8 @@ secrets no handshake in the capture named (bounded).
 """
 from __future__ import annotations
 
+from collections import deque
+
 from ..model import NOTE, WARNING, Issue
 from .ciphers import Aead13, record_cipher
 from .crypto import CryptoUnavailable
@@ -24,6 +26,7 @@ TLS12, TLS13 = 0x0303, 0x0304
 MAX_SECRETS = 64          # traffic secrets tried on a mid-stream TLS 1.3 start, per direction
 MAX_FIRST_SEQ = 32        # sequence numbers tried with each
 MIDSTREAM_RECORDS = 4     # records of a direction tried before giving up
+RECORD_LOG = 4096         # records remembered per direction when the layer keeps them
 _NAMES = ("client", "server")
 _ALERTS = {0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac",
            40: "handshake_failure", 42: "bad_certificate", 43: "unsupported_certificate",
@@ -41,7 +44,7 @@ class TlsConnection:
     __slots__ = ("layer", "connection_id", "sink", "streams", "keys", "client_random", "version",
                  "suite", "sni", "alpn", "etm", "record_version", "hello_ts", "app_ts",
                  "decrypted", "server_hello", "server_random", "_kl_version", "_open",
-                 "_first_skip", "_gave_up", "_midstream_random", "_limit_noted")
+                 "_first_skip", "_gave_up", "_midstream_random", "_limit_noted", "record_log")
 
     def __init__(self, layer, connection, sink):
         self.layer = layer
@@ -67,6 +70,10 @@ class TlsConnection:
         self._gave_up = False
         self._midstream_random = None
         self._limit_noted = False
+        # per direction, the last application data records: (plaintext offset, plaintext
+        # length, sequence number, first packet, last packet), when the layer keeps them
+        self.record_log = ([deque(maxlen=RECORD_LOG), deque(maxlen=RECORD_LOG)]
+                           if layer.keep_records else None)
         connection.tls = self
 
     # -- columns ---------------------------------------------------------------------------------
@@ -85,6 +92,14 @@ class TlsConnection:
         if self.hello_ts is None or self.app_ts is None:
             return None
         return (self.app_ts - self.hello_ts) / 1e6
+
+    def records_of(self, direction, start, length):
+        """The logged records that carried plaintext bytes [start, start + length) of a
+        direction (see record_log), oldest first."""
+        if self.record_log is None:
+            return []
+        end = start + length
+        return [r for r in self.record_log[direction] if r[0] < end and r[0] + r[1] > start]
 
     # -- from the streams ------------------------------------------------------------------------
 

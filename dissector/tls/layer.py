@@ -15,6 +15,7 @@ class TlsLayer:
         self.issue = issue           # where issues not tied to a connection go
         self.connections = 0         # TLS connections recognised
         self.undecrypted = 0         # ... of which none of the application data was decrypted
+        self.keep_records = False    # connections log their records (tree: records per message)
         self._crypto_noted = False
         self._secret_blocks = 0
 

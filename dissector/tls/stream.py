@@ -369,6 +369,10 @@ class TlsStream:
         many bytes the frame in progress still lacks)."""
         self.fed = True
         feed = self.framer.feed
+        log = self.tc.record_log
+        if log is not None:
+            log[self.direction].append((self.framer.offset, len(plain), self.seq - 1,
+                                        pieces[0][1], pieces[-1][1]))
         if len(pieces) == 1:
             feed(plain, pieces[0][1], pieces[0][2])
             return

@@ -34,6 +34,11 @@ CASES = [
     ("1.2", "ECDHE-ECDSA-AES128-SHA", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"),
     ("1.2", "ECDHE-ECDSA-AES256-SHA384", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384"),
     ("1.2", "ECDHE-ECDSA-AES128-SHA256:@SECLEVEL=0", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"),
+
+
+    # ... and MAC-then-encrypt, what Java clients negotiate
+    ("1.2", "ECDHE-ECDSA-AES128-SHA", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", 1448, False),
+    ("1.2", "ECDHE-ECDSA-AES256-SHA384", "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", 1448, False),
 ]
 
 
@@ -41,7 +46,8 @@ CASES = [
 def test_decrypted_exchanges_are_the_plaintext_ones(make_tls, truth, case):
     version, ciphers, name = case[:3]
     mss = case[3] if len(case) > 3 else 1448
-    cap, keys = make_tls(version, ciphers, mss=mss)
+    etm = case[4] if len(case) > 4 else True
+    cap, keys = make_tls(version, ciphers, mss=mss, etm=etm)
     rows, run = exchanges(cap, TLS_PORT, keylog=keys)
     assert rows == truth
     assert not run.issues
@@ -53,6 +59,8 @@ def test_decrypted_exchanges_are_the_plaintext_ones(make_tls, truth, case):
     assert {c.tls.alpn for c in conns} == {"kafka"}
     assert all(c.tls.handshake_ms is not None and c.tls.handshake_ms > 0 for c in conns)
     assert run.dissector.tls.undecrypted == 0
+    if "CBC" in name:
+        assert {c.tls.etm for c in conns} == {etm}
 
 
 @pytest.mark.parametrize("version", ["1.2", "1.3"])

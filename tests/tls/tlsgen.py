@@ -22,6 +22,7 @@ from pathlib import Path
 import dpkt
 
 MSS = 1448
+NO_ENCRYPT_THEN_MAC = 0x00080000   # OpenSSL's SSL_OP_NO_ENCRYPT_THEN_MAC (not in Python's ssl)
 CLIENT_IP, SERVER_IP = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 _CERT = None
 
@@ -89,7 +90,9 @@ def certificate(directory):
     return _CERT
 
 
-def contexts(keylog, version="1.3", ciphers=None, directory=None, rsa=False):
+def contexts(keylog, version="1.3", ciphers=None, directory=None, etm=True):
+    """Client and server contexts: one TLS version, optionally one cipher list; etm=False
+    turns encrypt_then_mac off (CBC suites then MAC before encrypting, as Java clients do)."""
     cert, key = certificate(directory or tempfile.mkdtemp())
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert, key)
@@ -102,6 +105,8 @@ def contexts(keylog, version="1.3", ciphers=None, directory=None, rsa=False):
         ctx.minimum_version = ctx.maximum_version = v
         if ciphers:
             ctx.set_ciphers(ciphers)
+        if not etm:
+            ctx.options |= NO_ENCRYPT_THEN_MAC
     client.set_alpn_protocols(["kafka"])
     server.set_alpn_protocols(["kafka"])
     return client, server
@@ -239,9 +244,10 @@ def write_pcapng(path, pkts, secrets=None):
                                          len(frame)) + frame))
 
 
-def make(plain, out, keylog, port, version="1.3", ciphers=None, mss=MSS, tls_port=9093):
+def make(plain, out, keylog, port, version="1.3", ciphers=None, mss=MSS, tls_port=9093,
+         etm=True):
     """A TLS capture of `plain`'s conversations on `port`; returns the TLS wires."""
-    client, server = contexts(keylog, version, ciphers, Path(out).parent)
+    client, server = contexts(keylog, version, ciphers, Path(out).parent, etm)
     wires = [tls_wire(c, client, server) for c in conversations(plain, port)]
     write_pcap(out, packets(wires, tls_port, mss))
     return wires

@@ -1,0 +1,171 @@
+"""Damaged TLS: packets lost inside and across records, a capture that starts after the
+handshake, a wrong key, a truncated key log. The same TLS capture read whole is the reference;
+every exchange that comes out of a damaged one must be one of its, and decryption must go on
+after the damage."""
+import collections
+import struct
+
+import pytest
+
+from dissector.pipeline import dissect
+
+from tests.support import CAPTURES, require_module
+from tests.tls.conftest import TLS_PORT
+
+PLAIN = CAPTURES / "codecs.pcap"   # two connections with large Fetch responses
+
+
+@pytest.fixture(scope="module")
+def tls13(tmp_path_factory):
+    """(packets, key log path) of codecs.pcap's conversations over TLS 1.3."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    d = tmp_path_factory.mktemp("damage")
+    keys = d / "keys.txt"
+    client, server = tlsgen.contexts(keys, "1.3", None, d)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    return tlsgen.packets(wires, TLS_PORT), keys
+
+
+def _ports(frame):
+    sport, dport = struct.unpack("!HH", frame[34:38])
+    return sport, dport, len(frame) - 54
+
+
+def rows(path, keylog, auto=False):
+    run = dissect(path, () if auto else (TLS_PORT,), auto=auto, level="bodies", keylog=keylog)
+    out = [(e.connection.client_port, e.api_key, e.api_version, e.correlation_id, e.client_id,
+            e.status, e.request.length if e.request else None,
+            e.response.length if e.response else None) for e in run]
+    return out, run
+
+
+def write(tmp_path, packets, drop=()):
+    from tests.tls import tlsgen
+    drop = set(drop)
+    path = tmp_path / "cap.pcap"
+    tlsgen.write_pcap(path, [p for i, p in enumerate(packets) if i not in drop])
+    return path
+
+
+def busiest(packets):
+    """The client port of the connection with the most server payload packets."""
+    c = collections.Counter(_ports(f)[1] for _, f in packets
+                            if _ports(f)[0] == TLS_PORT and _ports(f)[2])
+    return c.most_common(1)[0][0]
+
+
+def payload_packets(packets, port, from_server):
+    want = (TLS_PORT, port) if from_server else (port, TLS_PORT)
+    return [i for i, (_, f) in enumerate(packets) if _ports(f)[:2] == want and _ports(f)[2]]
+
+
+def test_reference_is_clean(tls13, tmp_path):
+    packets, keys = tls13
+    got, run = rows(write(tmp_path, packets), keys)
+    assert got and not run.issues
+    assert all(r[5] == "ok" for r in got)
+
+
+@pytest.mark.parametrize("from_server,count,where", [
+    (True, 1, 0.5),     # inside one record: only that record is lost
+    (True, 15, 0.33),   # across record headers: resynchronised, sequence number searched for
+    (False, 1, 0.5),    # a segment of small records (many requests)
+    (False, 3, 0.3),
+])
+def test_decryption_goes_on_after_a_hole(tls13, tmp_path, from_server, count, where):
+    packets, keys = tls13
+    ref, _ = rows(write(tmp_path, packets), keys)
+    port = busiest(packets)
+    idx = payload_packets(packets, port, from_server)
+    start = int(len(idx) * where)
+    got, run = rows(write(tmp_path, packets, idx[start:start + count]), keys)
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tcp.gap"] >= 1
+    assert not codes["tls.seq_window"] and not codes["tls.bad_record"]
+    ok = [r for r in got if r[5] == "ok"]
+    assert not collections.Counter(ok) - collections.Counter(ref)   # nothing made up
+    mine = [r for r in ref if r[0] == port]
+    assert mine[-1] in got                                           # decrypting went on
+    if from_server and count == 1:
+        assert len([r for r in ok if r[0] == port]) == len(mine) - 1   # one response lost
+    others = [r for r in ref if r[0] != port]
+    assert collections.Counter(others) == collections.Counter(r for r in got if r[0] != port)
+
+
+def test_tls13_capture_starting_after_the_handshake(tls13, tmp_path):
+    packets, keys = tls13
+    ref, _ = rows(write(tmp_path, packets), keys)
+    port = busiest(packets)
+    first = payload_packets(packets, port, False)
+    # everything of that connection before its 3rd client data packet is not captured
+    cut = {i for i, (_, f) in enumerate(packets) if port in _ports(f)[:2] and i < first[2]}
+    got, run = rows(write(tmp_path, packets, cut), keys)
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tls.midstream"] == 2   # both directions found their traffic secret
+    assert not codes["tls.no_keys"] and not codes["tls.bad_record"]
+    mine = [r for r in got if r[0] == port and r[5] == "ok"]
+    ref_mine = [r for r in ref if r[0] == port]
+    assert mine and not collections.Counter(mine) - collections.Counter(ref_mine)
+    assert ref_mine[-1] in mine
+    assert len(mine) >= len(ref_mine) - 8
+
+
+def test_tls13_mid_stream_without_the_secrets(tls13, tmp_path):
+    packets, keys = tls13
+    port = busiest(packets)
+    first = payload_packets(packets, port, False)
+    cut = {i for i, (_, f) in enumerate(packets) if port in _ports(f)[:2] and i < first[2]}
+    others = "".join(line + "\n" for line in keys.read_text().splitlines()
+                     if line.startswith("#"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text(others)
+    got, run = rows(write(tmp_path, packets, cut), empty)
+    assert [r for r in got if r[0] == port] == []
+    assert any(i.code == "tls.no_keys" and "after the handshake" in i.detail for i in run.issues)
+
+
+def test_wrong_key(tls13, tmp_path):
+    packets, keys = tls13
+    lines = []
+    for line in keys.read_text().splitlines():
+        if line and not line.startswith("#"):
+            label, random, secret = line.split()
+            secret = ("0" if secret[0] != "0" else "1") + secret[1:]   # one bit off
+            line = f"{label} {random} {secret}"
+        lines.append(line)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    got, run = rows(write(tmp_path, packets), bad)
+    assert got == []
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tls.bad_record"] > 0 and set(codes) <= {"tls.bad_record"}
+
+
+def test_truncated_key_log(tls13, tmp_path):
+    packets, keys = tls13
+    text = keys.read_bytes()
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes(text[:len(text) * 2 // 3 - 7])   # ends inside a line
+    ref, _ = rows(write(tmp_path, packets), keys)
+    got, run = rows(write(tmp_path, packets), cut)
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tls.keylog_malformed"] == 1
+    assert codes["tls.no_keys"] >= 1
+    ok = [r for r in got if r[5] == "ok"]
+    assert ok and not collections.Counter(ok) - collections.Counter(ref)
+    # sessions whose application secrets both survived whole decode as with the full key log
+    complete = collections.Counter(line.split()[1] for line in cut.read_text().splitlines()[:-1]
+                                   if line.split()[0].endswith("TRAFFIC_SECRET_0"))
+    whole = {c.client_port for c in run.connections
+             if complete[c.tls.client_random.hex()] == 2}
+    assert whole and len(whole) < len(run.connections)
+    assert (collections.Counter(r for r in ref if r[0] in whole)
+            == collections.Counter(r for r in got if r[0] in whole))
+
+
+def test_port_auto_with_keys_finds_tls(tls13, tmp_path):
+    packets, keys = tls13
+    ref, _ = rows(write(tmp_path, packets), keys)
+    got, run = rows(write(tmp_path, packets), keys, auto=True)
+    assert collections.Counter(got) == collections.Counter(ref)
