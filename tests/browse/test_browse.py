@@ -357,3 +357,13 @@ def test_runs_in_a_plain_terminal_and_quits_on_q(capture):
             proc.kill()
             proc.wait(10)
         os.close(master)
+
+
+def test_not_a_terminal_and_bad_arguments_are_usage_errors(capture, capsys):
+    from dissector.cli import main
+    assert main(["browse", str(capture)]) == 2          # pytest's stdout is not a terminal
+    assert "browse needs a terminal" in capsys.readouterr().err
+    from dissector.cli import UsageError
+    for argv in ([], ["--live"], ["--live", "-i", "lo", str(capture)], ["nope.pcap"]):
+        with pytest.raises(UsageError):
+            _app(*argv)
