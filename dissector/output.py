@@ -56,15 +56,24 @@ class TextWriter:
             self.t0 = (ex.request or ex.response).first_ts
 
     def write(self, ex) -> None:
-        frame = ex.request or ex.response
+        self.out.write(self.line(ex.index, *self.tail(ex)))
+
+    def line(self, index, first_ts, tail) -> str:
+        """The line of exchange number `index`, which started at `first_ts`, from its tail."""
         if self.t0 is None:
-            self.t0 = frame.first_ts
+            self.t0 = first_ts
+        return f"{index:6d}  {(first_ts - self.t0) / 1e9:12.6f}  {tail}\n"
+
+    @staticmethod
+    def tail(ex) -> tuple:
+        """(the exchange's first time, its line after the time): all but the number and the time
+        since the first exchange, which depend on the exchanges before it."""
+        frame = ex.request or ex.response
         c = ex.connection
         name = exchange_api_name(ex) or "?"
         api = name if ex.api_version is None else f"{name} v{ex.api_version}"
         latency = "" if ex.latency_ms is None else f"{ex.latency_ms:.3f} ms"
-        parts = [f"{ex.index:6d}", f"{(frame.first_ts - self.t0) / 1e9:12.6f}",
-                 f"{c.client_ip}:{c.client_port} \u2192 {c.broker_ip}:{c.broker_port}",
+        parts = [f"{c.client_ip}:{c.client_port} \u2192 {c.broker_ip}:{c.broker_port}",
                  f"{api:<26}", f"corr={ex.correlation_id}" if ex.correlation_id is not None else "",
                  f"client={escape(ex.client_id)}" if ex.client_id else "", latency, ex.status]
         if ex.error_code:
@@ -73,7 +82,7 @@ class TextWriter:
         if ex.issues:
             parts.append(f"[{len(ex.issues)} issue{'s' if len(ex.issues) > 1 else ''}: "
                          f"{ex.issues[0].code}]")
-        self.out.write("  ".join(p for p in parts if p) + "\n")
+        return frame.first_ts, "  ".join(p for p in parts if p)
 
     def close(self) -> None:
         pass
@@ -89,6 +98,9 @@ class JsonlWriter:
         self._json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def write(self, ex) -> None:
+        self.out.write(self.line(ex))
+
+    def line(self, ex) -> str:
         rec = exchange_record(ex)
         if self.bodies:
             from .protocol.jsonify import to_json
@@ -99,7 +111,7 @@ class JsonlWriter:
                 for key, is_request in (("request", True), ("response", False)):
                     if rec[key] is not None:
                         mask_json(ex.api_key, is_request, rec[key]["body"])
-        self.out.write(self._json(rec) + "\n")
+        return self._json(rec) + "\n"
 
     def close(self) -> None:
         pass
@@ -145,16 +157,26 @@ class CsvWriter:
 
     def __init__(self, out):
         self.out = out
-        self.writer = csv.writer(out, lineterminator="\n")
-        self.writer.writerow(EXCHANGE_COLUMN_NAMES)
+        csv.writer(out, lineterminator="\n").writerow(EXCHANGE_COLUMN_NAMES)
+        self._quoted = None   # a csv writer into a buffer, made at the first row that needs it
 
     def write(self, ex) -> None:
+        self.out.write(self.line(ex))
+
+    def line(self, ex) -> str:
         row = exchange_row(ex)
         line = csv_line(row, _TS_AT, _TOPICS_AT)
-        if line is not None:
-            self.out.write(line)
-        else:
-            self.writer.writerow(csv_values(row))
+        if line is None:
+            if self._quoted is None:
+                import io
+                buf = io.StringIO()
+                self._quoted = buf, csv.writer(buf, lineterminator="\n")
+            buf, writer = self._quoted
+            buf.seek(0)
+            buf.truncate()
+            writer.writerow(csv_values(row))
+            line = buf.getvalue()
+        return line
 
     def close(self) -> None:
         pass

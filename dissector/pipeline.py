@@ -47,6 +47,7 @@ class Dissector:
         self._unlisted = set()         # open connections past MAX_ROWS that carried no data yet
         self.packets = 0
         self.bytes = 0
+        self.walker = None             # the packet walker of the file being read (capture.fast)
         self._exchanges = 0
         self._decoder = None
         if level != "headers":

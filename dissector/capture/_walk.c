@@ -304,6 +304,18 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 Py_DECREF(kobj);
                 return -1;
             }
+            if (handle == Py_False) {   /* a flow another process dissects (dissector.parallel) */
+                Py_DECREF(kobj);
+                int late = after(c, ts, big_ts);
+                if (late <= 0)
+                    return late;
+                PyObject *t = ts_object(ts, big_ts);
+                if (t == NULL)
+                    return -1;
+                int r = set_deadline(c, PyObject_CallOneArg(c->tick, t));
+                Py_DECREF(t);
+                return r < 0 ? -1 : 0;
+            }
             PyObject *pn = PyLong_FromLongLong(n), *t = ts_object(ts, big_ts);
             PyObject *ps = PyLong_FromUnsignedLong(seq), *pa = PyLong_FromUnsignedLong(ack);
             PyObject *pf = PyLong_FromUnsignedLong(flags), *r = NULL;

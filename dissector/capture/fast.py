@@ -8,7 +8,8 @@ stream's last segment, for the retransmission check; frames are copied as they c
 
 The generator yields once per chunk of the file so that the caller can hand on what completed;
 `into.packets` (the last packet number) and `into.bytes` (captured bytes added) are kept current
-at each yield and when it stops, by an error or otherwise.
+at each yield and when it stops, by an error or otherwise; `into.walker` is the walker, whose `n`
+is the packet being handed on (dissector.parallel keys what happens by it).
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _walker(flows, other):
 
 def _pcap(chunks, n, flows, other, into):
     order, scale, linktype = pcap_header(chunks)
-    walker = _walker(flows, other)
+    walker = into.walker = _walker(flows, other)
     walk = walker.pcap
     big = order == ">"
     rec = struct.Struct(order + "8xI").unpack_from  # captured length
@@ -102,7 +103,7 @@ def _pcap(chunks, n, flows, other, into):
 def _pcapng(chunks, n, flows, other, into):
     """The same over pcapng's batches (several interfaces, any link types); the compiled walker
     reads the Enhanced Packet Blocks itself."""
-    walker = _walker(flows, other)
+    walker = into.walker = _walker(flows, other)
     walker.n = n
     unpin = flows.unpin
     epbs = None

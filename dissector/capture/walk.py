@@ -6,7 +6,9 @@ NULL/LOOP or raw link, IPv4 without options or fragmentation, complete TCP heade
 within the captured bytes; `links` maps a link type to (IPv4 offset, tag offset, tags)) the link
 tag and the IPv4 and TCP headers are read at the packet's offset, and the segment goes to
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
-that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add`; the
+that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add` (a
+flow whose entry is False is one another process dissects, dissector.parallel: its segments are
+skipped, the time kept); the
 packets that right after a handler call continue its frame in progress are written into that
 frame's buffer here (or only counted, when the framer keeps just a message's first bytes),
 without their handler calls (a run, see tcp.batch: the handler returns its start, `settle`
@@ -159,6 +161,10 @@ class Walker:
                             run = False
                         payload = mv[a:p]
                         handle = get(key)
+                        if handle is False:   # a flow another process dissects
+                            if ts > deadline:
+                                deadline = tick(ts)
+                            continue
                         if handle is not None and not flags & 7:  # no FIN, SYN, RST
                             if p == a and flags & 0x10 and ack_alone(flows, key, n, ts, ack):
                                 started = None

@@ -1,6 +1,7 @@
 """Options and helpers shared by the commands that read captures."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -44,6 +45,15 @@ def keylog_from(args):
     if not available():
         raise UsageError(MISSING)
     return keylog
+
+
+def add_jobs_option(p) -> None:
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes (default: one per core for captures over 64 MiB in "
+                        "all, else 1); the output is the same whatever N")
+    # how connections are spread over the workers (tests): by client address, or each alone
+    p.add_argument("--jobs-by", choices=("client", "connection"), default="client",
+                   help=argparse.SUPPRESS)
 
 
 def parse_ports(values) -> tuple[tuple[int, ...], bool]:

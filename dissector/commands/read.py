@@ -6,8 +6,8 @@ import sys
 from ..output import FORMATS, make_writer
 from ..session import LEVELS
 from ..tables import EXCHANGE_COLUMN_NAMES, exchange_row
-from .common import (add_capture_options, add_keylog_option, open_dissection, open_output,
-                     report_errors, report_undecrypted)
+from .common import (add_capture_options, add_jobs_option, add_keylog_option, open_dissection,
+                     open_output, parse_ports, report_errors, report_undecrypted)
 
 
 def add_parser(sub) -> None:
@@ -16,6 +16,7 @@ def add_parser(sub) -> None:
                                    "api and version, correlation id, client id, latency, status.")
     add_capture_options(p)
     add_keylog_option(p)
+    add_jobs_option(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument("--level", choices=LEVELS, default="bodies",
@@ -44,12 +45,24 @@ def run(args) -> int:
     try:
         writer = make_writer(args.format, out, bodies=args.bodies,
                              show_secrets=args.show_secrets)
+        written = 0
+        jobs = _jobs(args)
+        if jobs > 1:
+            from ..parallel import Diverged
+            try:
+                result = _parallel(args, jobs, writer, keep, progress, run.dissector.tls.keylog)
+                writer.close()
+                report_undecrypted(result.tls)
+                return report_errors(result)
+            except Diverged as exc:   # one process from the start, after what is written
+                written = exc.written
         origin = getattr(writer, "origin", None) if keep is not None else None
         for ex in run:
             if origin is not None:   # as tshark -Y: times stay relative to the first exchange
                 origin(ex)
                 origin = None
-            if keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))):
+            if ex.index > written and (
+                    keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex))))):
                 writer.write(ex)
         writer.close()
     finally:
@@ -58,3 +71,45 @@ def run(args) -> int:
             out.close()
     report_undecrypted(run.dissector.tls)
     return report_errors(run)
+
+
+def _jobs(args) -> int:
+    from ..parallel import jobs_for
+    return jobs_for(args.jobs, args.captures, parse_ports(args.port)[1])
+
+
+def _parallel(args, jobs, writer, keep, progress, keylog):
+    """The exchanges rendered by `jobs` workers (dissector.parallel), written by `writer`."""
+    from ..parallel import Plan, run as run_parallel
+    fmt, bodies, secrets = args.format, args.bodies, args.show_secrets
+
+    def render():   # in each worker
+        import io
+        w = make_writer(fmt, io.StringIO(), bodies=bodies, show_secrets=secrets)
+        piece = w.tail if fmt == "text" else w.line
+
+        def rendered(exchanges):
+            pieces = [piece(ex) if keep is None or keep(
+                dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))) else None
+                for ex in exchanges]
+            if fmt == "text":   # a filtered one's time too: times count from the first exchange
+                pieces = [p or ((ex.request or ex.response).first_ts, None)
+                          for ex, p in zip(exchanges, pieces)]
+            return pieces
+        return rendered
+
+    out = writer.out
+    if fmt == "text":
+        def write(pieces, first):
+            if writer.t0 is None and pieces:
+                writer.t0 = pieces[0][0]
+            line = writer.line
+            out.write("".join(line(first + i, ts, tail) for i, (ts, tail) in enumerate(pieces)
+                              if tail is not None))
+    else:
+        def write(pieces, first):
+            out.write("".join(p for p in pieces if p is not None))
+    ports, _auto = parse_ports(args.port)
+    plan = Plan(args.captures, render, jobs, ports, level=args.level, max_frame=args.max_frame,
+                keep_bodies=args.bodies, keylog=keylog, by=args.jobs_by)
+    return run_parallel(plan, write, progress)

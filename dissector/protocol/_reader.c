@@ -694,6 +694,17 @@ static int name_absent(PyObject *name, PyObject *topics)
     return in < 0 ? -1 : !in;
 }
 
+/* A topic id not in `names`: a subclass of dict is told (names.missed(id): dissector.parallel
+ * keeps the ids it looked up in vain, as its `in` and `get` do for the Python walker). */
+static int missed(PyObject *names, PyObject *id)
+{
+    if (PyDict_CheckExact(names))
+        return 0;
+    PyObject *r = PyObject_CallMethod(names, "missed", "O", id);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
 /* The walker's topic naming for a struct: learn id -> name, fill a name in from its id, collect
  * a topic entry's name (first seen first). */
 static int name_topic(Schema *s, Walked *w)
@@ -716,7 +727,7 @@ static int name_topic(Schema *s, Walked *w)
                     return -1;
             } else if (set && !named) {
                 PyObject *known = PyDict_GetItemWithError(S->names, w->id);
-                if (known == NULL && PyErr_Occurred())
+                if (known == NULL && (PyErr_Occurred() || missed(S->names, w->id) < 0))
                     return -1;
                 if (known != NULL) {
                     Py_SETREF(w->name, Py_NewRef(known));
@@ -732,7 +743,7 @@ static int name_topic(Schema *s, Walked *w)
     } else if ((mode & M_TOPIC) && (mode & M_ID)) {
         PyObject *name = PyDict_GetItemWithError(S->names, w->id);
         if (name == NULL)
-            return PyErr_Occurred() ? -1 : 0;
+            return PyErr_Occurred() ? -1 : missed(S->names, w->id);
         int absent = name_absent(name, S->topics);
         if (absent < 0 || (absent && PyList_Append(S->topics, name) < 0))
             return -1;

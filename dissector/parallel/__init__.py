@@ -1,0 +1,20 @@
+"""Every core: a capture dissected by several worker processes, the output as one process makes it.
+
+Connections are independent, so each worker (worker.py) reads the whole capture and dissects the
+connections it owns (part.py: decided at a flow's first packet, by the client's address, so that
+a client's connections, which share topic ids, stay together; `by="connection"` spreads every
+connection). Per chunk of the files (the same in every worker), the workers send what they made
+keyed by the packet it happened in; the parent (`run`) numbers exchanges and connections as the
+single process does (number.py) and hands the numbers back; the workers render their exchanges
+with them and the parent writes the pieces in order. Output is byte-identical to one process.
+
+What one process shares between connections is checked at every chunk (number.Checks): the
+buffer budget, the flow table's caps, topic ids learned on one connection and looked up on
+another. Where the workers could have differed from one process, `run` raises `Diverged`
+(saying how many exchanges were written) and the caller dissects again in one process,
+skipping those. `--port auto` and single-job runs go the single-process way from the start.
+"""
+from .driver import Diverged, run
+from .plan import Plan, cores, jobs_for
+
+__all__ = ["Diverged", "Plan", "cores", "jobs_for", "run"]

@@ -1,0 +1,213 @@
+"""The parent of a parallel run: numbers each chunk as one process would, checks that the workers
+cannot have differed from one process, and writes the rendered pieces in order.
+
+One process numbers connections 1, 2, 3... in the order they open and exchanges in the order
+they complete; in the final flush, connection by connection in id order. A worker notes the
+packet of each (part.Part), and one packet belongs to one connection, so sorting a chunk's
+notes by packet (stably: a worker's notes of one packet are in their order) gives one process's
+order; the flush's exchanges sort by their connection's id.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import queue
+from heapq import merge
+from itertools import repeat
+from operator import itemgetter
+from types import SimpleNamespace
+
+from ..budget import BUFFER_BUDGET
+from ..tcp.flows import MAX_QUIET
+from .part import AT_END
+from .worker import DONE, FAILED, KEYS, NUMBERS, PIECES, STOP, work
+
+POLL_S = 1.0   # how often a silent parent looks whether its workers are alive
+
+
+class Diverged(Exception):
+    """The workers may have made something one process would not have: `written` exchanges
+    (numbers 1..written) are out; dissect again in one process and skip them."""
+
+    def __init__(self, written, why):
+        super().__init__(why)
+        self.written = written
+
+
+class Result:
+    """After a run: `errors` (one line per damaged or unreadable capture), `packets`, `bytes`,
+    `tls.undecrypted` (TLS connections none of whose data could be decrypted)."""
+
+    def __init__(self):
+        self.errors = []
+        self.cpu = {}       # worker -> its CPU seconds
+        self.tls = SimpleNamespace(undecrypted=0)
+        self.packets = 0
+        self.bytes = 0
+
+
+def run(plan, write, progress=None) -> Result:
+    """Dissect plan.paths with plan.jobs workers; `write(pieces, first)` gets each chunk's
+    pieces in exchange order (None for an exchange rendered as nothing), `first` the number of
+    the chunk's first exchange; `progress(path, bytes)` as dissect()'s. Raises Diverged."""
+    ctx = multiprocessing.get_context("fork")
+    outbox = ctx.Queue()
+    inboxes = [ctx.Queue() for _ in range(plan.jobs)]
+    procs = [ctx.Process(target=work, args=(w, plan, inboxes[w], outbox), daemon=True)
+             for w in range(plan.jobs)]
+    for p in procs:
+        p.start()
+    parent = _Parent(plan, inboxes, write, progress)
+    try:
+        while len(parent.done) < plan.jobs:
+            try:
+                msg = outbox.get(timeout=POLL_S)
+            except queue.Empty:
+                dead = [p for w, p in enumerate(procs)
+                        if w not in parent.done and not p.is_alive()]
+                if dead:
+                    raise RuntimeError(f"a worker process ended with status {dead[0].exitcode}")
+                continue
+            parent.handle(msg)
+        return parent.result
+    finally:
+        for box in inboxes:
+            box.put((STOP,))
+        for p in procs:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        for box in [outbox, *inboxes]:
+            box.close()
+            box.cancel_join_thread()
+
+
+class _Parent:
+    def __init__(self, plan, inboxes, write, progress):
+        self.jobs = plan.jobs
+        self.inboxes = inboxes
+        self.write = write
+        self.progress = progress
+        self.result = Result()
+        self.done = set()
+        self.keys = {}       # chunk -> {worker: its KEYS message}
+        self.pieces = {}     # chunk -> {worker: its pieces}
+        self.places = {}     # chunk -> (first number, per worker: positions of its exchanges)
+        self.to_number = self.to_write = 0
+        self.exchanges = 0   # numbered
+        self.written = 0     # written (the last number out)
+        self.connections = 0
+        self.gid = [{} for _ in range(plan.jobs)]   # per worker: local connection id -> global
+        self.checks = Checks(plan.jobs)
+
+    def handle(self, msg):
+        kind, w = msg[0], msg[1]
+        if kind == FAILED:
+            raise RuntimeError(f"worker {w} failed:\n{msg[2]}")
+        if kind == KEYS:
+            self.keys.setdefault(msg[2], {})[w] = msg
+            while len(self.keys.get(self.to_number, ())) == self.jobs:
+                self.number(self.keys.pop(self.to_number))
+                self.to_number += 1
+        elif kind == PIECES:
+            self.pieces.setdefault(msg[2], {})[w] = msg[3]
+            while len(self.pieces.get(self.to_write, ())) == self.jobs:
+                self.flush(self.pieces.pop(self.to_write))
+                self.to_write += 1
+        elif kind == DONE:
+            self.done.add(w)
+            self.result.cpu[w] = msg[5]
+            self.result.tls.undecrypted += msg[6]
+            if w == 0:
+                _, _, errors, packets, nbytes = msg[:5]
+                self.result.errors, self.result.packets, self.result.bytes = (errors, packets,
+                                                                              nbytes)
+
+    def number(self, msgs):
+        chunk = msgs[0][2]
+        marks = {m[3] for m in msgs.values()}
+        if len(marks) != 1:
+            raise RuntimeError(f"workers disagree on where chunk {chunk} ends: {sorted(marks)}")
+        why = self.checks.chunk([msgs[w] for w in range(self.jobs)])
+        if why is not None:
+            raise Diverged(self.written, why)
+        # connections: in the order they opened
+        opened = sorted((at, w, i) for w in range(self.jobs)
+                        for i, (_lid, at) in enumerate(msgs[w][6]))
+        gids = [[0] * len(msgs[w][6]) for w in range(self.jobs)]
+        for at, w, i in opened:
+            self.connections += 1
+            gids[w][i] = self.connections
+            self.gid[w][msgs[w][6][i][0]] = self.connections
+        # exchanges: by the packet they completed in, or (final flush) their connection's id;
+        # a worker's own are in order already
+        keyed = []
+        for w in range(self.jobs):
+            emitted, ends = msgs[w][4], msgs[w][5]
+            if ends is not None:
+                g = self.gid[w]
+                emitted = [g[c] for c in ends]
+            keyed.append(zip(emitted, repeat(w)))
+        positions = [[] for _ in range(self.jobs)]
+        for at, (_key, w) in enumerate(merge(*keyed, key=itemgetter(0))):
+            positions[w].append(at)
+        n = sum(len(p) for p in positions)
+        first = self.exchanges + 1
+        self.places[chunk] = (first, n, positions)
+        self.exchanges += n
+        for w in range(self.jobs):
+            self.inboxes[w].put((NUMBERS, chunk, [at + first for at in positions[w]], gids[w]))
+        path, nbytes = msgs[0][11], msgs[0][12]
+        if self.progress is not None and path is not None:
+            self.progress(path, nbytes)
+
+    def flush(self, pieces):
+        first, n, positions = self.places.pop(self.to_write)
+        out = [None] * n
+        for w in range(self.jobs):
+            for at, piece in zip(positions[w], pieces[w]):
+                out[at] = piece
+        self.write(out, first)
+        self.written = first + n - 1
+
+
+class Checks:
+    """Whether the workers, each with only its connections, can have differed from one process
+    (a reason, else None), chunk by chunk:
+    - the buffer budget (256 MiB shared by all connections): the workers' peaks in a chunk
+      together within it;
+    - the flow table's caps: fewer flows in all than the smallest (MAX_QUIET), so none is hit;
+    - topic ids (Fetch v13+ names topics by id, learnt from responses on any connection): no
+      id looked up in vain by one worker that another had learnt by then (by the start of the
+      chunk it learnt it in), and no id learnt with two names."""
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+        self.start = 1      # the first packet of the chunk being checked
+        self.flows = [0] * jobs
+        self.learnt = {}    # topic id -> {worker: (first packet of the chunk, name)}
+
+    def chunk(self, msgs):
+        start, self.start = self.start, msgs[0][3] + 1
+        if any(m[13] for m in msgs):
+            return "TLS without the cryptography package (noted once for all connections)"
+        if sum(m[9] for m in msgs) > BUFFER_BUDGET:
+            return "buffered bytes may have passed the shared budget"
+        for w, m in enumerate(msgs):
+            self.flows[w] = m[10]
+        if sum(self.flows) > MAX_QUIET:
+            return "more flows than the flow table's smallest cap"
+        for w, m in enumerate(msgs):
+            for key, name in m[7]:
+                by = self.learnt.setdefault(key, {})
+                if any(n != name for ww, (_, n) in by.items() if ww != w):
+                    return f"topic id {key} learnt with two names"
+                by.setdefault(w, (start, name))
+                by[w] = (by[w][0], name)
+        for w, m in enumerate(msgs):
+            for key, at in m[8]:
+                by = self.learnt.get(key, {})
+                if any(ww != w and first <= (at if at != AT_END else AT_END)
+                       for ww, (first, _) in by.items()):
+                    return f"topic id {key} learnt on another worker's connection"
+        return None

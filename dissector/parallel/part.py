@@ -1,0 +1,150 @@
+"""One worker's share of a capture: a Dissector that reads every packet but dissects only the
+connections it owns, and notes when (at which packet) each thing it makes happened.
+
+Ownership is decided at a flow's first packet by `owner` (dissector.parallel.owners); the
+packets of a flow another worker owns are dropped before the flow table sees them: its entries
+in `flows.direct` are False, which the packet walker skips (capture.walk), and the segments that
+reach `flows.add` are dropped here. The time of every packet still reaches the flow table
+(`tick`), so closed tuples and silent flows are forgotten at the same packets as in one process.
+
+What it notes, by the packet being handled (the walker's `n`; AT_END during the final flush):
+the packet each exchange completed in (`emitted`), each connection opened in (`opened`), each
+capture-level issue was added in (`issued`), and the topic ids looked up in vain (`misses`).
+"""
+from __future__ import annotations
+
+from ..budget import Budget
+from ..capture.layers import tcp_segment
+from ..pipeline import Dissector
+from ..tcp.flows import direct_key
+
+AT_END = 1 << 62   # the "packet" of what the final flush makes
+
+
+class PeakBudget(Budget):
+    """The shared budget of buffered bytes, noting the most it held since `peak` was reset:
+    the parent checks that the workers' peaks together stay within the limit (then no worker
+    gave anything up that one process would not have)."""
+    __slots__ = ("_used", "peak")
+
+    def __init__(self):
+        self._used = self.peak = 0
+        super().__init__()
+
+    @property
+    def used(self):
+        return self._used
+
+    @used.setter
+    def used(self, value):
+        self._used = value
+        if value > self.peak:
+            self.peak = value
+
+
+class Names(dict):
+    """The decoder's topic id -> name map, noting the ids looked up in vain, with the packet
+    (the compiled walker calls `missed`; the Python walker asks `in` and `get`)."""
+    __slots__ = ("part", "misses")
+
+    def __init__(self, part):
+        super().__init__()
+        self.part = part
+        self.misses = []
+
+    def missed(self, key):
+        self.misses.append((key, self.part.now()))
+
+    def __contains__(self, key):
+        if dict.__contains__(self, key):
+            return True
+        self.missed(key)
+        return False
+
+    def get(self, key, default=None):
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        self.missed(key)
+        return default
+
+
+class Part(Dissector):
+    """The Dissector of worker `me`: owns(src, dst, sport, dport) says whether a new flow's
+    packets are its own."""
+
+    def __init__(self, owns, me, ports, **kwargs):
+        super().__init__(ports, **kwargs)
+        self.me = me
+        self.walker = None
+        self.ending = False
+        self.emitted = []    # per exchange in `output`: the packet it completed in
+        self.opened = []     # (connection, packet) per connection opened
+        self.issued = []     # per issue added to `issues`: the packet
+        self.flows_made = 0
+        self._owns = owns
+        self._mine = {}      # (src, dst, sport, dport), both ways -> whether owned
+        flows = self._flows
+        self._table_add = flows.add
+        self._table_new = flows._new
+        flows.add = self._add            # the walker and the flow table's own replays call these
+        flows._new = self._new
+        flows.budget = self.budget = PeakBudget()
+        self.budget.members = flows._streams
+        if self._decoder is not None:
+            self._decoder.topic_names = self.names = Names(self)
+        else:
+            self.names = {}
+
+    def now(self) -> int:
+        return AT_END if self.ending else self.walker.n
+
+    # -- what is noted ---------------------------------------------------------------------------
+
+    def _open(self, connection):
+        self.opened.append((connection, self.now()))
+        return super()._open(connection)
+
+    def _emit(self, exchange):
+        self.emitted.append(self.now())
+        super()._emit(exchange)
+
+    def add_issue(self, issue) -> None:
+        kept = len(self.issues)
+        super().add_issue(issue)
+        if len(self.issues) != kept:
+            self.issued.append(self.now())
+
+    def _new(self, key, pkt, ts):
+        self.flows_made += 1
+        return self._table_new(key, pkt, ts)
+
+    # -- what is dropped -------------------------------------------------------------------------
+
+    def _add(self, pkt, ts, src, dst, sport, dport, seq, ack, flags, payload):
+        key = (src, dst, sport, dport)
+        mine = self._mine.get(key)
+        if mine is None:
+            mine = self._mine[key] = self._mine[(dst, src, dport, sport)] = self._owns(
+                src, dst, sport, dport)
+            if not mine:
+                flows = self._flows
+                flows.direct[direct_key(src, dst, sport, dport)] = False
+                flows.direct[direct_key(dst, src, dport, sport)] = False
+        if mine:
+            self._table_add(pkt, ts, src, dst, sport, dport, seq, ack, flags, payload)
+        elif ts > self._flows.deadline:
+            self._flows.tick(ts)
+
+    def _packet(self, packet_no, ts_ns, linktype, data):
+        seg = tcp_segment(linktype, data)
+        if seg is None:
+            return
+        if seg.__class__ is str:   # not tied to a flow: one worker reports it
+            if self.me == 0:
+                self.unusable(seg, packet_no)
+            return
+        self._flows.add(packet_no, ts_ns, *seg)
+
+    def finish(self) -> None:
+        self.ending = True
+        super().finish()

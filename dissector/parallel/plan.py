@@ -1,0 +1,72 @@
+"""What the workers of a parallel run do, and how many there are (see dissector.parallel)."""
+from __future__ import annotations
+
+import os
+import struct
+
+from ..pipeline import DEFAULT_PORTS, MAX_FRAME
+
+PARALLEL_FROM = 64 << 20   # captures this large (in all) get every core by default
+_PORT = struct.Struct("!H").pack
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
+
+
+def jobs_for(requested, paths, auto=False) -> int:
+    """How many processes: `requested` (--jobs), else every core for captures over
+    PARALLEL_FROM bytes in all, else 1; 1 with `--port auto` (where a flow is Kafka is
+    learnt from all of them)."""
+    if auto:
+        return 1
+    if requested is not None:
+        return max(1, requested)
+    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    return cores() if total > PARALLEL_FROM else 1
+
+
+class Plan:
+    """What the workers do: dissect `paths` like dissect() and render each chunk's exchanges
+    with `render()()` (called once in each worker: a function of a list of numbered exchanges
+    returning one piece per exchange, None for none)."""
+
+    def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
+                 max_frame=MAX_FRAME, keep_bodies=True, keylog=None, by="client"):
+        self.paths = [os.fspath(p) for p in paths]
+        self.render = render
+        self.jobs = jobs
+        self.ports = frozenset(ports)
+        self.auto = False
+        self.level = level
+        self.max_frame = max_frame
+        self.keep_bodies = keep_bodies
+        self.keylog = keylog   # a dissector.tls KeyLog (each worker has its copy)
+        self.by = by
+
+    def owns(self, me):
+        """owns(src, dst, sport, dport) for worker `me`, asked at each new flow's first packet
+        (the same packets, in the same order, in every worker): clients (or flows) are dealt
+        round the workers in the order they first appear, so that every worker decides alike
+        and each gets its share."""
+        ports, jobs = self.ports, self.jobs
+        by_client = self.by == "client"
+        dealt = {}
+
+        def owns(src, dst, sport, dport):
+            if by_client and dport in ports:
+                key = src
+            elif by_client and sport in ports:
+                key = dst
+            else:
+                a, b = src + _PORT(sport), dst + _PORT(dport)
+                key = min(a, b) + max(a, b)
+            worker = dealt.get(key)
+            if worker is None:
+                worker = dealt[key] = len(dealt) % jobs
+            return worker == me
+        return owns
+

@@ -1,0 +1,133 @@
+"""A worker process: its share of the capture dissected (part.Part), chunk by chunk of the files.
+
+After each STEP_CHUNKS chunks of a file and at its end (the same chunks in every worker: each
+reads the whole capture; "chunk" below means such a step) it
+sends the parent what the chunk made, keyed by packet (`keys`), and goes on without waiting;
+when the parent has numbered a chunk (global exchange numbers and connection ids: `numbers`),
+the worker renders that chunk's exchanges with the command's `render` (numbers in place) and
+sends the pieces. Exchanges wait in `held` until then: a few chunks' worth.
+
+Connection ids are swapped in for the rendering only: the flow table keys its live
+connections by their local ids.
+"""
+from __future__ import annotations
+
+import queue
+import time
+import traceback
+
+from ..capture.errors import CaptureError
+from ..capture.fast import scan
+from ..model import ERROR, Issue
+from .part import Part
+
+STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between its reports
+KEYS, NUMBERS, PIECES, DONE, FAILED, STOP = "keys", "numbers", "pieces", "done", "failed", "stop"
+
+
+def work(me, plan, inbox, outbox):
+    """The process body (forked: plan and its render function are inherited, not pickled)."""
+    try:
+        _Worker(me, plan, inbox, outbox).run()
+    except _Stopped:
+        pass
+    except BaseException:   # the parent reports it and stops the others
+        outbox.put((FAILED, me, traceback.format_exc()))
+
+
+class _Stopped(Exception):
+    pass
+
+
+class _Worker:
+    def __init__(self, me, plan, inbox, outbox):
+        self.me = me
+        self.plan = plan
+        self.inbox = inbox
+        self.outbox = outbox
+        self.d = Part(plan.owns(me), me, plan.ports, auto=plan.auto, level=plan.level,
+                      max_frame=plan.max_frame, keep_bodies=plan.keep_bodies, keylog=plan.keylog)
+        self.render = plan.render()
+        self.chunk = 0
+        self.held = {}      # chunk -> (its exchanges, the connections opened in it)
+        self.gid = {}       # local connection id -> global id
+        self.reported = {}  # topic id -> name, as last sent
+        self.errors = []
+
+    def run(self):
+        d = self.d
+        for path in self.plan.paths:
+            try:
+                for i, _ in enumerate(scan(path, d.packets, d._flows, d._packet, d), 1):
+                    if i % STEP_CHUNKS == 0:
+                        self.end_chunk(path)
+                self.end_chunk(path)
+            except CaptureError as exc:   # what Dissection does: the next file goes on
+                self.errors.append(str(exc))
+                if self.me == 0:
+                    d.add_issue(Issue("capture.error", ERROR, str(exc), frame=d.packets))
+                    d.issued[-1] = d.packets + 0.5   # after the issues of its last packet
+                self.end_chunk(path)
+        d.finish()
+        self.end_chunk(None)
+        while self.held:
+            self.serve(block=True)
+        self.outbox.put((DONE, self.me, self.errors, d.packets, d.bytes, time.process_time(),
+                         d.tls.undecrypted))
+
+    def end_chunk(self, path):
+        d = self.d
+        exchanges = list(d.output)
+        d.output.clear()
+        emitted, d.emitted = d.emitted, []
+        opened, d.opened = d.opened, []
+        names = d.names
+        learned = [(k, v) for k, v in names.items() if self.reported.get(k) != v]
+        self.reported.update(learned)
+        misses = names.misses if isinstance(names, dict) and hasattr(names, "misses") else []
+        if misses:
+            names.misses = []
+        ends = [ex.connection.connection_id for ex in exchanges] if d.ending else None
+        self.outbox.put((KEYS, self.me, self.chunk, d.packets, emitted, ends,
+                         [(c.connection_id, at) for c, at in opened], learned, misses,
+                         d.budget.peak, d.flows_made, path, d.bytes, d.tls._crypto_noted))
+        d.budget.peak = d.budget.used
+        self.held[self.chunk] = (exchanges, [c.connection_id for c, _ in opened])
+        self.chunk += 1
+        self.serve(block=False)
+
+    def serve(self, block):
+        """Render the chunks the parent has numbered (block: wait for one)."""
+        while True:
+            try:
+                msg = self.inbox.get() if block else self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if msg[0] == STOP:
+                raise _Stopped
+            _, chunk, indices, gids = msg
+            exchanges, opened = self.held.pop(chunk)
+            self.gid.update(zip(opened, gids))
+            self.outbox.put((PIECES, self.me, chunk, self.numbered(exchanges, indices)))
+            if block:
+                return
+
+    def numbered(self, exchanges, indices):
+        """The chunk's exchanges rendered with their global numbers and connection ids."""
+        gid = self.gid
+        local = {}
+        for ex, i in zip(exchanges, indices):
+            ex.index = i
+            c = ex.connection
+            if c not in local:
+                local[c] = c.connection_id
+            for issue in ex.issues:
+                if issue.connection_id is not None:
+                    issue.connection_id = gid.get(issue.connection_id, issue.connection_id)
+        for c, lid in local.items():
+            c.connection_id = gid[lid]
+        try:
+            return self.render(exchanges)
+        finally:
+            for c, lid in local.items():
+                c.connection_id = lid
