@@ -1,0 +1,63 @@
+"""What the parallel run checks to be sure it makes what one process makes: topic ids looked up
+in vain are noted by both body walkers (the compiled reader's and the Python one), a foreign
+flow's packets are skipped by both packet walkers, and the parent's checks (driver.Checks)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dissector.budget import BUFFER_BUDGET
+from dissector.decoding import BodyDecoder
+from dissector.parallel.driver import Checks
+from dissector.parallel.part import Names
+from dissector.protocol import readers
+from dissector.protocol.decode import tables
+from tests.protocol.encoder import body_uuids, encode, random_body
+
+FETCH = 1
+
+
+class _Clock:
+    def now(self):
+        return 7
+
+
+@pytest.mark.parametrize("keep_bodies", [False, True], ids=["on the bytes", "on the body"])
+def test_topic_ids_looked_up_in_vain(keep_bodies):
+    if not keep_bodies and not readers.COMPILED:
+        pytest.skip("the compiled reader is not built")
+    schema = tables(FETCH)[0][13][1]
+    body = random_body(schema, random.Random(3), tame=True)
+    ids = [u for u in body_uuids(body) if u.int]
+    assert len(ids) >= 2
+    data = encode(schema, body)
+    for known in ({}, {ids[0]: "orders"}):
+        d = BodyDecoder(keep_bodies=keep_bodies)
+        d.topic_names = names = Names(_Clock())
+        names.update(known)
+        msg = d.request(data, FETCH, 13, 1, "c", [], 0)
+        assert (msg.body is None) is not keep_bodies   # the path meant
+        assert [k for k, _ in names.misses] == [u for u in ids if u not in known]
+        assert all(at == 7 for _, at in names.misses)
+        assert ("orders" in msg.summary.topics) is bool(known)
+
+
+def _msg(mark, learnt=(), misses=(), peak=0, flows=1):
+    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None, 0)
+
+
+def test_checks():
+    c = Checks(2)
+    assert c.chunk([_msg(100, learnt=[("id", "t")]), _msg(100)]) is None
+    # worker 1 looks up what worker 0 learnt in an earlier step: one process would have known
+    c2 = Checks(2)
+    c2.chunk([_msg(100, learnt=[("id", "t")]), _msg(100)])
+    assert "another worker" in c2.chunk([_msg(200), _msg(200, misses=[("id", 150)])])
+    # looked up in vain where it learnt it itself later: as one process
+    assert c.chunk([_msg(200, misses=[("x", 120)]), _msg(200, learnt=[("y", "u")])]) is None
+    assert "two names" in Checks(2).chunk([_msg(5, learnt=[("id", "a")]),
+                                           _msg(5, learnt=[("id", "b")])])
+    assert "budget" in Checks(2).chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
+                                        _msg(5, peak=BUFFER_BUDGET // 2)])
+    assert "flows" in Checks(2).chunk([_msg(5, flows=3000), _msg(5, flows=3000)])

@@ -1,0 +1,98 @@
+"""`--jobs N` writes what one process writes, byte for byte: every shipped capture, every format
+and level of `read`, connections dealt by client address (the default) and one by one, rotated
+captures read as one, a damaged capture, and a run the checks stop (finished in one process)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dissector.cli import main
+from dissector.parallel import driver
+from tests.spark.rotate import rotate
+from tests.support import use_walker
+
+CAPTURES = sorted(Path(__file__).resolve().parents[2].joinpath("captures").glob("*.pcap"))
+
+
+def port_of(capture):
+    return "19093" if "aiokafka" in capture.name else "9092"
+
+
+def outputs(tmp_path, capsys, *argv):
+    """(exit status, output file, stderr) of `kafka-dissect read ARGV` with --jobs 1 and with
+    --jobs 2 dealing by client and by connection."""
+    results = []
+    for extra in (["--jobs", "1"], ["--jobs", "2"], ["--jobs", "2", "--jobs-by", "connection"]):
+        out = tmp_path / f"out{len(results)}"
+        code = main(["read", *map(str, argv), "--out", str(out), *extra])
+        results.append((code, out.read_bytes(), capsys.readouterr().err))
+    return results
+
+
+def same(results):
+    first = results[0]
+    assert first[1], "nothing written"
+    for other in results[1:]:
+        assert other == first
+
+
+SHAPES = (("text", "bodies"), ("csv", "headers"), ("jsonl", "records"))
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=[c.name for c in CAPTURES])
+def test_every_capture(tmp_path, capsys, capture):
+    fmt, level = SHAPES[CAPTURES.index(capture) % len(SHAPES)]   # each shape on 4 captures
+    same(outputs(tmp_path, capsys, capture, "--port", port_of(capture), "--format", fmt,
+                 "--level", level))
+
+
+def test_every_format_and_level_with_bodies_and_a_filter(tmp_path, capsys):
+    capture = next(c for c in CAPTURES if c.name == "librdkafka_produce_consume.mss1448.pcap")
+    for level in ("headers", "bodies", "records"):
+        same(outputs(tmp_path, capsys, capture, "--format", "jsonl", "--level", level,
+                     "--bodies"))
+        same(outputs(tmp_path, capsys, capture, "--format", "csv", "--level", level,
+                     "--filter", "exchange % 3 == 1 or connection_id == 2"))
+        same(outputs(tmp_path, capsys, capture, "--format", "text", "--level", level,
+                     "--filter", "exchange > 5"))
+
+
+def test_rotated_files_read_as_one(tmp_path, capsys):
+    capture = next(c for c in CAPTURES if c.name == "transactions.mss1448.pcap")
+    parts = rotate(capture, tmp_path / "rotated", 5)
+    for fmt in ("text", "csv"):
+        same(outputs(tmp_path, capsys, *parts, "--format", fmt))
+
+
+def test_a_damaged_capture_stops_alike(tmp_path, capsys):
+    capture = next(c for c in CAPTURES if c.name == "codecs.mss1448.pcap")
+    parts = rotate(capture, tmp_path / "rotated", 3)
+    data = parts[1].read_bytes()
+    parts[1].write_bytes(data[:len(data) * 2 // 3])   # a record cut short mid-file
+    results = outputs(tmp_path, capsys, *parts, "--format", "csv")
+    same(results)
+    code, _, err = results[0]
+    assert code == 2 and "part001.pcap" in err and "Traceback" not in err
+
+
+def test_a_run_that_may_differ_is_finished_in_one_process(tmp_path, capsys, monkeypatch):
+    capture = next(c for c in CAPTURES if c.name == "transactions.mss1448.pcap")
+    parts = rotate(capture, tmp_path / "rotated", 6)   # a step per file
+    checked = []
+
+    def chunk(self, msgs):
+        checked.append(len(msgs))
+        return "forced" if len(checked) == 4 else None
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    for fmt in ("text", "jsonl"):
+        checked.clear()
+        same(outputs(tmp_path, capsys, *parts, "--format", fmt))
+        assert len(checked) >= 4
+
+
+@pytest.mark.parametrize("walker", ["compiled", "python"])
+def test_both_packet_walkers_skip_the_other_workers_flows(tmp_path, capsys, monkeypatch, walker):
+    use_walker(monkeypatch, walker)
+    capture = next(c for c in CAPTURES if c.name == "codecs.mss1448.pcap")
+    same(outputs(tmp_path, capsys, capture, "--format", "csv", "--level", "headers"))
