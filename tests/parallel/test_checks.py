@@ -44,7 +44,8 @@ def test_topic_ids_looked_up_in_vain(keep_bodies):
 
 
 def _msg(mark, learnt=(), misses=(), peak=0, flows=1):
-    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None, 0)
+    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None, 0,
+            False)
 
 
 def test_checks():
