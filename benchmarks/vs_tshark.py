@@ -63,8 +63,9 @@ def ours_cmd(path, port, level, out, keylog=None):
     it is not installed, which also loads runpy: about 4 ms more at every start)."""
     script = Path(sys.executable).parent / "kafka-dissect"
     cli = [str(script)] if script.exists() else [sys.executable, "-m", "dissector"]
+    # one process: CPU time is the measure here (benchmarks/jobs_scaling.py measures --jobs)
     return cli + ["read", str(path), "--port", str(port), "--level", level, "--format", "csv",
-                  "--out", str(out)] + (["--keylog", str(keylog)] if keylog else [])
+                  "--out", str(out), "--jobs", "1"] + (["--keylog", str(keylog)] if keylog else [])
 
 
 def tshark_messages(path):
