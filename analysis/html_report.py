@@ -114,22 +114,48 @@ def _time_range(ms, width_ms) -> list | None:
     return [lo - pad, hi + width_ms + pad]
 
 
+# the plot sections, each with the tables that belong with it (by the start of their titles);
+# the tables no section claims follow, in the summary's order
+SECTIONS = (
+    ("Overview", None, ("Overview",)),
+    ("Latency and requests per api", "api", ("Latency by api (ms)", "Slowest")),
+    ("Errors", "errors", ("Errors by", "Retriable", "Unanswered", "Throttling")),
+    ("Consumer lag", "lag", ("Consumer lag",)),
+    ("Records produced", "produce", ("Producer throughput",)),
+    ("End-to-end record latency (Produce request to first Fetch delivery)", "deliveries",
+     ("End-to-end",)),
+)
+
+
+def _figures(t, page, width) -> dict:
+    """Section key -> the HTML of its plots ("" when the capture has nothing to show)."""
+    rows = rf.api_figures(t.exchanges, width)
+    out = {"api": "".join(f"<h3>{html.escape(api)}</h3>{page.figure(fig, time=True)}"
+                          for api, fig in rows)}
+    for key, fig, time in (("errors", rf.error_figure(t), False),
+                           ("lag", rf.lag_figure(t, width), True),
+                           ("produce", rf.produce_figure(t, width), True),
+                           ("deliveries", rf.delivery_figure(t, width), True)):
+        out[key] = "" if fig is None else page.figure(fig, time)
+    return out
+
+
 def render(t, title="Kafka traffic report", sources=(), top=10) -> str:
     ms = epoch_ms(t.exchanges["request_ts"])
     width = bucket_width(ms, pd.factorize(t.exchanges["api_name"], use_na_sentinel=False)[0])
     page = _Page(_time_range(ms, width))
-    rows = rf.api_figures(t.exchanges, width)
-    if rows:
-        page.section("Latency and requests per api", "".join(
-            f"<h3>{html.escape(api)}</h3>{page.figure(fig, time=True)}" for api, fig in rows))
-    for name, fig, time in (("Errors by name", rf.error_figure(t), False),
-                            ("Consumer lag over time", rf.lag_figure(t, width), True),
-                            ("Records produced over time", rf.produce_figure(t, width), True)):
-        if fig is not None:
-            page.section(name, page.figure(fig, time))
-    for name, df in report_tables(t, top):
-        if len(df):
-            page.section(name, table_html(df, name))
+    plots = _figures(t, page, width)
+    tables = [(name, df) for name, df in report_tables(t, top) if len(df)]
+    for section, key, claims in SECTIONS:
+        mine = [(name, df) for name, df in tables if name.startswith(claims)]
+        tables = [(name, df) for name, df in tables if not name.startswith(claims)]
+        body = plots.get(key, "") + "".join(
+            ("" if name == section else f"<h3>{html.escape(name)}</h3>") + table_html(df, name)
+            for name, df in mine)
+        if body:
+            page.section(section, body)
+    for name, df in tables:
+        page.section(name, table_html(df, name))
 
     figures = "{" + ",".join(f'"{fid}":{script_json(to_json(fig, validate=False))}'
                              for fid, fig in page.figures) + "}"

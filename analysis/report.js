@@ -6,6 +6,7 @@
   const figures = JSON.parse(document.getElementById("report-figures").textContent);
   const config = {displaylogo: false, responsive: true};
   const timePlots = [];
+  let range = null;   // the range every time plot shows once one was zoomed (null: as built)
   let syncing = false;
 
   // one zoom for every time axis: a relayout on one time plot is applied to the others
@@ -25,19 +26,38 @@
         if (update) break;
       }
       if (!update) return;
+      range = update["xaxis.range"] || null;
       syncing = true;
       Promise.all(timePlots.filter((p) => p !== gd).map((p) => Plotly.relayout(p, update)))
         .finally(() => { syncing = false; });
     });
   }
 
-  async function draw() {
-    for (const div of document.querySelectorAll("div.plot")) {
+  const drawn = new Map();   // plot div -> its newPlot promise
+  function draw(div) {
+    if (!drawn.has(div)) {
       const fig = figures[div.id];
-      await Plotly.newPlot(div, fig.data, fig.layout, config);
-      if (div.dataset.time) linkTime(div);
+      if (div.dataset.time && range) fig.layout.xaxis.range = range;
+      drawn.set(div, Plotly.newPlot(div, fig.data, fig.layout, config).then(() => {
+        if (div.dataset.time) linkTime(div);
+      }));
     }
-    document.body.dataset.plotted = String(document.querySelectorAll("div.plot").length);
+    return drawn.get(div);
+  }
+
+  // the plots in view first, the others one at a time after, so the page answers at once
+  async function drawAll() {
+    const plots = Array.from(document.querySelectorAll("div.plot"));
+    const seen = new IntersectionObserver((entries) => {
+      for (const e of entries) if (e.isIntersecting) draw(e.target);
+    }, {rootMargin: "200px"});
+    plots.forEach((div) => seen.observe(div));
+    for (const div of plots) {
+      await draw(div);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+    seen.disconnect();
+    document.body.dataset.plotted = String(plots.length);
   }
 
   function cellKey(td, numeric) {
@@ -78,5 +98,5 @@
 
   document.querySelectorAll("table.data").forEach(sortable);
   document.querySelectorAll("input.filter").forEach(filterable);
-  draw();
+  drawAll();
 })();

@@ -182,17 +182,58 @@ def api_rows(ex: pd.DataFrame, width_ms: int) -> list[dict]:
     return out
 
 
-def series_by(df: pd.DataFrame, key: pd.Series, ms: np.ndarray, values: np.ndarray, width_ms: int,
-              how: str = "sum", limit: int = 10) -> list[dict]:
-    """Per value of `key` (the `limit` with the most rows): x with gaps and the bucket's sum or
-    max of `values`."""
-    names = key.astype("string").fillna("?").to_numpy(dtype=object)
+def series_by(key: pd.Series, ms: np.ndarray, values: np.ndarray, width_ms: int,
+              how="sum", limit: int = 10) -> list[dict]:
+    """Per value of `key` (the `limit` with the most rows): x with gaps and, per bucket, the sum
+    or max of `values` (`how`), or a quantile of them (`how` a number)."""
+    codes, names = pd.factorize(key, use_na_sentinel=False)
     out = []
-    for name in pd.Series(names).value_counts().index[:limit]:
-        sel = names == name
-        frame = pd.DataFrame({"b": np.floor(ms[sel] / width_ms).astype("int64"),
-                              "v": values[sel]})
-        agg = frame.groupby("b", sort=True)["v"].agg(how).reset_index()
+    for code in np.argsort(-np.bincount(codes), kind="stable")[:limit]:
+        sel = codes == code
+        g = pd.DataFrame({"b": np.floor(ms[sel] / width_ms).astype("int64"),
+                          "v": values[sel]}).groupby("b", sort=True)["v"]
+        agg = (g.quantile(how) if isinstance(how, float) else g.agg(how)).reset_index()
         x, y = with_gaps(agg["b"].to_numpy(), width_ms, agg["v"])
-        out.append({"name": name, "x": x, "y": y})
+        out.append({"name": "?" if pd.isna(names[code]) else str(names[code]), "x": x, "y": y})
     return out
+
+
+DELIVERY_POINTS = 200      # the slowest deliveries drawn one by one
+
+
+def _packets(ex: pd.DataFrame, exchanges, column: str) -> list:
+    """The `column` packet number of each exchange number in `exchanges` ("" if unknown)."""
+    known = ex.drop_duplicates("exchange")
+    pos = pd.Index(known["exchange"]).get_indexer(pd.Index(exchanges))
+    values = known[column].to_numpy(dtype=object, na_value=None)
+    return [_int(values[i]) if i >= 0 else "" for i in pos]
+
+
+def deliveries(d: pd.DataFrame, ex: pd.DataFrame, width_ms: int) -> dict | None:
+    """Delivered records' end-to-end latency by produce time: p99 per bucket for the 10 topics
+    with the most deliveries, the slowest deliveries as points (hover rows: topic-partition and
+    offset, producer, consumer, group, Produce request packet, Fetch response packet), and a
+    histogram per consumer group (the 8 largest)."""
+    d = d[d["end_to_end_ms"].notna()]
+    if d.empty:
+        return None
+    ms = epoch_ms(d["produce_request_ts"])
+    e2e = d["end_to_end_ms"].astype("float64").to_numpy(na_value=np.nan)
+    slow = d.iloc[np.argsort(-e2e, kind="stable")[:DELIVERY_POINTS]]
+    hover = [[f"{_text(topic)}-{_int(part)} @ {_int(off)}", f"{_text(pc)} ({_text(pip)})",
+              f"{_text(cc)} ({_text(cip)})", _text(group), pp, fp]
+             for topic, part, off, pc, pip, cc, cip, group, pp, fp in zip(
+                 slow["topic"], slow["partition"], slow["offset"], slow["producer_client_id"],
+                 slow["producer_ip"], slow["consumer_client_id"], slow["consumer_ip"],
+                 slow["consumer_group"], _packets(ex, slow["produce_exchange"], "request_packet"),
+                 _packets(ex, slow["fetch_exchange"], "response_packet"))]
+    edges = log_bins(e2e)
+    codes, groups = pd.factorize(d["consumer_group"], use_na_sentinel=False)
+    hist = [{"name": "(no group)" if pd.isna(groups[c]) else str(groups[c]),
+             "counts": np.histogram(e2e[codes == c], bins=edges)[0]}
+            for c in np.argsort(-np.bincount(codes), kind="stable")[:8]]
+    return {"p99": series_by(d["topic"], ms, e2e, width_ms, how=0.99),
+            "points": {"x": epoch_ms(slow["produce_request_ts"]),
+                       "y": slow["end_to_end_ms"].astype("float64").to_numpy(na_value=np.nan),
+                       "hover": hover},
+            "hist_edges": edges, "hist": hist}

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import consumers, errors, producers
+from . import report_data
 from .report_data import api_rows, epoch_ms, series_by, width_label
 
 BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
@@ -18,6 +19,9 @@ TIME_AXIS = {"type": "date", "title": {"text": "time (UTC)"}, "showgrid": True}
 EXCHANGE_HOVER = ("<b>%{customdata[0]}</b><br>client id %{customdata[1]} (%{customdata[2]})"
                   "<br>latency %{y:.3f} ms<br>packets %{customdata[3]} → %{customdata[4]}"
                   "<br>exchange %{customdata[5]}%{customdata[6]}<extra></extra>")
+DELIVERY_HOVER = ("<b>%{customdata[0]}</b><br>end to end %{y:.3f} ms<br>producer %{customdata[1]}"
+                  "<br>consumer %{customdata[2]} group %{customdata[3]}<br>Produce request packet "
+                  "%{customdata[4]}, Fetch response packet %{customdata[5]}<extra></extra>")
 
 
 def _layout(height, **kw) -> dict:
@@ -46,8 +50,7 @@ def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
             yaxis2={"anchor": "x2", "title": {"text": f"requests / {label}"},
                     "rangemode": "tozero"},
             xaxis3={"type": "log", "domain": [0.82, 1], "title": {"text": "latency (ms)"}},
-            yaxis3={"anchor": "x3", "title": {"text": "requests"}, "rangemode": "tozero"},
-            bargap=0.05))
+            yaxis3={"anchor": "x3", "title": {"text": "requests"}, "rangemode": "tozero"}))
         for name, key, colour, dash in (("p50", "p50", BLUE, "solid"), ("p99", "p99", ORANGE,
                                         "solid"), ("max", "max", GREY, "dot")):
             fig.add_trace(go.Scatter(
@@ -63,10 +66,10 @@ def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
                     x=p["x"], y=p["y"], customdata=p["hover"], name=title, mode="markers",
                     marker={"color": colour, "symbol": symbol, "size": 6, "opacity": 0.7},
                     hovertemplate=EXCHANGE_HOVER))
-        keep = ~np.isnan(row["count_series"])
-        fig.add_trace(go.Bar(
-            x=row["x"][keep] + width_ms / 2, y=row["count_series"][keep], width=width_ms,
-            xaxis="x2", yaxis="y2", name="requests", marker={"color": GREEN}, showlegend=False,
+        fig.add_trace(go.Scatter(   # markers: a bucket stays visible however narrow
+            x=row["x"], y=row["count_series"], xaxis="x2", yaxis="y2", name="requests",
+            mode="lines+markers", line={"color": GREEN, "width": 1}, marker={"size": 3},
+            connectgaps=False, showlegend=False,
             hovertemplate=f"%{{y}} requests in the {label} from %{{x}}<extra></extra>"))
         edges, counts = row["hist_edges"], row["hist_counts"]
         fig.add_trace(go.Scatter(
@@ -115,7 +118,7 @@ def lag_figure(t, width_ms):
     key = (lag["client_id"].astype("string").fillna("") + " " + lag["topic"].astype("string")
            + "-" + lag["partition"].astype("string"))
     return _time_series_figure(
-        series_by(lag, key, epoch_ms(lag["response_ts"]),
+        series_by(key, epoch_ms(lag["response_ts"]),
                   lag["lag"].astype("float64").to_numpy(na_value=np.nan), width_ms, how="max"),
         f"lag (records), max per {width_label(width_ms)}", "lag %{y} at %{x}")
 
@@ -127,6 +130,36 @@ def produce_figure(t, width_ms):
     if p.empty:
         return None
     return _time_series_figure(
-        series_by(p, p["topic"], epoch_ms(p["request_ts"]),
+        series_by(p["topic"], epoch_ms(p["request_ts"]),
                   p["record_count"].astype("float64").to_numpy(na_value=np.nan), width_ms),
         f"records / {width_label(width_ms)}", "%{y} records from %{x}")
+
+
+def delivery_figure(t, width_ms):
+    """End-to-end record latency: p99 per bucket and topic with the slowest deliveries as points,
+    by produce time; its distribution per consumer group."""
+    data = report_data.deliveries(t.deliveries, t.exchanges, width_ms)
+    if data is None:
+        return None
+    label = width_label(width_ms)
+    fig = go.Figure(layout=_layout(
+        320, xaxis={**TIME_AXIS, "domain": [0, 0.6], "title": {"text": "produced (UTC)"}},
+        yaxis={"type": "log", "title": {"text": "end to end (ms)"}},
+        xaxis2={"type": "log", "domain": [0.68, 1], "title": {"text": "end to end (ms)"}},
+        yaxis2={"anchor": "x2", "title": {"text": "records"}, "rangemode": "tozero"}))
+    for s in data["p99"]:
+        fig.add_trace(go.Scatter(
+            x=s["x"], y=s["y"], name=f"{_name(s['name'])} p99 per {label}", mode="lines+markers",
+            marker={"size": 3}, connectgaps=False,
+            hovertemplate="%{fullData.name} %{y:.3f} ms<br>%{x}<extra></extra>"))
+    p = data["points"]
+    fig.add_trace(go.Scatter(x=p["x"], y=p["y"], customdata=p["hover"], mode="markers",
+                             name="slowest records", hovertemplate=DELIVERY_HOVER,
+                             marker={"color": RED, "size": 6, "opacity": 0.7}))
+    edges = data["hist_edges"]
+    for h in data["hist"]:
+        fig.add_trace(go.Scatter(
+            x=edges, y=np.append(h["counts"], h["counts"][-1]), xaxis="x2", yaxis="y2",
+            mode="lines", line={"shape": "hv"}, name=f"group {_name(h['name'])}",
+            hovertemplate="%{fullData.name}: %{y} records from %{x:.3f} ms<extra></extra>"))
+    return fig

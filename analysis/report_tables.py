@@ -1,5 +1,6 @@
-"""The tables of the HTML report, in reading order: the summary's sections (as `stats` shows them)
-and a clients table. Each is (title, DataFrame); empty frames are skipped by the renderer."""
+"""The tables of the HTML report, in reading order: the summary's sections (as `stats` shows
+them), then clients, TLS and connections. Each is (title, DataFrame); empty frames are skipped by
+the renderer."""
 from __future__ import annotations
 
 import pandas as pd
@@ -25,7 +26,49 @@ def clients(t) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
+TLS_COLUMNS = ["tls_version", "tls_cipher", "tls_sni", "tls_alpn", "tls_decrypted",
+               "tls_handshake_ms"]
+
+
+def connections(t) -> pd.DataFrame:
+    """One row per TCP connection, busiest first: endpoints, client ids, times, exchanges, bytes
+    and its TLS (version, cipher, server name, decrypted or not) where it had any."""
+    c = t.connections
+    if c.empty:
+        return c
+    out = pd.DataFrame({
+        "client": c["client_ip"].astype("string") + ":" + c["client_port"].astype("string"),
+        "broker": c["broker_ip"].astype("string") + ":" + c["broker_port"].astype("string"),
+        "client_ids": [", ".join(map(str, ids)) if ids is not None and len(ids) else ""
+                       for ids in c["client_ids"]],
+    }, index=c.index)
+    for col in ["first_ts", "last_ts", "exchange_count", "request_bytes", "response_bytes",
+                *TLS_COLUMNS, "capture"]:
+        if col in c.columns:
+            out[col] = c[col]
+    return out.sort_values("exchange_count", ascending=False).reset_index(drop=True)
+
+
+def tls_summary(t) -> pd.DataFrame:
+    """Connections and exchanges per TLS version, cipher and decrypted or not ("plaintext" for
+    connections without TLS); empty when no connection had TLS."""
+    c = t.connections
+    cols = ["tls_version", "tls_cipher", "tls_decrypted", "connections", "exchanges"]
+    if "tls_version" not in c.columns or c["tls_version"].isna().all():
+        return pd.DataFrame(columns=cols)
+    df = c.assign(tls_version=c["tls_version"].astype("string").fillna("plaintext"),
+                  tls_cipher=c["tls_cipher"].astype("string").fillna(""))
+    g = df.groupby(["tls_version", "tls_cipher", "tls_decrypted"], dropna=False)
+    out = g.agg(connections=("connection_id", "size"), exchanges=("exchange_count", "sum"))
+    return out.reset_index()[cols].sort_values("connections", ascending=False) \
+        .reset_index(drop=True)
+
+
 def report_tables(t, top: int):
     out = sections(t, top=top)
-    out.insert(len(out) - 1, ("Clients (client id and address)", clients(t)))
+    out[len(out) - 1:len(out) - 1] = [
+        ("Clients (client id and address)", clients(t)),
+        ("TLS (connections per version and cipher)", tls_summary(t)),
+        ("Connections", connections(t)),
+    ]
     return out

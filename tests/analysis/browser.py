@@ -21,26 +21,34 @@ class Browser:
     def __init__(self, tmp_path):
         websocket = require_module("websocket")
         profile = tmp_path / "chromium-profile"
+        port_file = profile / "DevToolsActivePort"
+        port_file.unlink(missing_ok=True)   # a profile used before holds its old port
+        self.ws = None
         self.log = open(tmp_path / "chromium.log", "wb")
         self.proc = subprocess.Popen([require_tool("chromium"), *FLAGS,
                                       f"--user-data-dir={profile}", "about:blank"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        port_file = profile / "DevToolsActivePort"
+        try:
+            self._connect(websocket, port_file)
+        except BaseException:
+            self.close()
+            raise
+        self.ids = itertools.count(1)
+        self.events = []
+        for domain in ("Runtime", "Log", "Page"):
+            self.send(f"{domain}.enable")
+
+    def _connect(self, websocket, port_file):
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().strip()):
             if time.monotonic() > deadline or self.proc.poll() is not None:
-                self.close()
-                raise RuntimeError("chromium did not open its DevTools port")
+                raise RuntimeError("chromium did not open its DevTools port: see chromium.log")
             time.sleep(0.1)
         port = port_file.read_text().split()[0]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
             page = next(p for p in json.load(r) if p["type"] == "page")
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60,
                                               suppress_origin=True)
-        self.ids = itertools.count(1)
-        self.events = []
-        for domain in ("Runtime", "Log", "Page"):
-            self.send(f"{domain}.enable")
 
     def send(self, method, **params):
         mid = next(self.ids)
@@ -100,7 +108,7 @@ class Browser:
         return out
 
     def close(self):
-        if getattr(self, "ws", None) is not None:
+        if self.ws is not None:
             self.ws.close()
         self.proc.terminate()
         try:

@@ -14,10 +14,21 @@ from analysis import load
 from analysis.html_report import render
 from analysis.report_data import bucket_width, with_gaps
 from dissector.cli import main
+from tests.support import CAPTURES, require_path
 
 from . import fake, scenario, synthetic
 from .browser import Browser
 
+# the middle of the highest marker of the trace named `name` in a plot's first subplot (scrolled
+# into view): where the mouse goes to hover over the slowest point
+HIGHEST_POINT = """((plot, name) => {
+  plot.scrollIntoView();
+  const i = plot.data.filter(t => (t.xaxis || "x") === "x").findIndex(t => t.name === name);
+  const trace = plot.querySelector(".subplot.xy .scatterlayer").children[i];
+  const pts = [...trace.querySelectorAll("path.point")].map(p => p.getBoundingClientRect());
+  const top = pts.reduce((a, b) => (a.y < b.y ? a : b));
+  return [top.x + top.width / 2, top.y + top.height / 2];
+})"""
 PLOTS_DRAWN = """[...document.querySelectorAll("div.plot")].map(d =>
   [d.id, d.querySelectorAll(".main-svg").length,
    d.querySelectorAll(".scatterlayer .trace, .barlayer .trace").length])"""
@@ -56,8 +67,8 @@ def test_report_is_self_contained(report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert len(re.findall(r"<script", page)) == 3   # figures (JSON), plotly.js, the page's
     assert "Content-Security-Policy" in text
-    for section in ("Latency and requests per api", "Errors by name", "Consumer lag over time",
-                    "Records produced over time", "Slowest 10 exchanges", "Clients"):
+    for section in ("Latency and requests per api", "Errors by name", "Consumer lag",
+                    "Records produced", "Slowest 10 exchanges", "Clients", "Connections"):
         assert section in text
     assert "NOT_LEADER_OR_FOLLOWER" in text and "REBALANCE_IN_PROGRESS" in text
 
@@ -72,22 +83,16 @@ def test_report_renders_and_hover_shows_the_exchange(report, capture, browser):
     assert n == len(drawn) == len(apis) + 3
     assert all(svgs >= 1 and traces >= (6 if i < len(apis) else 1)
                for i, (_, svgs, traces) in enumerate(drawn)), drawn
-    headings = browser.eval('[...document.querySelectorAll("h3")].map(h => h.textContent)')
-    assert sorted(headings) == sorted(apis)
+    headings = browser.eval('[...document.querySelectorAll("div.plot[data-time]")]'
+                            '.map(d => d.previousElementSibling.textContent)')
+    assert sorted(headings[:len(apis)]) == sorted(apis)
 
     ex = load([capture]).exchanges
     slow = ex[ex["api_name"] == "Produce"].sort_values("latency_ms").iloc[-1]
     assert slow["latency_ms"] == pytest.approx(9.0, abs=0.01)
     # the Produce row's exchange points: hover over the 9 ms one with the mouse
-    where = browser.eval("""(() => {
-      const row = [...document.querySelectorAll("h3")].find(h => h.textContent === "Produce")
-        .nextElementSibling;
-      row.scrollIntoView();
-      const trace = [...row.querySelectorAll(".scatterlayer .trace")][3];   // after p50, p99, max
-      const pts = [...trace.querySelectorAll("path.point")].map(p => p.getBoundingClientRect());
-      const top = pts.reduce((a, b) => (a.y < b.y ? a : b));   // highest latency: highest point
-      return [top.x + top.width / 2, top.y + top.height / 2];
-    })()""")
+    where = browser.eval(HIGHEST_POINT + """([...document.querySelectorAll("h3")]
+      .find(h => h.textContent === "Produce").nextElementSibling, "exchanges")""")
     browser.mouse(*where)
     text = browser.wait_for('document.querySelector(".hoverlayer .hovertext")'
                             '?.textContent', timeout=10)
@@ -115,7 +120,7 @@ def test_time_axes_zoom_together(report, browser):
 def test_tables_sort_and_filter(report, browser):
     _open(browser, report)
     result = browser.eval("""(() => {
-      const h = [...document.querySelectorAll("h2")].find(h => h.textContent.startsWith("Slowest"));
+      const h = [...document.querySelectorAll("h3")].find(h => h.textContent.startsWith("Slowest"));
       const box = h.nextElementSibling.querySelector("input.filter");
       const table = h.nextElementSibling.querySelector("table");
       const col = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === "latency_ms");
@@ -132,6 +137,26 @@ def test_tables_sort_and_filter(report, browser):
     assert result["down"] == sorted(result["down"], reverse=True) and len(result["down"]) == 10
     assert result["up"] == sorted(result["up"])
     assert result["filtered"] == 3 and result["count"] == "3 of 10 rows"
+
+
+def test_real_capture_with_deliveries(tmp_path, browser):
+    """librdkafka producing and consuming (a real client, tests/captures): the end-to-end plot's
+    slowest record shows the packets of its Produce request and Fetch response."""
+    cap = require_path(CAPTURES / "librdkafka_produce_consume.pcap")
+    out = tmp_path / "real.html"
+    assert main(["report", str(cap), "--html", str(out)]) == 0
+    d = load([cap]).deliveries
+    slow = d.sort_values("end_to_end_ms").iloc[-1]
+    _open(browser, out)
+    where = browser.eval(HIGHEST_POINT + """([...document.querySelectorAll("h2")]
+      .find(h => h.textContent.startsWith("End-to")).nextElementSibling, "slowest records")""")
+    browser.mouse(*where)
+    text = browser.wait_for('document.querySelector(".hoverlayer .hovertext")?.textContent',
+                            timeout=10)
+    assert f"{slow['topic']}-{slow['partition']} @ {slow['offset']}" in text
+    assert f"end to end {slow['end_to_end_ms']:.3f} ms" in text
+    assert "Produce request packet" in text and "Fetch response packet" in text
+    assert browser.problems() == []
 
 
 HOSTILE = ('</script><script>alert(1)</script><img src=x onerror="document.title=\'pwned\'">'
@@ -152,12 +177,7 @@ def test_capture_strings_never_become_markup(tmp_path, browser):
     assert browser.eval("document.querySelectorAll('img').length") == 0
     cells = browser.eval("[...document.querySelectorAll('td')].map(td => td.textContent)")
     assert HOSTILE in cells
-    where = browser.eval("""(() => {
-      const point = document.querySelector(".scatterlayer .trace:nth-child(4) path.point");
-      point.scrollIntoView();
-      const p = point.getBoundingClientRect();
-      return [p.x + p.width / 2, p.y + p.height / 2];
-    })()""")
+    where = browser.eval(HIGHEST_POINT + '(document.querySelector("div.plot"), "exchanges")')
     browser.mouse(*where)
     text = browser.wait_for('document.querySelector(".hoverlayer .hovertext")?.textContent',
                             timeout=10)
