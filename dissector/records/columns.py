@@ -345,7 +345,7 @@ def _bit(bitmap, i):
 
 
 CHUNK_ROWS = 65536
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 4 << 20
 
 
 def record_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
