@@ -115,3 +115,23 @@ def test_live_on_a_terminal_keeps_the_view_under_the_exchanges():
     view_row = text[last_view:].split("ApiVersions", 1)[1].split()
     assert view_row[0] == "3"                                       # 3 requests in the window
     assert "stopped (interrupted)" in text and "exchanges: 3 (ok 3)" in text
+
+
+def test_rows_fit_the_terminal_without_cutting_names():
+    from dissector.live.rolling import Row
+    from dissector.live.view import format_rows
+    rows = [Row("DescribeUserScramCredentials", 123456, 1234.5, [0.21, 0.5, 3003.3], 3003.3, 12,
+                0),
+            Row("Produce", 5, 0.5, [None, None, None], None, 0, 5),
+            Row("x\x1b[2J", 1, 0.1, [1.0, 2.0, 3.0], 4.0, 0, 0)]
+    wide = format_rows(rows)                     # not a terminal: as wide as the content
+    assert wide[0].split() == ["api", "requests", "req/s", "p50", "ms", "p90", "ms", "p99", "ms",
+                               "max", "ms", "errors", "no", "reply"]
+    assert wide[1].split()[:4] == ["DescribeUserScramCredentials", "123456", "1234", "0.210"]
+    assert "x\\x1b[2J" in wide[3] and "\x1b" not in "".join(wide)
+    narrow = format_rows(rows, 79)
+    assert max(map(len, narrow)) <= 79
+    assert "p90" not in narrow[0]                # the detail column made room first
+    # the long name wraps onto the next line, whole
+    first = narrow[1].split()[0]
+    assert first + narrow[2].strip() == "DescribeUserScramCredentials"
