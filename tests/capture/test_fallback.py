@@ -15,7 +15,8 @@ class Hide:
     def find_spec(self, name, path=None, target=None):
         if name in ("dissector.capture._walk", "dissector.records._check",
                     "dissector.records._headers", "dissector._csvrow", "dissector._framebuf",
-                    "dissector.protocol._reader"):
+                    "dissector.protocol._reader", "dissector.records._columns",
+                    "dissector.records._text"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
 from dissector import framebuf, output
@@ -26,6 +27,8 @@ assert output.csv_line is output.plain_line and record_set.v2_headers is None
 assert record_set.walk_set is record_set.py_walk_set
 from dissector.protocol import readers
 assert not framebuf.COMPILED and not readers.COMPILED
+from dissector.records import columns, text
+assert columns.append_v2 is columns.py_append_v2 and text.csv_text is text.py_csv_text
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -43,3 +46,15 @@ def test_the_python_loops_read_alike(tmp_path, capture, level):
         outs.append(out.read_text())
     assert outs[0] == outs[1]
     assert outs[0].count("\n") > 10
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_the_python_records_table_is_written_alike(tmp_path, fmt):
+    outs = []
+    for code in ("from dissector.cli import main; import sys; sys.exit(main(sys.argv[1:]))", HIDE):
+        out = tmp_path / f"{len(outs)}.{fmt}"
+        subprocess.run([sys.executable, "-c", code, "records", str(CAPTURES / "codecs.pcap"),
+                        "--format", fmt, "--out", str(out)], check=True, cwd=ROOT)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert outs[0].count(b"\n") > 100
