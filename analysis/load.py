@@ -146,17 +146,28 @@ def _ports(port):
     return (ports or DEFAULT_PORTS) if not auto else ports, auto
 
 
+def keylog_or_default(keylog):
+    """The key material to decrypt TLS with: `keylog` as given (a path, a list of paths or a
+    dissector.tls.keylog.KeyLog), else the files $SSLKEYLOGFILE names, else None (no keys)."""
+    if keylog is not None:
+        return keylog
+    from dissector.tls.keylog import default_paths
+    return default_paths() or None
+
+
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
-            sinks=None):
+            sinks=None, keylog=None):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
-    exchanges; `sinks` as for _Collector. Returns (collector, dissection)."""
+    exchanges; `sinks` as for _Collector; `keylog` as for keylog_or_default. Returns
+    (collector, dissection)."""
     from dissector.pipeline import dissect   # imported here: the core's heavy part
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
     ports, auto = _ports(port)
     kwargs = {} if max_frame is None else {"max_frame": max_frame}
-    run = dissect(paths, ports, auto=auto, level=level, progress=progress, **kwargs)
+    run = dissect(paths, ports, auto=auto, level=level, progress=progress,
+                  keylog=keylog_or_default(keylog), **kwargs)
     col = _Collector(level == "records", keep, sinks)
     for ex in run:
         col.add(ex)
@@ -164,14 +175,16 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
     return col, run
 
 
-def load(paths, port=None, records=False, filter=None, level=None, progress=None) -> Tables:
+def load(paths, port=None, records=False, filter=None, level=None, progress=None,
+         keylog=None) -> Tables:
     """Dissect one or more captures (read in order as one capture, like the CLI) into Tables.
 
     port: a port number, a list of them, or "auto" (default 9092). records=True decodes every
     record into the `records` table (slower). filter: an expression over exchange columns
     (dissector.filters), e.g. 'api_name == "Fetch" and latency_ms > 100'. level: "headers"
     for a fast load without bodies (no partitions, errors or topics), default "bodies" (or
-    "records" when records=True).
+    "records" when records=True). keylog: TLS key log file(s) (NSS format) to decrypt TLS
+    connections with, a path or a list of them (default: $SSLKEYLOGFILE, if set).
     """
     if level is None:
         level = "records" if records else "bodies"
@@ -179,17 +192,17 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
     if filter:
         from dissector.filters import compile_filter
         keep = compile_filter(filter)
-    col, run = collect(paths, port, level=level, keep=keep, progress=progress)
+    col, run = collect(paths, port, level=level, keep=keep, progress=progress, keylog=keylog)
     return Tables(col.arrow(), run.errors)
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,
-           max_frame=None):
-    """Dissect `paths` like load() and write the tables as Parquet files in `directory` (created
-    if needed) as they fill, batch by batch (one row group each): memory stays bounded however
-    large the captures. load_parquet(directory) reads back what load() returns. Returns
-    (collector, dissection): len(collector.exchanges) etc. count the rows written, and
-    dissection.errors lists damaged captures."""
+           max_frame=None, keylog=None):
+    """Dissect `paths` like load() (`keylog` as there) and write the tables as Parquet files in
+    `directory` (created if needed) as they fill, batch by batch (one row group each): memory
+    stays bounded however large the captures. load_parquet(directory) reads back what load()
+    returns. Returns (collector, dissection): len(collector.exchanges) etc. count the rows
+    written, and dissection.errors lists damaged captures."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     sinks = {}
@@ -197,7 +210,7 @@ def export(paths, directory, port=None, *, level="bodies", keep=None, progress=N
         for name in TABLES:
             sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)))
         result = collect(paths, port, level=level, keep=keep, progress=progress,
-                         max_frame=max_frame, sinks=sinks)
+                         max_frame=max_frame, sinks=sinks, keylog=keylog)
     finally:
         for sink in sinks.values():
             sink.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import consumers, deliveries, errors, latency, producers
+from . import consumers, deliveries, errors, latency, producers, tls
 
 
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
@@ -15,9 +15,13 @@ def overview(t) -> pd.DataFrame:
     ex = t.exchanges
     status = ex["status"].astype("string").value_counts()
     span = producers.span_seconds(t)
+    tls_connections, decrypted = tls.counts(t)
     rows = [
         ("exchanges", len(ex)),
         ("connections", len(t.connections)),
+    ] + ([("TLS connections", tls_connections),
+          ("TLS connections not decrypted", tls_connections - decrypted)]
+         if tls_connections else []) + [
         ("client ids", ex["client_id"].nunique()),
         ("span (s)", round(span, 3) if span else 0),
         ("answered", int(ex["latency_ms"].notna().sum())),
@@ -76,5 +80,6 @@ def sections(t, top: int = 10):
         ("Compression", producers.compression(t)),
         ("Acks", producers.acks_mix(t)),
         ("Idempotent and transactional producers", producers.producer_ids(t)),
+        ("TLS connections (not decrypted: no keys for them)", tls.connections(t)),
         ("Issues", issues_by_code(t)),
     ]

@@ -77,7 +77,23 @@ def _apis(clients):
     return ", ".join(f"{api_name_for(k)} v{v} ×{n}" for (k, v), n in sorted(counts.items()))
 
 
-def _section(truth, folder):
+def _tls_lines(truth):
+    """The TLS facts of a capture made through the lab's terminator (make_tls_capture.py)."""
+    tls = truth.get("tls")
+    if tls is None:
+        return []
+    kinds = sorted({(c["version"], c["cipher"]) for c in tls["connections"]})
+    port, plain = truth["broker_port"], tls["plain_port"]
+    return [
+        f"- TLS: {', '.join(f'{v} {c}' for v, c in kinds)} on port {port}, "
+        f"{len(tls['connections'])} connections, terminated by {tls['terminator']}; its key "
+        f"log is `tls/{tls['keylog']}`; port {plain} carries the same Kafka messages in the "
+        f"clear (`--port {port} --keylog captures/tls/{tls['keylog']}` and `--port {plain}` give "
+        "the same exchanges)",
+    ]
+
+
+def _section(truth, folder, prefix=""):
     name = truth["scenario"]
     clients = truth["clients"]
     size = (folder / truth["capture"]).stat().st_size
@@ -88,7 +104,7 @@ def _section(truth, folder):
     unanswered = sum(not r["answered"] for c in clients for r in c["requests"])
     versions = sorted({c["version"] for c in clients})
     lines = [
-        f"## {truth['capture']}",
+        f"## {prefix}{truth['capture']}",
         "",
         truth["description"],
         "",
@@ -97,6 +113,7 @@ def _section(truth, folder):
         f"{truth['broker']['build']}) on {truth['broker']['address']}"
         + ("" if truth["broker_port"] == 9092 else " (not the default port: use `--port "
            f"{truth['broker_port']}` or `--port auto`)"),
+        *_tls_lines(truth),
         f"- clients: {'; '.join(versions)}",
         f"- {truth['tcpdump']['packets']} packets ({size} bytes), {truth['tcpdump']['dropped']} "
         f"dropped; MSS copy {truth['resegment']['packets_written']} packets ({mss_size} bytes)",
@@ -117,10 +134,30 @@ def _section(truth, folder):
     return "\n".join(lines)
 
 
+TLS_HEAD = """
+# TLS
+
+`tls/` holds real Kafka traffic over TLS with the key log that decrypts it, made by
+`captures/make_tls_capture.py`: tansu listens in the clear and advertises the port of a TLS
+terminator in front of it (`tests/tls_terminator.py`, Python's ssl, which writes the NSS key log
+of every session); tcpdump captures both ports at once, so each Kafka message is in the file
+twice, encrypted between client and terminator and in the clear between terminator and broker.
+The truth file adds the terminator's map of which TLS connection (client port) became which
+broker connection. These files sit in a folder of their own so that the tests walking every
+capture above read them with their key log (`tests/integration/test_tls_capture.py`).
+
+    kafka-dissect read captures/tls/kafka_tls.pcap --port 9093 --keylog captures/tls/kafka_tls.keys.log
+"""
+
+
 def write_readme(folder=HERE):
     folder = Path(folder)
     truths = [json.loads(p.read_text()) for p in sorted(folder.glob("*.truth.json"))]
     text = HEAD + "".join("\n" + _section(t, folder) + "\n" for t in truths)
+    tls = folder / "tls"
+    tls_truths = [json.loads(p.read_text()) for p in sorted(tls.glob("*.truth.json"))]
+    if tls_truths:
+        text += TLS_HEAD + "".join("\n" + _section(t, tls, "tls/") + "\n" for t in tls_truths)
     (folder / "README.md").write_text(text)
 
 

@@ -269,8 +269,7 @@ def by_connection(exchanges):
     for e in exchanges:
         out[e.connection.client_port].append(e)
     for conn in out.values():
-        conn.sort(key=lambda e: (e.request is None,
-                                 e.request.stream_offset if e.request else e.response.stream_offset))
+        conn.sort(key=lambda e: (e.request is None, (e.request or e.response).stream_offset))
     return dict(out)
 
 

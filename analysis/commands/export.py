@@ -6,7 +6,8 @@ import os
 import sys
 
 from dissector.cli import PLUGIN_HELP
-from dissector.commands.common import Progress, parse_ports, report_errors
+from dissector.commands.common import (Progress, keylog_from, parse_ports, report_errors,
+                                       report_undecrypted)
 from dissector.filters import compile_filter_option
 
 from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
@@ -30,13 +31,15 @@ def run(args) -> int:
     for path in args.captures:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
+    keylog = keylog_from(args)
     progress = Progress(args.captures)
     try:
         col, dissection = export(args.captures, args.out, list(ports) + (["auto"] if auto else []),
                                  level=args.level, keep=keep, progress=progress,
-                                 max_frame=args.max_frame)
+                                 max_frame=args.max_frame, keylog=keylog)
     finally:
         progress.done()
+    report_undecrypted(dissection.dissector.tls)
     print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
           f"{len(col.records)} records, {len(col.issues)} issues -> "
           f"{len(TABLES) + len(DERIVED)} files in {args.out}", file=sys.stderr)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 
-from dissector.commands.common import Progress, add_capture_options, parse_ports
+from dissector.commands.common import (Progress, add_capture_options, add_keylog_option,
+                                       keylog_from, parse_ports, report_undecrypted)
 from dissector.filters import compile_filter_option
 from dissector.session import LEVELS
 
@@ -12,6 +13,7 @@ from ..load import EXCHANGE_NAMES, Tables, collect
 
 def add_analysis_options(p) -> None:
     add_capture_options(p)
+    add_keylog_option(p)
     p.add_argument("--filter", metavar="EXPR",
                    help='keep exchanges matching EXPR over the exchange columns, e.g. '
                         '\'api_name == "Fetch" and latency_ms > 100\'')
@@ -29,10 +31,12 @@ def load_from_args(args) -> Tables:
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
     port = list(ports) + (["auto"] if auto else [])
+    keylog = keylog_from(args)
     progress = Progress(args.captures)
     try:
         col, run = collect(args.captures, port, level=args.level, keep=keep, progress=progress,
-                           max_frame=args.max_frame)
+                           max_frame=args.max_frame, keylog=keylog)
     finally:
         progress.done()
+    report_undecrypted(run.dissector.tls)
     return Tables(col.arrow(), run.errors)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import sys
 
 from dissector.cli import PLUGIN_HELP
-from dissector.commands.common import add_capture_options, open_dissection, report_errors
+from dissector.commands.common import (add_capture_options, add_keylog_option, open_dissection,
+                                       report_errors, report_undecrypted)
 from dissector.output import iso_ns
 from dissector.records.columns import record_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
@@ -31,6 +32,7 @@ def add_parser(sub) -> None:
                                    "responses: topic, partition, offset, timestamp, key, value, "
                                    "headers, producer and batch fields.")
     add_capture_options(p)
+    add_keylog_option(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--out", metavar="FILE", help="write to FILE (required for parquet)")
     p.set_defaults(run=run)
@@ -63,6 +65,7 @@ def run(args) -> int:
         progress.done()
     if args.out:
         print(f"{count} records -> {args.out}", file=sys.stderr)
+    report_undecrypted(dissection.dissector.tls)
     return report_errors(dissection)
 
 

@@ -5,7 +5,7 @@ import importlib.util
 import sys
 
 from dissector.cli import PLUGIN_HELP
-from dissector.commands.common import parse_ports
+from dissector.commands.common import add_keylog_option, parse_ports
 from dissector.pipeline import MAX_FRAME
 from dissector.session import LEVELS
 
@@ -33,11 +33,13 @@ def add_parser(sub) -> None:
                    help="largest Kafka message accepted (default 100 MiB)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting (repeatable)")
+    add_keylog_option(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from dissector.cli import UsageError
+    from dissector.commands.common import keylog_from
     if importlib.util.find_spec("pyspark") is None:
         raise UsageError("the spark command needs pyspark: pip install 'kafka-dissector[spark]'")
     from analysis.spark import run as spark_run
@@ -50,9 +52,10 @@ def run(args) -> int:
         if not sep or not key:
             raise UsageError(f"--conf takes KEY=VALUE, not {item!r}")
         conf[key.strip()] = value
+    keylog = keylog_from(args)
     try:
         result = spark_run(args.inputs, args.out, args.master, ports=ports, auto=auto,
-                           level=args.level, max_frame=args.max_frame, conf=conf)
+                           level=args.level, max_frame=args.max_frame, conf=conf, keylog=keylog)
     except (InputError, NoJava) as exc:
         raise UsageError(str(exc)) from None
     rows = result.rows

@@ -45,7 +45,8 @@ OPENED_AT_END = 1 << 60
 class Options:
     """What the whole job decodes with (shipped to every task)."""
 
-    def __init__(self, ports, auto, level, max_frame, capture, offsets=None, paths=None):
+    def __init__(self, ports, auto, level, max_frame, capture, offsets=None, paths=None,
+                 keylog=None):
         self.ports = tuple(ports)
         self.auto = auto
         self.level = level
@@ -53,6 +54,7 @@ class Options:
         self.capture = capture   # the `capture` column: the files' names in reading order
         self.offsets = offsets or {}   # file -> packets in the files read before it
         self.paths = paths or {}       # file -> local path its payloads are read from
+        self.keylog = keylog           # TLS key material (dissector.tls.keylog.KeyLog) or None
 
 
 class _Files:
@@ -83,7 +85,7 @@ class _Decoder:
     def __init__(self, opts: Options):
         self.opts = opts
         self.d = Dissector(opts.ports, auto=opts.auto, level=opts.level,
-                           max_frame=opts.max_frame)
+                           max_frame=opts.max_frame, keylog=opts.keylog)
         self.records = opts.level == "records"
         self.col = _Collector(records=self.records)
         self.files = _Files(opts.paths)

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME
+from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME, as_keylog
 
 from . import deliveries, index
 from .decode import Options, decode_bucket
@@ -56,7 +56,7 @@ class Result:
 
 
 def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=False,
-        level=None, max_frame=MAX_FRAME, spark=None, conf=None) -> Result:
+        level=None, max_frame=MAX_FRAME, spark=None, conf=None, keylog=None) -> Result:
     """Dissect capture files (paths, directories, globs or URIs) into `out` on Spark.
 
     Writes `<out>/<table>.parquet/` for exchanges, partitions, records, issues and connections in
@@ -64,9 +64,14 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     master: a Spark master URL (default: spark-submit's, else local[*]); spark: an existing
     session instead; conf: extra Spark settings. ports/auto: where the brokers listen, as in
     `dissect()`. level: "headers", "bodies" (default) or "records" (records=True), as in
-    `analysis.load`. The files are read as one capture, in the order of their first packet.
+    `analysis.load`. keylog: TLS key log file(s) to decrypt TLS connections with, as for
+    `analysis.load` (default $SSLKEYLOGFILE): read here, on the driver, and shipped to the decode
+    tasks with their options. The files are read as one capture, in the order of their first
+    packet.
     """
+    from ..load import keylog_or_default
     from .session import spark_session
+    keys = as_keylog(keylog_or_default(keylog))   # a file that cannot be read fails here
     if isinstance(inputs, str) or hasattr(inputs, "__fspath__"):
         inputs = [inputs]
     start = time.monotonic()
@@ -119,7 +124,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     # 3. decode a bucket of connections per task (payloads read from the files)
     opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order), offsets,
-                   {f: local_path(f) for f in files if local_path(f) is not None})
+                   {f: local_path(f) for f in files if local_path(f) is not None}, keys)
     places = {}
     for r in listing:
         if r.bucket >= 0:

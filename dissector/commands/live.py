@@ -8,7 +8,7 @@ from ..output import make_writer
 from ..pipeline import MAX_FRAME, Dissector
 from ..session import LEVELS
 from ..text_safety import escape
-from .common import parse_ports
+from .common import add_keylog_option, parse_ports
 
 LIVE_FORMATS = ("text", "jsonl")
 
@@ -58,6 +58,7 @@ def add_parser(sub) -> None:
     p.add_argument("--metrics-max-values", type=int, default=100, metavar="N",
                    help="distinct values kept per metrics label; later ones are reported as "
                         "'other' and counted (default 100)")
+    add_keylog_option(p)   # live: each file re-read as clients append to it (may not exist yet)
     p.set_defaults(run=run)
 
 
@@ -109,6 +110,24 @@ def _display(stats_every):
     return PeriodicStats(sys.stderr, stats_every)
 
 
+def _keylogs(args):
+    """(KeyLog or None, its followers): the --keylog files (default $SSLKEYLOGFILE), read as
+    they grow; a file may appear after the capture starts."""
+    from ..cli import UsageError
+    from ..tls.keylog import KeyLog, default_paths
+    paths = args.keylog or default_paths()
+    if not paths:
+        return None, []
+    from ..tls.crypto import MISSING, available
+    if not available():
+        raise UsageError(MISSING)
+    keylog = KeyLog()
+    followers = [keylog.follow(path) for path in paths]
+    for follower in followers:
+        follower.poll()
+    return keylog, followers
+
+
 def _describe(args, ports, auto) -> str:
     if args.bpf:
         return f"{args.interface}, filter {args.bpf!r}"
@@ -127,9 +146,10 @@ def run(args) -> int:
 
     _check(args)
     ports, auto = parse_ports(args.port)
+    keylog, followers = _keylogs(args)
     # the live output is the table's rows: the bodies' summaries are all it needs of them
     dissector = Dissector(ports, auto=auto, level=args.level, max_frame=args.max_frame,
-                          keep_bodies=False)
+                          keep_bodies=False, keylog=keylog)
     try:
         sniffer = Sniffer(args.interface, ports=ports, auto=auto, bpf_expr=args.bpf,
                           buffer_bytes=args.buffer << 20)
@@ -150,7 +170,7 @@ def run(args) -> int:
             StopConditions(args.duration, args.count), display=_display(args.stats_every),
             pcap=pcap, pcap_path=args.write, stats=RollingStats(args.stats_every or 10.0),
             idle_timeout=args.idle_timeout, request_timeout=args.request_timeout, label=label,
-            metrics=metrics)
+            metrics=metrics, keylogs=followers)
         capture.run()
     finally:
         sniffer.close()

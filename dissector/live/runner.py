@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections import Counter
+from collections import Counter, deque
 
 from ..text_safety import escape
 
@@ -21,6 +21,10 @@ from .view import clock, fit_words, format_rows
 POLL_S = 0.1          # longest wait for packets before looking at the clock and the stop flag
 FLUSH_S = 0.1         # exchanges are written at most this late
 HOUSEKEEPING_S = 1.0  # expiry and bookkeeping period
+# With key logs followed, how long a packet waits before it is fed: a TLS 1.3 server logs the
+# client's traffic secret only once it has read the client's Finished, which often arrives in the
+# same segment as the first request, so the key line lands just after the packets it opens.
+KEYLOG_LAG_S = 0.2
 
 
 class LiveCapture:
@@ -30,11 +34,14 @@ class LiveCapture:
     .kernel_packets, .kernel_drops (closing it is the caller's). writer: an output writer on `out`.
     display: a view.TerminalView or view.PeriodicStats, or None. pcap: a PcapngWriter (written
     to pcap_path) or None. metrics: a metrics.LiveMetrics fed every exchange, or None.
+    keylogs: followers of key log files (dissector.tls.keylog.Follower) feeding the dissector's
+    KeyLog: packets then wait KEYLOG_LAG_S, and the files are read just before they are fed, so
+    a session's keys, appended as its handshake ends, are there when its records are decrypted.
     """
 
     def __init__(self, source, dissector, writer, out, err, stop, *, display=None, pcap=None,
                  pcap_path=None, stats=None, idle_timeout=600.0, request_timeout=60.0, label="",
-                 metrics=None):
+                 metrics=None, keylogs=()):
         self.source = source
         self.dissector = dissector
         self.writer = writer
@@ -49,6 +56,8 @@ class LiveCapture:
         self.request_timeout_ns = int(request_timeout * 1e9)
         self.label = label
         self.metrics = metrics
+        self.keylogs = list(keylogs)
+        self._waiting = deque()   # (arrival, packet) waiting for their keys (see KEYLOG_LAG_S)
         self.packets = 0
         self.issue_codes = Counter()
         self.output_closed = False
@@ -70,19 +79,11 @@ class LiveCapture:
 
     def _loop(self) -> None:
         d = self.dissector
-        feed = d.feed
-        linktype = self.source.linktype
-        pcap = self.pcap
         stop = self.stop
         next_flush = next_housekeeping = 0.0
         while not stop.should_stop():
-            for ts, data, wire_len in self.source.read(stop.remaining(POLL_S)):
-                self.packets += 1
-                if pcap is not None:
-                    pcap.write(ts, data, wire_len)
-                feed(self.packets, ts, linktype, data)
-                if stop.count_reached(self.packets):
-                    break
+            batch = self.source.read(stop.remaining(POLL_S))
+            self._feed(self._with_keys(batch) if self.keylogs else batch)
             now = time.monotonic()
             if d.output and now >= next_flush:
                 self._write_exchanges()
@@ -93,6 +94,32 @@ class LiveCapture:
             if self.display is not None and self.display.due():
                 self.source.update_kernel_stats()
                 self.display.show(self._view_lines())
+
+    def _feed(self, batch) -> None:
+        feed = self.dissector.feed
+        linktype = self.source.linktype
+        pcap = self.pcap
+        for ts, data, wire_len in batch:
+            self.packets += 1
+            if pcap is not None:
+                pcap.write(ts, data, wire_len)
+            feed(self.packets, ts, linktype, data)
+            if self.stop.count_reached(self.packets):
+                break
+
+    def _with_keys(self, batch, last=False):
+        """The packets that have waited KEYLOG_LAG_S (all of them when `last`), after reading
+        what the key logs gained."""
+        now = time.monotonic()
+        waiting = self._waiting
+        waiting.extend((now, packet) for packet in batch)
+        for follower in self.keylogs:
+            follower.poll()
+        due = now if last else now - KEYLOG_LAG_S
+        ready = []
+        while waiting and waiting[0][0] <= due:
+            ready.append(waiting.popleft()[1])
+        return ready
 
     def _housekeeping(self) -> None:
         d = self.dissector
@@ -148,6 +175,8 @@ class LiveCapture:
         self.stop.reason = self.stop.reason or "output closed"
 
     def _finish(self) -> None:
+        if self._waiting and self.stop.reason != "count":
+            self._feed(self._with_keys((), last=True))
         self.dissector.finish()
         self._write_exchanges()
         self._collect()
@@ -193,6 +222,10 @@ class LiveCapture:
         if self.issue_codes:
             lines.append(f"issues: {sum(self.issue_codes.values())} ("
                          + ", ".join(f"{k} {v}" for k, v in self.issue_codes.most_common()) + ")")
+        undecrypted = self.dissector.tls.undecrypted
+        if undecrypted:
+            lines.append(f"TLS: {undecrypted} connection{'s' if undecrypted > 1 else ''} not "
+                         f"decrypted: pass --keylog FILE")
         if self.pcap_path:
             lines.append(f"written: {self.packets} packets to {self.pcap_path}")
         if self.stats.totals:

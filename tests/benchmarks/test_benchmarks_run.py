@@ -71,6 +71,30 @@ def test_vs_tshark_quick(tools, mix, settled):
     assert re.search(r"^ours headers .*>= 30x (met|MISSED)$", out, re.M), out
 
 
+def test_vs_tshark_tls_quick(tools):
+    """The TLS benchmark: both tools given the key log count the same Kafka messages, which are
+    every request and response the clients logged in each replica of the TLS source."""
+    require_module("cryptography")
+    code, out, err = _run("vs_tshark_tls.py", "--quick")
+    assert code == 0, out + err
+    for name in ("corpus-tls13-aes256-gcm.pcap", "corpus-tls13-aes256-gcm.plain.pcap"):
+        checksums = re.search(rf"tshark checksums \(IPv4 and TCP, every packet\) of {name}: "
+                              r"(\d+) good, (\d+) bad, (\d+) unverified", out)
+        assert checksums and int(checksums[1]) > 1000 and checksums[2] == checksums[3] == "0", out
+    counts = re.search(r"messages: tshark (\d+), ours headers (\d+), bodies (\d+), records (\d+): "
+                       r"agree", out)
+    assert counts, out
+    replicas = int(re.search(r"built .* (\d+) replicas of the source", out)[1])
+    truth = json.loads((ROOT / "benchmarks" / "corpus" /
+                        "source-tls13-aes256-gcm.pcap.json").read_text())
+    assert {int(c) for c in counts.groups()} == {replicas * (truth["requests"] + truth["answered"])}
+    assert re.search(r"^ours bodies .*>= 10x (met|MISSED)$", out, re.M), out
+    plain = re.search(r"plaintext twin: [\d.]+ MB, (\d+) Kafka messages; bodies over TLS cost "
+                      r"([\d.]+)x the plaintext twin's CPU, peak RSS (\d+) MB against (\d+) MB",
+                      out)
+    assert plain and int(plain[1]) > 100, out
+
+
 def test_streaming_rss_quick(tools):
     code, out, err = _run("streaming_rss.py", "--quick")
     assert code == 0, out + err

@@ -22,9 +22,16 @@ def load_truth(folder, name):
     return truth, requests
 
 
+def keylog_of(path):
+    """The key log shipped beside a TLS capture (NAME.keys.log for NAME.pcap and
+    NAME.mss1448.pcap: captures/tls/), or None."""
+    keys = path.with_name(path.name.split(".")[0] + ".keys.log")
+    return keys if keys.exists() else None
+
+
 def dissect_all(path, port, level):
     from dissector.pipeline import dissect
-    d = dissect(path, ports=(port,), level=level)
+    d = dissect(path, ports=(port,), level=level, keylog=keylog_of(path))
     return d, list(d)
 
 
