@@ -6,12 +6,12 @@ from __future__ import annotations
 BATCH = 5000       # exchanges handed to the screen at a time while reading files
 
 
-def file_feed(paths, ports, auto, max_frame):
+def file_feed(paths, ports, auto, max_frame, keylog=None):
     from ..pipeline import dissect
 
     def feed(app) -> None:
         run = dissect(paths, ports, auto=auto, level="bodies", max_frame=max_frame,
-                      keep_bodies=False)
+                      keep_bodies=False, keylog=keylog)
         batch = []
         try:
             for ex in run:
@@ -24,7 +24,12 @@ def file_feed(paths, ports, auto, max_frame):
             return
         if batch:
             app.add_exchanges(batch)
-        app.source_done("; ".join(run.errors))
+        notes = list(run.errors)
+        undecrypted = run.dissector.tls.undecrypted
+        if undecrypted:
+            notes.append(f"{undecrypted} TLS connection{'s' if undecrypted > 1 else ''} not "
+                         "decrypted: pass --keylog FILE")
+        app.source_done("; ".join(notes))
     return feed
 
 

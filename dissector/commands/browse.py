@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..pipeline import MAX_FRAME
-from .common import parse_ports
+from .common import add_keylog_option, keylog_from, parse_ports
 
 
 def add_parser(sub) -> None:
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
                    help="broker port (repeatable; default 9092); 'auto' finds Kafka on any port")
     p.add_argument("--max-frame", type=int, default=MAX_FRAME, metavar="BYTES",
                    help="largest Kafka message accepted (default 100 MiB)")
+    add_keylog_option(p)
     p.add_argument("--show-secrets", action="store_true",
                    help="show SASL credentials, tokens and sensitive config values (masked by "
                         "default, in the tree and the bytes)")
@@ -45,6 +46,7 @@ def make_app(args):
                          "pip install 'kafka-dissector[tui]'") from None
     from ..browse.sources import file_feed, live_feed
     ports, auto = parse_ports(args.port)
+    keylog = keylog_from(args)
     if args.live:
         if args.captures or not args.interface:
             raise UsageError("browse --live takes -i IFACE and no capture files")
@@ -56,7 +58,7 @@ def make_app(args):
         except LiveError as exc:
             raise UsageError(str(exc)) from None
         dissector = Dissector(ports, auto=auto, level="bodies", max_frame=args.max_frame,
-                              keep_bodies=False)
+                              keep_bodies=False, keylog=keylog)
         app = BrowseApp(live_feed(sniffer, dissector, args.request_timeout, 600.0),
                         f"live on {args.interface}", args.show_secrets)
         app.close_source = sniffer.close
@@ -67,7 +69,7 @@ def make_app(args):
         if not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
     name = ", ".join(os.path.basename(p) for p in args.captures)
-    return BrowseApp(file_feed(args.captures, ports, auto, args.max_frame), name,
+    return BrowseApp(file_feed(args.captures, ports, auto, args.max_frame, keylog), name,
                      args.show_secrets)
 
 

@@ -367,3 +367,31 @@ def test_not_a_terminal_and_bad_arguments_are_usage_errors(capture, capsys):
     for argv in ([], ["--live"], ["--live", "-i", "lo", str(capture)], ["nope.pcap"]):
         with pytest.raises(UsageError):
             _app(*argv)
+
+
+def test_tls_capture_with_its_key_log(tmp_path):
+    """A TLS capture (OpenSSL's bytes, tests/tls/tlsgen.py) browses as its plaintext twin with
+    --keylog, and says what it could not decrypt without."""
+    from dissector.pipeline import dissect
+    from tests.support import ROOT
+    from tests.tls import tlsgen
+    require_module("cryptography")
+    require_module("dpkt")
+    plain = ROOT / "captures" / "kafka_python.pcap"
+    out, keys = tmp_path / "tls.pcap", tmp_path / "keys.log"
+    tlsgen.make(str(plain), str(out), str(keys), 9092)
+    # the same exchanges (tlsgen lays the connections out one after another: compared as sets)
+    expected = sorted((ex.api_key, ex.correlation_id, ex.client_id) for ex in dissect(plain))
+
+    async def go(*extra):
+        app = _app(out, "--port", "9093", *extra)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await _loaded(app, pilot)
+            got = sorted((ex.api_key, ex.correlation_id, ex.client_id)
+                         for ex in app.rows.exchanges)
+            return got, _status(app)
+
+    got, status = asyncio.run(go("--keylog", keys))
+    assert got == expected and "not decrypted" not in status
+    got, status = asyncio.run(go())
+    assert got == [] and "not decrypted: pass --keylog FILE" in status
