@@ -31,7 +31,9 @@ record that does not authenticate), tls.resync (bytes skipped to the next record
 hole or a mid-stream start), tls.seq_window (no sequence number in the window opens the record
 after a hole), tls.bad_record_header, tls.bad_handshake, tls.unsupported (version or suite),
 tls.alert, tls.midstream (a TLS 1.3 stream joined after its handshake, opened with an unmatched
-traffic secret), tls.secrets_limit, tls.buffer_limit, tls.keylog_malformed, tls.no_crypto.
+traffic secret), and the limits: tls.secrets_limit (unmatched secrets tried), tls.buffer_limit
+(records waiting for keys), tls.handshake_limit (handshake messages too large to read),
+tls.keylog_limit (sessions in the key log); tls.keylog_malformed, tls.no_crypto.
 
 Modules, one job each: keylog (NSS key log files), suites (cipher suite facts), crypto (the
 `cryptography` primitives, imported lazily), kdf (TLS 1.2 PRF and TLS 1.3 HKDF-Expand-Label),

@@ -16,10 +16,11 @@ from collections import deque
 from ..model import NOTE, WARNING, Issue
 from .ciphers import Aead13, record_cipher
 from .crypto import CryptoUnavailable
-from .handshake import (CLIENT_HELLO, ENCRYPTED_EXTENSIONS, FINISHED, KEY_UPDATE, SERVER_HELLO,
-                        Hello, parse_encrypted_extensions, parse_hello)
+from .handshake import (CLIENT_HELLO, ENCRYPTED_EXTENSIONS, FINISHED, KEY_UPDATE, MAX_MESSAGE,
+                        SERVER_HELLO, Hello, parse_encrypted_extensions, parse_hello)
 from .kdf import key_block12, next_secret13, traffic_keys13
 from .keylog import CLIENT_AP, CLIENT_HS, CLIENT_RANDOM, SERVER_AP, SERVER_HS
+from .stream import MAX_BAD_SHOWN
 from .suites import SUITES, suite_name, version_name
 
 TLS12, TLS13 = 0x0303, 0x0304
@@ -44,7 +45,8 @@ class TlsConnection:
     __slots__ = ("layer", "connection_id", "sink", "streams", "keys", "client_random", "version",
                  "suite", "sni", "alpn", "etm", "record_version", "hello_ts", "app_ts",
                  "decrypted", "server_hello", "server_random", "_kl_version", "_open",
-                 "_first_skip", "_gave_up", "_midstream_random", "_limit_noted", "record_log")
+                 "_first_skip", "_gave_up", "_midstream_random", "_limit_noted", "record_log",
+                 "_unsupported_noted")
 
     def __init__(self, layer, connection, sink):
         self.layer = layer
@@ -70,6 +72,7 @@ class TlsConnection:
         self._gave_up = False
         self._midstream_random = None
         self._limit_noted = False
+        self._unsupported_noted = False
         # per direction, the last application data records: (plaintext offset, plaintext
         # length, sequence number, first packet, last packet), when the layer keeps them
         self.record_log = ([deque(maxlen=RECORD_LOG), deque(maxlen=RECORD_LOG)]
@@ -200,7 +203,18 @@ class TlsConnection:
         skipped = [s for s in self.streams if s is not None and s.skipped]
         if skipped and not self.decrypted:
             self.layer.undecrypted += 1
-        if skipped:
+        for s in self.streams:
+            if s is None:
+                continue
+            if s.bad > MAX_BAD_SHOWN:
+                self.issue(s, "tls.bad_record", WARNING,
+                           f"{s.bad - MAX_BAD_SHOWN} more {_NAMES[s.direction]} records did not "
+                           f"authenticate (only the first {MAX_BAD_SHOWN} are listed)", pkt, None)
+            if s.msgs.too_large:
+                self.issue(s, "tls.handshake_limit", NOTE,
+                           f"{s.msgs.too_large} {_NAMES[s.direction]} handshake messages over "
+                           f"{MAX_MESSAGE} bytes not read", pkt, None)
+        if skipped and not self._unsupported_noted:
             cr = self.client_random.hex() if self.client_random is not None else None
             why = (f"no key log line for client random {cr}" if cr is not None else
                    "the capture starts after the handshake and no key log secret opens it")
@@ -277,6 +291,7 @@ class TlsConnection:
                 stream.release()
 
     def _unsupported(self, why, pkt):
+        self._unsupported_noted = True
         self.issue(self.streams[1] or self.streams[0], "tls.unsupported", WARNING,
                    f"TLS connection not decrypted: {why}", pkt, None)
 

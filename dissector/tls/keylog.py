@@ -25,7 +25,8 @@ USED = {CLIENT_RANDOM: (48,), CLIENT_HS: (32, 48), SERVER_HS: (32, 48), CLIENT_A
 KNOWN = frozenset({"CLIENT_EARLY_TRAFFIC_SECRET", "EARLY_EXPORTER_SECRET", "EXPORTER_SECRET",
                    "RSA", "CLIENT_TRAFFIC_SECRET_N", "SERVER_TRAFFIC_SECRET_N"})
 MAX_LINE = 1024            # longer lines are malformed (real ones are under 250 bytes)
-MAX_SESSIONS = 1 << 20     # client randoms kept (a key log of a million sessions is ~250 MB)
+MAX_SESSIONS = 1 << 20     # client randoms kept (a million sessions take ~400 MB): the rest are
+                           # counted (`dropped`, a `tls.keylog_limit` issue)
 
 
 class KeyLog:

@@ -43,3 +43,7 @@ class TlsLayer:
                              f"{'s' if kl.malformed > 1 else ''} ignored (first: "
                              f"{kl.first_malformed})"))
             kl.malformed = 0
+        if kl.dropped and self.issue is not None:
+            self.issue(Issue("tls.keylog_limit", WARNING,
+                             f"{kl.dropped} key log sessions past the first {len(kl)} ignored"))
+            kl.dropped = 0

@@ -99,16 +99,27 @@ class TlsStream:
         n = len(data)
         base = self.offset
         self.offset = base + n
+        pos = 0
         if self._state == _BODY:
             got = self._got
             room = self._need - got
+            pieces = self._pieces
+            pieces.append((got, pkt, ts))
             if n < room:   # the middle of a record that spans segments
                 fill(self._body, got, data, 0, n)
-                self._pieces.append((got, pkt, ts))
                 self._got = got + n
                 return room - n, self._body
-        if n:
-            self._take(data, 0, n, base, pkt, ts)
+            # the end of one: opened here, the rest of the segment goes on below
+            body = self._body
+            fill(body, got, data, 0, room)
+            self._body = self._pieces = None
+            self._state = _HEADER
+            self._used -= self._need
+            self.budget.used -= self._need
+            self._record(self._rtype, self._rver, finished(body), pieces)
+            pos = room
+        if pos < n:
+            self._take(data, pos, n, base, pkt, ts)
         b = self.budget
         if b.used > b.limit:
             b.over()
@@ -248,7 +259,8 @@ class TlsStream:
                 fill(self._body, 0, data, pos, n)
                 self._pieces = [(0, pkt, ts)]
                 self._state = _BODY
-                self._account(need)
+                self._used += need    # a record is never near the budget's big_size
+                self.budget.used += need
                 return
             elif st == _BODY:
                 take = min(self._need - self._got, n - pos)
@@ -260,7 +272,8 @@ class TlsStream:
                     body, pieces = finished(self._body), self._pieces
                     self._body = self._pieces = None
                     self._state = _HEADER
-                    self._account(-self._need)
+                    self._used -= self._need
+                    self.budget.used -= self._need
                     self._record(self._rtype, self._rver, body, pieces)
             elif st == _SKIP:
                 take = min(self._skip, n - pos)
