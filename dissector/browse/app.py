@@ -13,7 +13,7 @@ from textual.widgets import Footer, Input, Static, Tree
 from ..commands.tree import _label, exchange_trees
 from ..protocol.names import api_name
 from ..text_safety import escape
-from .exchange_list import ExchangeList, header_text, layout
+from .exchange_list import ExchangeList, column_at, header_text, layout
 from .hex_view import HexView
 from .rows import ExchangeRows
 
@@ -166,6 +166,15 @@ class BrowseApp(App):
         lst.rows_changed(keep)
         self._update_status()
         lst.focus()
+
+    def on_click(self, event) -> None:
+        """A click on a column's header sorts by it (again: the other way round)."""
+        if event.widget is not self.query_one("#header", Static):
+            return
+        col = column_at(self.query_one(ExchangeList).scrollable_content_region.width, event.x)
+        if col is not None:
+            same = col == self.rows.sort_column
+            self._resort(col, not self.rows.descending if same else False)
 
     def action_sort(self) -> None:
         """Sort by the next column on screen (narrow terminals leave some out)."""

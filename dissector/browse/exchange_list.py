@@ -49,6 +49,16 @@ def header_text(width: int, sort_column: int, descending: bool) -> str:
     return " ".join(parts)
 
 
+def column_at(width: int, x: int) -> int | None:
+    """The column drawn at character x of a header or row `width` wide."""
+    at = 0
+    for col, w in layout(width):
+        if at <= x < at + w:
+            return col
+        at += w + 1
+    return None
+
+
 class ExchangeList(ScrollView, can_focus=True):
     """Rows of an ExchangeRows; the cursor row's exchange is announced with Highlighted."""
 

@@ -159,6 +159,13 @@ def test_sort_by_latency_and_reverse(capture):
             assert answered == sorted(answered) and shown[0] is None   # unanswered first
             await pilot.press("r")
             assert app.rows.exchange(0).latency_ms == max(answered)   # the 501 ms long poll
+            # a click on a header sorts by its column; on the same one again, the other way
+            api_x = str(header.render()).index("API")
+            await pilot.click("#header", offset=(api_x + 1, 0))
+            names = [app.rows.cells(r)[4] for r in range(len(app.rows))]
+            assert names == sorted(names) and "API \u25b2" in str(header.render())
+            await pilot.click("#header", offset=(api_x + 1, 0))
+            assert [app.rows.cells(r)[4] for r in range(len(app.rows))][0] == max(names)
     asyncio.run(go())
 
 
