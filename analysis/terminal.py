@@ -39,8 +39,8 @@ HEADERS = {
 }
 PERCENT = {"error_rate": "error %", "exchange_rate": "exchange %", "partition_rate": "partition %"}
 # left out first when a table does not fit (most tables have one or two of these)
-DETAIL = ("mean", "p99.9", "p90", "request_ts", "resp pkt", "correlation_id", "connection_id",
-          "exchange_rate", "partition_rate", "top_level", "throttled", "member_id",
+DETAIL = ("mean", "p99.9", "p90", "request_ts", "response_packet", "correlation_id",
+          "connection_id", "exchange_rate", "partition_rate", "top_level", "throttled", "member_id",
           "generation_id", "uncompressed_bytes", "compressed_bytes", "records_per_batch",
           "bytes_per", "producer_epoch", "latency_p50")
 GAP = 2             # spaces between columns

@@ -53,6 +53,11 @@ def test_80_columns_fit_and_no_name_is_cut(capsys):
     assert firsts == _api_names()
     header = table.splitlines()[1].split()
     assert header[:3] == ["api", "count", "p50"] and "mean" not in header   # mean left out
+    # the slowest exchanges keep the request's packet and leave the response's out, so that
+    # client ids fit whole
+    slow = out[out.index("Slowest 10"):out.index("Fetch long polls")].splitlines()
+    assert slow[1].split()[:4] == ["exchange", "req", "pkt", "api"]
+    assert any(" txn-transformer-in " in line for line in slow)
 
 
 def test_wide_terminal_shows_every_column(capsys):
