@@ -4,8 +4,12 @@ Per api, broker and client id: requests, errors (by error name), unanswered requ
 response bytes and a latency histogram; per api and topic: requests and a latency histogram.
 Label values come from the network, so each label keeps at most `max_values` distinct values:
 later ones are reported as `other`, and every exchange so folded is counted in
-kafka_dissect_label_overflow_total{label=...}. Memory and the number of series stay bounded
-whatever a busy or hostile network sends. Values are escaped (dissector.text_safety) and cut to
+kafka_dissect_label_overflow_total{label=...}. Distinct values per label do not bound their
+combinations (100 apis x 100 brokers x 100 client ids), so each family also keeps at most
+`max_series` label sets (default 10 x max_values): past it a new set keeps its api and broker
+with client id (or topic, or error) `other`, and past twice that becomes all `other` (counted as
+label="series"). Memory and the number
+of series stay bounded whatever a busy or hostile network sends. Values are escaped (dissector.text_safety) and cut to
 MAX_VALUE_CHARS.
 """
 from __future__ import annotations
@@ -48,7 +52,7 @@ class LabelCap:
 class LiveMetrics:
     """Feed it every exchange live capture prints; a scrape reads the registry's current state."""
 
-    def __init__(self, max_values: int = 100):
+    def __init__(self, max_values: int = 100, max_series: int | None = None):
         from prometheus_client import CollectorRegistry, Counter, Histogram
         r = self.registry = CollectorRegistry()
         ex = EXCHANGE_LABELS
@@ -77,8 +81,22 @@ class LiveMetrics:
                                     "before capture (raise --buffer if this grows)", registry=r)
         self._counted = (0, 0)
         self.cap = LabelCap(max_values, overflow)
+        self.max_series = max_series if max_series is not None else 10 * max_values
+        self._overflow = overflow
         self._children = {}   # label values -> the per-exchange series (labels() looked up once)
         self._topic_children = {}
+        self._error_keys = set()
+
+    def _bounded(self, key, known):
+        """`key`, or its fold into `other` when `known` (a family's label sets) is full; the
+        folds themselves may take as many sets again, then everything is `other`."""
+        if key in known or len(known) < self.max_series:
+            return key
+        self._overflow.labels("series").inc()
+        fold = key[:-1] + (OTHER,)
+        if fold in known or len(known) < 2 * self.max_series:
+            return fold
+        return (OTHER,) * len(key)
 
     def add(self, ex) -> None:
         cap = self.cap
@@ -87,6 +105,9 @@ class LiveMetrics:
         key = (api, cap("broker", f"{c.broker_ip}:{c.broker_port}"),
                cap("client_id", ex.client_id))
         series = self._children.get(key)
+        if series is None:
+            key = self._bounded(key, self._children)
+            series = self._children.get(key)
         if series is None:
             series = self._children[key] = (
                 self.requests.labels(*key), self.unanswered.labels(*key),
@@ -101,13 +122,19 @@ class LiveMetrics:
         if ex.status == UNANSWERED:
             unanswered.inc()
         if ex.error_code:
-            self.errors.labels(*key, cap("error", error_name(ex.error_code))).inc()
+            ekey = self._bounded(key + (cap("error", error_name(ex.error_code)),),
+                                 self._error_keys)
+            self._error_keys.add(ekey)
+            self.errors.labels(*ekey).inc()
         seconds = None if ex.latency_ms is None else ex.latency_ms / 1000.0
         if seconds is not None:
             latency.observe(seconds)
         for topic in set(ex.topics or ()):
             tkey = (api, cap("topic", topic))
             tseries = self._topic_children.get(tkey)
+            if tseries is None:
+                tkey = self._bounded(tkey, self._topic_children)
+                tseries = self._topic_children.get(tkey)
             if tseries is None:
                 tseries = self._topic_children[tkey] = (self.topic_requests.labels(*tkey),
                                                         self.topic_latency.labels(*tkey))

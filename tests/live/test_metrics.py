@@ -67,6 +67,23 @@ def test_counts_errors_bytes_latency_and_the_label_cap(tmp_path):
     assert _total(s, "kafka_dissect_latency_seconds_sum") == pytest.approx(n * 0.00025)
 
 
+def test_label_sets_are_capped_too(tmp_path):
+    from dissector.live.metrics import LiveMetrics
+    path = synthetic.write(tmp_path / "s.pcap", 70)
+    metrics = LiveMetrics(max_values=50, max_series=5)   # every client id is a new label set
+    for ex in dissect(path, level="bodies"):
+        metrics.add(ex)
+    s = _scrape(metrics)
+    req = "kafka_dissect_requests_total"
+    sets = {dict(ls)["client_id"] for (name, ls), _ in s.items() if name == req}
+    assert len(sets) == 6 and "other" in sets           # five kept, then one folded set
+    assert _total(s, req) == 70 and _total(s, req, client_id="other") == 20
+    # 20 request sets folded, and one error set: the sixth (client id already "other")
+    assert _total(s, "kafka_dissect_label_overflow_total", label="series") == 21
+    assert _total(s, "kafka_dissect_errors_total") == 7
+    assert _total(s, "kafka_dissect_label_overflow_total", label="client_id") == 0
+
+
 def test_hostile_label_values_are_escaped_and_bounded(tmp_path):
     from dissector.live.metrics import MAX_VALUE_CHARS, LiveMetrics
     cap = Capture()
