@@ -30,6 +30,7 @@ import pyarrow as pa
 from dissector.capture.errors import CaptureError
 from dissector.capture.files import open_capture
 from dissector.capture.layers import tcp_segment
+from dissector.tls.layer import TLS_KEY_LOG
 
 from .records import chunk_records
 from .tcp_headers import fast_segments
@@ -47,6 +48,7 @@ MAX_ROW_SEGMENTS = 16384         # a row is closed past this many segments (boun
 BLOCK_PACKETS = 1 << 20          # rows are made per block of this many packets...
 BLOCK_BYTES = 64 << 20           # ...or of this much payload carried inline (bounded memory)
 BATCH_BYTES = 16 << 20           # hand a record batch to Spark past this much
+MAX_SECRETS = 64 << 20           # key log bytes kept from a file's Decryption Secrets Blocks
 
 SCHEMA = pa.schema([
     ("kind", pa.int8()),
@@ -63,6 +65,7 @@ SCHEMA = pa.schema([
     ("ts", pa.int64()),          # RAW: the packet's timestamp; SUMMARY: the first timestamp
     ("count", pa.int64()),       # SUMMARY: packets read
     ("error", pa.string()),      # SUMMARY: the capture error that stopped the file
+    ("secrets", pa.binary()),    # SUMMARY: the TLS key log of its Decryption Secrets Blocks
 ])
 
 _PORT = struct.Struct("!H")
@@ -209,10 +212,16 @@ def extract_file(path, file=None, inline=False):
     first_ts = None
     error = None
     f = None
+    secrets = []   # the TLS key logs of its Decryption Secrets Blocks, for the driver's KeyLog
+
+    def keep_secrets(secrets_type, data):
+        if secrets_type == TLS_KEY_LOG and sum(map(len, secrets)) + len(data) <= MAX_SECRETS:
+            secrets.append(data)
+
     try:
         inline = inline or _is_gzip(path)
         f, chunks, kind = open_capture(path)
-        for data, starts, stops, ts, lts in chunk_records(chunks, kind):
+        for data, starts, stops, ts, lts in chunk_records(chunks, kind, keep_secrets):
             if first_ts is None and len(ts):
                 first_ts = int(ts[0])
             fast, slow = fast_segments(data, starts, stops, ts, lts, count + 1, chunks.base)
@@ -242,5 +251,6 @@ def extract_file(path, file=None, inline=False):
         if f is not None:
             f.close()
     block.rows(out)
-    out.add(kind=SUMMARY, ts=first_ts, count=count, error=error)
+    out.add(kind=SUMMARY, ts=first_ts, count=count, error=error,
+            secrets=b"\n".join(secrets) if secrets else None)
     yield from out.take()

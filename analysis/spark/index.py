@@ -22,7 +22,8 @@ LISTING = pa.schema([
     ("file", pa.string()),
     ("ts", pa.int64()),        # a summary (bucket -1): the file's first timestamp...
     ("count", pa.int64()),     # ...its packets...
-    ("error", pa.string()),    # ...and the capture error that stopped it
+    ("error", pa.string()),    # ...and the capture error that stopped it...
+    ("secrets", pa.binary()),  # ...and the TLS key log of its Decryption Secrets Blocks
     ("bucket", pa.int32()),    # else: a bucket with rows in the file...
     ("path", pa.string()),     # ...the file of the index...
     ("batches", pa.binary()),  # ...and the positions of the bucket's batches in it (int32s)
@@ -70,7 +71,7 @@ def store(batches, out: str, number: int, file: str, buckets: int):
                 where.setdefault(b, []).append(written)
                 written += 1
     rows = [{"file": file, "ts": s["ts"], "count": s["count"], "error": s["error"],
-             "bucket": -1} for s in summaries]
+             "secrets": s["secrets"], "bucket": -1} for s in summaries]
     rows += [{"file": file, "bucket": b, "path": path,
               "batches": np.array(at, np.int32).tobytes()} for b, at in sorted(where.items())]
     yield pa.RecordBatch.from_pylist(rows, schema=LISTING)

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME, as_keylog
+from dissector.tls.keylog import KeyLog
 
 from . import deliveries, index
 from .decode import Options, decode_bucket
@@ -66,8 +67,9 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     `dissect()`. level: "headers", "bodies" (default) or "records" (records=True), as in
     `analysis.load`. keylog: TLS key log file(s) to decrypt TLS connections with, as for
     `analysis.load` (default $SSLKEYLOGFILE): read here, on the driver, and shipped to the decode
-    tasks with their options. The files are read as one capture, in the order of their first
-    packet.
+    tasks with their options, with the key logs of the pcapng files' Decryption Secrets Blocks
+    (which the extract tasks collect). The files are read as one capture, in the order of their
+    first packet.
     """
     from ..load import keylog_or_default
     from .session import spark_session
@@ -119,6 +121,9 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
         total += r["count"]
         if r.error is not None:
             errors.append(r.error)
+        if r.secrets:   # pcapng Decryption Secrets Blocks: keys for every decode task
+            keys = keys if keys is not None else KeyLog()
+            keys.add_text(bytes(r.secrets), where=f"{basename(r.file)}: decryption secrets")
     file_order = [r.file for r in ordered]
 
     # 3. decode a bucket of connections per task (payloads read from the files)

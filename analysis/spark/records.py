@@ -20,8 +20,9 @@ from dissector.capture.pcapng import pcapng_batches
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def chunk_records(chunks, kind):
-    return _pcap(chunks) if kind == "pcap" else _pcapng(chunks)
+def chunk_records(chunks, kind, secrets=None):
+    """`secrets(secrets_type, data)`: each pcapng Decryption Secrets Block (pcapng_batches)."""
+    return _pcap(chunks) if kind == "pcap" else _pcapng(chunks, secrets)
 
 
 def _pcap(chunks):
@@ -62,8 +63,8 @@ def _pcap(chunks):
         pos = 0
 
 
-def _pcapng(chunks):
-    for batch in pcapng_batches(chunks):
+def _pcapng(chunks, secrets=None):
+    for batch in pcapng_batches(chunks, secrets=secrets):
         if not batch:
             continue
         try:
