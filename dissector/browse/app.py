@@ -211,6 +211,14 @@ class BrowseApp(App):
         title = "SASL token (raw)" if ex.raw_sasl else (
             f"{api_name(ex.api_key)} v{ex.api_version}" if ex.api_key is not None else "unknown")
         tree.root.set_label(Text(f"Exchange {ex.index}: {title}"))
+        c = ex.connection
+        tree.root.add_leaf(Text(f"Connection {c.connection_id}: {c.client_ip}:{c.client_port} "
+                                f"\u2192 {c.broker_ip}:{c.broker_port}, correlation id "
+                                f"{ex.correlation_id}, {ex.status}"))
+        for issue in ex.issues:
+            tree.root.add_leaf(Text(f"Issue: {issue.code} ({issue.severity}) at stream offset "
+                                    f"{issue.stream_offset}: {escape(issue.detail)}",
+                                    style="yellow"))
         self._parts = {}
         for direction, frame, root, hidden in exchange_trees(ex, self.show_secrets):
             self._parts[direction] = (frame, hidden)

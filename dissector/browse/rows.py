@@ -14,7 +14,11 @@ def _api(ex) -> str:
 
 
 def _status(ex) -> str:
-    return f"{ex.status} {error_name(ex.error_code)}" if ex.error_code else ex.status
+    text = f"{ex.status} {error_name(ex.error_code)}" if ex.error_code else ex.status
+    if ex.issues:   # as `read` shows them
+        n = len(ex.issues)
+        text += f" [{n} issue{'s' if n > 1 else ''}: {ex.issues[0].code}]"
+    return text
 
 
 def _first_ts(ex) -> int:

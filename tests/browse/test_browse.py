@@ -127,6 +127,11 @@ def test_select_expand_and_the_highlighted_bytes(capture):
             # then every field of the request, each opened in turn: the highlight is exactly
             # the [offset, offset + length) of protocol.tree's node for it
             await pilot.press("home")
+            assert str(tree.cursor_node.label) == \
+                "Connection 1: 10.0.0.1:40001 \u2192 10.0.0.2:9092, correlation id 1, ok"
+            await pilot.press("down")
+            assert str(tree.cursor_node.label).startswith("Request: ")   # the whole message
+            assert hexv.highlight == (0, len(ex.request.data))
             seen = []
             while True:
                 await pilot.press("down")
@@ -402,3 +407,26 @@ def test_tls_capture_with_its_key_log(tmp_path):
     assert got == expected and "not decrypted" not in status
     got, status = asyncio.run(go())
     assert got == [] and "not decrypted: pass --keylog FILE" in status
+
+
+def test_issues_shown_in_the_list_and_the_tree(tmp_path):
+    cap = Capture()
+    c = cap.connection()
+    # Metadata v1 whose topics array claims 5 entries and holds none: a truncated body
+    c.request(ms(1), request_bytes(3, 1, 7, body=b"\x00\x00\x00\x05"))
+    c.response(ms(2), response_bytes(7, b""))
+    path = cap.write(tmp_path / "bad.pcap")
+
+    async def go():
+        app = _app(path)
+        async with app.run_test(size=(200, 30)) as pilot:
+            await _loaded(app, pilot)
+            await _settle(pilot)
+            ex = app.rows.exchange(0)
+            assert ex.issues
+            code = ex.issues[0].code
+            n = len(ex.issues)
+            assert f" [{n} issue{'s' if n > 1 else ''}: {code}]" in _list_lines(app)[0]
+            leaves = [str(n.label) for n in app.query_one("#tree").root.children]
+            assert any(label.startswith(f"Issue: {code} (") for label in leaves)
+    asyncio.run(go())
