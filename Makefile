@@ -9,7 +9,7 @@ EXTRAS  ?= analysis,codecs,live,spark,tui,tls,dev
 DEMO_VENV ?= .venv-demo
 SOURCES := pyproject.toml setup.py $(shell find dissector -name '*.py' -o -name '*.c')
 
-.PHONY: setup system-deps demo test fuzz codegen bench
+.PHONY: setup system-deps demo test fuzz fuzz-asan codegen bench
 
 $(VENV)/.installed: pyproject.toml setup.py $(wildcard dissector/_*.c dissector/*/_*.c)
 	python3 -m venv $(VENV)
@@ -41,6 +41,9 @@ codegen: setup
 
 fuzz: setup
 	bash scripts/fuzz.sh
+
+fuzz-asan: system-deps setup
+	bash scripts/fuzz_asan.sh
 
 bench: system-deps setup
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk --records

@@ -164,15 +164,38 @@ static int use_link(Walker *w, PyObject *lt)
     PyObject *tags;
     if (!PyArg_ParseTuple(shape, "nnO!", &w->off, &w->tag_at, &PyTuple_Type, &tags))
         return -1;
-    if (PyTuple_GET_SIZE(tags) < 1 || !PyBytes_Check(PyTuple_GET_ITEM(tags, 0))) {
+    /* every tag bytes of one size, read inside what `need` guarantees is there: tag_ok trusts it */
+    Py_ssize_t k = PyTuple_GET_SIZE(tags);
+    if (k < 1 || !PyBytes_CheckExact(PyTuple_GET_ITEM(tags, 0))) {
         PyErr_SetString(PyExc_ValueError, "link tags must be a tuple of bytes");
         return -1;
     }
-    w->tag_size = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tags, 0));
+    Py_ssize_t size = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tags, 0));
+    for (Py_ssize_t i = 1; i < k; i++) {
+        PyObject *t = PyTuple_GET_ITEM(tags, i);
+        if (!PyBytes_CheckExact(t) || PyBytes_GET_SIZE(t) != size) {
+            PyErr_SetString(PyExc_ValueError, "link tags must be bytes of one size");
+            return -1;
+        }
+    }
+    if (w->off < 0 || w->off > (1 << 16) || w->tag_at < 0 || w->tag_at > (1 << 16)
+            || size > (1 << 16)) {
+        PyErr_SetString(PyExc_ValueError, "link shape out of range");
+        return -1;
+    }
+    w->tag_size = size;
     Py_INCREF(tags);
     w->tags = tags;
-    w->need = w->off + 40;
+    w->need = w->off + 40 > w->tag_at + size ? w->off + 40 : w->tag_at + size;
     return 0;
+}
+
+/* A buffer framebuf.frame_buffer made (dissector._framebuf.FrameBuffer): the only bytes object
+ * a run may write into (as framebuf.fill). */
+static int is_frame_buffer(PyObject *o)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    return t->tp_base == &PyBytes_Type && strcmp(t->tp_name, "dissector._framebuf.FrameBuffer") == 0;
 }
 
 static int tag_ok(Walker *w, const unsigned char *p)
@@ -265,9 +288,10 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
                         && memcmp(key, c->r_key, 12) == 0 && 0 < size && size < c->room) {
                     if (c->target != Py_None) {   /* framebuf.fill, here: checked at the start */
-                        char *dst = PyBytes_CheckExact(c->target)
+                        int bytes = PyBytes_Check(c->target);
+                        char *dst = bytes
                             ? PyBytes_AS_STRING(c->target) : PyByteArray_AS_STRING(c->target);
-                        Py_ssize_t len = PyBytes_CheckExact(c->target)
+                        Py_ssize_t len = bytes
                             ? PyBytes_GET_SIZE(c->target) : PyByteArray_GET_SIZE(c->target);
                         if (len < c->room) {
                             PyErr_SetString(PyExc_ValueError, "a run past its frame's buffer");
@@ -343,7 +367,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                     PyObject *target, *flow, *stream;
                     if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &target, &flow, &stream))
                         goto done;
-                    if (target != Py_None && !PyBytes_CheckExact(target)
+                    if (target != Py_None && !is_frame_buffer(target)
                             && !PyByteArray_CheckExact(target)) {
                         PyErr_SetString(PyExc_TypeError, "a run's buffer must be bytes or bytearray");
                         goto done;

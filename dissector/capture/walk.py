@@ -68,7 +68,11 @@ class Walker:
                 shape = None, 0, (), _NEVER_FAST
             else:
                 off, tag_at, tags = link
+                if not tags or any(type(t) is not bytes or len(t) != len(tags[0]) for t in tags):
+                    raise ValueError("link tags must be bytes of one size")
                 size = len(tags[0])
+                if not (0 <= off <= 1 << 16 and 0 <= tag_at <= 1 << 16 and size <= 1 << 16):
+                    raise ValueError("link shape out of range")
                 fmt = f"!{tag_at}x{size}s{off - tag_at - size}x" + _IPV4_TCP
                 shape = struct.Struct(fmt).unpack_from, off, tags, off + 40
             self._shapes[linktype] = shape

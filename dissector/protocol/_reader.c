@@ -285,8 +285,10 @@ static int count(Ctx *c, Py_ssize_t *p, int elem, int nullable, int compact, lon
         return *n == -1 && nullable ? 0 : -1;
     if (*n * min_size[elem] > c->end - *p)
         return -1;
+    if (*n > c->budget)   /* compared, not subtracted: a caller's budget may be near LLONG_MIN */
+        return -1;
     c->budget -= *n;
-    return c->budget < 0 ? -1 : 1;
+    return 1;
 }
 
 static PyObject *default_body(Schema *s);
@@ -713,7 +715,9 @@ static int name_topic(Schema *s, Walked *w)
     int mode = s->mode;
     if (mode & M_NAME) {
         PyObject *name = w->name;   /* borrowed: w keeps it */
-        if ((mode & M_ID) && w->id != Py_None) {
+        if (name == NULL)   /* a plan naming a field this struct did not hold */
+            return 0;
+        if ((mode & M_ID) && w->id != NULL && w->id != Py_None) {
             PyObject *big = PyObject_GetAttr(w->id, s_int);
             int set = big == NULL ? -1 : PyObject_IsTrue(big);
             Py_XDECREF(big);
@@ -740,7 +744,7 @@ static int name_topic(Schema *s, Walked *w)
             if (absent < 0 || (absent && PyList_Append(S->topics, name) < 0))
                 return -1;
         }
-    } else if ((mode & M_TOPIC) && (mode & M_ID)) {
+    } else if ((mode & M_TOPIC) && (mode & M_ID) && w->id != NULL) {
         PyObject *name = PyDict_GetItemWithError(S->names, w->id);
         if (name == NULL)
             return PyErr_Occurred() ? -1 : missed(S->names, w->id);

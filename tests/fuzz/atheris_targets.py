@@ -3,10 +3,14 @@
     python -m tests.fuzz.atheris_targets corpus DIR          # write seed corpora under DIR/<target>
     python -m tests.fuzz.atheris_targets TARGET [libFuzzer options] [CORPUS_DIR...]
 
-Targets: capture (a whole capture file through dissect at the records level), packet (link/IP/
-TCP parsing), decode (every generated decoder: the first bytes choose the pair), records
-(record sets and codecs), stream (a sequence of TCP segments through reassembly, framing and
-pairing). A target fails (and libFuzzer saves the input) when an exception escapes, when an
+Targets: capture (a whole capture file through dissect at the records level: the packet walker
+capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder: the first
+bytes choose the pair), records (record sets and codecs), stream (a sequence of TCP segments
+through reassembly, framing and pairing); and one per compiled entry point, each against its
+Python twin (the same result or the same exception type): reader (protocol/_reader.c's readers,
+any budget), summarize (its byte walk, which must agree with decoding and walking), walkset
+(records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
+append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers). A target fails (and libFuzzer saves the input) when an exception escapes, when an
 Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past -rss_limit_mb.
 """
 from __future__ import annotations
@@ -115,8 +119,142 @@ def target_stream():
     return one
 
 
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:   # noqa: BLE001 - the twins must fail alike
+        return "error", type(exc).__name__
+
+
+def target_reader():
+    from dissector.protocol.decode import tables
+    from tests.fuzz.support import PAIRS
+    budgets = (0, 1, 7, 1 << 20, -(1 << 63), (1 << 63) - 1)
+
+    def one(data):
+        if len(data) < 4:
+            return
+        k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
+        entry = tables(k)[data[2] & 1].get(v)
+        if entry is None:
+            return
+        fast, body = entry[0], data[4:]
+        budget = budgets[data[3] % len(budgets)]
+        if hasattr(fast, "fallback"):
+            assert _read(fast, body, budget) == _read(fast.fallback, body, budget)
+    return one
+
+
+def _read(reader, body, budget):
+    """What decode_struct sees (tests/protocol/test_compiled_reader.py): the body and its end,
+    or a failure (an exception, or an end past the message, where a generated reader sliced
+    past it)."""
+    from tests.protocol.test_compiled_reader import _canon
+    try:
+        obj, end = reader(body, 0, budget)
+    except Exception:   # noqa: BLE001
+        return "failed"
+    return (_canon(obj), end) if end <= len(body) else "failed"
+
+
+def target_summarize():
+    from dissector.protocol.decode import tables
+    from dissector.summary_plan import plan
+    from dissector.records.record_set import walk_set
+    from tests.fuzz.support import PAIRS
+
+    def one(data):
+        if len(data) < 3:
+            return
+        k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
+        entry = tables(k)[data[2] & 1].get(v)
+        if entry is None or plan(entry[1]) is None or not hasattr(entry[0], "summarize"):
+            return
+        got = _outcome(entry[0].summarize, data[3:], 0, plan(entry[1]), True, {}, walk_set,
+                       False, [1 << 20])
+        if got[0] == "ok":   # what it walked, a decode must read too, to the same end
+            assert entry[0].fallback(data[3:], 0)[1] == got[1][0]
+    return one
+
+
+def target_walkset():
+    from dissector.records.record_set import walk_set
+    from dissector.records import decode_record_set
+
+    def one(data):
+        got = _outcome(walk_set, data, False, [1 << 20])
+        if got[0] == "ok":
+            rs = decode_record_set(data, records=False, max_uncompressed=1 << 20)
+            assert len(rs.batches) == len(got[1].batches)
+    return one
+
+
+def target_columns():
+    from dissector.records import columns
+
+    def one(data):
+        if len(data) < 2 or columns.append_v2 is columns.py_append_v2:
+            return
+        count = data[0]
+        a, b = columns.RecordColumns(), columns.RecordColumns()
+        args = (data[2:], count, 1000, 1_700_000_000_000, None if data[1] & 1 else 5, 0)
+        got = _outcome(columns.append_v2, a.buffers, *args)
+        assert got == _outcome(columns.py_append_v2, b.buffers, *args)
+        assert [bytes(x) for x in a.buffers] == [bytes(x) for x in b.buffers]
+    return one
+
+
+def target_csvrow():
+    from dissector.output import csv_line, plain_line
+    values = (None, 0, -1, 1 << 62, -(1 << 63), 2.5, float("nan"), 1e300, "", "a,b", 'q"', "\n",
+              "\r", True)
+    stamps = (None, 0, -1, 1 << 62, (1 << 63) - 1, -(1 << 63), 253402300800 * 10**9)
+    topics = (None, [], ["t"], ["a,b", "c"], ['q"'])
+
+    def one(data):
+        """A row as exchange_row makes them: ints or None at the timestamps, a list of names
+        or None at the topics; anything else elsewhere."""
+        if len(data) < 4:
+            return
+        row, ts_at, topics_at = [], [], 3   # never a timestamp's (every fifth)
+        for i, x in enumerate(data[:40]):
+            if i % 5 == 0:
+                ts_at.append(i)
+                row.append(stamps[x % len(stamps)])
+            elif i == topics_at:
+                row.append(topics[x % len(topics)])
+            elif x < 200:
+                row.append(values[x % len(values)])
+            else:
+                row.append(data[i:i + x % 9].decode("latin-1"))
+        row = tuple(row)
+        got = _outcome(csv_line, row, tuple(ts_at), topics_at)
+        assert got == _outcome(plain_line, row, tuple(ts_at), topics_at), (row, got)
+    return one
+
+
+def target_framebuf():
+    from dissector import framebuf
+
+    def one(data):
+        if len(data) < 5:
+            return
+        n, at, start, stop, own = data[0] % 64, data[1] - 8, data[2] - 8, data[3] - 8, data[4]
+        src = data[5:]
+        c_buf, py_buf = framebuf.frame_buffer(n), framebuf.py_frame_buffer(n)
+        framebuf.fill(c_buf, 0, bytes(n), 0, n)
+        got = _outcome(framebuf.fill, c_buf, at, c_buf if own & 1 else src, start, stop)
+        want = _outcome(framebuf.py_fill, py_buf, at, bytes(py_buf) if own & 1 else src,
+                        start, stop)
+        assert got[0] == want[0]
+        assert framebuf.finished(c_buf) == framebuf.py_finished(py_buf)
+    return one
+
+
 TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_decode,
-           "records": target_records, "stream": target_stream}
+           "records": target_records, "stream": target_stream, "reader": target_reader,
+           "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
+           "csvrow": target_csvrow, "framebuf": target_framebuf}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
@@ -170,9 +308,19 @@ def make_corpus(root: Path):
         pass
 
 
+def _share_seeds(root: Path) -> None:
+    """The compiled entry points' targets start from the seeds of the targets that reach them."""
+    import shutil
+    for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
+                           ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet")):
+        for f in (root / source).iterdir():
+            shutil.copy(f, root / target / f.name)
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "corpus":
         make_corpus(Path(argv[1]))
+        _share_seeds(Path(argv[1]))
         return 0
     if not argv or argv[0] not in TARGETS:
         print(__doc__, file=sys.stderr)

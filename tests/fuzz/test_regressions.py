@@ -220,3 +220,91 @@ def test_timestamps_beyond_the_calendar(tmp_path):
         if fmt == "jsonl":
             rows = [json.loads(line) for line in proc.stdout.splitlines()]
             assert rows and all(r["request_ts"] is None for r in rows)
+
+
+# -- found by the sanitizer runs (make fuzz-asan) and the review of the C extensions' API -------
+
+def test_framebuf_fill_writes_only_buffers_frame_buffer_made():
+    """Found: _framebuf.fill wrote into any exact bytes object it was handed (it changed the
+    interpreter's cached b"a"), and copied with memcpy where source and destination overlap
+    (ASan memcpy-param-overlap). It now writes only into a FrameBuffer from frame_buffer (or a
+    bytearray), with memmove; finished() makes it plain bytes, after which fill refuses it."""
+    import pytest
+    from dissector import framebuf
+    if not framebuf.COMPILED:
+        pytest.skip("_framebuf not built")   # the twin takes bytearrays only by construction
+    a = b"a"
+    with pytest.raises(TypeError):
+        framebuf.fill(a, 0, b"z", 0, 1)
+    assert a == b"a" and bytes([97]) == b"a"
+    buf = framebuf.frame_buffer(6)
+    framebuf.fill(buf, 0, b"abcdef", 0, 6)
+    framebuf.fill(buf, 2, buf, 0, 4)        # overlapping, forwards
+    framebuf.fill(buf, 0, buf, 1, 4)        # overlapping, backwards
+    twin = bytearray(b"abcdef")
+    twin[2:6] = bytes(twin[0:4])
+    twin[0:3] = bytes(twin[1:4])
+    done = framebuf.finished(buf)
+    assert done == bytes(twin) and type(done) is bytes
+    with pytest.raises(TypeError):
+        framebuf.fill(done, 0, b"z", 0, 1)
+    empty = framebuf.frame_buffer(0)
+    assert framebuf.finished(empty) == b"" and empty is not b""
+
+
+def test_reader_budget_near_the_lowest_int64():
+    """Hardened: the compiled reader subtracted an array's count from a caller-supplied budget
+    (signed overflow, undefined, for a budget near -2**63); it now compares first. Both readers
+    refuse the array."""
+    import random
+    fast, schema = tables(3)[1][12]   # Metadata v12 response: arrays
+    body = new_body(schema)
+    raw = encode(schema, body)
+    rnd = random.Random(5)
+    from tests.protocol.encoder import random_body
+    while True:
+        body = random_body(schema, rnd)
+        if body.topics:
+            break
+    raw = encode(schema, body)
+    for budget in (-(1 << 63), -(1 << 63) + 1, -1):
+        outcomes = []
+        for reader in (fast, fast.fallback):
+            try:
+                outcomes.append(("ok", reader(raw, 0, budget)))
+            except Exception as exc:   # Malformed
+                outcomes.append(("fault", type(exc).__name__))
+        assert outcomes[0] == outcomes[1] and outcomes[0][0] == "fault"
+
+
+def test_reader_summarize_plan_naming_no_field():
+    """Hardened: _reader.c's name_topic dereferenced a plan's name without a NULL check; a plan
+    whose struct has a topic-id default but no name (only a caller could make one) crashed."""
+    from dissector.decoding import walk_set
+    from dissector.summary_plan import M_NAME, M_TOPIC, plan
+    fast, schema = tables(3)[1][12]   # Metadata v12 response
+    real = plan(schema)
+    node = real[0]
+    cluster_id = 2   # a nullable string field: its default is None
+    odd = ((M_NAME | M_TOPIC, -1, cluster_id, node[3]), real[1], real[2])
+    raw = encode(schema, new_body(schema))
+    out = fast.summarize(raw, 0, odd, False, {}, walk_set, False, [1 << 20])
+    assert out[0] == len(raw) and out[2] == []
+
+
+def test_walker_link_shapes_are_checked():
+    """Hardened: _walk.c checked only the first entry of a link's tag table for type and none
+    for range (tag_at past the bytes it reads); every entry is now checked."""
+    import pytest
+    from dissector.capture import fast
+    from dissector.pipeline import dissect
+    from tests.support import CAPTURES
+    saved = fast.LINKS[1]
+    try:
+        for shape in ((14, 12, (b"\x08\x00", 5)), (14, 12, (b"\x08\x00", b"\x08")),
+                      (14, 1 << 20, (b"\x08\x00",)), (-1, 12, (b"\x08\x00",))):
+            fast.LINKS[1] = shape
+            with pytest.raises(ValueError):
+                list(dissect([str(CAPTURES / "kafka_python.pcap")], level="headers"))
+    finally:
+        fast.LINKS[1] = saved

@@ -1,0 +1,128 @@
+"""A mutation campaign over the shipped captures, for the sanitized build (tests/fuzz/sanitized.py)
+or any other:
+
+    python -m tests.fuzz.mutate [--count N] [--seed S] [--calls M]
+
+Each mutant is a capture from captures/ with 1-8 mutations (bit flips, boundary bytes, inserted,
+deleted, duplicated or spliced ranges, a cut) dissected at every level, its exchanges written as
+text, CSV and JSON lines and its records as rows: every compiled path a capture reaches. Then M
+direct calls with random arguments into the compiled entry points (the readers, the record-set
+walk, csv_line, fill). A Python exception escaping the dissection is a finding (exit status 1,
+the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
+the process with their exit status and report.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
+
+
+def mutate(data: bytes, rnd: random.Random, others: list[bytes]) -> bytes:
+    b = bytearray(data)
+    for _ in range(rnd.randint(1, 8)):
+        if not b:
+            break
+        at = rnd.randrange(len(b))
+        kind = rnd.randrange(7)
+        if kind == 0:
+            b[at] ^= 1 << rnd.randrange(8)
+        elif kind == 1:
+            b[at] = rnd.choice((0, 1, 0x7F, 0x80, 0xFF))
+        elif kind == 2:
+            b[at:at] = rnd.randbytes(rnd.randint(1, 16))
+        elif kind == 3:
+            del b[at:at + rnd.randint(1, 64)]
+        elif kind == 4:
+            n = rnd.randint(1, 256)
+            b[at:at] = b[at:at + n]
+        elif kind == 5:
+            src = rnd.choice(others)
+            s = rnd.randrange(len(src))
+            b[at:at + rnd.randint(1, 512)] = src[s:s + rnd.randint(1, 512)]
+        else:
+            del b[max(at, 24):]
+    return bytes(b)
+
+
+def dissect_all(path: Path) -> None:
+    from dissector.output import CsvWriter, JsonlWriter, TextWriter
+    from dissector.pipeline import dissect
+    from dissector.records.rows import record_rows
+    for level in ("headers", "bodies", "records"):
+        out = io.StringIO()
+        writers = [TextWriter(out), CsvWriter(out), JsonlWriter(out, bodies=level != "headers")]
+        for ex in dissect([str(path)], level=level):
+            for w in writers:
+                w.write(ex)
+            if level == "records":
+                for _ in record_rows(ex):
+                    pass
+
+
+def direct_calls(count: int, rnd: random.Random) -> None:
+    """Random arguments into the compiled entry points; only their Python errors are expected."""
+    from dissector import framebuf
+    from dissector.output import csv_line
+    from dissector.protocol.decode import tables
+    from dissector.records.record_set import walk_set
+    from dissector.protocol.generated.apis import APIS
+    entries = [entry for k in APIS if tables(k) for side in tables(k)
+               for entry in side.values()]
+    for i in range(count):
+        raw = rnd.randbytes(rnd.choice((0, 1, 4, 16, 64, 512)))
+        which = i % 4
+        try:
+            if which == 0 and entries:
+                reader = rnd.choice(entries)[0]
+                reader(raw, rnd.randrange(len(raw) + 1), rnd.choice((0, 1, 100, 1 << 20,
+                                                                    -(1 << 63), (1 << 63) - 1)))
+            elif which == 1:
+                walk_set(raw, rnd.random() < 0.5, [rnd.choice((0, 1 << 20))])
+            elif which == 2:
+                row = tuple(rnd.choice((None, 0, -1, 1 << 62, 1.5, "a,b", "x", "\"", [], ["t"],
+                                        raw)) for _ in range(rnd.randint(0, 12)))
+                csv_line(row, tuple(sorted(rnd.sample(range(12), 3))), rnd.randrange(-1, 13))
+            else:
+                buf = framebuf.frame_buffer(rnd.randrange(64))
+                src = buf if rnd.random() < 0.3 else raw
+                framebuf.fill(buf, rnd.randrange(-2, 66), src, rnd.randrange(-2, 66),
+                              rnd.randrange(-2, 600))
+        except Exception:   # a Python error is an answer: only crashes are findings here
+            pass
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, default=1000, help="mutants (default 1000)")
+    p.add_argument("--calls", type=int, default=20000, help="direct calls (default 20000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "mutate-findings")
+    args = p.parse_args(argv)
+    rnd = random.Random(args.seed)
+    seeds = [f.read_bytes() for f in sorted(CAPTURES.glob("*.pcap"))]
+    findings = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mutant.pcap"
+        for i in range(args.count):
+            data = mutate(rnd.choice(seeds), rnd, seeds)
+            path.write_bytes(data)
+            try:
+                dissect_all(path)
+            except Exception as exc:   # nothing may escape a dissection
+                findings += 1
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"mutant-{args.seed}-{i}.pcap").write_bytes(data)
+                print(f"finding: mutant {i}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    direct_calls(args.calls, rnd)
+    print(f"{args.count} mutants, {args.calls} direct calls, {findings} findings")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The atheris targets (tests/fuzz/atheris_targets.py, run coverage-guided by `make fuzz`) hold
+on their seed corpus and on random inputs: a target that fails on them would only report
+itself. Each compiled entry point's target compares it with its Python twin."""
+import random
+
+import pytest
+
+from tests.fuzz import atheris_targets
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    atheris_targets.main(["corpus", str(root)])
+    return root
+
+
+@pytest.mark.parametrize("name", ["reader", "summarize", "walkset", "columns", "csvrow",
+                                  "framebuf", "decode", "records", "packet"])
+def test_target_on_seeds_and_random_inputs(corpus, name):
+    one = atheris_targets.TARGETS[name]()
+    seeds = sorted((corpus / name).iterdir())[:60]
+    rnd = random.Random(name)
+    inputs = [f.read_bytes() for f in seeds]
+    for data in list(inputs):   # and damaged copies of each
+        b = bytearray(data)
+        for _ in range(3):
+            if b:
+                b[rnd.randrange(len(b))] = rnd.getrandbits(8)
+        inputs.append(bytes(b))
+    inputs += [rnd.randbytes(rnd.randrange(200)) for _ in range(100)]
+    for data in inputs:
+        one(data)
