@@ -131,7 +131,9 @@ class TlsConnection:
                     self.hello_ts = ts
                 self.client_random = h.random
                 self.sni = h.sni
-                self.layer.keylog.matched.add(h.random)
+                kl = self.layer.keylog
+                if kl.secrets(h.random) is not None:   # (bounded by the key log's size)
+                    kl.matched.add(h.random)
             elif mtype == SERVER_HELLO and d == 1:
                 h = parse_hello(mtype, body)
                 self.version = h.version

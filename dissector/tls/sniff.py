@@ -4,13 +4,17 @@ Each direction of a new connection starts behind a `Sniff` (in the framer's plac
 reassembler). At the stream's start one byte decides: a TLS record starts with 0x14-0x18 then 3,
 which as a Kafka size prefix would be over 335 MB. A direction joined mid-stream is kept
 (bounded, counted in the budget) until a chain of record headers shows TLS, or enough bytes
-without one show plaintext; its peer's decision decides it too. Then the Sniff puts the Kafka
+without one, or a segment that starts with a plausible Kafka request, show plaintext (a live
+capture joins every connection mid-stream: a quiet one must not wait for 18 KB); its peer's
+decision decides it too. Then the Sniff puts the Kafka
 framer, or a `TlsStream` in front of it, in its place, hands it what it kept, and has the flow
 table rebuild the connection's per-packet handlers (`rewire`): afterwards the plaintext path is
 exactly what it was without TLS support.
 """
 from __future__ import annotations
 
+from ..detect import request_start
+from ..model import REQUEST
 from .connection import TlsConnection
 from .records import HEADER, MAX_RECORD, find_chain, looks_like_tls
 from .stream import TlsStream
@@ -25,7 +29,7 @@ class Pair:
     both directions then go the same way and the log is replayed, so that requests still reach
     the session ahead of their responses."""
     __slots__ = ("layer", "conn", "sink", "budget", "tc", "sniffs", "reassemblers", "rewire",
-                 "plain", "log", "kept", "_since")
+                 "plain", "log", "kept", "_since", "kafka")
 
     def __init__(self, layer, conn, sink, budget):
         self.layer = layer
@@ -40,6 +44,7 @@ class Pair:
         self.log = []          # (direction, kind, ...) kept while undecided
         self.kept = 0          # bytes in the log (counted in the budget)
         self._since = [[], []]  # per direction, the bytes logged since its last hole
+        self.kafka = False     # a logged client segment starts like a Kafka request
 
     def front(self, direction, framer):
         s = self.sniffs[direction] = Sniff(self, direction, framer)
@@ -61,15 +66,20 @@ class Pair:
         if self.plain[0] or self.plain[1]:
             return False
         wait = False
+        kafka = self.kafka
         for d in (0, 1):
             data = b"".join(self._since[d])
             p, sure = find_chain(data)
             if sure:
                 return True
+            if kafka:
+                continue
             if p >= 0 and len(data) - p < MAX_KEPT:
                 wait = True
             elif len(data) >= ENOUGH and p < 0:
                 return False
+        if kafka:
+            return False
         if final:
             return wait
         return None if wait or not any(self._since) or max(
@@ -177,6 +187,8 @@ class Sniff:
         pair.log.append((self.direction, 0, piece, pkt, ts))
         pair._since[self.direction].append(piece)
         pair._keep(len(piece))
+        if self.direction == REQUEST and not pair.kafka and request_start(piece) is not None:
+            pair.kafka = True
         if not self._mid:   # this direction's start is in view: it decides the connection
             pair.decide(looks_like_tls(piece) or pair.tc is not None)
             return None

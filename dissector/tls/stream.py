@@ -44,7 +44,7 @@ class TlsStream:
                  "_slen", "_sync_from", "_sync_pkt", "_lost_bytes", "_used",
                  "cipher", "next_cipher", "pending", "seq", "seq_known", "ccs", "msgs",
                  "held", "held_bytes", "records", "record_bytes", "bad", "searches", "probes",
-                 "fed", "skipped", "secret")
+                 "fed", "skipped", "secret", "joined")
 
     def __init__(self, tc, direction, framer, budget):
         self.tc = tc
@@ -82,6 +82,7 @@ class TlsStream:
         self.fed = False          # plaintext went to the framer
         self.skipped = 0          # protected records not decrypted (no keys)
         self.secret = None        # TLS 1.3: the application traffic secret (for KeyUpdate)
+        self.joined = False       # the capture joined this direction after its start
 
     # -- the framer's interface -------------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class TlsStream:
         if self._state == _HEADER and self.offset == 0 and not self._hdr:
             self._lose(NOTE, 0, 0)
             self.seq_known = False
+            self.joined = True
 
     def gap(self, nbytes, pkt):
         if self._state == _DONE or nbytes <= 0:
@@ -313,13 +315,17 @@ class TlsStream:
                 self.cipher = self.pending
                 self.seq = 0
             return
-        if rtype != APPLICATION_DATA and not self.ccs:
+        if rtype != APPLICATION_DATA and not self.ccs and not self.joined:
+            # the handshake in the clear (a stream joined mid-way may be past its
+            # ChangeCipherSpec: its handshake and alert records are protected, not read)
             pkt, ts = pieces[0][1], pieces[0][2]
             if rtype == HANDSHAKE:
                 for mtype, mbody in self.msgs.feed(body):
                     tc.message(self, mtype, mbody, pkt, ts)
-            elif rtype == ALERT:
+            elif rtype == ALERT and len(body) == 2:
                 tc.alert(self, bytes(body), pkt, False)
+            elif rtype == ALERT:   # an alert after an unseen ChangeCipherSpec
+                self._protected(rtype, rver, body, pieces)
             return
         self._protected(rtype, rver, body, pieces)
 
