@@ -27,6 +27,7 @@ TABLES = ("exchanges", "partitions", "records", "issues", "connections")
 # computed from the tables above once they are whole (across connections and files), on first use
 DERIVED = ("deliveries",)
 EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
+_CLIENT_ID = EXCHANGE_NAMES.index("client_id")
 
 
 def table_columns(name: str) -> tuple:
@@ -93,24 +94,39 @@ class _Collector:
         self.keep = keep
 
     def add(self, ex) -> None:
+        rows = self.rows(ex)
+        if rows is not None:
+            self.add_rows(rows)
+            if self.want_records:
+                self.records.add_exchange(ex)
+
+    def rows(self, ex):
+        """What one exchange adds but its records: its row, partition rows, issue rows and
+        request and response sizes; None when the filter leaves it out (a parallel run's
+        workers make these, the parent adds them: dissector.parallel)."""
         row = exchange_row(ex) + exchange_extras(ex)
         if self.keep is not None and not self.keep(dict(zip(EXCHANGE_NAMES, row))):
-            return
+            return None
+        return (row, list(partition_rows(ex)), [issue_row(issue) for issue in ex.issues],
+                ex.request.length if ex.request is not None else 0,
+                ex.response.length if ex.response is not None else 0)
+
+    def add_rows(self, rows) -> None:
+        row, partitions, issues, request_bytes, response_bytes = rows
         self.exchanges.append(row)
-        for prow in partition_rows(ex):
+        for prow in partitions:
             self.partitions.append(prow)
-        if self.want_records:
-            self.records.add_exchange(ex)
-        for issue in ex.issues:
-            self.issues.append(issue_row(issue))
-        stats = self.conn_stats.get(ex.connection.connection_id)
+        for irow in issues:
+            self.issues.append(irow)
+        stats = self.conn_stats.get(row[0])   # connection_id
         if stats is None:
-            stats = self.conn_stats[ex.connection.connection_id] = [0, 0, 0, []]
+            stats = self.conn_stats[row[0]] = [0, 0, 0, []]
         stats[0] += 1
-        stats[1] += ex.request.length if ex.request is not None else 0
-        stats[2] += ex.response.length if ex.response is not None else 0
-        if ex.client_id is not None and ex.client_id not in stats[3]:
-            stats[3].append(ex.client_id)
+        stats[1] += request_bytes
+        stats[2] += response_bytes
+        client_id = row[_CLIENT_ID]
+        if client_id is not None and client_id not in stats[3]:
+            stats[3].append(client_id)
 
     def finish(self, run, capture: str) -> None:
         for issue in run.issues:
@@ -156,10 +172,10 @@ def keylog_or_default(keylog):
 
 
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
-            sinks=None, keylog=None):
+            sinks=None, keylog=None, jobs=1):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
-    exchanges; `sinks` as for _Collector; `keylog` as for keylog_or_default. Returns
-    (collector, dissection)."""
+    exchanges; `sinks` as for _Collector; `keylog` as for keylog_or_default; jobs: worker
+    processes (dissector.parallel; one at the records level). Returns (collector, dissection)."""
     from dissector.pipeline import dissect   # imported here: the core's heavy part
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
@@ -169,10 +185,38 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
     run = dissect(paths, ports, auto=auto, level=level, progress=progress,
                   keylog=keylog_or_default(keylog), **kwargs)
     col = _Collector(level == "records", keep, sinks)
+    capture = ", ".join(os.path.basename(p) for p in paths)
+    written = 0
+    if jobs > 1 and level != "records" and not auto:
+        from dissector.parallel import Diverged
+        try:
+            result = _parallel(paths, ports, level, keep, progress, col, jobs,
+                               run.dissector.tls.keylog, **kwargs)
+            col.finish(result, capture)
+            return col, result
+        except Diverged as exc:   # one process from the start, after what is collected
+            written = exc.written
     for ex in run:
-        col.add(ex)
-    col.finish(run, ", ".join(os.path.basename(p) for p in paths))
+        if ex.index > written:
+            col.add(ex)
+    col.finish(run, capture)
     return col, run
+
+
+def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
+    """The exchanges' rows made by `jobs` worker processes, added to `col` in order."""
+    from dissector.parallel import Plan, run
+
+    def render():   # in each worker
+        rows = _Collector(False, keep).rows
+        return lambda exchanges: [rows(ex) for ex in exchanges]
+
+    def write(pieces, _first):
+        for rows in pieces:
+            if rows is not None:
+                col.add_rows(rows)
+    plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True, **kwargs)
+    return run(plan, write, progress)
 
 
 def load(paths, port=None, records=False, filter=None, level=None, progress=None,
@@ -197,7 +241,7 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,
-           max_frame=None, keylog=None):
+           max_frame=None, keylog=None, jobs=1):
     """Dissect `paths` like load() (`keylog` as there) and write the tables as Parquet files in
     `directory` (created if needed) as they fill, batch by batch (one row group each): memory
     stays bounded however large the captures. load_parquet(directory) reads back what load()
@@ -210,7 +254,7 @@ def export(paths, directory, port=None, *, level="bodies", keep=None, progress=N
         for name in TABLES:
             sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)))
         result = collect(paths, port, level=level, keep=keep, progress=progress,
-                         max_frame=max_frame, sinks=sinks, keylog=keylog)
+                         max_frame=max_frame, sinks=sinks, keylog=keylog, jobs=jobs)
     finally:
         for sink in sinks.values():
             sink.close()

@@ -11,7 +11,7 @@ from dissector.commands.common import (Progress, keylog_from, parse_ports, repor
 from dissector.filters import compile_filter_option
 
 from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
-from .options import add_analysis_options
+from .options import add_analysis_options, jobs_of
 
 
 def add_parser(sub) -> None:
@@ -36,7 +36,8 @@ def run(args) -> int:
     try:
         col, dissection = export(args.captures, args.out, list(ports) + (["auto"] if auto else []),
                                  level=args.level, keep=keep, progress=progress,
-                                 max_frame=args.max_frame, keylog=keylog)
+                                 max_frame=args.max_frame, keylog=keylog,
+                                 jobs=jobs_of(args, auto))
     finally:
         progress.done()
     report_undecrypted(dissection.dissector.tls)

@@ -52,7 +52,7 @@ def run(args) -> int:
             try:
                 result = _parallel(args, jobs, writer, keep, progress, run.dissector.tls.keylog)
                 writer.close()
-                report_undecrypted(result.tls)
+                report_undecrypted(result.dissector.tls)
                 return report_errors(result)
             except Diverged as exc:   # one process from the start, after what is written
                 written = exc.written

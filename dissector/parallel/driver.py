@@ -13,10 +13,11 @@ import multiprocessing
 import queue
 from heapq import merge
 from itertools import repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from types import SimpleNamespace
 
 from ..budget import BUFFER_BUDGET
+from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_QUIET
 from .part import AT_END
 from .worker import DONE, FAILED, KEYS, NUMBERS, PIECES, STOP, work
@@ -35,12 +36,16 @@ class Diverged(Exception):
 
 class Result:
     """After a run: `errors` (one line per damaged or unreadable capture), `packets`, `bytes`,
-    `tls.undecrypted` (TLS connections none of whose data could be decrypted)."""
+    `tls.undecrypted` (TLS connections none of whose data could be decrypted); with
+    plan.tables, `issues` (not tied to an exchange) and `connections`, as a Dissection's."""
 
     def __init__(self):
         self.errors = []
         self.cpu = {}       # worker -> its CPU seconds
         self.tls = SimpleNamespace(undecrypted=0)
+        self.dissector = SimpleNamespace(tls=self.tls)   # where a Dissection has it
+        self.issues = []
+        self.connections = []
         self.packets = 0
         self.bytes = 0
 
@@ -99,6 +104,7 @@ class _Parent:
         self.connections = 0
         self.gid = [{} for _ in range(plan.jobs)]   # per worker: local connection id -> global
         self.checks = Checks(plan.jobs)
+        self.capture_level = {}   # worker -> (its keyed issues, its connections): plan.tables
 
     def handle(self, msg):
         kind, w = msg[0], msg[1]
@@ -118,10 +124,25 @@ class _Parent:
             self.done.add(w)
             self.result.cpu[w] = msg[5]
             self.result.tls.undecrypted += msg[6]
+            if msg[7] is not None:
+                self.capture_level[w] = msg[7], msg[8]
+                if len(self.capture_level) == self.jobs:
+                    self.merge_capture_level()
             if w == 0:
                 _, _, errors, packets, nbytes = msg[:5]
                 self.result.errors, self.result.packets, self.result.bytes = (errors, packets,
                                                                               nbytes)
+
+    def merge_capture_level(self):
+        """The workers' issues not tied to an exchange in one process's order (the first
+        MAX_KEPT_ISSUES kept), and their connections by id."""
+        keyed = [(key, w, i, issue) for w, (issues, _) in self.capture_level.items()
+                 for i, (key, issue) in enumerate(issues)]
+        keyed.sort(key=lambda k: k[:3])
+        self.result.issues = [k[3] for k in keyed[:MAX_KEPT_ISSUES]]
+        self.result.connections = sorted(
+            (c for _, conns in self.capture_level.values() for c in conns),
+            key=attrgetter("connection_id"))
 
     def number(self, msgs):
         chunk = msgs[0][2]

@@ -147,4 +147,6 @@ class Part(Dissector):
 
     def finish(self) -> None:
         self.ending = True
+        if self.me != 0:   # what the TLS layer reports once for all connections: one worker
+            self.tls.keylog.malformed = 0
         super().finish()

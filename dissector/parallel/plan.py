@@ -35,7 +35,8 @@ class Plan:
     returning one piece per exchange, None for none)."""
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
-                 max_frame=MAX_FRAME, keep_bodies=True, keylog=None, by="client"):
+                 max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,
+                 by="client"):
         self.paths = [os.fspath(p) for p in paths]
         self.render = render
         self.jobs = jobs
@@ -45,6 +46,7 @@ class Plan:
         self.max_frame = max_frame
         self.keep_bodies = keep_bodies
         self.keylog = keylog   # a dissector.tls KeyLog (each worker has its copy)
+        self.tables = tables   # the run's result also has `issues` and `connections`
         self.by = by
 
     def owns(self, me):

@@ -19,7 +19,7 @@ import traceback
 from ..capture.errors import CaptureError
 from ..capture.fast import scan
 from ..model import ERROR, Issue
-from .part import Part
+from .part import AT_END, Part
 
 STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between its reports
 KEYS, NUMBERS, PIECES, DONE, FAILED, STOP = "keys", "numbers", "pieces", "done", "failed", "stop"
@@ -72,8 +72,27 @@ class _Worker:
         self.end_chunk(None)
         while self.held:
             self.serve(block=True)
+        issues = connections = None
+        if self.plan.tables:
+            issues, connections = self.capture_level()
         self.outbox.put((DONE, self.me, self.errors, d.packets, d.bytes, time.process_time(),
-                         d.tls.undecrypted))
+                         d.tls.undecrypted, issues, connections))
+
+    def capture_level(self):
+        """The issues not tied to an exchange, each with its place in one process's order
+        ((packet, 0, 0); in the final flush (AT_END, its connection, 0) or, not tied to one,
+        (AT_END, AT_END, 0)), and the connections, with their global ids."""
+        d, gid = self.d, self.gid
+        issues = []
+        for issue, at in zip(d.issues, d.issued):
+            if issue.connection_id is not None:
+                issue.connection_id = gid.get(issue.connection_id, issue.connection_id)
+            whose = 0 if at != AT_END else (AT_END if issue.connection_id is None
+                                            else issue.connection_id)
+            issues.append(((at, whose), issue))
+        for c in d.connections:
+            c.connection_id = gid[c.connection_id]
+        return issues, d.connections
 
     def end_chunk(self, path):
         d = self.d
