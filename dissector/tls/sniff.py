@@ -176,12 +176,9 @@ class Sniff:
         if not data:
             return None
         if not self._mid and not pair.log:
-            target = self.target = pair._target(self.direction,
-                                                looks_like_tls(data) or pair.tc is not None)
-            if pair.rewire is not None:
-                pair.rewire()
-            pair._release()
-            target.feed(data, pkt, ts)
+            # the stream's first byte decides the connection, both directions at once
+            pair.decide(looks_like_tls(data) or pair.tc is not None)
+            self.target.feed(data, pkt, ts)
             return None
         piece = bytes(data)
         pair.log.append((self.direction, 0, piece, pkt, ts))
