@@ -77,3 +77,70 @@ def test_api_key_version_and_correlation_id_match_tshark(path):
                     assert version == p[2], f"packet {frame}"
             checked += len(keys)
     assert checked > 10
+
+
+COLUMN_FIELDS = ("frame.number", "frame.time_epoch", "kafka.correlation_id", "kafka.len",
+                 "kafka.request_frame", "kafka.error", "kafka.throttle_time",
+                 "kafka.unsupported_api_version", "_ws.malformed")
+
+
+def tshark_packets(path, port):
+    """{packet number: {field: text}} of the packets tshark decodes as Kafka."""
+    cmd = [require_tool("tshark"), "-n", "-r", path, "-d", f"tcp.port=={port},kafka", "-Y", "kafka",
+           "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for f in COLUMN_FIELDS:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        values = dict(zip(COLUMN_FIELDS, line.split("\t") + [""] * len(COLUMN_FIELDS)))
+        rows[int(values["frame.number"])] = values
+    return rows
+
+
+def _ns(epoch: str) -> int:
+    seconds, _, fraction = epoch.partition(".")
+    return int(seconds) * 1_000_000_000 + int(fraction.ljust(9, "0")[:9])
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[Path(p).name for p in CAPTURES])
+def test_exchange_columns_match_tshark(path):
+    """The exchange columns tshark also shows, compared on every exchange whose request and
+    response each end in a packet holding only that PDU: request_bytes and response_bytes (its
+    kafka.len + the 4-byte prefix); where tshark pairs the response with its request
+    (kafka.request_frame), the same request packet and the request-end to response-end time;
+    where tshark also decodes the body (a version tshark 4.0 knows, not malformed to it), a
+    nonzero error_code exactly when the response carries a nonzero kafka.error, and
+    throttle_time_ms equal to kafka.throttle_time."""
+    from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row
+    run = dissect(path, auto=True, level="bodies")
+    exchanges = list(run)
+    (port,) = {c.broker_port for c in run.connections}
+    theirs = tshark_packets(path, port)
+    counts = defaultdict(int)
+    for ex in exchanges:
+        if ex.raw_sasl or ex.request is None or ex.response is None:
+            continue
+        row = dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))
+        q, r = theirs.get(ex.request.last_packet), theirs.get(ex.response.last_packet)
+        if q is None or r is None or "|" in q["kafka.correlation_id"] + r["kafka.correlation_id"]:
+            continue
+        where = f"exchange {ex.index}"
+        assert row["request_bytes"] == int(q["kafka.len"]) + 4, where
+        assert row["response_bytes"] == int(r["kafka.len"]) + 4, where
+        counts["sizes"] += 1
+        if not r["kafka.request_frame"]:
+            continue   # tshark did not pair it (nor decode its body)
+        assert int(r["kafka.request_frame"]) == ex.request.last_packet, where
+        their_ns = _ns(r["frame.time_epoch"]) - _ns(q["frame.time_epoch"])
+        assert row["response_end_ts"] - row["request_end_ts"] == their_ns, where
+        counts["times"] += 1
+        if r["kafka.unsupported_api_version"] or r["_ws.malformed"]:
+            continue
+        errors = [int(x) for x in r["kafka.error"].split("|") if x]
+        assert bool(row["error_code"]) == any(errors), (where, row["error_code"], errors)
+        counts["errors"] += 1
+        if r["kafka.throttle_time"]:
+            assert row["throttle_time_ms"] == int(r["kafka.throttle_time"]), where
+            counts["throttles"] += 1
+    assert counts["sizes"] >= 20 and counts["times"] >= 10 and counts["errors"] >= 3, counts
