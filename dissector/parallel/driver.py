@@ -10,7 +10,9 @@ order; the flush's exchanges sort by their connection's id.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
+import time
 from heapq import merge
 from itertools import repeat
 from operator import attrgetter, itemgetter
@@ -54,6 +56,7 @@ def run(plan, write, progress=None) -> Result:
     """Dissect plan.paths with plan.jobs workers; `write(pieces, first)` gets each chunk's
     pieces in exchange order (None for an exchange rendered as nothing), `first` the number of
     the chunk's first exchange; `progress(path, bytes)` as dissect()'s. Raises Diverged."""
+    before = time.process_time()
     ctx = multiprocessing.get_context("fork")
     outbox = ctx.Queue()
     inboxes = [ctx.Queue() for _ in range(plan.jobs)]
@@ -73,6 +76,7 @@ def run(plan, write, progress=None) -> Result:
                     raise RuntimeError(f"a worker process ended with status {dead[0].exitcode}")
                 continue
             parent.handle(msg)
+        _note_cpu(before, parent.result.cpu)
         return parent.result
     finally:
         for box in inboxes:
@@ -85,6 +89,17 @@ def run(plan, write, progress=None) -> Result:
         for box in [outbox, *inboxes]:
             box.close()
             box.cancel_join_thread()
+
+
+def _note_cpu(before, workers):
+    """For benchmarks/jobs_scaling.py: the CPU seconds of this process before the workers started
+    and in all, and of each worker, as JSON in the file $KAFKA_DISSECT_CPU_NOTE names, if set."""
+    path = os.environ.get("KAFKA_DISSECT_CPU_NOTE")
+    if path:
+        import json
+        with open(path, "w") as f:
+            json.dump({"parent_before": before, "parent": time.process_time(),
+                       "workers": [workers[w] for w in sorted(workers)]}, f)
 
 
 class _Parent:
