@@ -2,14 +2,14 @@
 
 tests/tls_lab.py puts a Python ssl terminator in front of the broker and captures both legs at
 once; the terminator writes the key log and pairs each TLS connection with its broker
-connection. Six settings (TLS 1.2 and 1.3; AES-GCM, ChaCha20-Poly1305, and the TLS 1.2 CBC
-suites: AES-128 with HMAC-SHA256 encrypt-then-MAC as OpenSSL agrees to it, AES-256 with HMAC-SHA1
-MAC-then-encrypt as Java clients negotiate it) and the three client libraries (librdkafka,
+connection. Seven settings (TLS 1.2 and 1.3; AES-128-GCM and AES-256-GCM, ChaCha20-Poly1305,
+and the TLS 1.2 CBC suites: AES-128 with HMAC-SHA256 encrypt-then-MAC as OpenSSL agrees to it,
+AES-256 with HMAC-SHA1 MAC-then-encrypt as Java clients negotiate it) and the three client libraries (librdkafka,
 kafka-python, aiokafka). The plaintext leg must hold exactly what the clients logged; our
 decryption of the TLS leg with the key log must give the plaintext leg's exchanges byte for byte,
 connection by connection, also re-segmented to a 1448-byte MSS; tshark with the key log must
 agree on every message it decodes, and decrypt the TLS leg into the very messages of the
-plaintext leg. ~40 s.
+plaintext leg. ~45 s.
 """
 import pytest
 
@@ -25,6 +25,7 @@ SCENARIOS = {
     "tls12-aes128-gcm": (("kafka-python", True), ("aiokafka", False)),
     "tls13-chacha20": (("aiokafka", True), ("librdkafka", False)),
     "tls12-chacha20": (("librdkafka", False), ("kafka-python", False)),
+    "tls12-aes256-gcm": (("aiokafka", False),),   # the TLS 1.2 PRF with SHA-384
     "tls12-aes128-cbc-sha256": (("kafka-python", False),),
     # Python's ssl (kafka-python, aiokafka) offers no SHA-1 suite since 3.10
     "tls12-aes256-cbc-sha-mte": (("librdkafka", False),),
@@ -32,6 +33,7 @@ SCENARIOS = {
 VERSION_CIPHER = {
     "tls13-aes256-gcm": ("TLSv1.3", "TLS_AES_256_GCM_SHA384"),
     "tls12-aes128-gcm": ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256"),
+    "tls12-aes256-gcm": ("TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384"),
     "tls13-chacha20": ("TLSv1.3", "TLS_CHACHA20_POLY1305_SHA256"),
     "tls12-chacha20": ("TLSv1.2", "ECDHE-RSA-CHACHA20-POLY1305"),
     "tls12-aes128-cbc-sha256": ("TLSv1.2", "ECDHE-RSA-AES128-SHA256"),
