@@ -79,6 +79,21 @@ class TlsConnection:
                            if layer.keep_records else None)
         connection.tls = self
 
+    # What a copy keeps (a worker process hands its connections to the parent: --jobs): the
+    # facts behind the columns, not the live state (layer, sink, streams, keys).
+    _PICKLED = ("connection_id", "client_random", "version", "suite", "sni", "alpn", "etm",
+                "record_version", "hello_ts", "app_ts", "decrypted", "server_hello",
+                "server_random")
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self._PICKLED}
+
+    def __setstate__(self, state):
+        for k in self.__slots__:
+            setattr(self, k, None)
+        for k, v in state.items():
+            setattr(self, k, v)
+
     # -- columns ---------------------------------------------------------------------------------
 
     @property
