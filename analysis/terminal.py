@@ -10,6 +10,7 @@ capture goes through dissector.text_safety: escaped, and never read as markup.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -77,6 +78,10 @@ class Column:
     header: str
     numeric: bool
     cells: list
+    fixed: bool = False   # never wrapped: numbers, yes/no
+
+    def __post_init__(self):
+        self.fixed = self.fixed or self.numeric
 
     @property
     def natural(self) -> int:
@@ -93,8 +98,8 @@ def display_columns(df: pd.DataFrame) -> list[Column]:
         if merge_version and name == "api_version":
             continue
         values = df[name].tolist()
-        numeric = pd.api.types.is_numeric_dtype(df[name].dtype) and \
-            not pd.api.types.is_bool_dtype(df[name].dtype)
+        boolean = pd.api.types.is_bool_dtype(df[name].dtype)
+        numeric = pd.api.types.is_numeric_dtype(df[name].dtype) and not boolean
         header = PERCENT.get(name) or HEADERS.get(name) or name.replace("_", " ")
         if latency and name in LATENCY_STATS:
             header = f"{name} ms"
@@ -103,7 +108,7 @@ def display_columns(df: pd.DataFrame) -> list[Column]:
             versions = df["api_version"].tolist()
             cells = [f"{c} v{cell(v)}" if cell(v) else c for c, v in zip(cells, versions)]
             numeric = False
-        cols.append(Column(name, header, numeric, cells))
+        cols.append(Column(name, header, numeric, cells, fixed=boolean))
     return cols
 
 
@@ -120,15 +125,15 @@ def fit(cols: list[Column], width: int | None) -> tuple[list[Column], list[int]]
     if width is None:
         return cols, [c.natural for c in cols]
     while True:
-        room = width - GAP * (len(cols) - 1) - sum(c.natural for c in cols if c.numeric)
-        texts = sorted(c.natural for c in cols if not c.numeric)
+        room = width - GAP * (len(cols) - 1) - sum(c.natural for c in cols if c.fixed)
+        texts = sorted(c.natural for c in cols if not c.fixed)
         cap = _water_level(texts, room)
         droppable = [(r, i) for i, c in enumerate(cols) if (r := _droppable(c)) is not None]
         if cap >= (texts[-1] if texts else 0) or not droppable:
             break   # every name fits unwrapped, or nothing is left to drop
         del cols[min(droppable)[1]]
     cap = max(cap, 4)
-    return cols, [c.natural if c.numeric else min(c.natural, cap) for c in cols]
+    return cols, [c.natural if c.fixed else min(c.natural, cap) for c in cols]
 
 
 def _water_level(widths: list[int], room: int) -> int:
@@ -149,10 +154,33 @@ def rich_table(df: pd.DataFrame, width: int | None = None) -> Table:
                   header_style="bold")
     for col, w in zip(cols, widths):
         table.add_column(Text(col.header), width=w, justify="right" if col.numeric else "left",
-                         no_wrap=col.numeric, overflow="fold")
+                         no_wrap=col.fixed, overflow="fold")
     for row in zip(*(c.cells for c in cols)):
-        table.add_row(*(Text(v) for v in row))
+        table.add_row(*(Text(v if c.fixed else wrap_name(v, w))
+                        for c, w, v in zip(cols, widths, row)))
     return table
+
+
+_BREAK_AFTER = re.compile(r"[^-._/: ]*[-._/: ]|[^-._/: ]+")
+
+
+def wrap_name(text: str, width: int) -> str:
+    """`text` in lines of at most `width`, broken after - . _ / : or a space where it can be
+    (client-id-7 wraps as "client-" "id-7", not "client-i" "d-7"), inside a part when a part
+    is longer than a line."""
+    if len(text) <= width:
+        return text
+    lines = [""]
+    for part in _BREAK_AFTER.findall(text):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        while len(part) > width:
+            room = width - len(lines[-1])
+            lines[-1] += part[:room]
+            part = part[room:]
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def table_width(table: Table) -> int:

@@ -138,6 +138,14 @@ def test_markdown_tables(capture, capsys):
     assert "| Produce | 3 | 5.00 | 4.00 | 8.00 | 8.90 | 8.99 | 9.00 |" in lines
 
 
+def test_names_wrap_after_separators():
+    from analysis.terminal import wrap_name
+    assert wrap_name("txn-transformer-in", 15) == "txn-\ntransformer-in"
+    assert wrap_name("billing-consumer", 10) == "billing-\nconsumer"
+    assert wrap_name("GetTelemetrySubscriptions v0", 20) == "GetTelemetrySubscrip\ntions v0"
+    assert wrap_name("short", 10) == "short"
+
+
 def test_three_significant_figures():
     assert [sig3(v) for v in (0, 0.000123, 0.0123, 0.207, 2.5, 12.34, 99.4, 3003.3, 12_345_678,
                               1.5e9)] == ["0", "0.000", "0.012", "0.207", "2.50", "12.3", "99.4",
