@@ -58,7 +58,7 @@ def _arrow_strings(series: pd.Series) -> pa.ChunkedArray:
 
 
 def with_endpoints(df: pd.DataFrame) -> pd.DataFrame:
-    df = df.copy()
+    df = df.copy(deep=False)   # the new columns go on a new frame; the others are shared
     client = _arrow_strings(df["client_ip"])
     port = _arrow_strings(df["broker_port"].astype("int64[pyarrow]"))
     broker = pc.binary_join_element_wise(_arrow_strings(df["broker_ip"]), port, ":")
@@ -69,7 +69,7 @@ def with_endpoints(df: pd.DataFrame) -> pd.DataFrame:
 
 def _frame_for(df, by):
     if by == "topic":
-        df = df.explode("topics").rename(columns={"topics": "topic"})
+        df = df[df["topics"].notna()].explode("topics").rename(columns={"topics": "topic"})
         df = df[df["topic"].notna()]
     return df
 

@@ -7,12 +7,14 @@ import html
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from . import consumers, errors, producers
 from . import report_data
 from .report_data import api_rows, epoch_ms, series_by, width_label
 
 BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
+PALETTE = qualitative.Plotly   # one colour per series (series_by gives at most 10)
 FONT = {"size": 11}
 TIME_AXIS = {"type": "date", "title": {"text": "time (UTC)"}, "showgrid": True}
 # hover text of one exchange; customdata is report_data.hover_rows' list
@@ -36,6 +38,26 @@ def _name(s) -> str:
     return html.escape(str(s), quote=False)
 
 
+def _lone(y: np.ndarray) -> np.ndarray:
+    """The values with no value beside them (a line through them draws nothing)."""
+    ok = ~np.isnan(y)
+    return ok & ~np.r_[False, ok[:-1]] & ~np.r_[ok[1:], False]
+
+
+def _series(fig, x, y, name, colour, hover, dash="solid", **axes) -> None:
+    """A bucket series: a line broken at the NaNs, and markers only where a bucket has no
+    neighbour (markers on every point take most of Plotly's drawing time)."""
+    x, y = np.asarray(x, dtype="float64"), np.asarray(y, dtype="float64")
+    fig.add_trace(go.Scatter(x=x, y=y, name=name, legendgroup=name, mode="lines",
+                             line={"color": colour, "width": 1.2, "dash": dash},
+                             connectgaps=False, hovertemplate=hover, **axes))
+    lone = _lone(y)
+    if lone.any():
+        fig.add_trace(go.Scatter(x=x[lone], y=y[lone], name=name, legendgroup=name,
+                                 mode="markers", marker={"color": colour, "size": 4},
+                                 showlegend=False, hovertemplate=hover, **axes))
+
+
 def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
     """One row of small multiples per api: latency over time (bucket p50/p99/max and exchanges
     as points), requests per bucket, latency distribution; busiest api first."""
@@ -53,11 +75,8 @@ def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
             yaxis3={"anchor": "x3", "title": {"text": "requests"}, "rangemode": "tozero"}))
         for name, key, colour, dash in (("p50", "p50", BLUE, "solid"), ("p99", "p99", ORANGE,
                                         "solid"), ("max", "max", GREY, "dot")):
-            fig.add_trace(go.Scatter(
-                x=row["x"], y=row[key], name=f"{name} per {label}", mode="lines+markers",
-                line={"color": colour, "width": 1.2, "dash": dash}, marker={"size": 3},
-                connectgaps=False,
-                hovertemplate=f"{name} %{{y:.3f}} ms<br>%{{x}}<extra></extra>"))
+            _series(fig, row["x"], row[key], f"{name} per {label}", colour,
+                    f"{name} %{{y:.3f}} ms<br>%{{x}}<extra></extra>", dash)
         for kind, colour, symbol, title in (("ok", BLUE, "circle", "exchanges"),
                                             ("error", RED, "x", "errors")):
             p = row["points"][kind]
@@ -66,11 +85,9 @@ def api_figures(ex, width_ms) -> list[tuple[str, go.Figure]]:
                     x=p["x"], y=p["y"], customdata=p["hover"], name=title, mode="markers",
                     marker={"color": colour, "symbol": symbol, "size": 6, "opacity": 0.7},
                     hovertemplate=EXCHANGE_HOVER))
-        fig.add_trace(go.Scatter(   # markers: a bucket stays visible however narrow
-            x=row["x"], y=row["count_series"], xaxis="x2", yaxis="y2", name="requests",
-            mode="lines+markers", line={"color": GREEN, "width": 1}, marker={"size": 3},
-            connectgaps=False, showlegend=False,
-            hovertemplate=f"%{{y}} requests in the {label} from %{{x}}<extra></extra>"))
+        _series(fig, row["x"], row["count_series"], "requests", GREEN,
+                f"%{{y}} requests in the {label} from %{{x}}<extra></extra>", xaxis="x2",
+                yaxis="y2", showlegend=False)
         edges, counts = row["hist_edges"], row["hist_counts"]
         fig.add_trace(go.Scatter(
             x=edges, y=np.append(counts, counts[-1] if len(counts) else 0), xaxis="x3",
@@ -103,10 +120,9 @@ def _time_series_figure(series, ytitle, hover):
         return None
     fig = go.Figure(layout=_layout(320, xaxis=TIME_AXIS, yaxis={"title": {"text": ytitle},
                                                                   "rangemode": "tozero"}))
-    for s in series:
-        fig.add_trace(go.Scatter(x=s["x"], y=s["y"], name=_name(s["name"]), mode="lines+markers",
-                                 marker={"size": 4}, connectgaps=False,
-                                 hovertemplate=f"%{{fullData.name}}<br>{hover}<extra></extra>"))
+    for s, colour in zip(series, PALETTE):
+        _series(fig, s["x"], s["y"], _name(s["name"]), colour,
+                f"%{{fullData.name}}<br>{hover}<extra></extra>")
     return fig
 
 
@@ -147,11 +163,9 @@ def delivery_figure(t, width_ms):
         yaxis={"type": "log", "title": {"text": "end to end (ms)"}},
         xaxis2={"type": "log", "domain": [0.68, 1], "title": {"text": "end to end (ms)"}},
         yaxis2={"anchor": "x2", "title": {"text": "records"}, "rangemode": "tozero"}))
-    for s in data["p99"]:
-        fig.add_trace(go.Scatter(
-            x=s["x"], y=s["y"], name=f"{_name(s['name'])} p99 per {label}", mode="lines+markers",
-            marker={"size": 3}, connectgaps=False,
-            hovertemplate="%{fullData.name} %{y:.3f} ms<br>%{x}<extra></extra>"))
+    for s, colour in zip(data["p99"], PALETTE):
+        _series(fig, s["x"], s["y"], f"{_name(s['name'])} p99 per {label}", colour,
+                "%{fullData.name} %{y:.3f} ms<br>%{x}<extra></extra>")
     p = data["points"]
     fig.add_trace(go.Scatter(x=p["x"], y=p["y"], customdata=p["hover"], mode="markers",
                              name="slowest records", hovertemplate=DELIVERY_HOVER,
