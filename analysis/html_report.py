@@ -124,6 +124,7 @@ SECTIONS = (
     ("Records produced", "produce", ("Producer throughput",)),
     ("End-to-end record latency (Produce request to first Fetch delivery)", "deliveries",
      ("End-to-end",)),
+    ("Connections and TLS", None, ("TLS connections", "Connections")),
 )
 
 

@@ -44,13 +44,14 @@ def _lone(y: np.ndarray) -> np.ndarray:
     return ok & ~np.r_[False, ok[:-1]] & ~np.r_[ok[1:], False]
 
 
-def _series(fig, x, y, name, colour, hover, dash="solid", **axes) -> None:
+def _series(fig, x, y, name, colour, hover, dash="solid", showlegend=True, **axes) -> None:
     """A bucket series: a line broken at the NaNs, and markers only where a bucket has no
     neighbour (markers on every point take most of Plotly's drawing time)."""
     x, y = np.asarray(x, dtype="float64"), np.asarray(y, dtype="float64")
     fig.add_trace(go.Scatter(x=x, y=y, name=name, legendgroup=name, mode="lines",
                              line={"color": colour, "width": 1.2, "dash": dash},
-                             connectgaps=False, hovertemplate=hover, **axes))
+                             connectgaps=False, hovertemplate=hover, showlegend=showlegend,
+                             **axes))
     lone = _lone(y)
     if lone.any():
         fig.add_trace(go.Scatter(x=x[lone], y=y[lone], name=name, legendgroup=name,

@@ -1,5 +1,5 @@
 """The tables of the HTML report, in reading order: the summary's sections (as `stats` shows
-them), then clients, TLS and connections. Each is (title, DataFrame); empty frames are skipped by
+them), then clients and connections. Each is (title, DataFrame); empty frames are skipped by
 the renderer."""
 from __future__ import annotations
 
@@ -49,26 +49,10 @@ def connections(t) -> pd.DataFrame:
     return out.sort_values("exchange_count", ascending=False).reset_index(drop=True)
 
 
-def tls_summary(t) -> pd.DataFrame:
-    """Connections and exchanges per TLS version, cipher and decrypted or not ("plaintext" for
-    connections without TLS); empty when no connection had TLS."""
-    c = t.connections
-    cols = ["tls_version", "tls_cipher", "tls_decrypted", "connections", "exchanges"]
-    if "tls_version" not in c.columns or c["tls_version"].isna().all():
-        return pd.DataFrame(columns=cols)
-    df = c.assign(tls_version=c["tls_version"].astype("string").fillna("plaintext"),
-                  tls_cipher=c["tls_cipher"].astype("string").fillna(""))
-    g = df.groupby(["tls_version", "tls_cipher", "tls_decrypted"], dropna=False)
-    out = g.agg(connections=("connection_id", "size"), exchanges=("exchange_count", "sum"))
-    return out.reset_index()[cols].sort_values("connections", ascending=False) \
-        .reset_index(drop=True)
-
-
 def report_tables(t, top: int):
     out = sections(t, top=top)
     out[len(out) - 1:len(out) - 1] = [
         ("Clients (client id and address)", clients(t)),
-        ("TLS (connections per version and cipher)", tls_summary(t)),
         ("Connections", connections(t)),
     ]
     return out
