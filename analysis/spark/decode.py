@@ -21,6 +21,7 @@ Pure Python, numpy and pyarrow: no pyspark here.
 """
 from __future__ import annotations
 
+import copy
 import gc
 import mmap
 from bisect import bisect_left
@@ -82,10 +83,16 @@ class _Decoder:
     one connection after the other (flows are independent: each is flushed when its segments
     are done, as the single-machine path flushes it at the end of the capture)."""
 
-    def __init__(self, opts: Options):
+    def __init__(self, opts: Options, keylog_issue=False):
         self.opts = opts
+        keylog = opts.keylog
+        if keylog is not None and keylog.malformed and not keylog_issue:
+            # the key log's malformed lines are one issue of the capture, as the single process
+            # reports them: the task of bucket 0 reports it, the others see no count
+            keylog = copy.copy(keylog)
+            keylog.malformed = 0
         self.d = Dissector(opts.ports, auto=opts.auto, level=opts.level,
-                           max_frame=opts.max_frame, keylog=opts.keylog)
+                           max_frame=opts.max_frame, keylog=keylog)
         self.records = opts.level == "records"
         self.col = _Collector(records=self.records)
         self.files = _Files(opts.paths)
@@ -238,7 +245,7 @@ def decode_bucket(table: pa.Table, bucket: int, opts: Options, total: int,
     """Rows of schemas.PARTS: the tables of the connections whose index rows are in `table`
     (bucket: its number, unique in the job)."""
     keyed = pc.is_valid(table.column("key"))
-    decoder = _Decoder(opts)
+    decoder = _Decoder(opts, keylog_issue=(bucket == 0))
     # The core's objects die young and seldom form cycles, but generational collections keep
     # walking everything a bucket holds: 5-8% of the decode time (measured on the benchmark
     # corpus; the peak memory of a bucket grows ~10%). One collection of the youngest
@@ -254,6 +261,7 @@ def decode_bucket(table: pa.Table, bucket: int, opts: Options, total: int,
         rest = table.filter(pc.invert(keyed))
         if rest.num_rows:
             decoder.keyless(rest.select(KEYLESS).to_pylist())
+        decoder.d.finish()   # bucket 0 without rows still reports the key log (see _Decoder)
         out = decoder.parts(bucket, total, parts)
         # the collection below then walks only what cycles left, not the bucket's objects
         del decoder

@@ -127,6 +127,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     file_order = [r.file for r in ordered]
 
     # 3. decode a bucket of connections per task (payloads read from the files)
+    malformed_keys = keys is not None and keys.malformed > 0   # one issue, from bucket 0
     opts = Options(ports, auto, level, max_frame,
                    ", ".join(basename(f) for f in file_order), offsets,
                    {f: local_path(f) for f in files if local_path(f) is not None}, keys)
@@ -139,7 +140,7 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     def decode(batches):
         for bucket in (b for batch in batches for b in batch.column(0).to_pylist()):
             table = index.load(str(out), places.get(bucket, ()))
-            if table.num_rows:
+            if table.num_rows or (bucket == 0 and malformed_keys):
                 parts_rows = decode_bucket(table, bucket, opts, total, parts)
                 yield from spill(parts_rows, str(out), bucket).to_batches()
 

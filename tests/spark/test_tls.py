@@ -20,13 +20,17 @@ KEYS = CAPTURES / "tls" / "kafka_tls.keys.log"
 
 
 def test_keylog_gives_the_single_machine_tables(spark, tmp_path, monkeypatch):
+    """...with two malformed lines in the key log: one issue, as the single process has."""
     require_path(PCAP)
     monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
     files = rotate(PCAP, tmp_path / "in", 2)
-    run(files, tmp_path / "out", ports=(9093, 19092), records=True, keylog=KEYS, spark=spark)
-    expected = load(files, port=[9093, 19092], records=True, keylog=KEYS)
+    keys = tmp_path / "keys.log"
+    keys.write_bytes(b"CLIENT_RANDOM nothex\n" + KEYS.read_bytes() + b"GARBAGE\n")
+    run(files, tmp_path / "out", ports=(9093, 19092), records=True, keylog=keys, spark=spark)
+    expected = load(files, port=[9093, 19092], records=True, keylog=keys)
     actual = load_output(tmp_path / "out")
     assert_tables_equal(expected, actual)
+    assert list(actual.issues["code"].astype(str)) == ["tls.keylog_malformed"]
     # both legs there, the TLS one decrypted: every exchange twice (but a response the broker
     # sent after its client closed, which the terminator no longer relayed)
     tls = actual.exchanges["tls_version"].notna()
