@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 
 from dissector.cli import PLUGIN_HELP
-from dissector.commands.common import (add_capture_options, add_keylog_option, open_dissection,
-                                       report_errors, report_undecrypted)
+from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
+                                       open_dissection, parse_ports, report_errors,
+                                       report_undecrypted)
 from dissector.output import iso_ns
 from dissector.records.columns import record_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
@@ -33,6 +34,7 @@ def add_parser(sub) -> None:
                                    "headers, producer and batch fields.")
     add_capture_options(p)
     add_keylog_option(p)
+    add_jobs_option(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--out", metavar="FILE", help="write to FILE (required for parquet)")
     p.set_defaults(run=run)
@@ -43,6 +45,7 @@ def run(args) -> int:
     if args.format == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     dissection, progress = open_dissection(args, "records")
+    result = dissection
     try:
         if args.format == "parquet":
             from ..records_table import write_parquet
@@ -50,14 +53,25 @@ def run(args) -> int:
         elif args.format == "text":
             out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
             try:
-                count = _text((row for ex in dissection for row in record_rows(ex)), out)
+                result, count, written = _parallel(args, dissection, progress, out.write)
+                if result is None:
+                    result = dissection
+                    count += _text((row for ex in dissection if ex.index > written
+                                    for row in record_rows(ex)), out)
             finally:
                 if args.out:
                     out.close()
         else:
             out = open(args.out, "wb") if args.out else None
             try:
-                count = _write_text(dissection, args.format, out.write if out else _stdout())
+                write = out.write if out else _stdout()
+                if args.format == "csv":
+                    write((",".join(RECORD_COLUMN_NAMES) + "\n").encode())
+                result, count, written = _parallel(args, dissection, progress, write)
+                if result is None:
+                    result = dissection
+                    count += _write_text((ex for ex in dissection if ex.index > written),
+                                         args.format, write)
             finally:
                 if out:
                     out.close()
@@ -65,8 +79,48 @@ def run(args) -> int:
         progress.done()
     if args.out:
         print(f"{count} records -> {args.out}", file=sys.stderr)
-    report_undecrypted(dissection.dissector.tls)
-    return report_errors(dissection)
+    report_undecrypted(result.dissector.tls)
+    return report_errors(result)
+
+
+def _parallel(args, dissection, progress, write):
+    """The records of --jobs N worker processes (dissector.parallel), each exchange's rendered
+    by a worker and written here in order: (the run, records written, exchanges written), the
+    run None when one process is to write the rest (one job, or after dissector.parallel's
+    checks stopped the workers)."""
+    from dissector.parallel import Diverged, Plan, jobs_for, run
+    ports, auto = parse_ports(args.port)
+    jobs = jobs_for(args.jobs, args.captures, auto)
+    if jobs == 1:
+        return None, 0, 0
+    fmt = args.format
+    count = [0]
+
+    def render():   # in each worker: (records, their text) per exchange
+        import io
+        from dissector.records.text import csv_chunk, jsonl_chunk
+        chunk = csv_chunk if fmt == "csv" else jsonl_chunk
+
+        def rendered(ex):
+            if fmt == "text":
+                buf = io.StringIO()
+                return _text(record_rows(ex), buf), buf.getvalue()
+            parts, n = [], 0
+            for cols in record_chunks([ex], ROW_GROUP, TEXT_CHUNK_BYTES):
+                parts.append(chunk(cols))
+                n += cols.rows
+            return n, b"".join(parts)
+        return lambda exchanges: [rendered(ex) for ex in exchanges]
+
+    def written(pieces, _first):
+        count[0] += sum(n for n, _ in pieces)
+        write(("" if fmt == "text" else b"").join(text for _, text in pieces))
+    plan = Plan(args.captures, render, jobs, ports, level="records", max_frame=args.max_frame,
+                keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
+    try:
+        return run(plan, written, progress), count[0], 0
+    except Diverged as exc:
+        return None, count[0], exc.written
 
 
 def shown(value: bytes | None) -> str:
@@ -109,10 +163,8 @@ def _stdout():
 
 
 def _write_text(dissection, fmt, write) -> int:
-    """CSV (with its header line) or JSON lines, a chunk of records at a time."""
+    """CSV (without its header line) or JSON lines, a chunk of records at a time."""
     from dissector.records.text import csv_chunk, jsonl_chunk
-    if fmt == "csv":
-        write((",".join(RECORD_COLUMN_NAMES) + "\n").encode())
     chunk = csv_chunk if fmt == "csv" else jsonl_chunk
     n = 0
     for cols in record_chunks(dissection, ROW_GROUP, TEXT_CHUNK_BYTES):

@@ -131,3 +131,32 @@ def test_stats_and_export(tmp_path, capsys, name):
     for command in ("stats", "export"):
         same(analysis_outputs(tmp_path, capsys, command, capture, "--filter",
                               "exchange != 4"))
+
+
+def records_outputs(tmp_path, capsys, *argv):
+    results = []
+    for extra in (["--jobs", "1"], ["--jobs", "2", "--jobs-by", "connection"]):
+        out = tmp_path / f"records{len(results)}"
+        code = main(["records", *map(str, argv), "--out", str(out), *extra])
+        err = capsys.readouterr().err.replace(str(out), "OUT")
+        results.append((code, out.read_bytes(), err))
+    return results
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv", "jsonl"])
+def test_records(tmp_path, capsys, monkeypatch, fmt):
+    capture = next(c for c in CAPTURES if c.name == "codecs.mss1448.pcap")
+    same(records_outputs(tmp_path, capsys, capture, "--format", fmt))
+    parts = rotate(capture, tmp_path / "rotated", 5)
+    data = parts[3].read_bytes()
+    parts[3].write_bytes(data[:len(data) // 2])
+    results = records_outputs(tmp_path, capsys, *parts, "--format", fmt)
+    same(results)
+    assert results[0][0] == 2
+    checked = []
+
+    def chunk(self, msgs):   # the workers stopped: one process writes the rest
+        checked.append(len(msgs))
+        return "forced" if len(checked) == 3 else None
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
