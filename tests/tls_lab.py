@@ -219,11 +219,49 @@ def aiokafka_tls(cert):
     return {"security_protocol": "SSL", "ssl_context": ctx}
 
 
+def _recv_exact(sock, n):
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError("the connection closed")
+        data += chunk
+    return data
+
+
+def resuming_client(lab, client_id="resuming-client", connections=3, timeout=10.0):
+    """A TLS client that resumes its session (Python's ssl: a TLS 1.2 session ticket or id, a
+    TLS 1.3 PSK), as Java clients do when they reconnect: each of `connections` connections
+    sends two ApiVersions v0 requests and reads the answers. Returns a ClientRun whose requests
+    are what it sent; its notes say which connections were resumed."""
+    import socket
+    import ssl
+    import struct
+    run = T.ClientRun("python-ssl", f"Python ssl, {ssl.OPENSSL_VERSION}", client_id,
+                      {"connections": connections, "session": "resumed"})
+    ctx = ssl.create_default_context(cafile=str(lab.cert))
+    ctx.check_hostname = False
+    name = client_id.encode()
+    session, resumed = None, []
+    for n in range(connections):
+        with socket.create_connection(("127.0.0.1", lab.tls_port), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as tls:
+                for corr in (1, 2):
+                    body = struct.pack(">hhih", 18, 0, corr, len(name)) + name
+                    tls.sendall(struct.pack(">i", len(body)) + body)
+                    _recv_exact(tls, struct.unpack(">i", _recv_exact(tls, 4))[0])
+                    run.requests.append(T.Request(client_id, f"conn-{n}", 18, 0, corr, True))
+                resumed.append(tls.session_reused)
+                session = tls.session
+    run.notes.append(f"sessions resumed: {resumed}")
+    return run
+
+
 def run_clients(lab, plan, topic_prefix="tls", seed=60):
     """Drive client libraries through the lab's TLS endpoint. `plan`: (library, consume) pairs,
     library one of "librdkafka", "kafka-python", "aiokafka": each produces a few records to a
     topic of its own and, if `consume`, a consumer group member of the same library reads them
-    back. Returns the ClientRuns in order."""
+    back; or "resuming" (resuming_client: no records). Returns the ClientRuns in order."""
     runs = []
     boot, cert = lab.bootstrap, lab.cert
     for i, (library, consume) in enumerate(plan):
@@ -249,6 +287,8 @@ def run_clients(lab, plan, topic_prefix="tls", seed=60):
                 runs.append(T.kafka_python_consume(boot, [topic], len(records), group=group,
                                                    client_id=cid, timeout=15,
                                                    **kafka_python_tls(cert)))
+        elif library == "resuming":
+            runs.append(resuming_client(lab, f"resuming-client-{i}"))
         elif library == "aiokafka":
             runs.append(T.aiokafka_produce(boot, records, client_id=f"{name}-producer-{i}",
                                            timeout=15, **aiokafka_tls(cert)))
