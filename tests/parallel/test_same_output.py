@@ -160,3 +160,18 @@ def test_records(tmp_path, capsys, monkeypatch, fmt):
         return "forced" if len(checked) == 3 else None
     monkeypatch.setattr(driver.Checks, "chunk", chunk)
     same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
+
+
+def test_tls_with_and_without_the_key_log(tmp_path, capsys):
+    tls = CAPTURES[0].parent / "tls"
+    capture, keys = tls / "kafka_tls.pcap", tls / "kafka_tls.keys.log"
+    same(outputs(tmp_path, capsys, capture, "--port", "9093", "--keylog", keys, "--format", "csv",
+                 "--level", "records"))
+    (tmp_path / "empty.log").write_text("")
+    results = outputs(tmp_path, capsys, capture, "--port", "9093", "--keylog",
+                      tmp_path / "empty.log")
+    assert results[1] == results[0] == results[2]   # nothing decrypted: no exchange
+    assert "7 TLS connections not decrypted" in results[0][2]
+    for command in ("stats", "export"):
+        same(analysis_outputs(tmp_path, capsys, command, capture, "--port", "9093", "--keylog",
+                              keys))
