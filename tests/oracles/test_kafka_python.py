@@ -23,7 +23,7 @@ FOLDERS = ("latest", "kafka-4.3", "kafka-4.2", "kafka-4.1", "kafka-4.0", "kafka-
 ALL_PAIRS = [(k, v) for k in sorted(APIS) for v in range(APIS[k][1], APIS[k][2] + 1)]
 KIO = {(k, v) for k, v, d in KIO_PAIRS if (k, v, 1 - d) in set(KIO_PAIRS)}
 NOT_IN_KIO = [p for p in ALL_PAIRS if p not in KIO]
-EXAMPLES = 4
+EXAMPLES = 25
 
 # Pairs checked by hand-annotated vectors elsewhere: ControlledShutdown v0's header without a
 # client id (tests/protocol/test_special_cases.py; its body is checked here as well).
