@@ -20,13 +20,24 @@ def cores() -> int:
 def jobs_for(requested, paths, auto=False) -> int:
     """How many processes: `requested` (--jobs), else every core for captures over
     PARALLEL_FROM bytes in all, else 1; 1 with `--port auto` (where a flow is Kafka is
-    learnt from all of them)."""
+    learnt from all of them). By default 1 for gzip-compressed captures too: every worker
+    reads every packet, and would decompress the whole capture."""
     if auto:
         return 1
     if requested is not None:
         return max(1, requested)
-    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
-    return cores() if total > PARALLEL_FROM else 1
+    files = [p for p in paths if os.path.isfile(p)]
+    if any(_gzip(p) for p in files):
+        return 1
+    return cores() if sum(os.path.getsize(p) for p in files) > PARALLEL_FROM else 1
+
+
+def _gzip(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:   # the reader says what is wrong with it
+        return False
 
 
 class Plan:

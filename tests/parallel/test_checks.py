@@ -62,3 +62,18 @@ def test_checks():
     assert "budget" in Checks(2).chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
                                         _msg(5, peak=BUFFER_BUDGET // 2)])
     assert "flows" in Checks(2).chunk([_msg(5, flows=3000), _msg(5, flows=3000)])
+
+
+def test_how_many_jobs(tmp_path, monkeypatch):
+    from dissector.parallel import plan
+    small, big, packed = tmp_path / "small.pcap", tmp_path / "big.pcap", tmp_path / "c.pcap.gz"
+    small.write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(100))
+    with open(big, "wb") as f:
+        f.truncate(plan.PARALLEL_FROM + 1)
+    packed.write_bytes(b"\x1f\x8b" + bytes(100))
+    monkeypatch.setattr(plan, "cores", lambda: 4)
+    assert plan.jobs_for(None, [small]) == 1
+    assert plan.jobs_for(None, [big]) == 4
+    assert plan.jobs_for(None, [big, packed]) == 1   # every worker would decompress it all
+    assert plan.jobs_for(None, [big], auto=True) == 1
+    assert plan.jobs_for(3, [small]) == 3 and plan.jobs_for(0, [big]) == 1
