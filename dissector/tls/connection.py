@@ -106,7 +106,8 @@ class TlsConnection:
 
     @property
     def handshake_ms(self):
-        """ClientHello to the first application data, when both were seen."""
+        """ClientHello to the first application data, when both were seen (without keys, TLS
+        1.2 only: TLS 1.3 hides which records are application data)."""
         if self.hello_ts is None or self.app_ts is None:
             return None
         return (self.app_ts - self.hello_ts) / 1e6

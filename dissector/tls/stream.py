@@ -347,7 +347,10 @@ class TlsStream:
                         return
                 self.seq += 1
                 self.skipped += 1
-                self.tc.no_keys(self, pieces[0][1])
+                tc = self.tc
+                tc.no_keys(self, pieces[0][1])
+                if rtype == APPLICATION_DATA and tc.version == 0x0303 and tc.app_ts is None:
+                    tc.app_ts = pieces[0][2]   # TLS 1.2 says which records are application data
                 return
         if self.seq_known:
             r = c.open(self.seq, rtype, rver, body)

@@ -74,3 +74,6 @@ def test_without_keys_tls_is_recognised_not_framed(make_tls, version):
         if not auto:
             assert len(codes) == len(run.connections) == run.dissector.tls.undecrypted > 0
             assert all("SNI kafka.test" in i.detail for i in run.issues)
+            tls = [c.tls for c in run.connections]
+            assert not any(t.decrypted for t in tls)
+            assert all((t.handshake_ms is not None) == (version == "1.2") for t in tls)
