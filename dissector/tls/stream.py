@@ -86,9 +86,10 @@ class TlsStream:
 
     # -- the framer's interface -------------------------------------------------------------------
 
-    @property
-    def waiting(self):
-        return self.framer.waiting
+    # The flow table settles a waiting framer when the other side sends data (Framer.settle);
+    # a TLS stream's framer is settled when the other side's plaintext comes (_deliver), so the
+    # per-packet check never finds this one waiting.
+    waiting = False
 
     def settle(self):
         self.framer.settle()
@@ -390,6 +391,9 @@ class TlsStream:
         a frame may start or end, in one call across the middle of a frame (the framer says how
         many bytes the frame in progress still lacks)."""
         self.fed = True
+        peer = self.tc.streams[1 - self.direction]
+        if peer is not None and peer.framer.waiting:
+            peer.framer.settle()   # this side speaks: the other's resync candidate is complete
         feed = self.framer.feed
         log = self.tc.record_log
         if log is not None:
@@ -400,7 +404,8 @@ class TlsStream:
             return
         n = len(plain)
         plain = memoryview(plain)   # slices are not copied where the framer fills a frame
-        bounds = [min(max(off - prefix, 0), n) for off, _, _ in pieces]
+        bounds = [0 if off <= prefix else n if off - prefix > n else off - prefix
+                  for off, _, _ in pieces]
         bounds.append(n)
         pos = j = 0
         while pos < n:
