@@ -1,7 +1,8 @@
 """Record protection: one object per direction and key that opens a record's body with its
 sequence number (RFC 5246 6.2.3, RFC 5288, RFC 7905, RFC 7366, RFC 8446 5.2-5.3).
 
-`open(seq, rtype, version, body)` -> (content type, plaintext) or None when the record does not
+`open(seq, rtype, version, body)` -> (content type, plaintext: bytes or a memoryview of them) or
+None when the record does not
 authenticate (wrong key, wrong sequence number, damaged bytes). Each record is opened with one
 call into `cryptography` (whole records, never byte by byte). `prefix` is how many bytes of the
 body come before the plaintext (explicit nonce or IV): plaintext byte i travelled at body byte
@@ -40,7 +41,7 @@ class Aead12:
             return None
         if self._explicit:
             nonce = self._iv + bytes(body[:8])
-            data = body[8:]
+            data = memoryview(body)[8:]   # not a copy of the record
         else:
             nonce = (self._iv ^ seq).to_bytes(12, "big")
             data = body
@@ -75,7 +76,7 @@ class Aead13:
             inner = inner.rstrip(b"\0")   # zero padding (rare)
         if not inner:
             return None   # no content type: not a valid record
-        return inner[-1], inner[:-1]
+        return inner[-1], memoryview(inner)[:-1]   # a view: the framer copies what it keeps
 
 
 class Cbc12:
