@@ -41,7 +41,7 @@ class TlsStream:
 
     __slots__ = ("tc", "direction", "framer", "budget", "offset", "_state", "_hdr", "_rtype",
                  "_rver", "_need", "_body", "_got", "_pieces", "_start", "_skip", "_sbuf",
-                 "_slen", "_sync_from", "_sync_pkt", "_lost_bytes", "_used",
+                 "_slen", "_sync_from", "_sync_pkt", "_severity", "_lost_bytes", "_used",
                  "cipher", "next_cipher", "pending", "seq", "seq_known", "ccs", "msgs",
                  "held", "held_bytes", "records", "record_bytes", "bad", "searches", "probes",
                  "fed", "skipped", "secret", "joined")
@@ -63,6 +63,7 @@ class TlsStream:
         self._slen = 0
         self._sync_from = 0
         self._sync_pkt = 0
+        self._severity = WARNING
         self._lost_bytes = 0      # ciphertext lost in the last hole (for the sequence estimate)
         self._used = 0            # bytes counted against the budget
         self.cipher = None        # the opener of the next protected record
@@ -532,6 +533,7 @@ class TlsStream:
         self._hdr = b""
         self._sync_from = at
         self._sync_pkt = pkt
+        self._severity = severity   # a mid-stream start is a note, a hole a warning
 
     def _search(self):
         pieces = self._sbuf
@@ -545,7 +547,7 @@ class TlsStream:
             self._slen = 0
             self._state = _HEADER
             if skipped:
-                self.tc.issue(self, "tls.resync", WARNING,
+                self.tc.issue(self, "tls.resync", self._severity,
                               f"skipped {skipped} bytes of the {_NAMES[self.direction]} TLS "
                               f"stream to the next record header at offset {rest[0][1]}",
                               rest[0][2], self._sync_from)
@@ -569,7 +571,7 @@ class TlsStream:
         self._sbuf = []
         self._slen = 0
         if end and self.offset > self._sync_from:
-            self.tc.issue(self, "tls.resync", WARNING,
+            self.tc.issue(self, "tls.resync", self._severity,
                           f"skipped {self.offset - self._sync_from} bytes of the "
                           f"{_NAMES[self.direction]} TLS stream: no record header chain before "
                           f"its end", self._sync_pkt, self._sync_from)

@@ -5,7 +5,6 @@ The key schedule and record protection below are written from the RFC for this t
 `cryptography`'s primitives, apart from the dissector's."""
 import struct
 
-import pytest
 
 from dissector.pipeline import dissect
 
