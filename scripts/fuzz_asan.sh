@@ -11,7 +11,8 @@
 # A sanitizer finding stops the run with its report (exit status 99 ASan, 98 UBSan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=$(realpath "${PY:-.venv/bin/python}")
+PY=${PY:-.venv/bin/python}
+PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")"   # absolute, the venv's (not resolved)
 OUT=${FUZZ_DIR:-/tmp/kafka-dissector-fuzz}
 TREE="$OUT/asan-tree"
 mkdir -p "$TREE"
