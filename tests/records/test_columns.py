@@ -3,7 +3,6 @@ twin columns.py_append_v2 (the specification), on every v2 batch of every shippe
 hand-encoded records of every varint width, odd header keys (not UTF-8), LogAppendTime, offsets
 and timestamps past int64, and damaged copies (both must refuse the same ones)."""
 import json
-import random
 
 import pytest
 from hypothesis import given, settings, strategies as st
