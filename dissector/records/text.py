@@ -52,9 +52,11 @@ def jsonl_chunk(cols) -> bytes:
 
 
 def _csv_fields(values) -> str:
+    """The values as csv.writer writes them in a row (its dialect's line terminator decides
+    which fields are quoted: the row writers' "\n", taken off here)."""
     out = io.StringIO()
-    csv.writer(out, lineterminator="").writerow(["" if v is None else v for v in values])
-    return out.getvalue()
+    csv.writer(out, lineterminator="\n").writerow(["" if v is None else v for v in values])
+    return out.getvalue()[:-1]
 
 
 def _rows(buffers):

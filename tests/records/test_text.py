@@ -60,7 +60,9 @@ ROWS = st.lists(st.tuples(st.integers(0, 1), st.one_of(st.none(), st.integers(-5
                           st.lists(st.tuples(KEYS, VALUES), max_size=3)), max_size=6)
 BATCH = st.tuples(st.one_of(st.none(), st.integers(0, 9)), st.integers(-3, 9),
                   st.sampled_from([0, 1, 78]), st.integers(0, 1),
-                  st.one_of(st.none(), st.text(max_size=5), st.just('to,p"ic\n')),
+                  # (a lone "\r" is left unquoted by csv.writer, as by the row writers)
+                  st.one_of(st.none(), st.text(st.characters(blacklist_characters="\r"),
+                                               max_size=5), st.just('to,p"ic\n')),
                   st.integers(-1, 3), st.integers(0, 2), st.sampled_from(["none", "gzip"]),
                   st.one_of(st.none(), st.integers(0, 1)), st.integers(-1, 9), st.integers(-1, 2),
                   st.integers(-1, 5), st.booleans(), st.booleans(),
@@ -110,3 +112,24 @@ def _pieces(cols, fmt):
     finally:
         setattr(text, name, saved)
     return seen["args"]
+
+
+def test_odd_topics_are_quoted_as_csv_writer_quotes_a_row():
+    """The old row writer: csv.writer(out, lineterminator="\\n") over each row, None as "",
+    bytes as base64, the headers as json.dumps gives them."""
+    batch = (1, 2, 0, 0, 'a\nb,"c\r', 3, 2, "none", 0, -1, -1, -1, False, False, True)
+    cols = columns([batch], [(0, 5, 1_700_000_000_000, b"k", None, [("h\u00e9", b"v")])])
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(
+        [1, 2, 0, 0, 'a\nb,"c\r', 3, 2, "none", 5, "2023-11-14T22:13:20.000000000Z", 0, "aw==",
+         "", json.dumps([{"key": "h\u00e9", "value": "dg=="}]), -1, -1, -1, False, False, True])
+    assert text.csv_chunk(cols) == out.getvalue().encode()
+
+
+def test_a_json_line_is_json_dumps_of_the_row():
+    batch = (1, 2, 0, 0, 'a\n"\u00e9\U0001f600', 3, 2, "none", 0, -1, -1, -1, False, False, None)
+    cols = columns([batch], [(0, None, None, None, b"", [("\x7f\\", None)])])
+    row = dict(zip(RECORD_COLUMN_NAMES, [1, 2, 0, 0, 'a\n"\u00e9\U0001f600', 3, 2, "none", None,
+                                         None, 0, None, "", [{"key": "\x7f\\", "value": None}],
+                                         -1, -1, -1, False, False, None]))
+    assert text.jsonl_chunk(cols) == (json.dumps(row, separators=(",", ":")) + "\n").encode()
