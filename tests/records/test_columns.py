@@ -98,7 +98,7 @@ BASES = st.sampled_from([0, 5, 1 << 40, (1 << 63) - 3, -(1 << 63)])
 TIMES = st.sampled_from([0, 1_700_000_000_000, -5, ((1 << 63) - 1) // 1_000_000, 1 << 62])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(RECORD, max_size=6), BASES, TIMES, st.one_of(st.none(), TIMES), st.integers(0, 9))
 def test_random_records_give_the_same_buffers(c_append, records, base, first_ts, fixed, index):
     body = b"".join(encode(*r) for r in records)
@@ -107,7 +107,7 @@ def test_random_records_give_the_same_buffers(c_append, records, base, first_ts,
     assert py[0] == len(records)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(RECORD, min_size=1, max_size=4), st.randoms(use_true_random=False))
 def test_damaged_records_are_refused_by_both_or_read_alike(c_append, records, rnd):
     body = bytearray(b"".join(encode(*r) for r in records))

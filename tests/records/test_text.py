@@ -78,7 +78,7 @@ def columns(batches, rows):
     return cols
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(BATCH, min_size=2, max_size=2), ROWS)
 def test_random_rows_are_written_alike_and_read_back(compiled, batches, rows):
     cols = columns(batches, rows)
