@@ -13,13 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dissector.records.rows import RECORD_COLUMNS
 from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange_row, issue_row
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
 from .partitions import partition_rows
-from .records_table import RecordTable
+from .records_table import RECORD_TABLE_COLUMNS, RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
                      exchange_columns, issue_columns)
 
@@ -33,7 +32,7 @@ _CLIENT_ID = EXCHANGE_NAMES.index("client_id")
 def table_columns(name: str) -> tuple:
     """The (column, type name) pairs of table `name`."""
     return {"exchanges": exchange_columns(), "partitions": PARTITION_COLUMNS,
-            "records": RECORD_COLUMNS, "issues": issue_columns(),
+            "records": RECORD_TABLE_COLUMNS, "issues": issue_columns(),
             "connections": CONNECTION_COLUMNS}[name]
 
 

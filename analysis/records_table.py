@@ -19,8 +19,11 @@ from dissector.records.rows import RECORD_COLUMNS
 
 from .columns import table_schema
 from .schema import CATEGORICAL, arrow_type
+from .trace_context import TRACE_COLUMNS, trace_columns
 
-SCHEMA = table_schema(RECORD_COLUMNS)
+# the core's columns, then the trace context parsed from the headers (analysis.trace_context)
+RECORD_TABLE_COLUMNS = RECORD_COLUMNS + TRACE_COLUMNS
+SCHEMA = table_schema(RECORD_TABLE_COLUMNS)
 _BATCH_TYPES = tuple(arrow_type(kind) for _, kind in BATCH_COLUMNS)
 _BATCH_INDEX = {name: i for i, (name, _) in enumerate(BATCH_COLUMNS)}
 _CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
@@ -28,7 +31,7 @@ _HEADER = arrow_type("list<struct<key: string, value: binary>>")
 
 
 def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
-    """The rows of `cols` as one RecordBatch in RECORD_COLUMNS order. The arrays share the
+    """The rows of `cols` as one RecordBatch in RECORD_TABLE_COLUMNS order. The arrays share the
     buffers' memory (the bytearrays must not grow afterwards) unless `copy`: then they are copies
     of exactly their size (bytearrays keep up to twice what they hold)."""
     n = cols.rows
@@ -60,7 +63,7 @@ def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
     }
     arrays = [own[name] if name in own else batch[_BATCH_INDEX[name]]
               for name, _ in RECORD_COLUMNS]
-    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+    return pa.RecordBatch.from_arrays(arrays + trace_columns(own["headers"]), schema=SCHEMA)
 
 
 def _batch_column(batches, i, typ):

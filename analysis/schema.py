@@ -1,7 +1,9 @@
 """Column schemas of the analysis tables, extending dissector.tables (DESIGN.md convention 7).
 
 `exchanges` is EXCHANGE_COLUMNS plus EXCHANGE_EXTRA_COLUMNS (request settings the analyses need:
-Fetch max wait, Produce acks, group membership). Types are the Arrow type names used by
+Fetch max wait, Produce acks, group membership); `records` is the core's RECORD_COLUMNS plus
+trace_id, span_id and trace_format parsed from the trace context headers (analysis.trace_context,
+analysis.records_table.RECORD_TABLE_COLUMNS). Types are the Arrow type names used by
 dissector.tables; CATEGORICAL names become dictionary-encoded (pandas shows them as categories).
 """
 from __future__ import annotations
@@ -83,7 +85,7 @@ CONNECTION_COLUMNS = (
 CATEGORICAL = frozenset({
     "api_name", "status", "error_name", "client_id", "topic", "compression", "group_id",
     "transactional_id", "code", "severity", "capture", "client_ip", "broker_ip",
-    "tls_version", "tls_cipher",
+    "tls_version", "tls_cipher", "trace_format",
 })
 
 _SIMPLE = {

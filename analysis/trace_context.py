@@ -1,0 +1,177 @@
+"""Trace context in record headers: `trace_id`, `span_id` and `trace_format` columns computed
+from the records table's headers (list<struct<key, value>>), so records join with a tracing
+system. Vectorised with pyarrow.compute over all headers of a batch at once: no Python per record.
+
+Header keys are matched case-insensitively; per record the first valid header wins in the order
+traceparent (W3C) > b3 (B3 single) > X-B3-TraceId with X-B3-SpanId (B3 multi) > uber-trace-id
+(Jaeger) > sw8 (SkyWalking v3), then by position. A malformed value (wrong shape, an all-zero id,
+bytes that are not ASCII text) counts as absent: with no valid header the three columns are null.
+
+- traceparent `version-traceid(32 hex)-spanid(16 hex)-flags`, lower-case hex as the W3C spec
+  demands; version ff is invalid, version 00 has exactly four fields, later versions may add more.
+- b3 `traceid(16|32 hex)-spanid(16 hex)[-sampled[-parentspanid]]`; X-B3-TraceId / X-B3-SpanId
+  the same ids in two headers (both needed). Hex of either case, given lower-cased.
+- uber-trace-id `traceid:spanid:parentid:flags`, ids of 1-32 / 1-16 hex kept as given
+  (Jaeger drops leading zeros), lower-cased.
+- sw8 `sample-traceId-segmentId-spanId-service-instance-endpoint-peer`, the text fields base64:
+  trace_id is the decoded traceId, span_id the decoded parent segment id, ".", the parent span
+  id (SkyWalking names a span by its segment and its number there).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+TRACE_COLUMNS = (("trace_id", "string"), ("span_id", "string"), ("trace_format", "string"))
+# in precedence order; x-b3-spanid only completes x-b3-traceid
+_KEYS = pa.array(["traceparent", "b3", "x-b3-traceid", "uber-trace-id", "sw8", "x-b3-spanid"])
+_KEY_PATTERN = "^(traceparent|b3|x-b3-traceid|uber-trace-id|sw8|x-b3-spanid)$"
+_SPAN_KEY = 5
+_FORMAT_DICT = pa.array(["w3c", "b3", "jaeger", "sw8"])
+_FORMAT_CODE = np.array([0, 1, 1, 2, 3], np.int32)
+
+_HEX32 = "[0-9a-f]{32}"
+_W3C = (f"^(?P<v>[0-9a-f]{{2}})-(?P<t>{_HEX32})-(?P<s>[0-9a-f]{{16}})-[0-9a-f]{{2}}"
+        "(?P<rest>(?s:-.*)?)$")
+_B3 = "(?i)^(?P<t>[0-9a-f]{32}|[0-9a-f]{16})-(?P<s>[0-9a-f]{16})(?:-[01d](?:-[0-9a-f]{16})?)?$"
+_B3_TRACE = "(?i)^(?P<t>[0-9a-f]{32}|[0-9a-f]{16})$"
+_B3_SPAN = "(?i)^(?P<s>[0-9a-f]{16})$"
+_JAEGER = "(?i)^(?P<t>[0-9a-f]{1,32}):(?P<s>[0-9a-f]{1,16}):[0-9a-f]{1,16}:[0-9a-f]{1,2}$"
+_SW8 = ("^[01]-(?P<t>[A-Za-z0-9+/=]+)-(?P<g>[A-Za-z0-9+/=]+)-(?P<s>[0-9]+)"
+        "-[A-Za-z0-9+/=]+-[A-Za-z0-9+/=]+-[A-Za-z0-9+/=]+-[A-Za-z0-9+/=]+$")
+_BASE64 = "^(?:[A-Za-z0-9+/]{4})+$|^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$"
+_SIXES = np.zeros(256, np.uint32)
+_SIXES[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                     np.uint8)] = np.arange(64, dtype=np.uint32)
+
+
+def trace_columns(headers: pa.Array) -> list[pa.Array]:
+    """[trace_id, span_id, trace_format] for each row of `headers` (a list<struct<key: string,
+    value: binary>> array); trace_format is dictionary-encoded (w3c, b3, jaeger, sw8)."""
+    n = len(headers)
+    flat = headers.flatten()
+    if len(flat):
+        keys = flat.field("key").view(pa.binary())   # a key's bytes need not be UTF-8
+        hit = pc.match_substring_regex(keys, _KEY_PATTERN, ignore_case=True).fill_null(False)
+        if pc.any(hit).as_py():
+            at = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+            parent = pc.list_parent_indices(headers).to_numpy()[at]
+            rank = pc.index_in(pc.utf8_lower(keys.filter(hit).cast(pa.string())),
+                               value_set=_KEYS).fill_null(len(_KEYS)).to_numpy()
+            return _choose(n, parent, rank, flat.field("value").filter(hit))
+    return [pa.nulls(n, pa.string()), pa.nulls(n, pa.string()),
+            pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), _FORMAT_DICT)]
+
+
+def _choose(n, parent, rank, values):
+    """The columns from the candidate headers (their record, key rank and value), in header
+    order: per record the valid one of the lowest rank, the first of them."""
+    m = len(values)
+    trace, span = [pa.nulls(m, pa.string())] * 2
+    for r, parse in enumerate((_w3c, _b3, _b3_multi, _jaeger, _sw8)):
+        sel = rank == r
+        if sel.any():
+            t, s = parse(values.filter(pa.array(sel)), parent, rank, values, sel)
+            trace = pc.if_else(pa.array(sel), _spread(t, sel), trace)
+            span = pc.if_else(pa.array(sel), _spread(s, sel), span)
+    ok = pc.and_(trace.is_valid(), span.is_valid()).to_numpy(zero_copy_only=False)
+    ok &= rank < _SPAN_KEY
+    cand = np.flatnonzero(ok)
+    order = cand[np.lexsort((rank[cand], parent[cand]))]   # stable: header order within a rank
+    rows, first = np.unique(parent[order], return_index=True)
+    pick = np.full(n, -1, np.int64)
+    pick[rows] = order[first]
+    take = pa.array(pick, mask=pick < 0)
+    fmt = np.zeros(n, np.int32)
+    fmt[rows] = _FORMAT_CODE[rank[order[first]]]
+    return [trace.take(take), span.take(take),
+            pa.DictionaryArray.from_arrays(pa.array(fmt, mask=pick < 0), _FORMAT_DICT)]
+
+
+def _spread(sub, sel):
+    """`sub` (one value per true of `sel`) at the positions of `sel`, null elsewhere."""
+    idx = np.cumsum(sel) - 1
+    return sub.take(pa.array(idx, mask=~sel))
+
+
+def _id(match, group, lower=True):
+    """Group `group` of an extract_regex result as strings (the patterns admit only ASCII),
+    null unless a non-zero id; lower-cased unless the format demands lower case already."""
+    ids = pc.struct_field(match, group).cast(pa.string())
+    return _nonzero(pc.utf8_lower(ids) if lower else ids)
+
+
+def _nonzero(ids):
+    """Null for an all-zero id (invalid in every format)."""
+    return pc.if_else(pc.match_substring_regex(ids, "^0+$"), pa.nulls(len(ids), pa.string()), ids)
+
+
+def _w3c(values, *_):
+    m = pc.extract_regex(values, _W3C)
+    v, rest = pc.struct_field(m, "v"), pc.struct_field(m, "rest")
+    bad = pc.or_(pc.equal(v, b"ff"), pc.and_(pc.equal(v, b"00"), pc.not_equal(rest, b"")))
+    t, s = _id(m, "t", lower=False), _id(m, "s", lower=False)
+    none = pa.nulls(len(values), pa.string())
+    return pc.if_else(bad, none, t), pc.if_else(bad, none, s)
+
+
+def _b3(values, *_):
+    m = pc.extract_regex(values, _B3)
+    return _id(m, "t"), _id(m, "s")
+
+
+def _b3_multi(values, parent, rank, all_values, sel):
+    """X-B3-TraceId headers, each with its record's first valid X-B3-SpanId."""
+    t = _id(pc.extract_regex(values, _B3_TRACE), "t")
+    spans = rank == _SPAN_KEY
+    s = _id(pc.extract_regex(all_values.filter(pa.array(spans)), _B3_SPAN), "s")
+    where = np.flatnonzero(s.is_valid().to_numpy(zero_copy_only=False))
+    rows, first = np.unique(parent[spans][where], return_index=True)
+    want = parent[sel]
+    found, idx = np.zeros(len(want), bool), np.zeros(len(want), np.int64)
+    if len(rows):
+        pos = np.minimum(np.searchsorted(rows, want), len(rows) - 1)
+        found, idx = rows[pos] == want, where[first][pos]
+    return t, s.take(pa.array(idx, mask=~found))
+
+
+def _jaeger(values, *_):
+    m = pc.extract_regex(values, _JAEGER)
+    return _id(m, "t"), _id(m, "s")
+
+
+def _sw8(values, *_):
+    m = pc.extract_regex(values, _SW8)
+    trace = _base64_text(pc.struct_field(m, "t"))
+    segment = _base64_text(pc.struct_field(m, "g"))
+    span = pc.binary_join_element_wise(segment, pc.struct_field(m, "s").cast(pa.string()), ".")
+    return trace, span
+
+
+def _base64_text(arr):
+    """Each value base64-decoded (numpy over all of them at once) when it is standard base64
+    of printable ASCII text, else null."""
+    ok = pc.match_substring_regex(arr, _BASE64).fill_null(False)
+    good = arr.filter(ok)
+    if not len(good):
+        return pa.nulls(len(arr), pa.string())
+    offsets = np.frombuffer(good.buffers()[1], np.int32)[good.offset:good.offset + len(good) + 1]
+    data = np.frombuffer(good.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+    ends = offsets[1:] - offsets[0]
+    pad = (data[ends - 1] == 61).astype(np.int32) + (data[ends - 2] == 61)
+    six = _SIXES[data].reshape(-1, 4)
+    word = (six[:, 0] << 18) | (six[:, 1] << 12) | (six[:, 2] << 6) | six[:, 3]
+    out = np.stack([word >> 16, word >> 8, word], axis=1).astype(np.uint8).ravel()
+    keep = np.ones(len(out), bool)
+    stop = ends // 4 * 3
+    keep[(stop - 1)[pad >= 1]] = False
+    keep[(stop - 2)[pad == 2]] = False
+    sizes = stop - np.r_[0, stop[:-1]] - pad
+    new_offsets = np.r_[0, np.cumsum(sizes)].astype(np.int32)
+    text = pa.Array.from_buffers(pa.binary(), len(good),
+                                 [None, pa.py_buffer(new_offsets), pa.py_buffer(out[keep])])
+    printable = pc.match_substring_regex(text, "^[\\x20-\\x7e]+$")
+    text = text.filter(printable).cast(pa.string())
+    return _spread(_spread(text, printable.to_numpy(zero_copy_only=False)),
+                   ok.to_numpy(zero_copy_only=False))
