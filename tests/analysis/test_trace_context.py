@@ -201,6 +201,7 @@ def produced(tmp_path_factory):
 
 
 def test_real_client_records_carry_their_trace_ids(produced, tmp_path):
+    import pandas as pd
     import pyarrow.parquet as pq
 
     import analysis
@@ -211,7 +212,7 @@ def test_real_client_records_carry_their_trace_ids(produced, tmp_path):
     assert len(produce) == len(SENT)
     for _, r in produce.iterrows():
         _, trace, span, fmt = SENT[r["key"]]
-        got = tuple(None if v is None or v != v else v
+        got = tuple(None if pd.isna(v) else v
                     for v in (r["trace_id"], r["span_id"], r["trace_format"]))
         assert got == (trace, span, fmt), r["key"]
     # the same columns in export's and the records command's Parquet
