@@ -145,9 +145,8 @@ class Pair:
         self.kept += n
         b = self.budget
         b.used += n
-        for s in self.sniffs:
-            if s is None:
-                continue
+        s = self.sniffs[0]   # the holder of the pair's bytes for the budget (see Sniff.buffered)
+        if s is not None:
             if self.kept >= b.big_size:
                 b.big[s] = None
             elif b.big:
@@ -192,6 +191,10 @@ class Sniff:
         verdict = pair.verdict(final=False)
         if verdict is not None:
             pair.decide(verdict)
+        else:
+            b = pair.budget
+            if b.used > b.limit:
+                b.over()   # the shared budget is spent: the largest holders give up
         return None
 
     def midstream(self):
@@ -219,7 +222,9 @@ class Sniff:
         raise AssertionError("Sniff.feed starts no run")
 
     def buffered(self):
-        return self.pair.kept if self.pair is not None else 0
+        """The log the pair keeps, counted once: by its client direction's front."""
+        pair = self.pair
+        return pair.kept if pair is not None and self.direction == 0 else 0
 
     def give_up(self):
         """Decide with what is there (the end of the stream, or the shared budget is spent)."""
