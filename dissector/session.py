@@ -18,7 +18,7 @@ from collections import deque
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
                     UNANSWERED, WARNING, Exchange, Issue)
 from .protocol.headers import (parse_request_header, parse_response_header, plausible_request,
-                               read_tagged_fields)
+                               read_tagged_fields, request_head)
 
 LEVELS = ("headers", "bodies", "records")
 
@@ -183,7 +183,7 @@ class Session:
         n = len(data)
         try:
             if direction == REQUEST:
-                head = parse_request_header(data)
+                head = request_head(data) or parse_request_header(data)
                 end = head[5]
                 if head[0] == PRODUCE:
                     end = _acks_at(data, end, head[1]) + 2
@@ -239,7 +239,7 @@ class Session:
             self._parsed = None
         else:
             try:
-                head = parse_request_header(data)
+                head = request_head(data) or parse_request_header(data)
             except ValueError as exc:
                 ex = Exchange(self.connection, frame, None, None, None, None, None, MALFORMED)
                 ex.issues.append(self._rebase(Issue("kafka.bad_request_header", ERROR, str(exc),

@@ -105,6 +105,55 @@ def parse_request_header(buf) -> tuple[int, int, int, str | None, dict, int]:
     return api_key, api_version, correlation_id, client_id, tags, pos
 
 
+def py_request_head(buf):
+    """parse_request_header's common case: its result, or None where that takes more (tagged
+    fields in the header, a client id that is not UTF-8, bytes that cannot hold the header;
+    parse_request_header then says what is wrong). The specification of _reqhead.request_head,
+    which the session calls first: `request_head(data) or parse_request_header(data)`."""
+    end = len(buf)
+    if end < 8:
+        return None
+    api_key, api_version, correlation_id = _HEAD.unpack_from(buf, 0)
+    version = request_header_version(api_key, api_version)
+    if version == 0:
+        return api_key, api_version, correlation_id, None, {}, 8
+    if end < 10:
+        return None
+    (n,) = _INT16.unpack_from(buf, 8)
+    pos = 10
+    client_id = None
+    if n >= 0:
+        if pos + n > end:
+            return None
+        try:
+            client_id = bytes(buf[pos:pos + n]).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        pos += n
+    elif n != -1:
+        return None
+    if version == 2:
+        if pos < end and buf[pos] == 0:
+            pos += 1
+        else:
+            return None
+    return api_key, api_version, correlation_id, client_id, {}, pos
+
+
+def _flexible_table():
+    """The first flexible request version of each api key (None: never), indexed by api key."""
+    return tuple(APIS[k][3] if k in APIS else None for k in range(max(APIS) + 1))
+
+
+try:
+    from ._reqhead import configure as _configure, request_head
+    _configure(_flexible_table())
+    COMPILED = True
+except ImportError:   # no compiler where it was installed: the full parse at once
+    request_head = parse_request_header
+    COMPILED = False
+
+
 def parse_response_header(buf, api_key: int, api_version: int) -> tuple[int, dict, int]:
     """(correlation_id, header_tags, body_offset) for a response to (api_key, api_version)."""
     end = len(buf)

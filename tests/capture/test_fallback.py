@@ -16,7 +16,7 @@ class Hide:
         if name in ("dissector.capture._walk", "dissector.records._check",
                     "dissector.records._headers", "dissector._csvrow", "dissector._framebuf",
                     "dissector.protocol._reader", "dissector.records._columns",
-                    "dissector.records._text"):
+                    "dissector.records._text", "dissector.protocol._reqhead"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
 from dissector import framebuf, output
@@ -25,8 +25,8 @@ from dissector.records import record_batch, record_set
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
 assert output.csv_line is output.plain_line and record_set.v2_headers is None
 assert record_set.walk_set is record_set.py_walk_set
-from dissector.protocol import readers
-assert not framebuf.COMPILED and not readers.COMPILED
+from dissector.protocol import headers, readers
+assert not framebuf.COMPILED and not readers.COMPILED and not headers.COMPILED
 from dissector.records import columns, text
 assert columns.append_v2 is columns.py_append_v2 and text.csv_text is text.py_csv_text
 from dissector.cli import main
@@ -34,7 +34,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("level", ["bodies", "records"])
+@pytest.mark.parametrize("level", ["headers", "bodies", "records"])
 @pytest.mark.parametrize("capture", ["codecs.mss1448.pcap", "transactions.pcap"])
 def test_the_python_loops_read_alike(tmp_path, capture, level):
     walker_class("compiled")   # the comparison needs the compiled run too
