@@ -24,10 +24,11 @@ cd "$TREE"
 export FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-5}
 status=0
 echo "== fuzz suite under the sanitizers (FUZZ_EXAMPLES=$FUZZ_EXAMPLES)"
-# (a sanitizer finding ends pytest itself with 99 or 98; timing and memory bounds may fail
-# under the sanitizers' slowdown and allocator without being findings: reported, run goes on)
+# (a sanitizer finding ends pytest itself with 99 or 98. The tests that measure memory (RSS,
+# tracemalloc bounds) are left out: ASan's allocator and shadow memory are not Python's.)
 "$PY" -m pytest tests/fuzz -q -p no:cacheprovider -p no:randomly \
-    --ignore=tests/fuzz/test_sanitizers.py || status=$?
+    --ignore=tests/fuzz/test_sanitizers.py -k "${FUZZ_ASAN_K:-not budget and not bomb and \
+not bounded and not rss and not syn_flood and not write_only}" || status=$?
 case $status in 98|99) exit $status ;; esac
 echo "== mutation campaign under the sanitizers"
 "$PY" -m tests.fuzz.mutate --count "${FUZZ_MUTANTS:-3000}" --calls "${FUZZ_CALLS:-300000}" \
