@@ -33,10 +33,11 @@ _KEY_LENGTHS = pa.array(sorted({len(k) for k in _KEYS.to_pylist()}), pa.int32())
 _FORMAT_DICT = pa.array(["w3c", "b3", "jaeger", "sw8"])
 _FORMAT_CODE = np.array([0, 1, 1, 2, 3], np.int32)
 
-_HEX = np.zeros(256, bool)
-_HEX[np.frombuffer(b"0123456789abcdef", np.uint8)] = True   # W3C: lower case only
-_W3C_HEX = ((0, 2), (3, 35), (36, 52), (53, 55))   # version-traceid-spanid-flags
-_W3C_DASHES = [2, 35, 52]
+# traceparent's first 55 bytes: version-traceid-spanid-flags, hex (lower case only) as 1, "-" 2
+_W3C_CLASS = np.zeros(256, np.uint8)
+_W3C_CLASS[np.frombuffer(b"0123456789abcdef", np.uint8)] = 1
+_W3C_CLASS[ord("-")] = 2
+_W3C_SHAPE = np.array([1] * 2 + [2] + [1] * 32 + [2] + [1] * 16 + [2] + [1] * 2, np.uint8)
 _B3 = "(?i)^(?P<t>[0-9a-f]{32}|[0-9a-f]{16})-(?P<s>[0-9a-f]{16})(?:-[01d](?:-[0-9a-f]{16})?)?$"
 _B3_TRACE = "(?i)^(?P<t>[0-9a-f]{32}|[0-9a-f]{16})$"
 _B3_SPAN = "(?i)^(?P<s>[0-9a-f]{16})$"
@@ -92,13 +93,16 @@ def _choose(n, parent, rank, values):
     rank, parent = np.concatenate(ranks), np.concatenate(parents)
     cand = np.flatnonzero(pc.and_(trace.is_valid(), span.is_valid())
                           .to_numpy(zero_copy_only=False))
-    order = cand[np.argsort(parent[cand], kind="stable")]
-    rows, first = np.unique(parent[order], return_index=True)
+    # by record (one format's entries are in record order already), then the first of each
+    order = cand if len(traces) == 1 else cand[np.argsort(parent[cand], kind="stable")]
+    p = parent[order]
+    order = order[np.r_[True, p[1:] != p[:-1]]] if len(p) else order
+    rows = parent[order]
     pick = np.full(n, -1, np.int64)
-    pick[rows] = order[first]
+    pick[rows] = order
     take = pa.array(pick, mask=pick < 0)
     fmt = np.zeros(n, np.int32)
-    fmt[rows] = _FORMAT_CODE[rank[order[first]]]
+    fmt[rows] = _FORMAT_CODE[rank[order]]
     return [trace.take(take), span.take(take),
             pa.DictionaryArray.from_arrays(pa.array(fmt, mask=pick < 0), _FORMAT_DICT)]
 
@@ -124,28 +128,27 @@ def _nonzero(ids):
 
 def _w3c(values, *_):
     """Checked on the first 55 bytes as a fixed-width numpy matrix (a regex with groups costs
-    ~3 us a value): hex digits and dashes in place, version not ff, version 00 exactly 55 bytes,
-    a later one 55 or followed by a dash."""
+    ~3 us a value): each byte of the class its place wants (lower-case hex, dash), ids not all
+    zero, version not ff, version 00 exactly 55 bytes, a later one 55 or followed by a dash."""
     size = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
     at = np.flatnonzero(size >= 55)
     ok = np.zeros(len(values), bool)
     if len(at):
-        sub = values.take(at)
+        sub = values.take(at) if len(at) < len(values) else values
         head = pc.binary_slice(sub, 0, 55)
         start = np.frombuffer(head.buffers()[1], np.int32)[head.offset]
         d = np.frombuffer(head.buffers()[2], np.uint8)[start:start + 55 * len(at)].reshape(-1, 55)
-        hexes = _HEX[d]
-        good = (d[:, _W3C_DASHES] == 45).all(1)
-        for lo, hi in _W3C_HEX:
-            good &= hexes[:, lo:hi].all(1)
-        version = d[:, 0].astype(np.int32) << 8 | d[:, 1]
-        dash = pc.equal(pc.binary_slice(sub, 55, 56), b"-").fill_null(False)
-        good &= (version != 0x6666) & np.where(
-            size[at] == 55, True, (version != 0x3030) & dash.to_numpy(zero_copy_only=False))
+        good = ((_W3C_CLASS[d] == _W3C_SHAPE).all(1) & (d[:, 3:35] != 48).any(1)
+                & (d[:, 36:52] != 48).any(1) & ((d[:, 0] != 102) | (d[:, 1] != 102)))
+        longer = size[at] > 55
+        if longer.any():
+            dash = pc.equal(pc.binary_slice(sub, 55, 56), b"-").fill_null(False)
+            good &= ~longer | (((d[:, 0] != 48) | (d[:, 1] != 48))
+                               & dash.to_numpy(zero_copy_only=False))
         ok[at[good]] = True
     valid = values.filter(pa.array(ok))
-    t = _nonzero(pc.binary_slice(valid, 3, 35).cast(pa.string()))
-    s = _nonzero(pc.binary_slice(valid, 36, 52).cast(pa.string()))
+    t = pc.binary_slice(valid, 3, 35).cast(pa.string())
+    s = pc.binary_slice(valid, 36, 52).cast(pa.string())
     return _spread(t, ok), _spread(s, ok)
 
 
