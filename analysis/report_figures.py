@@ -30,7 +30,8 @@ def _layout(height, **kw) -> dict:
     """Legend above the plot area (never over the data), small margins."""
     return dict(height=height, margin={"l": 60, "r": 20, "t": 36, "b": 44}, font=FONT,
                 legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.0,
-                        "yanchor": "bottom", "font": {"size": 10}},
+                        "yanchor": "bottom", "font": {"size": 10}, "traceorder": "normal"},
+                showlegend=True,
                 hovermode="closest", **kw)
 
 
