@@ -40,6 +40,7 @@ from functools import lru_cache
 from .budget import Budget
 from .framebuf import fill, finished, frame_buffer
 from .model import NOTE, WARNING, Frame, Issue
+from .pieces import cut_front
 
 MAX_FRAME = 100 << 20
 CONFIRM_LIMIT = 1 << 20   # bytes a resync candidate may hold back the stream while unconfirmed
@@ -397,14 +398,14 @@ class Framer:
         found, wait = self._find(buf, mode)
         if found >= 0:
             self._skipped += found
-            rest = self._cut_front(pieces, found)
+            rest = cut_front(pieces, found)
             self._resynced(rest[0][1], rest[0][2])
             self._replay.extendleft(reversed([(d, 0, off, pkt, ts) for d, off, pkt, ts in rest]))
             return
         # keep the candidate being waited for, else the bytes that may still start one
         drop = wait if wait >= 0 else max(len(buf) - _WINDOW[self.direction] + 1, 0)
         self._skipped += drop
-        self._sbuf = self._cut_front(pieces, drop) if drop < len(buf) else []
+        self._sbuf = cut_front(pieces, drop) if drop < len(buf) else []
         self._resize(len(buf) - drop)
         self._sneed = self._sneed - drop if wait >= 0 else 0
         self.waiting = wait >= 0
@@ -455,19 +456,6 @@ class Framer:
             return -1, -1
         self._sneed = wait_need
         return -1, wait
-
-    @staticmethod
-    def _cut_front(pieces, k):
-        """The pieces without their first k bytes."""
-        for i, (data, off, pkt, ts) in enumerate(pieces):
-            n = len(data)
-            if k < n:
-                rest = pieces[i:]
-                if k:
-                    rest[0] = (data[k:], off + k, pkt, ts)
-                return rest
-            k -= n
-        return []
 
     def _lose_sync(self, severity, at):
         self._state = _SYNC

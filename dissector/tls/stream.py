@@ -22,6 +22,7 @@ import struct
 
 from ..framebuf import fill, finished, frame_buffer
 from ..model import NOTE, WARNING
+from ..pieces import cut_front
 from .records import ALERT, APPLICATION_DATA, CCS, HANDSHAKE, HEADER, MAX_RECORD, find_chain
 from .handshake import Messages
 
@@ -541,7 +542,7 @@ class TlsStream:
         p, sure = find_chain(buf, 0, self.tc.record_version, chain=2)
         if p >= 0 and sure:
             skipped = p
-            rest = _cut_front(pieces, p)
+            rest = cut_front(pieces, p)
             self._account(-self._slen)
             self._sbuf = []
             self._slen = 0
@@ -559,7 +560,7 @@ class TlsStream:
         if len(buf) - keep_from > MAX_SYNC:
             keep_from = len(buf) - HEADER + 1
         if keep_from > 0:
-            self._sbuf = _cut_front(pieces, keep_from)
+            self._sbuf = cut_front(pieces, keep_from)
             self._account(-keep_from)
             self._slen -= keep_from
             self._lost_bytes += keep_from
@@ -591,16 +592,3 @@ class TlsStream:
             b.big[self] = None
         elif b.big:
             b.big.pop(self, None)
-
-
-def _cut_front(pieces, k):
-    """The (bytes, offset, packet, ts) pieces without their first k bytes."""
-    for i, (data, off, pkt, ts) in enumerate(pieces):
-        n = len(data)
-        if k < n:
-            rest = pieces[i:]
-            if k:
-                rest[0] = (data[k:], off + k, pkt, ts)
-            return rest
-        k -= n
-    return []
