@@ -1,18 +1,28 @@
-"""Values of EXCHANGE_EXTRA_COLUMNS: request settings and group membership from decoded bodies."""
+"""Values of EXCHANGE_EXTRA_COLUMNS: request settings and group membership from decoded bodies,
+then the latency anatomy (anatomy.py) from the TCP layer, then what the cluster said
+(cluster_facts.py)."""
 from __future__ import annotations
+
+from .anatomy import exchange_anatomy
+from .cluster_facts import cluster_facts
 
 JOIN_GROUP = 11
 _NONE = (None,) * 10
 
 
 def exchange_extras(ex) -> tuple:
+    """The EXCHANGE_EXTRA_COLUMNS values of an exchange."""
+    req = ex.request_msg.body if ex.request_msg is not None else None
+    resp = ex.response_msg.body if ex.response_msg is not None else None
+    return _settings(ex, req, resp) + exchange_anatomy(ex) + cluster_facts(ex, req, resp)
+
+
+def _settings(ex, req, resp) -> tuple:
     """(acks, transactional_id, max_wait_ms, min_bytes, isolation_level, group_id, member_id,
     generation_id, top_error_code, replica_id) of an exchange; None where the body lacks the
     field or was not decoded."""
     g = getattr
-    resp = ex.response_msg.body if ex.response_msg is not None else None
     top_error = _int(g(resp, "error_code", None)) if resp is not None else None
-    req = ex.request_msg.body if ex.request_msg is not None else None
     if req is None:
         return _NONE[:-2] + (top_error, None)
     member_id = g(req, "member_id", None)

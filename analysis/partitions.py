@@ -1,4 +1,5 @@
-"""The partitions table: one row per (exchange, topic, partition) of the partition-level APIs.
+"""The partitions table: one row per (exchange, topic, partition) of the partition-level APIs
+(and of Metadata responses: the partition leaders).
 
 Request and response are walked separately and merged by (topic, partition): the request gives
 fetch and committed offsets and the produced record sets, the response gives error codes, high
@@ -14,9 +15,9 @@ from dissector.tables import exchange_api_name
 
 from .schema import PARTITION_COLUMNS
 
-PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 8, 9
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
 SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
-PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH,
+PARTITION_APIS = frozenset({PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH,
                             SHARE_FETCH, SHARE_ACKNOWLEDGE})
 
 # bytes of a batch around its (compressed) payload: RecordBatch v2 header; MessageSet v0/v1
@@ -27,13 +28,13 @@ _COL = {name: i for i, (name, _) in enumerate(PARTITION_COLUMNS)}
 _WIDTH = len(PARTITION_COLUMNS)
 (_TOPIC, _TOPIC_ID, _PARTITION, _ERR, _ERR_NAME, _FETCH_OFF, _HW, _LSO, _LOG_START, _COMMITTED,
  _BASE_OFF, _TS_QUERY, _LISTED, _BYTES, _RECORDS, _BATCHES, _COMP, _UNCOMP, _CODEC, _PID, _PEPOCH,
- _BASE_SEQ, _TXN, _FIRST, _LAST) = (_COL[n] for n in (
+ _BASE_SEQ, _TXN, _FIRST, _LAST, _LEADER, _LEADER_EPOCH) = (_COL[n] for n in (
     "topic", "topic_id", "partition", "error_code", "error_name", "fetch_offset", "high_watermark",
     "last_stable_offset", "log_start_offset", "committed_offset", "base_offset", "timestamp_query",
     "listed_offset", "bytes", "record_count", "batch_count", "compressed_bytes",
     "uncompressed_bytes", "compression",
     "producer_id", "producer_epoch", "base_sequence", "is_transactional", "first_offset",
-    "last_offset"))
+    "last_offset", "leader_id", "leader_epoch"))
 
 
 def topic_id_str(value) -> str | None:
@@ -233,7 +234,17 @@ def _share_fetch(rows, req, resp):
                 _add_records(row, getattr(p, "records", None))
 
 
-_EXTRACT = {PRODUCE: _produce, FETCH: _fetch, LIST_OFFSETS: _list_offsets,
+def _metadata(rows, req, resp):
+    if resp is not None:
+        for t in resp.topics or ():
+            for p in t.partitions or ():
+                row = rows.get(t, p.partition_index)
+                _error(row, p.error_code)
+                row[_LEADER] = p.leader_id
+                row[_LEADER_EPOCH] = getattr(p, "leader_epoch", None)
+
+
+_EXTRACT = {PRODUCE: _produce, FETCH: _fetch, LIST_OFFSETS: _list_offsets, METADATA: _metadata,
             OFFSET_COMMIT: _offset_commit, OFFSET_FETCH: _offset_fetch,
             SHARE_FETCH: _share_fetch, SHARE_ACKNOWLEDGE: _share_fetch}
 

@@ -1,9 +1,10 @@
 """Column schemas of the analysis tables, extending dissector.tables (DESIGN.md convention 7).
 
 `exchanges` is EXCHANGE_COLUMNS plus EXCHANGE_EXTRA_COLUMNS (request settings the analyses need:
-Fetch max wait, Produce acks, group membership); `records` is the core's RECORD_COLUMNS plus
-trace_id, span_id and trace_format parsed from the trace context headers (analysis.trace_context,
-analysis.records_table.RECORD_TABLE_COLUMNS). Types are the Arrow type names used by
+Fetch max wait, Produce acks, group membership; the latency anatomy; what the cluster said);
+`records` is the core's RECORD_COLUMNS plus trace_id, span_id and trace_format parsed from the
+trace context headers (analysis.trace_context, analysis.records_table.RECORD_TABLE_COLUMNS).
+Types are the Arrow type names used by
 dissector.tables; CATEGORICAL names become dictionary-encoded (pandas shows them as categories).
 """
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from dissector.tables import CONNECTION_TLS_COLUMNS, EXCHANGE_COLUMNS, ISSUE_COLUMNS
+
+from .anatomy import ANATOMY_COLUMNS
+from .cluster_facts import BROKERS_TYPE, CLUSTER_COLUMNS, VERSIONS_TYPE
 
 EXCHANGE_EXTRA_COLUMNS = (
     ("acks", "int16"),
@@ -23,7 +27,7 @@ EXCHANGE_EXTRA_COLUMNS = (
     ("generation_id", "int32"),
     ("top_error_code", "int16"),   # the response's own top-level error code, if it has one
     ("replica_id", "int32"),       # Fetch, ListOffsets: a follower broker's id (-1: a consumer)
-)
+) + ANATOMY_COLUMNS + CLUSTER_COLUMNS   # where the time went; what the cluster said
 
 PARTITION_COLUMNS = (
     ("exchange", "int64"),
@@ -64,6 +68,8 @@ PARTITION_COLUMNS = (
     # fetch offset: the consumer skips those)
     ("first_offset", "int64"),
     ("last_offset", "int64"),
+    ("leader_id", "int32"),           # Metadata: the partition's leader (and its epoch)
+    ("leader_epoch", "int32"),
 )
 
 CONNECTION_COLUMNS = (
@@ -94,6 +100,10 @@ _SIMPLE = {
     "timestamp": pa.timestamp("ns", tz="UTC"), "list<string>": pa.list_(pa.string()),
     "list<struct<key: string, value: binary>>": pa.list_(pa.struct(
         [("key", pa.string()), ("value", pa.binary())])),
+    BROKERS_TYPE: pa.list_(pa.struct([("node_id", pa.int32()), ("host", pa.string()),
+                                      ("port", pa.int32()), ("rack", pa.string())])),
+    VERSIONS_TYPE: pa.list_(pa.struct([("api_key", pa.int16()), ("min_version", pa.int16()),
+                                       ("max_version", pa.int16())])),
 }
 
 

@@ -37,13 +37,25 @@ HEADERS = {
     "compressed_bytes": "compressed", "uncompressed_bytes": "uncompressed",
     "producer_id": "producer id", "producer_epoch": "epoch", "transactional_id": "txn id",
     "top_error": "top error",
+    # where the time goes (analysis.anatomy), the deliveries and the cluster map
+    "exchanges": "count", "total_ms": "total ms", "request_transfer_ms": "req ms",
+    "broker_rtt_ms": "net ms", "broker_ms": "broker ms", "response_transfer_ms": "resp ms",
+    "throttle_time_ms": "thr ms", "rtt_ms": "rtt ms", "retransmits": "retx", "tcp_gaps": "gaps",
+    "producer_client_id": "producer", "consumer_client_id": "consumer",
+    "consumer_group": "group", "node_id": "node", "first_seen": "first", "last_seen": "last",
+    "advertised": "ads", "connections": "conns", "from_leader": "from", "to_leader": "to",
+    "error_names": "errors seen", "seen_ts": "time", "response_ts": "time",
+    "topics_produced": "produces", "topics_consumed": "consumes", "stale_apis": "stale apis",
 }
-PERCENT = {"error_rate": "error %", "exchange_rate": "exchange %", "partition_rate": "partition %"}
+PERCENT = {"error_rate": "error %", "exchange_rate": "exchange %", "partition_rate": "partition %",
+           "broker_share": "broker %"}
 # left out first when a table does not fit (most tables have one or two of these)
 DETAIL = ("mean", "p99.9", "p90", "request_ts", "response_packet", "correlation_id",
           "connection_id", "exchange_rate", "partition_rate", "top_level", "throttled", "member_id",
           "generation_id", "uncompressed_bytes", "compressed_bytes", "records_per_batch",
-          "bytes_per", "producer_epoch", "latency_p50")
+          "bytes_per", "producer_epoch", "latency_p50", "rtt_ms", "broker_share", "tcp_gaps",
+          "retransmits", "throttle_time_ms", "first_seen", "advertised", "from_epoch",
+          "to_epoch", "rack", "client_ip")
 GAP = 2             # spaces between columns
 
 

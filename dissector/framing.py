@@ -39,7 +39,7 @@ from functools import lru_cache
 
 from .budget import Budget
 from .framebuf import fill, finished, frame_buffer
-from .model import NOTE, WARNING, Frame, Issue
+from .model import MAX_TCP_EVENTS, NOTE, WARNING, Frame, Issue
 from .pieces import cut_front
 
 MAX_FRAME = 100 << 20
@@ -172,6 +172,9 @@ class Framer:
         exact=False about that many (a TLS record lost: where the next frame starts is unknown)."""
         if self._state == _DONE or nbytes <= 0:
             return
+        gaps = self.connection.gaps   # for the latency anatomy: the packet of the frame it cuts
+        if len(gaps) < MAX_TCP_EVENTS:
+            gaps.append(self._last_pkt if self._state == _BODY else packet_no)
         if self._state == _SYNC and self._sbuf:
             self._search(_FINAL)  # nothing can confirm a candidate across the hole
             self._run_replay()

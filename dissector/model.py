@@ -34,10 +34,21 @@ class Issue:
                 f"frame={self.frame}, offset={self.stream_offset})")
 
 
+# TCP events kept per connection for the exchanges' latency anatomy (packet numbers); past this
+# many of a kind they are no longer listed (a connection that bad is told by its first ones)
+MAX_TCP_EVENTS = 1 << 14
+
+
 class Connection:
-    """One TCP connection; the client is the side that is not the broker."""
+    """One TCP connection; the client is the side that is not the broker.
+
+    handshake: capture times of the client's SYN, the broker's SYN-ACK and the client's ACK of
+    it (None where not captured). retransmits and gaps: packet numbers of segments that carried
+    bytes already delivered, and of each hole (tcp.gap: the last packet of the frame it cut, else
+    where it was declared), in capture order, at most MAX_TCP_EVENTS of each."""
     __slots__ = ("connection_id", "client_ip", "client_port", "broker_ip", "broker_port",
-                 "first_ts", "last_ts", "first_packet", "tls")
+                 "first_ts", "last_ts", "first_packet", "tls", "handshake", "retransmits",
+                 "gaps")
 
     def __init__(self, connection_id, client_ip, client_port, broker_ip, broker_port,
                  first_ts=0, first_packet=0):
@@ -50,6 +61,9 @@ class Connection:
         self.last_ts = first_ts
         self.first_packet = first_packet
         self.tls = None   # a TLS connection's dissector.tls.connection.TlsConnection
+        self.handshake = [None, None, None]
+        self.retransmits = []
+        self.gaps = []
 
     def __repr__(self):
         return (f"Connection({self.connection_id}, {self.client_ip}:{self.client_port} -> "

@@ -74,7 +74,7 @@ class ConnectionSink:
 class _Flow:
     __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
                  "pending_bytes", "syn", "opener", "fins", "conn", "sink", "rs", "closed_ts",
-                 "handlers")
+                 "handlers", "handshake")
 
     def __init__(self, key, pkt, ts):
         self.key = key            # (src, dst, sport, dport) of the flow's first packet: side 0
@@ -85,6 +85,7 @@ class _Flow:
         self.pending_bytes = 0
         self.syn = [None, None]   # ISN of each side's SYN
         self.opener = None        # the side that opened the connection, if the handshake was seen
+        self.handshake = [None, None, None]   # times of SYN, SYN-ACK, ACK (Connection.handshake)
         self.fins = 0             # bit per side that sent a FIN
         self.conn = None
         self.sink = None
@@ -160,7 +161,8 @@ class FlowTable:
                 return
         flow, side = entry
         if flow.state == _LIVE:
-            if flow in self._quiet:
+            if flow in self._quiet:   # no data yet: the handshake's last ACK may be this one
+                _handshake_ack(flow, side, flags, ts_ns)
                 self._stir(flow, payload)
             if flags & _SLOW:
                 flow.last_pkt = packet_no
@@ -183,6 +185,7 @@ class FlowTable:
             flow.last_pkt = packet_no
             flow.last_ts = ts_ns
             if flow.state == _PENDING:
+                _handshake_ack(flow, side, flags, ts_ns)
                 self._pending(flow, side, packet_no, ts_ns, seq, ack, flags, payload)
         if ts_ns > self.deadline:
             self.tick(ts_ns)
@@ -272,6 +275,7 @@ class FlowTable:
         flow, side = entry
         if flags & SYN and flow.syn[side] is None:
             flow.syn[side] = seq
+            flow.handshake[1 if flags & ACK else 0] = ts
             if flow.opener is None:
                 flow.opener = 1 - side if flags & ACK else side
         return entry
@@ -327,6 +331,7 @@ class FlowTable:
         self._ids += 1
         conn = Connection(self._ids, format_addr(src), sport, format_addr(dst), dport,
                           first_ts=flow.first_ts, first_packet=flow.first_pkt)
+        conn.handshake = flow.handshake   # the SYN-ACK and ACK usually come after this
         sink = self._open_connection(conn)
         pair = None if self.tls is None else self.tls.pair(conn, sink, self.budget)
         rs = []
@@ -562,6 +567,14 @@ class FlowTable:
 
 def _last_ts(flow):
     return flow.conn.last_ts if flow.conn is not None else flow.last_ts
+
+
+def _handshake_ack(flow, side, flags, ts):
+    """Note when the opener acknowledged the SYN-ACK (a flow not yet carrying data)."""
+    hs = flow.handshake
+    if hs[2] is None and hs[1] is not None and flags & ACK and not flags & SYN \
+            and side == flow.opener:
+        hs[2] = ts
 
 
 def _handler(flow, mine, peer, pinned):

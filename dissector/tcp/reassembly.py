@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from ..budget import Budget
-from ..model import WARNING, Issue
+from ..model import MAX_TCP_EVENTS, WARNING, Issue
 
 MASK = 0xFFFFFFFF
 HALF = 1 << 31
@@ -107,9 +107,11 @@ class Reassembler:
             if end <= nxt:
                 if not (n == 1 and off == nxt - 1):  # a keep-alive probe's byte is junk
                     self._compare_delivered(off, payload, pkt)
+                    self._event(self.framer.connection.retransmits, pkt)
             else:
                 if off < nxt:
                     self._compare_delivered(off, payload, pkt)
+                    self._event(self.framer.connection.retransmits, pkt)
                     payload = payload[nxt - off:]
                     off = nxt
                 if off == nxt and not self.held:
@@ -281,6 +283,11 @@ class Reassembler:
             else:
                 self._gap(upto - self.next, pkt)
         self._drain()
+
+    @staticmethod
+    def _event(events, pkt):
+        if len(events) < MAX_TCP_EVENTS:
+            events.append(pkt)
 
     def _gap(self, nbytes, pkt):
         self.sink.issue(Issue("tcp.gap", WARNING,

@@ -71,8 +71,9 @@ class Capture:
         self.packets = []   # (ts_ns, order, bytes)
 
     def connection(self, client_ip="10.0.0.1", client_port=40000, broker_ip="10.0.0.2",
-                   broker_port=9092, ts=T0):
-        return Connection(self, client_ip, client_port, broker_ip, broker_port, ts)
+                   broker_port=9092, ts=T0, synack_after=1000, ack_after=2000):
+        return Connection(self, client_ip, client_port, broker_ip, broker_port, ts,
+                          synack_after, ack_after)
 
     def add(self, ts, pkt_bytes):
         self.packets.append((ts, len(self.packets), pkt_bytes))
@@ -85,38 +86,52 @@ class Capture:
 
 
 class Connection:
-    """One TCP connection (handshake at `ts`); send() adds data segments at chosen times."""
+    """One TCP connection (handshake at `ts`: the SYN-ACK and the ACK `synack_after` and
+    `ack_after` ns later, None for no handshake at all); send() adds data segments at chosen
+    times."""
 
-    def __init__(self, cap, cip, cport, bip, bport, ts):
+    def __init__(self, cap, cip, cport, bip, bport, ts, synack_after=1000, ack_after=2000):
         self.cap = cap
         self.ends = {0: (cip, cport, bip, bport), 1: (bip, bport, cip, cport)}
         self.seq = {0: 1000, 1: 5000}
+        self.sent = []   # (side, seq, payload) of every data segment
+        if synack_after is None:
+            return
         self._pkt(ts, 0, "S", b"")
         self.seq[0] += 1
-        self._pkt(ts + 1000, 1, "SA", b"")
+        self._pkt(ts + synack_after, 1, "SA", b"")
         self.seq[1] += 1
-        self._pkt(ts + 2000, 0, "A", b"")
+        self._pkt(ts + ack_after, 0, "A", b"")
 
-    def _pkt(self, ts, side, flags, payload):
+    def _pkt(self, ts, side, flags, payload, seq=None):
         from scapy.layers.inet import IP, TCP
         from scapy.layers.l2 import Ether
         src, sport, dst, dport = self.ends[side]
         p = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=src, dst=dst)
-             / TCP(sport=sport, dport=dport, flags=flags, seq=self.seq[side],
+             / TCP(sport=sport, dport=dport, flags=flags,
+                   seq=self.seq[side] if seq is None else seq,
                    ack=self.seq[1 - side] if "A" in flags else 0) / payload)
         self.cap.add(ts, bytes(p))
 
-    def send(self, side, times, data):
-        """Send `data` from side 0 (client) or 1 (broker) in len(times) segments, one per time."""
+    def send(self, side, times, data, drop=()):
+        """Send `data` from side 0 (client) or 1 (broker) in len(times) segments, one per time;
+        the segments numbered in `drop` are not captured (a hole)."""
         n = len(times)
         step = -(-len(data) // n)
         for i, ts in enumerate(times):
             chunk = data[i * step:(i + 1) * step]
-            self._pkt(ts, side, "PA", chunk)
+            self.sent.append((side, self.seq[side], chunk))
+            if i not in drop:
+                self._pkt(ts, side, "PA", chunk)
             self.seq[side] += len(chunk)
 
-    def request(self, times, data):
-        self.send(0, times if isinstance(times, (list, tuple)) else [times], data)
+    def resend(self, ts, index=-1):
+        """The data segment `index` (in sending order) sent again at `ts`: a retransmission."""
+        side, seq, chunk = self.sent[index]
+        self._pkt(ts, side, "PA", chunk, seq=seq)
 
-    def response(self, times, data):
-        self.send(1, times if isinstance(times, (list, tuple)) else [times], data)
+    def request(self, times, data, drop=()):
+        self.send(0, times if isinstance(times, (list, tuple)) else [times], data, drop)
+
+    def response(self, times, data, drop=()):
+        self.send(1, times if isinstance(times, (list, tuple)) else [times], data, drop)

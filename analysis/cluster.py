@@ -1,0 +1,203 @@
+"""The cluster map: brokers, controller and cluster id as Metadata and DescribeCluster responses
+advertise them; every connection labelled with its broker's node id; partition leaders over time
+and the leader changes with the NOT_LEADER/FENCED errors around them; coordinators; and what looks
+misconfigured.
+
+A connection is a broker's when its broker address (ip:port) is one a response advertised
+(host as given: a name that is not the address on the wire does not match, and is flagged).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
+# what a client sends to a bootstrap address before it knows the brokers
+BOOTSTRAP_APIS = frozenset({18, 3, 17, 36})   # ApiVersions, Metadata, SaslHandshake/Authenticate
+LEADER_ERRORS = frozenset({"NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH",
+                           "UNKNOWN_LEADER_EPOCH", "LEADER_NOT_AVAILABLE"})
+
+
+def _advertisements(t) -> pd.DataFrame:
+    """One row per broker per Metadata/DescribeCluster response: response_ts, client_id,
+    cluster_id, controller_id, node_id, host, port, rack."""
+    ex = t.exchanges
+    cols = ["response_ts", "exchange", "client_id", "cluster_id", "controller_id", "node_id",
+            "host", "port", "rack"]
+    df = ex[ex["api_key"].isin([METADATA, DESCRIBE_CLUSTER]).fillna(False)
+            & ex["brokers"].notna()]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df = df[["response_ts", "exchange", "client_id", "cluster_id", "controller_id",
+             "brokers"]].explode("brokers").dropna(subset=["brokers"])
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    fields = pd.DataFrame(df["brokers"].tolist(), index=df.index)
+    df = pd.concat([df.drop(columns="brokers"), fields], axis=1)
+    return df.sort_values("response_ts", kind="stable")[cols].reset_index(drop=True)
+
+
+def brokers(t) -> pd.DataFrame:
+    """Per node id, as last advertised: host, port, rack, whether it is the controller (the
+    latest controller id), first and last seen, how many responses listed it, and the
+    connections that reached its address."""
+    ads = _advertisements(t)
+    cols = ["node_id", "host", "port", "rack", "controller", "first_seen", "last_seen",
+            "advertised", "connections"]
+    if ads.empty:
+        return pd.DataFrame(columns=cols)
+    g = ads.groupby("node_id", dropna=False)
+    out = g.tail(1).set_index("node_id")[["host", "port", "rack"]]
+    out["first_seen"] = g["response_ts"].min()
+    out["last_seen"] = g["response_ts"].max()
+    out["advertised"] = g.size()
+    ctrl = ads["controller_id"].dropna()
+    latest = ctrl.iloc[-1] if len(ctrl) else None
+    out["controller"] = out.index == latest
+    conns = connection_brokers(t)
+    reached = conns.groupby("node_id")["connection_id"].count() if len(conns) else pd.Series()
+    out["connections"] = reached.reindex(out.index).fillna(0).astype(int)
+    return out.reset_index()[cols].sort_values("node_id").reset_index(drop=True)
+
+
+def cluster(t) -> pd.DataFrame:
+    """The cluster ids and controllers responses named, in time order, one row per change
+    (cluster_id, controller_id, since, responses)."""
+    ex = t.exchanges
+    df = ex[ex["api_key"].isin([METADATA, DESCRIBE_CLUSTER]).fillna(False)
+            & (ex["cluster_id"].notna() | ex["controller_id"].notna())]
+    cols = ["cluster_id", "controller_id", "since", "responses"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df = df.sort_values("response_ts", kind="stable")
+    key = df["cluster_id"].astype("string").fillna("") + "/" + \
+        df["controller_id"].astype("string").fillna("")
+    run = (key != key.shift()).fillna(True).astype(int).cumsum()
+    g = df.groupby(run.to_numpy())
+    out = pd.DataFrame({"cluster_id": g["cluster_id"].first(),
+                        "controller_id": g["controller_id"].first(),
+                        "since": g["response_ts"].first(), "responses": g.size()})
+    return out.reset_index(drop=True)[cols]
+
+
+def _addresses(ads: pd.DataFrame) -> dict:
+    """(host, port) -> node id, the latest advertisement winning."""
+    return {(h, int(p)): n for h, p, n in zip(ads["host"], ads["port"], ads["node_id"])
+            if h is not None and not pd.isna(p)}
+
+
+def connection_brokers(t) -> pd.DataFrame:
+    """Every connection with the node id of the broker whose advertised address it reached
+    (missing when no response advertised it), and whether it carried only what a client sends
+    to a bootstrap address."""
+    c = t.connections
+    cols = ["connection_id", "client_ip", "client_port", "broker_ip", "broker_port", "node_id",
+            "bootstrap_only", "client_ids"]
+    if c.empty:
+        return pd.DataFrame(columns=cols)
+    where = _addresses(_advertisements(t))
+    node = [where.get((str(ip), int(port))) for ip, port in zip(c["broker_ip"], c["broker_port"])]
+    ex = t.exchanges
+    apis = {}
+    for cid, key in zip(ex["connection_id"], ex["api_key"]):
+        if not pd.isna(key):
+            apis.setdefault(cid, set()).add(int(key))
+    only = [bool(apis.get(cid)) and apis[cid] <= BOOTSTRAP_APIS for cid in c["connection_id"]]
+    out = c.assign(node_id=pd.array(node, dtype="Int32"), bootstrap_only=only)
+    return out[cols].reset_index(drop=True)
+
+
+def misconfigurations(t) -> pd.DataFrame:
+    """What looks wrong, one row each (problem, address, detail):
+    - bootstrap_not_a_broker: a connection's address no response advertised, carrying only
+      bootstrap requests (ApiVersions, Metadata, SASL): clients bootstrap through something
+      that is not a broker (a load balancer, an old address);
+    - unadvertised_address: a client exchanging more than that with an address no response
+      advertised;
+    - advertised_unreached: an advertised broker address no connection in the capture reached
+      (a wrong advertised listener, or just idle)."""
+    cols = ["problem", "address", "detail"]
+    ads = _advertisements(t)
+    if ads.empty:
+        return pd.DataFrame(columns=cols)
+    conns = connection_brokers(t)
+    rows = []
+    unknown = conns[conns["node_id"].isna()]
+    for (ip, port), g in unknown.groupby(["broker_ip", "broker_port"], observed=True):
+        address = f"{ip}:{port}"
+        clients = sorted({str(i) for ids in g["client_ids"] for i in (ids if ids is not None
+                                                                        else ())})
+        problem = "bootstrap_not_a_broker" if g["bootstrap_only"].all() \
+            else "unadvertised_address"
+        rows.append((problem, address, f"{len(g)} connections from "
+                     f"{', '.join(clients) or 'unknown clients'}"))
+    reached = {(str(ip), int(port)) for ip, port in zip(conns["broker_ip"], conns["broker_port"])}
+    latest = ads.groupby("node_id", dropna=False).tail(1)
+    for node, host, port in zip(latest["node_id"], latest["host"], latest["port"]):
+        if host is not None and not pd.isna(port) and (host, int(port)) not in reached:
+            rows.append(("advertised_unreached", f"{host}:{int(port)}",
+                         f"node {node}: no connection in the capture"))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def leaders(t) -> pd.DataFrame:
+    """Partition leaders as Metadata responses gave them, in time order: response_ts, topic,
+    partition, leader_id, leader_epoch."""
+    p = t.partitions
+    df = p[(p["api_key"] == METADATA).fillna(False) & p["leader_id"].notna()]
+    cols = ["response_ts", "topic", "partition", "leader_id", "leader_epoch"]
+    return df.sort_values("response_ts", kind="stable")[cols].reset_index(drop=True)
+
+
+def leader_changes(t) -> pd.DataFrame:
+    """Each change of a partition's leader (or leader epoch) between Metadata responses: when it
+    was first seen, from and to, and the leader errors (NOT_LEADER_OR_FOLLOWER,
+    FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, LEADER_NOT_AVAILABLE) that Produce, Fetch and
+    other partition responses carried on that partition since the previous Metadata response:
+    the errors that sent the clients to ask again."""
+    ld = leaders(t)
+    cols = ["seen_ts", "topic", "partition", "from_leader", "to_leader", "from_epoch", "to_epoch",
+            "errors", "error_names"]
+    if ld.empty:
+        return pd.DataFrame(columns=cols)
+    ld = ld.assign(topic=ld["topic"].astype("string"))
+    g = ld.groupby(["topic", "partition"])
+    ld["prev_leader"] = g["leader_id"].shift()
+    ld["prev_epoch"] = g["leader_epoch"].shift()
+    ld["prev_ts"] = g["response_ts"].shift()
+    changed = ld[ld["prev_leader"].notna() & ((ld["leader_id"] != ld["prev_leader"])
+                                              | (ld["leader_epoch"] != ld["prev_epoch"])
+                                              .fillna(False))]
+    if changed.empty:
+        return pd.DataFrame(columns=cols)
+    p = t.partitions
+    errs = p[p["error_name"].astype("string").isin(list(LEADER_ERRORS)).fillna(False)
+             & (p["api_key"] != METADATA).fillna(False)]
+    errs = errs.assign(topic=errs["topic"].astype("string"),
+                       ts=errs["response_ts"].fillna(errs["request_ts"]))
+    rows = []
+    for r in changed.itertuples(index=False):
+        e = errs[(errs["topic"] == r.topic) & (errs["partition"] == r.partition)
+                 & (errs["ts"] >= r.prev_ts) & (errs["ts"] <= r.response_ts)]
+        names = sorted(set(e["error_name"].astype(str)))
+        rows.append((r.response_ts, r.topic, r.partition, r.prev_leader, r.leader_id,
+                     r.prev_epoch, r.leader_epoch, len(e), ", ".join(names)))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def coordinators(t) -> pd.DataFrame:
+    """FindCoordinator answers in time order: response_ts, client_id, key (group or
+    transactional id), node_id, host, port."""
+    ex = t.exchanges
+    cols = ["response_ts", "client_id", "key", "node_id", "host", "port"]
+    df = ex[(ex["api_key"] == FIND_COORDINATOR).fillna(False) & ex["brokers"].notna()]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for ts, cid, found, keys in zip(df["response_ts"], df["client_id"], df["brokers"],
+                                    df["coordinator_keys"]):
+        keys = list(keys) if keys is not None else []
+        for i, b in enumerate(found if found is not None else ()):
+            rows.append((ts, cid, keys[i] if i < len(keys) else None, b["node_id"], b["host"],
+                         b["port"]))
+    return pd.DataFrame(rows, columns=cols).sort_values("response_ts", kind="stable") \
+        .reset_index(drop=True)

@@ -1,0 +1,78 @@
+"""What the brokers and clients say about the cluster, per exchange (exchange columns from the
+decoded bodies): the brokers a Metadata or DescribeCluster response advertises, with the cluster
+id and controller; the coordinators FindCoordinator answers, with the keys they coordinate; the
+client software an ApiVersions v3+ request names; the version ranges its response offers.
+
+Partition leaders are in the partitions table (Metadata rows: leader_id, leader_epoch).
+"""
+from __future__ import annotations
+
+METADATA, FIND_COORDINATOR, API_VERSIONS, DESCRIBE_CLUSTER = 3, 10, 18, 60
+
+BROKERS_TYPE = "list<struct<node_id: int32, host: string, port: int32, rack: string>>"
+VERSIONS_TYPE = "list<struct<api_key: int16, min_version: int16, max_version: int16>>"
+CLUSTER_COLUMNS = (
+    ("cluster_id", "string"),
+    ("controller_id", "int32"),
+    ("brokers", BROKERS_TYPE),             # advertised brokers, or the coordinators found
+    ("coordinator_keys", "list<string>"),  # FindCoordinator: the key of each of `brokers`
+    ("client_software_name", "string"),
+    ("client_software_version", "string"),
+    ("api_versions", VERSIONS_TYPE),       # ApiVersions response: the broker's ranges
+)
+_NONE = (None,) * len(CLUSTER_COLUMNS)
+
+
+def _str(v):
+    return v if isinstance(v, str) else None
+
+
+def _int(v):
+    return v if isinstance(v, int) else None
+
+
+def _broker(node_id, b):
+    return {"node_id": _int(node_id), "host": _str(getattr(b, "host", None)),
+            "port": _int(getattr(b, "port", None)), "rack": _str(getattr(b, "rack", None))}
+
+
+def cluster_facts(ex, req, resp) -> tuple:
+    """The CLUSTER_COLUMNS values of an exchange (request and response bodies, None when not
+    decoded)."""
+    key = ex.api_key
+    g = getattr
+    try:
+        if key == METADATA and resp is not None:
+            brokers = [_broker(g(b, "node_id", None), b) for b in g(resp, "brokers", None) or ()]
+            return (_str(g(resp, "cluster_id", None)), _int(g(resp, "controller_id", None)),
+                    brokers, None, None, None, None)
+        if key == DESCRIBE_CLUSTER and resp is not None:
+            brokers = [_broker(g(b, "broker_id", None), b) for b in g(resp, "brokers", None) or ()]
+            return (_str(g(resp, "cluster_id", None)), _int(g(resp, "controller_id", None)),
+                    brokers, None, None, None, None)
+        if key == FIND_COORDINATOR and resp is not None:
+            found = g(resp, "coordinators", None)
+            if found:   # v4+: one per key asked
+                brokers = [_broker(g(c, "node_id", None), c) for c in found
+                           if not g(c, "error_code", 0)]
+                keys = [_str(g(c, "key", None)) for c in found if not g(c, "error_code", 0)]
+            elif not g(resp, "error_code", 0) and g(resp, "node_id", None) is not None:
+                brokers = [_broker(g(resp, "node_id", None), resp)]
+                keys = [_str(g(req, "key", None)) if req is not None else None]
+            else:
+                brokers = keys = []
+            return (None, None, brokers, keys, None, None, None)
+        if key == API_VERSIONS:
+            named = req is not None and (ex.api_version or 0) >= 3   # the fields are v3+
+            name = _str(g(req, "client_software_name", None)) if named else None
+            version = _str(g(req, "client_software_version", None)) if named else None
+            ranges = None
+            if resp is not None and g(resp, "api_keys", None):
+                ranges = [{"api_key": _int(g(a, "api_key", None)),
+                           "min_version": _int(g(a, "min_version", None)),
+                           "max_version": _int(g(a, "max_version", None))}
+                          for a in resp.api_keys]
+            return (None, None, None, None, name, version, ranges)
+    except (AttributeError, TypeError):
+        pass   # a partially decoded body
+    return _NONE

@@ -1,0 +1,116 @@
+"""The cluster map (analysis.cluster) on a constructed capture of two brokers' worth of Metadata
+(kio encodes every message): a client bootstraps through an address that is no broker's, works
+with broker 1, reaches an address nobody advertised, never reaches broker 2; partition orders/0
+moves from broker 1 to broker 2 after a Produce answered NOT_LEADER_OR_FOLLOWER. Also the real
+capture's single tansu broker."""
+import datetime
+import json
+
+import pytest
+
+import analysis
+from analysis import cluster as C
+from tests.analysis.build import Capture, kio_request, kio_response, ms
+from tests.analysis.scenario import _produce
+from tests.support import CAPTURES, require_path
+
+B1, B2, VIP, ROGUE = "10.0.0.2", "10.0.0.3", "10.0.0.9", "10.0.0.4"
+
+
+def _metadata(corr, leader, epoch, controller=1):
+    from kio.schema.errors import ErrorCode
+    from kio.schema.metadata.v9 import request as mq
+    from kio.schema.metadata.v9 import response as ms_
+    from kio.schema.types import BrokerId
+    from kio.static.primitive import i32
+    req = mq.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                             include_cluster_authorized_operations=False,
+                             include_topic_authorized_operations=False)
+    brokers = (ms_.MetadataResponseBroker(node_id=BrokerId(1), host=B1, port=i32(9092),
+                                          rack="r1"),
+               ms_.MetadataResponseBroker(node_id=BrokerId(2), host=B2, port=i32(9092),
+                                          rack="r2"))
+    part = ms_.MetadataResponsePartition(
+        error_code=ErrorCode(0), partition_index=i32(0), leader_id=BrokerId(leader),
+        leader_epoch=i32(epoch), replica_nodes=(BrokerId(1), BrokerId(2)),
+        isr_nodes=(BrokerId(1), BrokerId(2)), offline_replicas=())
+    resp = ms_.MetadataResponse(
+        throttle_time=datetime.timedelta(0), brokers=brokers, cluster_id="c-1",
+        controller_id=BrokerId(controller),
+        topics=(ms_.MetadataResponseTopic(error_code=ErrorCode(0), name="orders",
+                                          is_internal=False, partitions=(part,),
+                                          topic_authorized_operations=i32(-2147483648)),),
+        cluster_authorized_operations=i32(-2147483648))
+    return kio_request(req, corr, "app"), kio_response(resp, corr)
+
+
+def _capture(path):
+    from tests.analysis.scenario import batch
+    cap = Capture()
+    boot = cap.connection(broker_ip=VIP, client_port=40000, ts=ms(0))
+    req, resp = _metadata(1, leader=1, epoch=5)
+    boot.request(ms(10), req)
+    boot.response(ms(11), resp)
+    one = cap.connection(broker_ip=B1, client_port=40001, ts=ms(20))
+    req, resp = _produce(2, -1, [(0, batch([b"a"]))], [(0, 6, -1)])   # NOT_LEADER_OR_FOLLOWER
+    one.request(ms(30), req)
+    one.response(ms(31), resp)
+    req, resp = _metadata(3, leader=2, epoch=6, controller=2)
+    one.request(ms(40), req)
+    one.response(ms(41), resp)
+    rogue = cap.connection(broker_ip=ROGUE, client_port=40002, ts=ms(50))
+    req, resp = _produce(4, -1, [(0, batch([b"b"]))], [(0, 0, 7)])
+    rogue.request(ms(60), req)
+    rogue.response(ms(61), resp)
+    return cap.write(path)
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    return analysis.load(_capture(tmp_path_factory.mktemp("cluster") / "cluster.pcap"))
+
+
+def test_brokers_and_controller(tables):
+    b = C.brokers(tables)
+    assert list(b["node_id"]) == [1, 2]
+    assert list(b["host"]) == [B1, B2] and list(b["rack"]) == ["r1", "r2"]
+    assert list(b["controller"]) == [False, True]   # the latest response names node 2
+    assert list(b["advertised"]) == [2, 2] and list(b["connections"]) == [1, 0]
+    c = C.cluster(tables)
+    assert list(c["controller_id"]) == [1, 2] and set(c["cluster_id"]) == {"c-1"}
+
+
+def test_connections_labelled_and_misconfigurations(tables):
+    conns = C.connection_brokers(tables).set_index("broker_ip")
+    assert conns.loc[B1, "node_id"] == 1
+    assert str(conns.loc[VIP, "node_id"]) == "<NA>" and conns.loc[VIP, "bootstrap_only"]
+    assert not conns.loc[ROGUE, "bootstrap_only"]
+    problems = {(p, a) for p, a in zip(*(C.misconfigurations(tables)[c]
+                                         for c in ("problem", "address")))}
+    assert problems == {("bootstrap_not_a_broker", f"{VIP}:9092"),
+                        ("unadvertised_address", f"{ROGUE}:9092"),
+                        ("advertised_unreached", f"{B2}:9092")}
+
+
+def test_leader_change_and_the_errors_it_caused(tables):
+    changes = C.leader_changes(tables)
+    assert len(changes) == 1
+    row = changes.iloc[0]
+    assert (row["topic"], row["partition"], row["from_leader"], row["to_leader"],
+            row["from_epoch"], row["to_epoch"]) == ("orders", 0, 1, 2, 5, 6)
+    assert row["errors"] == 1 and row["error_names"] == "NOT_LEADER_OR_FOLLOWER"
+    assert len(C.leaders(tables)) == 2
+
+
+def test_real_capture_one_broker_every_connection_its():
+    truth = json.loads(require_path(CAPTURES / "kafka_python.truth.json").read_text())
+    t = analysis.load(CAPTURES / "kafka_python.pcap", port=truth["broker_port"])
+    b = C.brokers(t)
+    assert len(b) == 1 and b["port"].iloc[0] == truth["broker_port"]
+    conns = C.connection_brokers(t)
+    assert conns["node_id"].notna().all() and len(conns) == len(t.connections)
+    assert C.misconfigurations(t).empty
+    coords = C.coordinators(t)
+    assert len(coords) >= 1 and set(coords["node_id"]) == set(b["node_id"])
+    groups = {c["config"].get("group_id") for c in truth["clients"] if c["consumed"]}
+    assert groups <= set(coords["key"])
