@@ -155,3 +155,16 @@ def test_percentiles_and_undelivered():
     assert list(left[["produced", "undelivered"]].iloc[0]) == [10, 5]
     with pytest.raises(ValueError):
         D.percentiles(d, "nope")
+
+
+def test_jobs_give_the_same_tables():
+    """--jobs N: the workers make the exchange rows (anatomy included), the parent the
+    deliveries from the merged tables."""
+    from analysis.load import Tables, collect
+    truth = json.loads(require_path(CAPTURES / "transactions.truth.json").read_text())
+    path = [CAPTURES / "transactions.pcap"]
+    one = Tables(collect(path, truth["broker_port"])[0].arrow())
+    two = Tables(collect(path, truth["broker_port"], jobs=2)[0].arrow())
+    pd.testing.assert_frame_equal(one.exchanges, two.exchanges)
+    pd.testing.assert_frame_equal(one.deliveries, two.deliveries)
+    assert one.exchanges["rtt_ms"].notna().all()
