@@ -4,7 +4,7 @@ import pytest
 from tests.support import CAPTURES, ROOT, require_module, require_path
 
 NOTEBOOKS = ["01_quickstart.ipynb", "02_latency_and_errors.ipynb",
-             "03_records_and_consumer_lag.ipynb"]
+             "03_records_and_consumer_lag.ipynb", "05_where_the_time_goes.ipynb"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
