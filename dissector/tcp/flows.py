@@ -341,6 +341,7 @@ class FlowTable:
             front = framer if pair is None else pair.front(d, framer)
             rs.append(Reassembler(front, sink, conn.connection_id, d, self.max_buffered,
                                   self.budget))
+            rs[-1].retransmits = conn.retransmits
             if pair is not None:
                 pair.attach(d, rs[-1])
         rs[0].peer, rs[1].peer = rs[1], rs[0]

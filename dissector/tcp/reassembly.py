@@ -47,12 +47,14 @@ class Reassembler:
 
     __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered", "budget",
                  "base", "next", "held", "held_bytes", "fin", "syn_seq", "anchor", "done",
-                 "last_data", "peer")
+                 "last_data", "peer", "retransmits")
 
     def __init__(self, framer, sink, connection_id, direction, max_buffered, budget=None):
         self.framer = framer
         self.sink = sink
         self.connection_id = connection_id
+        self.retransmits = []  # packet numbers of retransmissions (the flow shares its
+                               # connection's: Connection.retransmits)
         self.direction = direction
         self.max_buffered = max_buffered
         self.budget = Budget() if budget is None else budget  # shared by a capture's streams
@@ -107,11 +109,11 @@ class Reassembler:
             if end <= nxt:
                 if not (n == 1 and off == nxt - 1):  # a keep-alive probe's byte is junk
                     self._compare_delivered(off, payload, pkt)
-                    self._event(self.framer.connection.retransmits, pkt)
+                    self._event(self.retransmits, pkt)
             else:
                 if off < nxt:
                     self._compare_delivered(off, payload, pkt)
-                    self._event(self.framer.connection.retransmits, pkt)
+                    self._event(self.retransmits, pkt)
                     payload = payload[nxt - off:]
                     off = nxt
                 if off == nxt and not self.held:
