@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import anatomy, clients, cluster, consumers, deliveries, errors, latency, producers, tls
+from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, tls
 
 
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
@@ -34,20 +34,6 @@ def overview(t) -> pd.DataFrame:
     return pd.DataFrame([(k, str(v)) for k, v in rows], columns=["what", "value"])
 
 
-def client_views(t) -> list:
-    """The clients table in three narrow views: who (role, software), what (groups, topics),
-    and the apis used below the broker's versions."""
-    c = clients.clients(t)
-    if c.empty:
-        return [c, c, c]
-    software = [" ".join(x for x in (n, v) if isinstance(x, str)) or None
-                for n, v in zip(c["software_name"], c["software_version"])]
-    who = c.assign(software=software)[["client_id", "role", "software", "requests", "errors"]]
-    what = c[["client_id", "groups", "topics_produced", "topics_consumed"]]
-    stale = c[c["stale_apis"].map(len) > 0][["client_id", "stale_apis"]]
-    return [who, what, stale]
-
-
 def issues_by_code(t) -> pd.DataFrame:
     i = t.issues
     if i.empty:
@@ -60,7 +46,6 @@ def sections(t, top: int = 10):
     """(title, frame) pairs; empty frames are left for the renderer to skip."""
     ex = t.exchanges
     d = t.deliveries
-    who, what, stale = client_views(t)
     return [
         ("Overview", overview(t)),
         ("Latency by api (ms)", latency.percentiles(ex, "api")),
@@ -93,9 +78,6 @@ def sections(t, top: int = 10):
         ("End-to-end record latency by consumer group (ms)", deliveries.percentiles(d, "group")),
         ("Records produced and never fetched in the capture",
          deliveries.undelivered(d).query("undelivered > 0")),
-        ("Clients", who),
-        ("What clients produce and consume", what),
-        ("Clients using apis below the broker's versions", stale),
         ("Brokers (as Metadata and DescribeCluster responses advertise them)",
          cluster.brokers(t)),
         ("Cluster misconfiguration", cluster.misconfigurations(t)),
