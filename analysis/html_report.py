@@ -119,11 +119,15 @@ def _time_range(ms, width_ms) -> list | None:
 SECTIONS = (
     ("Overview", None, ("Overview",)),
     ("Latency and requests per api", "api", ("Latency by api (ms)", "Slowest")),
+    ("Where the time goes", "anatomy", ("Where the time goes",)),
     ("Errors", "errors", ("Errors by", "Retriable", "Unanswered", "Throttling")),
     ("Consumer lag", "lag", ("Consumer lag",)),
     ("Records produced", "produce", ("Producer throughput",)),
     ("End-to-end record latency (Produce request to first Fetch delivery)", "deliveries",
      ("End-to-end",)),
+    ("Clients", "clients", ("Clients", "What clients")),
+    ("Cluster", "cluster", ("Brokers", "Cluster misconfiguration", "Partition leader changes",
+                            "Coordinators")),
     ("Connections and TLS", None, ("TLS connections", "Connections")),
 )
 
@@ -133,10 +137,13 @@ def _figures(t, page, width) -> dict:
     rows = rf.api_figures(t.exchanges, width)
     out = {"api": "".join(f"<h3>{html.escape(api)}</h3>{page.figure(fig, time=True)}"
                           for api, fig in rows)}
-    for key, fig, time in (("errors", rf.error_figure(t), False),
+    for key, fig, time in (("anatomy", rf.anatomy_figure(t), False),
+                           ("errors", rf.error_figure(t), False),
                            ("lag", rf.lag_figure(t, width), True),
                            ("produce", rf.produce_figure(t, width), True),
-                           ("deliveries", rf.delivery_figure(t, width), True)):
+                           ("deliveries", rf.delivery_figure(t, width), True),
+                           ("clients", rf.clients_graph(t), False),
+                           ("cluster", rf.leaders_figure(t, width), True)):
         out[key] = "" if fig is None else page.figure(fig, time)
     return out
 

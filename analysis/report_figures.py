@@ -6,11 +6,11 @@ from __future__ import annotations
 import html
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from . import consumers, errors, producers
-from . import report_data
+from . import anatomy, cluster, consumers, errors, producers, report_data
 from .report_data import api_rows, epoch_ms, series_by, width_label
 
 BLUE, ORANGE, GREY, RED, GREEN = "#1f77b4", "#ff7f0e", "#7f7f7f", "#d62728", "#2ca02c"
@@ -178,4 +178,87 @@ def delivery_figure(t, width_ms):
             x=edges, y=np.append(h["counts"], h["counts"][-1]), xaxis="x2", yaxis="y2",
             mode="lines", line={"shape": "hv"}, name=f"group {_name(h['name'])}",
             hovertemplate="%{fullData.name}: %{y} records from %{x:.3f} ms<extra></extra>"))
+    return fig
+
+
+TIME_PARTS = (("request_transfer_ms", "request transfer", "#9ecae1"),
+              ("broker_rtt_ms", "network round trip", "#fdae6b"),
+              ("broker_ms", "broker", "#3182bd"),
+              ("response_transfer_ms", "response transfer", "#a1d99b"))
+
+
+def anatomy_figure(t):
+    """Where the time goes: per api, the mean request transfer, network round trip, broker time
+    and response transfer of answered exchanges, stacked (throttling is part of the broker's)."""
+    w = anatomy.where_time_goes(t.exchanges, "api")
+    w = w[w[[c for c, _, _ in TIME_PARTS]].notna().any(axis=1)]
+    if w.empty:
+        return None
+    names = [_name(n) for n in w["api_name"]]
+    fig = go.Figure(layout=_layout(
+        90 + 24 * len(w), barmode="stack", xaxis={"title": {"text": "mean ms per exchange"}},
+        yaxis={"autorange": "reversed", "automargin": True}))
+    for col, label, colour in TIME_PARTS:
+        fig.add_trace(go.Bar(y=names, x=w[col].astype("float64"), orientation="h", name=label,
+                             marker={"color": colour},
+                             hovertemplate=f"%{{y}}: {label} %{{x:.3f}} ms<extra></extra>"))
+    return fig
+
+
+def leaders_figure(t, width_ms):
+    """Partition leaders over time (node id per Metadata response) for the partitions whose
+    leader changed, at most 10: a step where the leader moved."""
+    lead = cluster.leaders(t)
+    if lead.empty:
+        return None
+    key = lead["topic"].astype("string").fillna("?") + "-" + lead["partition"].astype("string")
+    moved = lead.assign(key=key).groupby("key")["leader_id"].nunique()
+    keys = list(moved[moved > 1].index[:10])
+    if not keys:
+        return None
+    fig = go.Figure(layout=_layout(300, xaxis=TIME_AXIS,
+                                   yaxis={"title": {"text": "leader (node id)"}, "dtick": 1}))
+    for k, colour in zip(keys, PALETTE):
+        sel = (key == k).to_numpy()
+        fig.add_trace(go.Scatter(
+            x=epoch_ms(lead.loc[sel, "response_ts"]), y=lead.loc[sel, "leader_id"].astype(
+                "float64"), name=_name(k), mode="lines+markers", line={"shape": "hv",
+                                                                      "color": colour},
+            marker={"size": 5}, hovertemplate="%{fullData.name}: leader %{y} at %{x}"
+                                              "<extra></extra>"))
+    return fig
+
+
+def clients_graph(t, limit: int = 40):
+    """Which client ids talk to which brokers: a flow per (client id, broker) weighted by
+    exchanges, brokers by node id where a response advertised them; red where the address is
+    one the cluster checks flag (cluster.misconfigurations)."""
+    cb = cluster.connection_brokers(t)
+    if cb.empty:
+        return None
+    counts = t.connections.set_index("connection_id")["exchange_count"]
+    flagged = {str(a) for a in cluster.misconfigurations(t)["address"]}
+    flows = {}
+    for cid, ids, ip, port, node in zip(cb["connection_id"], cb["client_ids"], cb["broker_ip"],
+                                        cb["broker_port"], cb["node_id"]):
+        address = f"{ip}:{port}"
+        broker = f"node {node} ({address})" if not pd.isna(node) else f"{address} (no node id)"
+        for client in (ids if ids is not None and len(ids) else ["(no client id)"]):
+            key = (str(client), broker, address in flagged)
+            flows[key] = flows.get(key, 0) + int(counts.get(cid, 0) or 0)
+    top = sorted(flows.items(), key=lambda kv: -kv[1])[:limit]
+    if not top:
+        return None
+    labels = sorted({c for (c, _, _), _ in top}) + sorted({b for (_, b, _), _ in top})
+    index = {name: i for i, name in enumerate(labels)}
+    fig = go.Figure(layout=_layout(120 + 22 * len(labels)))
+    fig.add_trace(go.Sankey(
+        node={"label": [_name(x) for x in labels], "pad": 12, "thickness": 12},
+        link={"source": [index[c] for (c, _, _), _ in top],
+              "target": [index[b] for (_, b, _), _ in top],
+              "value": [max(v, 1) for _, v in top],
+              "color": ["rgba(214,39,40,0.5)" if bad else "rgba(31,119,180,0.3)"
+                        for (_, _, bad), _ in top],
+              "hovertemplate": "%{source.label} → %{target.label}: %{value} exchanges"
+                               "<extra></extra>"}))
     return fig

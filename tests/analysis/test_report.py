@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from plotly.offline import get_plotlyjs
 
-from analysis import load
+from analysis import cluster, load
 from analysis.html_report import render
 from analysis.report_data import bucket_width, with_gaps
 from dissector.cli import main
@@ -31,7 +31,7 @@ HIGHEST_POINT = """((plot, name) => {
 })"""
 PLOTS_DRAWN = """[...document.querySelectorAll("div.plot")].map(d =>
   [d.id, d.querySelectorAll(".main-svg").length,
-   d.querySelectorAll(".scatterlayer .trace, .barlayer .trace").length])"""
+   d.querySelectorAll(".scatterlayer .trace, .barlayer .trace, .sankey").length])"""
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +76,11 @@ def test_report_is_self_contained(report):
 def test_report_renders_and_hover_shows_the_exchange(report, capture, browser):
     n = _open(browser, report)
     drawn = browser.eval(PLOTS_DRAWN)
-    # one row per answered api (Fetch long poll and unanswered Metadata left out), errors, lag,
-    # produce rate
+    # one row per answered api (Fetch long poll and unanswered Metadata left out), where the
+    # time goes, errors, lag, produce rate, the clients graph
     apis = ["Fetch", "Produce", "JoinGroup", "SyncGroup", "OffsetCommit", "Heartbeat",
             "LeaveGroup"]
-    assert n == len(drawn) == len(apis) + 3
+    assert n == len(drawn) == len(apis) + 5
     assert all(svgs >= 1 and traces >= (6 if i < len(apis) else 1)
                for i, (_, svgs, traces) in enumerate(drawn)), drawn
     headings = browser.eval('[...document.querySelectorAll("div.plot[data-time]")]'
@@ -156,6 +156,38 @@ def test_real_capture_with_deliveries(tmp_path, browser):
     assert f"{slow['topic']}-{slow['partition']} @ {slow['offset']}" in text
     assert f"end to end {slow['end_to_end_ms']:.3f} ms" in text
     assert "Produce request packet" in text and "Fetch response packet" in text
+    assert browser.problems() == []
+
+
+def test_cluster_sections(tmp_path, browser):
+    """Two brokers' worth of Metadata (test_cluster's capture): the clients graph draws a flow
+    per client id and broker, red to the misconfigured addresses, and the leader plot the move
+    of orders-0 from node 1 to node 2."""
+    from .test_cluster import _capture
+    cap = tmp_path / "cluster.pcap"
+    _capture(cap)
+    out = tmp_path / "cluster.html"
+    assert main(["report", str(cap), "--html", str(out)]) == 0
+    _open(browser, out)
+    graph = browser.eval("""(() => {
+      const h = [...document.querySelectorAll("h2")].find(h => h.textContent === "Clients");
+      const plot = h.nextElementSibling;
+      return {nodes: [...plot.querySelectorAll(".sankey-node .node-label")].map(n => n.textContent),
+              links: plot.data[0].link.color.map(c => c.startsWith("rgba(214") ? "red" : "ok")};
+    })()""")
+    assert sorted(graph["nodes"]) == ["10.0.0.4:9092 (no node id)", "10.0.0.9:9092 (no node id)",
+                                      "app", "node 1 (10.0.0.2:9092)", "producer"]
+    assert sorted(graph["links"]) == ["ok", "ok", "red", "red"]
+    leaders = browser.eval("""(() => {
+      const h = [...document.querySelectorAll("h2")].find(h => h.textContent === "Cluster");
+      const plot = h.nextElementSibling;
+      const points = [...plot.querySelectorAll(".scatterlayer .trace")]
+        .map(t => t.querySelectorAll("path.point").length);
+      return plot.data.map((t, i) => [t.name, points[i]]);
+    })()""")
+    lead = cluster.leaders(load([cap]))
+    assert list(lead["leader_id"])[0] == 1 and list(lead["leader_id"])[-1] == 2
+    assert leaders == [["orders-0", len(lead)]]
     assert browser.problems() == []
 
 
