@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .anatomy import exchange_anatomy
 from .cluster_facts import cluster_facts
+from .group_facts import group_facts
 
 JOIN_GROUP = 11
 _NONE = (None,) * 10
@@ -14,7 +15,8 @@ def exchange_extras(ex) -> tuple:
     """The EXCHANGE_EXTRA_COLUMNS values of an exchange."""
     req = ex.request_msg.body if ex.request_msg is not None else None
     resp = ex.response_msg.body if ex.response_msg is not None else None
-    return _settings(ex, req, resp) + exchange_anatomy(ex) + cluster_facts(ex, req, resp)
+    return (_settings(ex, req, resp) + exchange_anatomy(ex) + cluster_facts(ex, req, resp)
+            + group_facts(ex, req, resp))
 
 
 def _settings(ex, req, resp) -> tuple:

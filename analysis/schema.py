@@ -15,6 +15,7 @@ from dissector.tables import CONNECTION_TLS_COLUMNS, EXCHANGE_COLUMNS, ISSUE_COL
 
 from .anatomy import ANATOMY_COLUMNS
 from .cluster_facts import BROKERS_TYPE, CLUSTER_COLUMNS, VERSIONS_TYPE
+from .group_facts import GROUP_COLUMNS
 
 EXCHANGE_EXTRA_COLUMNS = (
     ("acks", "int16"),
@@ -27,7 +28,7 @@ EXCHANGE_EXTRA_COLUMNS = (
     ("generation_id", "int32"),
     ("top_error_code", "int16"),   # the response's own top-level error code, if it has one
     ("replica_id", "int32"),       # Fetch, ListOffsets: a follower broker's id (-1: a consumer)
-) + ANATOMY_COLUMNS + CLUSTER_COLUMNS   # where the time went; what the cluster said
+) + ANATOMY_COLUMNS + CLUSTER_COLUMNS + GROUP_COLUMNS   # timing; the cluster; the groups
 
 PARTITION_COLUMNS = (
     ("exchange", "int64"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, tls
+from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, rebalances, tls
 
 
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
@@ -69,6 +69,9 @@ def sections(t, top: int = 10):
         ("Unanswered requests", errors.unanswered(t).head(top)),
         ("Throttling", errors.throttling(t)),
         ("Consumer groups", consumers.groups(t)),
+        ("Rebalances (ms the group did not consume)", rebalances.rebalances(t)[
+            ["group_id", "generation", "start_ts", "sync_ms", "duration_ms", "members",
+             "trigger", "trigger_client"]]),
         ("Group timeline", consumers.timeline(t).head(4 * top)),
         ("Committed offsets (latest)", consumers.committed_offsets(t)),
         ("Consumer lag (high watermark - fetch offset)", consumers.lag_summary(t)),

@@ -46,6 +46,8 @@ HEADERS = {
     "advertised": "ads", "connections": "conns", "from_leader": "from", "to_leader": "to",
     "error_names": "errors seen", "seen_ts": "time", "response_ts": "time",
     "topics_produced": "produces", "topics_consumed": "consumes", "stale_apis": "stale apis",
+    "generation": "gen", "start_ts": "start", "sync_ms": "sync ms", "duration_ms": "stopped ms",
+    "trigger_client": "by",
 }
 PERCENT = {"error_rate": "error %", "exchange_rate": "exchange %", "partition_rate": "partition %",
            "broker_share": "broker %"}

@@ -1,0 +1,168 @@
+"""Rebalances: per consumer group and generation, how long the group stopped consuming, who was in
+it with what, and what set it off.
+
+Classic protocol (JoinGroup/SyncGroup): generation G's rebalance starts at the first JoinGroup
+request of the group after the previous generation's last SyncGroup answer (the capture's first
+when there is none) and its members are the JoinGroup answers that gave generation G. It is
+synced when the last member's SyncGroup for G is answered, and over when every member has sent
+its first Fetch after its own sync: `duration_ms` (start to that last first Fetch, or to the
+sync when no member fetched in the capture) is the time the group did not consume.
+`trigger`: `first join` (the group's first generation in the capture), `leave` (a LeaveGroup
+since the previous generation), `new member` (a member the previous generation did not have),
+`heartbeat error: NAME` (a Heartbeat or other group request answered with an error since then,
+REBALANCE_IN_PROGRESS most often) or `rejoin`; `trigger_client` names who sent it.
+
+KIP-848 (ConsumerGroupHeartbeat): one row per group and member epoch E the coordinator gave:
+started at the first heartbeat answered with E, synced when the last member reaching E was
+answered; trigger `member joined` (a heartbeat with epoch 0 before it), `member left` (epoch -1)
+or `epoch bump`.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+FETCH, HEARTBEAT, JOIN, LEAVE, SYNC, CGH = 1, 12, 11, 13, 14, 68
+GROUP_APIS = (8, 9, 12, 13, 14, 11)
+
+REBALANCE_COLUMNS = ["group_id", "protocol", "generation", "start_ts", "synced_ts", "resumed_ts",
+                     "sync_ms", "duration_ms", "members", "member_ids", "subscriptions",
+                     "assignments", "trigger", "trigger_client"]
+
+
+def _str(v):
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+
+
+def _list(v):
+    """A list cell's values, None when missing."""
+    if v is None or v is pd.NA or isinstance(v, float):
+        return None
+    return [str(x) for x in v]
+
+
+def rebalances(t) -> pd.DataFrame:
+    """The rebalances table (REBALANCE_COLUMNS), in time order."""
+    ex = t.exchanges
+    api = ex["api_key"]
+    g = ex[api.isin([HEARTBEAT, JOIN, LEAVE, SYNC, CGH, 8, 9]).fillna(False)
+           & ex["group_id"].notna()]
+    rows = []
+    if not g.empty:
+        g = g.assign(group_id=g["group_id"].astype("string"),
+                     client_id=g["client_id"].astype("string"),
+                     client_ip=g["client_ip"].astype("string")).sort_values("request_ts",
+                                                                            kind="stable")
+        fetches = ex[(api == FETCH).fillna(False) & (ex["replica_id"].fillna(-1) < 0)]
+        fetches = fetches.assign(client_id=fetches["client_id"].astype("string"),
+                                 client_ip=fetches["client_ip"].astype("string"))
+        for group, rows_g in g.groupby("group_id", sort=False):
+            rows.extend(_classic(group, rows_g, fetches))
+            rows.extend(_kip848(group, rows_g))
+    out = pd.DataFrame(rows, columns=REBALANCE_COLUMNS)
+    return out.sort_values("start_ts", kind="stable").reset_index(drop=True)
+
+
+def _ok(df):
+    return df[(df["error_code"].fillna(0) == 0)]
+
+
+def _classic(group, g, fetches):
+    joins = g[g["api_key"] == JOIN]
+    done = _ok(joins)
+    done = done[done["generation_id"].notna() & (done["generation_id"] >= 0)]
+    out = []
+    prev_end = prev_members = None
+    for gen in sorted(set(done["generation_id"].astype(int))):
+        members = done[done["generation_id"] == gen]
+        first_answer = members["response_ts"].min()
+        window = joins[(joins["request_ts"] <= first_answer)
+                       & ((joins["request_ts"] > prev_end) if prev_end is not None else True)]
+        start = window["request_ts"].min() if len(window) else members["request_ts"].min()
+        syncs = g[(g["api_key"] == SYNC) & (g["generation_id"] == gen)]
+        synced = syncs["response_ts"].max() if len(syncs) else members["response_ts"].max()
+        resumed, assignments = [], []
+        for member, sync_ip, sync_cid, sync_ts, assigned in zip(
+                syncs["member_id"], syncs["client_ip"], syncs["client_id"],
+                syncs["response_ts"], syncs["assigned_partitions"]):
+            f = fetches[(fetches["client_ip"] == sync_ip) & (fetches["client_id"] == sync_cid)
+                        & (fetches["request_ts"] >= sync_ts)]
+            if len(f):
+                resumed.append(f["request_ts"].min())
+            if _list(assigned) is not None:
+                assignments.append(f"{member}: {', '.join(_list(assigned))}")
+        resumed_ts = max(resumed) if resumed else None
+        end = resumed_ts if resumed_ts is not None else synced
+        subs = [f"{m}: {', '.join(_list(s))}" for m, s in zip(members["member_id"],
+                                                              members["subscribed_topics"])
+                if _list(s) is not None]
+        # the member's own JoinGroup request carried its subscription: join it by member id
+        for m, s in zip(window["member_id"], window["subscribed_topics"]):
+            if _list(s) is not None and _str(m) and not any(x.startswith(f"{m}:")
+                                                             for x in subs):
+                subs.append(f"{m}: {', '.join(_list(s))}")
+        trigger, who = _trigger(g, prev_end, start, prev_members, members)
+        out.append((group, "classic", gen, start, synced, resumed_ts,
+                    (synced - start).total_seconds() * 1e3,
+                    (end - start).total_seconds() * 1e3, len(members),
+                    sorted(_str(m) for m in members["member_id"] if _str(m)),
+                    sorted(subs), sorted(assignments), trigger, who))
+        prev_end = synced
+        prev_members = members
+    return out
+
+
+def _trigger(g, prev_end, start, prev_members, members):
+    """What set generation `members` off: a LeaveGroup since the generation before, a member it
+    did not have, a group request answered with an error (a heartbeat told to rejoin), or the
+    group's first join."""
+    if prev_members is None:
+        joins = g[(g["api_key"] == JOIN) & (g["request_ts"] >= start)]
+        return "first join", _str(joins["client_id"].iloc[0]) if len(joins) else None
+    since = g[(g["request_ts"] <= start) & (g["request_ts"] > prev_end)]
+    leaves = since[since["api_key"] == LEAVE]
+    if len(leaves):
+        return "leave", _str(leaves["client_id"].iloc[0])
+    new = members[~members["member_id"].isin(list(prev_members["member_id"].dropna()))
+                  .fillna(False).astype(bool)]
+    if len(new):
+        return "new member", _str(new["client_id"].iloc[0])
+    failed = since[(since["error_code"].fillna(0) != 0) & (since["api_key"] != JOIN)]
+    if len(failed):
+        return f"heartbeat error: {_str(failed['error_name'].iloc[0])}", \
+            _str(failed["client_id"].iloc[0])
+    return "rejoin", None
+
+
+def _kip848(group, g):
+    hb = g[(g["api_key"] == CGH) & g["response_epoch"].notna()]
+    hb = hb[(hb["error_code"].fillna(0) == 0)]
+    out = []
+    prev_end = None
+    for epoch in sorted(set(hb["response_epoch"].astype(int))):
+        if epoch <= 0:
+            continue
+        reached = hb[hb["response_epoch"] == epoch]
+        firsts = reached.groupby("member_id", dropna=False).head(1)
+        start = firsts["request_ts"].min()
+        synced = firsts["response_ts"].max()
+        since = g[(g["api_key"] == CGH) & (g["request_ts"] <= start)
+                  & ((g["request_ts"] > prev_end) if prev_end is not None else True)]
+        if (since["generation_id"] == -1).any():
+            trigger = "member left"
+            who = _str(since[since["generation_id"] == -1]["client_id"].iloc[0])
+        elif (since["generation_id"] == 0).any():
+            trigger = "member joined"
+            who = _str(since[since["generation_id"] == 0]["client_id"].iloc[0])
+        else:
+            trigger, who = "epoch bump", None
+        assignments = [f"{m}: {', '.join(_list(a))}" for m, a in zip(
+            firsts["member_id"], firsts["assigned_partitions"]) if _list(a) is not None]
+        subs = [f"{m}: {', '.join(_list(s))}" for m, s in zip(since["member_id"],
+                                                              since["subscribed_topics"])
+                if _list(s) is not None and _str(m)]
+        ms = (synced - start).total_seconds() * 1e3
+        out.append((group, "consumer", epoch, start, synced, None, ms, ms, len(firsts),
+                    sorted(_str(m) for m in firsts["member_id"] if _str(m)), sorted(set(subs)),
+                    sorted(assignments), trigger, who))
+        prev_end = synced
+    return out

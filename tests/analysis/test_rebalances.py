@@ -1,0 +1,68 @@
+"""Rebalances (analysis.rebalances) on the real captures' consumer groups, against what their
+consumers were configured with and received (captures/*.truth.json), and the decoded
+subscriptions and assignments against the topics and partitions they consumed."""
+import json
+
+import pytest
+
+import analysis
+from analysis.rebalances import rebalances
+from tests.support import CAPTURES, require_path
+
+NAMES = ["librdkafka_produce_consume", "kafka_python", "aiokafka", "codecs", "transactions"]
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def loaded(request):
+    truth = json.loads(require_path(CAPTURES / f"{request.param}.truth.json").read_text())
+    t = analysis.load(CAPTURES / f"{request.param}.pcap", port=truth["broker_port"])
+    return truth, t, rebalances(t)
+
+
+def _group(run):
+    return run["config"].get("group.id") or run["config"].get("group_id")
+
+
+def test_each_consumer_groups_first_generation(loaded):
+    truth, t, r = loaded
+    consumers = [c for c in truth["clients"] if c["consumed"] and _group(c)]
+    assert consumers
+    for run in consumers:
+        mine = r[r["group_id"] == _group(run)]
+        assert len(mine) >= 1, _group(run)
+        first = mine.iloc[0]
+        assert first["protocol"] == "classic" and first["trigger"] == "first join"
+        assert first["trigger_client"] == run["client_id"]
+        assert first["members"] == 1
+        assert first["start_ts"] <= first["synced_ts"]
+        assert 0 < first["sync_ms"] <= first["duration_ms"]
+        if first["resumed_ts"] is not None and first["resumed_ts"] == first["resumed_ts"]:
+            assert first["resumed_ts"] >= first["synced_ts"]
+        topics = {r_["topic"] for r_ in run["consumed"]}
+        partitions = {f"{r_['topic']}:{r_['partition']}" for r_ in run["consumed"]}
+        (sub,) = first["subscriptions"]
+        assert set(sub.split(": ", 1)[1].split(", ")) >= topics
+        (assigned,) = first["assignments"]
+        assert set(assigned.split(": ", 1)[1].split(", ")) >= partitions
+
+
+def test_the_rebalance_ends_at_the_members_first_fetch(loaded):
+    truth, t, r = loaded
+    ex = t.exchanges
+    for row in r.itertuples():
+        if row.resumed_ts is None or row.resumed_ts != row.resumed_ts:
+            continue
+        fetch = ex[(ex["api_name"] == "Fetch") & (ex["request_ts"] == row.resumed_ts)]
+        assert len(fetch) >= 1
+        assert row.duration_ms == pytest.approx(
+            (row.resumed_ts - row.start_ts).total_seconds() * 1e3)
+
+
+def test_constructed_scenario_by_hand(tmp_path):
+    """tests/analysis/scenario.py: JoinGroup at 400 ms, SyncGroup answered at 431 ms, the
+    member's first Fetch at 500 ms."""
+    from tests.analysis import scenario
+    t = analysis.load(scenario.write(tmp_path / "scenario.pcap"))
+    (row,) = rebalances(t).itertuples()
+    assert (row.group_id, row.generation, row.members, row.trigger) == ("g1", 3, 1, "first join")
+    assert row.sync_ms == pytest.approx(31.0) and row.duration_ms == pytest.approx(100.0)
