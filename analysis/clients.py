@@ -56,9 +56,15 @@ def clients(t) -> pd.DataFrame:
     ex = t.exchanges
     if ex.empty:
         return pd.DataFrame(columns=CLIENT_COLUMNS)
+    # only the columns used: each client's rows are taken from these frames
+    ex = ex[["exchange", "connection_id", "client_ip", "client_id", "api_key", "api_version",
+             "replica_id", "client_software_name", "client_software_version", "error_code",
+             "error_name", "transactional_id", "acks", "api_versions", "request_ts"]]
     ex = ex.assign(client_ip=ex["client_ip"].astype("string"),
                    client_id=ex["client_id"].astype("string"))
-    p = t.partitions.merge(ex[["exchange", "client_ip"]], on="exchange", how="left")
+    p = t.partitions[["exchange", "client_id", "api_key", "topic", "record_count", "compression",
+                      "producer_id", "is_transactional"]]
+    p = p.merge(ex[["exchange", "client_ip"]], on="exchange", how="left")
     p = p.assign(client_id=p["client_id"].astype("string"))
     groups = client_groups(t.exchanges)
     group_of = {}
