@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
-import pandas as pd
-
 ANATOMY_COLUMNS = (
     ("rtt_ms", "float64"),
     ("broker_rtt_ms", "float64"),
@@ -63,13 +61,14 @@ PARTS = ["request_transfer_ms", "broker_rtt_ms", "broker_ms", "response_transfer
 DIMENSIONS = {"api": ["api_name"], "broker": ["broker"]}
 
 
-def where_time_goes(ex: pd.DataFrame, by: str = "api") -> pd.DataFrame:
+def where_time_goes(ex, by: str = "api"):
     """Per api or broker (ip:port), over answered exchanges: how many, their mean total time
     (request's first packet to response's last) and the mean of each part of it (request
     transfer, network round trip to the broker, broker, response transfer; throttle time is
     part of the broker's), the broker's share of the total, the mean connection round trip, and
     retransmissions and gaps counted on the exchanges. Fetch long polls are left out (their
     broker time is waiting for data, by request)."""
+    import pandas as pd     # here: the schema imports this module on paths that must not load pandas
     from .latency import answered
     if by not in DIMENSIONS:
         raise ValueError(f"by must be one of {', '.join(DIMENSIONS)}")

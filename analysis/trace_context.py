@@ -25,12 +25,10 @@ import pyarrow.compute as pc
 
 TRACE_COLUMNS = (("trace_id", "string"), ("span_id", "string"), ("trace_format", "string"))
 # in precedence order; x-b3-spanid only completes x-b3-traceid
-_KEYS = pa.array(["traceparent", "b3", "x-b3-traceid", "uber-trace-id", "sw8", "x-b3-spanid"])
-_KEY_PATTERN = "^(" + "|".join(_KEYS.to_pylist()) + ")$"   # no regex metacharacters
+_KEY_NAMES = ["traceparent", "b3", "x-b3-traceid", "uber-trace-id", "sw8", "x-b3-spanid"]
+_KEY_PATTERN = "^(" + "|".join(_KEY_NAMES) + ")$"   # no regex metacharacters
 _SPAN_KEY = 5
-_KEYS_BINARY = _KEYS.cast(pa.binary())
-_KEY_LENGTHS = pa.array(sorted({len(k) for k in _KEYS.to_pylist()}), pa.int32())
-_FORMAT_DICT = pa.array(["w3c", "b3", "jaeger", "sw8"])
+_FORMAT_NAMES = ["w3c", "b3", "jaeger", "sw8"]
 _FORMAT_CODE = np.array([0, 1, 1, 2, 3], np.int32)
 
 # traceparent's first 55 bytes: version-traceid-spanid-flags, hex (lower case only) as 1, "-" 2
@@ -50,6 +48,53 @@ _SIXES[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
                      np.uint8)] = np.arange(64, dtype=np.uint32)
 
 
+def _strings(values) -> pa.Array:
+    """A string array of `values`, from buffers (pa.array imports pandas, which the records
+    command's streaming writers must not load)."""
+    data = "".join(values).encode()
+    offsets = np.cumsum([0] + [len(v.encode()) for v in values], dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets),
+                                                            pa.py_buffer(data)])
+
+
+def _arrow(values, mask=None) -> pa.Array:
+    """A numpy array (bool or integer) as Arrow, null where `mask`, from buffers as above."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        typ, data = pa.bool_(), np.packbits(values, bitorder="little")
+    else:
+        typ, data = pa.from_numpy_dtype(values.dtype), values
+    validity = None if mask is None else pa.py_buffer(np.packbits(~np.asarray(mask),
+                                                                  bitorder="little"))
+    return pa.Array.from_buffers(typ, len(values), [validity, pa.py_buffer(data)],
+                                 null_count=-1 if mask is not None else 0)
+
+
+
+_KEYS = _strings(_KEY_NAMES)
+_KEYS_BINARY = _KEYS.cast(pa.binary())
+_KEY_LENGTHS = _arrow(np.array(sorted({len(k) for k in _KEY_NAMES}), np.int32))
+_FORMAT_DICT = _strings(_FORMAT_NAMES)
+# scalars taken from arrays: pyarrow converts a Python constant with pa.scalar, which imports pandas
+_FALSE = _arrow(np.array([False]))[0]
+_EMPTY, _DASH = _strings(["", "-"]).cast(pa.binary())
+
+
+def _bools(arr) -> np.ndarray:
+    """A boolean array without nulls as numpy (to_numpy would convert it through pandas)."""
+    bits = np.frombuffer(arr.buffers()[1], np.uint8)
+    return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + len(arr)].astype(bool)
+
+
+def _ints(arr) -> np.ndarray:
+    """An integer array without nulls as numpy, a copy (to_numpy would load pandas)."""
+    values = np.frombuffer(arr.buffers()[1], arr.type.to_pandas_dtype())
+    return values[arr.offset:arr.offset + len(arr)].copy()
+
+
+def _int32(value):
+    return _arrow(np.array([value], np.int32))[0]
+
 def trace_columns(headers: pa.Array) -> list[pa.Array]:
     """[trace_id, span_id, trace_format] for each row of `headers` (a list<struct<key: string,
     value: binary>> array); trace_format is dictionary-encoded (w3c, b3, jaeger, sw8)."""
@@ -58,20 +103,21 @@ def trace_columns(headers: pa.Array) -> list[pa.Array]:
     if len(flat):
         keys = flat.field("key").view(pa.binary())   # a key's bytes need not be UTF-8
         # the lengths first: a length check is ~100x cheaper than the regex on every key
-        hit = pc.is_in(pc.binary_length(keys), value_set=_KEY_LENGTHS).fill_null(False)
-        at = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
-        rank = np.array(pc.index_in(keys.take(at), value_set=_KEYS_BINARY).fill_null(-1))
+        hit = pc.is_in(pc.binary_length(keys), value_set=_KEY_LENGTHS).fill_null(_FALSE)
+        at = np.flatnonzero(_bools(hit))
+        rank = pc.index_in(keys.take(_arrow(at)), value_set=_KEYS_BINARY).fill_null(_int32(-1))
+        rank = _ints(rank)
         other = np.flatnonzero(rank < 0)
         if len(other):   # not lower case (or no match): the case-insensitive regex decides
-            sub = keys.take(at[other])
+            sub = keys.take(_arrow(at[other]))
             match = pc.match_substring_regex(sub, _KEY_PATTERN, ignore_case=True)
-            lower = pc.utf8_lower(pc.if_else(match, sub, b"").cast(pa.string()))
-            rank[other] = pc.index_in(lower, value_set=_KEYS).fill_null(len(_KEYS)).to_numpy()
+            lower = pc.utf8_lower(pc.if_else(match, sub, _EMPTY).cast(pa.string()))
+            rank[other] = _ints(pc.index_in(lower, value_set=_KEYS).fill_null(_int32(len(_KEYS))))
         keep = rank < len(_KEYS)
         at, rank = at[keep], rank[keep]
         if len(at):
-            parent = pc.list_parent_indices(headers).to_numpy()[at]
-            return _choose(n, parent, rank, flat.field("value").take(at))
+            parent = _ints(pc.list_parent_indices(headers))[at]
+            return _choose(n, parent, rank, flat.field("value").take(_arrow(at)))
     return [pa.nulls(n, pa.string()), pa.nulls(n, pa.string()),
             pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), _FORMAT_DICT)]
 
@@ -83,7 +129,7 @@ def _choose(n, parent, rank, values):
     for r, parse in enumerate((_w3c, _b3, _b3_multi, _jaeger, _sw8)):
         sel = rank == r
         if sel.any():
-            t, s = parse(values.filter(pa.array(sel)), parent, rank, values, sel)
+            t, s = parse(values.filter(_arrow(sel)), parent, rank, values, sel)
             traces.append(t)
             spans.append(s)
             ranks.append(np.full(len(t), r))
@@ -91,8 +137,7 @@ def _choose(n, parent, rank, values):
     # one entry per candidate, by rank then header order
     trace, span = pa.concat_arrays(traces), pa.concat_arrays(spans)
     rank, parent = np.concatenate(ranks), np.concatenate(parents)
-    cand = np.flatnonzero(pc.and_(trace.is_valid(), span.is_valid())
-                          .to_numpy(zero_copy_only=False))
+    cand = np.flatnonzero(_bools(pc.and_(trace.is_valid(), span.is_valid())))
     # by record (one format's entries are in record order already), then the first of each
     order = cand if len(traces) == 1 else cand[np.argsort(parent[cand], kind="stable")]
     p = parent[order]
@@ -100,17 +145,17 @@ def _choose(n, parent, rank, values):
     rows = parent[order]
     pick = np.full(n, -1, np.int64)
     pick[rows] = order
-    take = pa.array(pick, mask=pick < 0)
+    take = _arrow(pick, pick < 0)
     fmt = np.zeros(n, np.int32)
     fmt[rows] = _FORMAT_CODE[rank[order]]
     return [trace.take(take), span.take(take),
-            pa.DictionaryArray.from_arrays(pa.array(fmt, mask=pick < 0), _FORMAT_DICT)]
+            pa.DictionaryArray.from_arrays(_arrow(fmt, pick < 0), _FORMAT_DICT)]
 
 
 def _spread(sub, sel):
     """`sub` (one value per true of `sel`) at the positions of `sel`, null elsewhere."""
     idx = np.cumsum(sel) - 1
-    return sub.take(pa.array(idx, mask=~sel))
+    return sub.take(_arrow(idx, ~sel))
 
 
 def _id(match, group, lower=True):
@@ -130,11 +175,11 @@ def _w3c(values, *_):
     """Checked on the first 55 bytes as a fixed-width numpy matrix (a regex with groups costs
     ~3 us a value): each byte of the class its place wants (lower-case hex, dash), ids not all
     zero, version not ff, version 00 exactly 55 bytes, a later one 55 or followed by a dash."""
-    size = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    size = _ints(pc.binary_length(values).fill_null(_int32(0)))
     at = np.flatnonzero(size >= 55)
     ok = np.zeros(len(values), bool)
     if len(at):
-        sub = values.take(at) if len(at) < len(values) else values
+        sub = values.take(_arrow(at)) if len(at) < len(values) else values
         head = pc.binary_slice(sub, 0, 55)
         start = np.frombuffer(head.buffers()[1], np.int32)[head.offset]
         d = np.frombuffer(head.buffers()[2], np.uint8)[start:start + 55 * len(at)].reshape(-1, 55)
@@ -142,11 +187,11 @@ def _w3c(values, *_):
                 & (d[:, 36:52] != 48).any(1) & ((d[:, 0] != 102) | (d[:, 1] != 102)))
         longer = size[at] > 55
         if longer.any():
-            dash = pc.equal(pc.binary_slice(sub, 55, 56), b"-").fill_null(False)
+            dash = pc.equal(pc.binary_slice(sub, 55, 56), _DASH).fill_null(_FALSE)
             good &= ~longer | (((d[:, 0] != 48) | (d[:, 1] != 48))
-                               & dash.to_numpy(zero_copy_only=False))
+                               & _bools(dash))
         ok[at[good]] = True
-    valid = values.filter(pa.array(ok))
+    valid = values.filter(_arrow(ok))
     t = pc.binary_slice(valid, 3, 35).cast(pa.string())
     s = pc.binary_slice(valid, 36, 52).cast(pa.string())
     return _spread(t, ok), _spread(s, ok)
@@ -161,15 +206,15 @@ def _b3_multi(values, parent, rank, all_values, sel):
     """X-B3-TraceId headers, each with its record's first valid X-B3-SpanId."""
     t = _id(pc.extract_regex(values, _B3_TRACE), "t")
     spans = rank == _SPAN_KEY
-    s = _id(pc.extract_regex(all_values.filter(pa.array(spans)), _B3_SPAN), "s")
-    where = np.flatnonzero(s.is_valid().to_numpy(zero_copy_only=False))
+    s = _id(pc.extract_regex(all_values.filter(_arrow(spans)), _B3_SPAN), "s")
+    where = np.flatnonzero(_bools(s.is_valid()))
     rows, first = np.unique(parent[spans][where], return_index=True)
     want = parent[sel]
     found, idx = np.zeros(len(want), bool), np.zeros(len(want), np.int64)
     if len(rows):
         pos = np.minimum(np.searchsorted(rows, want), len(rows) - 1)
         found, idx = rows[pos] == want, where[first][pos]
-    return t, s.take(pa.array(idx, mask=~found))
+    return t, s.take(_arrow(idx, ~found))
 
 
 def _jaeger(values, *_):
@@ -188,7 +233,7 @@ def _sw8(values, *_):
 def _base64_text(arr):
     """Each value base64-decoded (numpy over all of them at once) when it is standard base64
     of printable ASCII text, else null."""
-    ok = pc.match_substring_regex(arr, _BASE64).fill_null(False)
+    ok = pc.match_substring_regex(arr, _BASE64).fill_null(_FALSE)
     good = arr.filter(ok)
     if not len(good):
         return pa.nulls(len(arr), pa.string())
@@ -209,5 +254,4 @@ def _base64_text(arr):
                                  [None, pa.py_buffer(new_offsets), pa.py_buffer(out[keep])])
     printable = pc.match_substring_regex(text, "^[\\x20-\\x7e]+$")
     text = text.filter(printable).cast(pa.string())
-    return _spread(_spread(text, printable.to_numpy(zero_copy_only=False)),
-                   ok.to_numpy(zero_copy_only=False))
+    return _spread(_spread(text, _bools(printable.fill_null(_FALSE))), _bools(ok))
