@@ -36,7 +36,7 @@ def _kio_pairs():
 
 
 PAIRS = _kio_pairs()
-EXAMPLES = 25   # random bodies per pair read by kio (varied: no all-default first one)
+EXAMPLES = 25   # examples per pair each way: kio-serialized messages, and random bodies kio reads
 
 
 def test_kio_covers_302_pairs():
@@ -52,7 +52,7 @@ def test_kio_serialized_messages_decode_identically(k, v, d):
     cls = (load_request_schema, load_response_schema)[d](k, v)
     renamed = RENAMED.get(k, {})
 
-    @settings(max_examples=3, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
     @given(st.from_type(cls), st.integers(0, 2**31 - 1))
     def check(entity, corr):
