@@ -29,6 +29,13 @@ REBALANCE_COLUMNS = ["group_id", "protocol", "generation", "start_ts", "synced_t
                      "assignments", "trigger", "trigger_client"]
 
 
+def _ms(start, end):
+    """end - start in ms; None where a damaged exchange left either time null."""
+    if start is None or end is None or pd.isna(start) or pd.isna(end):
+        return None
+    return (end - start).total_seconds() * 1e3
+
+
 def _str(v):
     return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
 
@@ -84,8 +91,12 @@ def _classic(group, g, fetches):
         for member, sync_ip, sync_cid, sync_ts, assigned in zip(
                 syncs["member_id"], syncs["client_ip"], syncs["client_id"],
                 syncs["response_ts"], syncs["assigned_partitions"]):
-            f = fetches[(fetches["client_ip"] == sync_ip) & (fetches["client_id"] == sync_cid)
-                        & (fetches["request_ts"] >= sync_ts)]
+            # a damaged exchange can leave any of these null: a null comparison is no match
+            same = [(fetches["client_ip"] == sync_ip), (fetches["client_id"] == sync_cid),
+                    (fetches["request_ts"] >= sync_ts)]
+            f = fetches[same[0].fillna(False).astype(bool).to_numpy()
+                        & same[1].fillna(False).astype(bool).to_numpy()
+                        & same[2].fillna(False).astype(bool).to_numpy()]
             if len(f):
                 resumed.append(f["request_ts"].min())
             if _list(assigned) is not None:
@@ -102,8 +113,8 @@ def _classic(group, g, fetches):
                 subs.append(f"{m}: {', '.join(_list(s))}")
         trigger, who = _trigger(g, prev_end, start, prev_members, members)
         out.append((group, "classic", gen, start, synced, resumed_ts,
-                    (synced - start).total_seconds() * 1e3,
-                    (end - start).total_seconds() * 1e3, len(members),
+                    _ms(start, synced),
+                    _ms(start, end), len(members),
                     sorted(_str(m) for m in members["member_id"] if _str(m)),
                     sorted(subs), sorted(assignments), trigger, who))
         prev_end = synced
@@ -160,7 +171,7 @@ def _kip848(group, g):
         subs = [f"{m}: {', '.join(_list(s))}" for m, s in zip(since["member_id"],
                                                               since["subscribed_topics"])
                 if _list(s) is not None and _str(m)]
-        ms = (synced - start).total_seconds() * 1e3
+        ms = _ms(start, synced)
         out.append((group, "consumer", epoch, start, synced, None, ms, ms, len(firsts),
                     sorted(_str(m) for m in firsts["member_id"] if _str(m)), sorted(set(subs)),
                     sorted(assignments), trigger, who))
