@@ -308,3 +308,27 @@ def test_walker_link_shapes_are_checked():
                 list(dissect([str(CAPTURES / "kafka_python.pcap")], level="headers"))
     finally:
         fast.LINKS[1] = saved
+
+
+def test_stats_on_rebalance_rows_left_null_by_damage(tmp_path):
+    """legacy_messageset.mss1448 with packets mutated (test_cli_fuzz's seed 2574711926, pcapng,
+    the file damaged too): a SyncGroup row with a null client or time made `stats` stop with
+    'internal error: TypeError: boolean value of NA is ambiguous' in the rebalances table. Now
+    the damaged capture ends in the one-line error for the file, exit status 2."""
+    import random
+    import subprocess
+    import sys
+    from tests.fuzz.support import REAL, mutate, packets, write_pcapng
+    from tests.support import ROOT
+    rnd = random.Random(2574711926)
+    pkts = list(packets(next(p for p in REAL if p.name == "legacy_messageset.mss1448.pcap")))
+    for _ in range(rnd.randint(1, 8)):
+        i = rnd.randrange(len(pkts))
+        ts, lt, data = pkts[i]
+        pkts[i] = (ts, lt, mutate(data, rnd, 3))
+    path = tmp_path / "fuzzed.cap"
+    path.write_bytes(mutate(write_pcapng(pkts), rnd, 2))
+    proc = subprocess.run([sys.executable, "-m", "dissector", "stats", str(path), "--port", "auto"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2), proc.stderr
