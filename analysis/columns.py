@@ -29,8 +29,8 @@ def table_schema(columns) -> pa.Schema:
 
 
 def _field_type(name, kind) -> pa.DataType:
-    typ = arrow_type(kind)
-    return pa.dictionary(pa.int32(), typ) if name in CATEGORICAL else typ
+    typ = arrow_type(kind)   # a list of names (clients' compression) stays a list
+    return pa.dictionary(pa.int32(), typ) if name in CATEGORICAL and kind == "string" else typ
 
 
 class ColumnBuilder:

@@ -99,6 +99,7 @@ _SIMPLE = {
     "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
     "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(), "binary": pa.binary(),
     "timestamp": pa.timestamp("ns", tz="UTC"), "list<string>": pa.list_(pa.string()),
+    "list<int16>": pa.list_(pa.int16()),
     "list<struct<key: string, value: binary>>": pa.list_(pa.struct(
         [("key", pa.string()), ("value", pa.binary())])),
     BROKERS_TYPE: pa.list_(pa.struct([("node_id", pa.int32()), ("host", pa.string()),
