@@ -80,12 +80,14 @@ def _classic(group, g, fetches):
     out = []
     prev_end = prev_members = None
     for gen in sorted(set(done["generation_id"].astype(int))):
-        members = done[done["generation_id"] == gen]
+        # a member can join twice into one generation (tansu 0.6 answers a rejoin with the same
+        # generation): one member, its last answer
+        members = _last_per_member(done[done["generation_id"] == gen])
         first_answer = members["response_ts"].min()
         window = joins[(joins["request_ts"] <= first_answer)
                        & ((joins["request_ts"] > prev_end) if prev_end is not None else True)]
         start = window["request_ts"].min() if len(window) else members["request_ts"].min()
-        syncs = g[(g["api_key"] == SYNC) & (g["generation_id"] == gen)]
+        syncs = _last_per_member(g[(g["api_key"] == SYNC) & (g["generation_id"] == gen)])
         synced = syncs["response_ts"].max() if len(syncs) else members["response_ts"].max()
         resumed, assignments = [], []
         for member, sync_ip, sync_cid, sync_ts, assigned in zip(
@@ -120,6 +122,12 @@ def _classic(group, g, fetches):
         prev_end = synced
         prev_members = members
     return out
+
+
+def _last_per_member(df):
+    """Each member's last row (rows without a member id kept as they are)."""
+    return df[~(df["member_id"].notna() & df["member_id"].duplicated(keep="last"))
+              .fillna(False).astype(bool).to_numpy()]
 
 
 def _trigger(g, prev_end, start, prev_members, members):

@@ -1,0 +1,171 @@
+"""The ground-truth lab: real clients that write down *when* they did what.
+
+A kafka-python producer logs each record's send time (just before `send`), the offset the broker
+acknowledged and the time the acknowledgement reached it; kafka-python consumers of one group log
+each record's receive time (when `poll` handed it over) and, through a rebalance listener, when
+their partitions were revoked and assigned, with the generation and member id the coordinator gave.
+A second consumer joins the group and later leaves it (close: LeaveGroup), forcing two rebalances.
+
+All times are `time.time()` on the capturing machine: the clock tcpdump stamps packets with. The
+lab needs no decoder of this project; tests compare the dissector's tables against its log.
+Bounded: every wait has a deadline, every client is closed.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import namedtuple
+
+from tests import traffic as T
+
+# One acknowledged record as the producer saw it; times are seconds since the epoch.
+Sent = namedtuple("Sent", "topic partition offset sent_ts acked_ts")
+# One record as a consumer got it from poll().
+Received = namedtuple("Received", "client_id topic partition offset received_ts")
+# A rebalance listener call: kind "revoked" | "assigned", with the generation the consumer was in.
+Rebalance = namedtuple("Rebalance", "client_id kind ts generation member_id partitions")
+# Something a client began: "subscribe" (a consumer starts joining) or "close" (it leaves).
+Step = namedtuple("Step", "client_id kind ts")
+
+TOPIC, GROUP = "lab", "lab-group"
+PRODUCER, FIRST, SECOND = "lab-producer", "lab-consumer-1", "lab-consumer-2"
+CONSUMER_CONFIG = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, fetch_max_wait_ms=100,
+                       auto_offset_reset="earliest", max_poll_records=50)
+
+
+class LabLog:
+    """Everything the lab's clients wrote down."""
+
+    def __init__(self):
+        self.sent, self.received, self.rebalances, self.steps = [], [], [], []
+        self.notes = []
+        self._lock = threading.Lock()
+
+    def add(self, kind, item):
+        with self._lock:
+            getattr(self, kind).append(item)
+
+    def to_json(self):
+        return {k: [x._asdict() for x in getattr(self, k)]
+                for k in ("sent", "received", "rebalances", "steps")} | {"notes": self.notes}
+
+
+class _Consumer(threading.Thread):
+    """One group member polling in its own thread until told to stop."""
+
+    def __init__(self, bootstrap, client_id, log, deadline):
+        super().__init__(daemon=True, name=client_id)
+        self.bootstrap, self.client_id, self.log, self.deadline = bootstrap, client_id, log, deadline
+        self.stop = threading.Event()
+        self.assigned = threading.Event()   # set at each assignment; cleared by the waiter
+        self.error = None
+
+    def _listener(self, consumer):
+        import kafka
+        me = self
+
+        def generation():
+            g = consumer._coordinator._generation  # the client's own view (no public accessor)
+            return g.generation_id, g.member_id
+
+        class Listener(kafka.ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                me.log.add("rebalances", Rebalance(me.client_id, "revoked", time.time(),
+                                                   *generation(), _names(revoked)))
+
+            def on_partitions_assigned(self, assigned):
+                me.log.add("rebalances", Rebalance(me.client_id, "assigned", time.time(),
+                                                   *generation(), _names(assigned)))
+                me.assigned.set()
+        return Listener()
+
+    def run(self):
+        import kafka
+        c = None
+        try:
+            c = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap, client_id=self.client_id,
+                                    group_id=GROUP, **CONSUMER_CONFIG)
+            self.log.add("steps", Step(self.client_id, "subscribe", time.time()))
+            c.subscribe([TOPIC], listener=self._listener(c))
+            while not self.stop.is_set() and time.monotonic() < self.deadline:
+                for msgs in c.poll(timeout_ms=50).values():
+                    now = time.time()
+                    for m in msgs:
+                        self.log.add("received", Received(self.client_id, m.topic, m.partition,
+                                                          m.offset, now))
+        except Exception as exc:  # part of the record; the test reports it
+            self.error = exc
+        finally:
+            if c is not None:
+                self.log.add("steps", Step(self.client_id, "close", time.time()))
+                c.close()  # leaves the group: LeaveGroup
+
+    def wait_assigned(self, timeout):
+        ok = self.assigned.wait(timeout)
+        self.assigned.clear()
+        return ok
+
+
+def _names(tps):
+    return sorted(f"{tp.topic}:{tp.partition}" for tp in tps)
+
+
+def _produce_batches(producer, log, batches, size, gap, seed):
+    """`batches` bursts of `size` records, `gap` seconds apart, each flushed (one Produce each)."""
+    for b in range(batches):
+        for i, rec in enumerate(T.make_records(TOPIC, size, seed=seed * 100 + b,
+                                               null_header_values=False)):
+            sent = time.time()
+
+            def acked(meta, sent=sent):
+                log.add("sent", Sent(meta.topic, meta.partition, meta.offset, sent, time.time()))
+
+            fut = producer.send(TOPIC, key=rec.key or f"k{i}".encode(), value=rec.value,
+                                headers=list(rec.headers) or None, partition=i % 2)
+            fut.add_callback(acked)
+            fut.add_errback(lambda exc: log.notes.append(f"send failed: {exc}"))
+        producer.flush(10)
+        time.sleep(gap)
+
+
+def run(bootstrap, batches=3, size=4, gap=0.15, timeout=40.0):
+    """The lab: a 2-partition topic; consumer 1 joins; records; consumer 2 joins (rebalance);
+    records; consumer 2 leaves (rebalance); records. Returns the LabLog."""
+    import kafka
+    from kafka.admin import NewTopic
+    log = LabLog()
+    deadline = time.monotonic() + timeout
+    admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap, client_id="lab-admin")
+    try:
+        admin.create_topics([NewTopic(TOPIC, 2, 1)])
+    finally:
+        admin.close()
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, client_id=PRODUCER, linger_ms=0,
+                                   request_timeout_ms=5000)
+    first = _Consumer(bootstrap, FIRST, log, deadline)
+    second = _Consumer(bootstrap, SECOND, log, deadline)
+    try:
+        first.start()
+        if not first.wait_assigned(15):
+            raise RuntimeError(f"{FIRST} got no assignment: {first.error}")
+        _produce_batches(producer, log, batches, size, gap, seed=1)
+        second.start()
+        if not (second.wait_assigned(15) and first.wait_assigned(5)):
+            raise RuntimeError(f"no rebalance after {SECOND} joined: {second.error}")
+        _produce_batches(producer, log, batches, size, gap, seed=2)
+        second.stop.set()
+        second.join(10)
+        if not first.wait_assigned(15):
+            raise RuntimeError(f"no rebalance after {SECOND} left: {first.error}")
+        _produce_batches(producer, log, batches, size, gap, seed=3)
+        time.sleep(0.5)  # let the last records reach the consumer
+    finally:
+        producer.close(timeout=5)
+        first.stop.set()
+        second.stop.set()
+        first.join(10)
+        second.join(10)
+    for c in (first, second):
+        if c.error is not None:
+            log.notes.append(f"{c.client_id}: {type(c.error).__name__}: {c.error}")
+    return log
