@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +23,12 @@ class Run:
     def __init__(self, wall, cpu, rss_mb, status, stderr):
         self.wall, self.cpu, self.rss_mb = wall, cpu, rss_mb
         self.status, self.stderr = status, stderr
+
+
+def medians(runs):
+    """(median CPU seconds, median wall seconds, peak RSS MB) of one tool's runs."""
+    return (statistics.median(r.cpu for r in runs), statistics.median(r.wall for r in runs),
+            max(r.rss_mb for r in runs))
 
 
 def installed_env():

@@ -18,7 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.measure import run
+from benchmarks import vs_tshark as V
+from benchmarks.measure import medians, run
 
 HERE = Path(__file__).resolve().parent
 TARGETS = {"parquet": 5.0, "csv": 2.0, "jsonl": 2.0, "load": 3.0}   # ratio to tshark (issue 20)
@@ -28,11 +29,7 @@ TSHARK_FIELDS = ("kafka.correlation_id", "kafka.offset", "kafka.message_key",
 
 
 def tshark_cmd(path, port):
-    cmd = ["tshark", "-n", "-r", str(path), "-d", f"tcp.port=={port},kafka", "-T", "fields",
-           "-E", "occurrence=a"]
-    for field in TSHARK_FIELDS:
-        cmd += ["-e", field]
-    return cmd
+    return V.tshark_cmd(path, port, fields=TSHARK_FIELDS, every=True)
 
 
 def ours_cmd(path, port, fmt, out):
@@ -55,13 +52,7 @@ def load_cmd(path, port):
 
 def tshark_values(path):
     """Records in tshark's output: one kafka.message_value each."""
-    n = 0
-    with open(path) as f:
-        for line in f:
-            values = line.rstrip("\n").split("\t")[3]
-            if values:
-                n += values.count(",") + 1
-    return n
+    return V.tshark_count(path, TSHARK_FIELDS.index("kafka.message_value"))
 
 
 def our_rows(err_path):
@@ -114,9 +105,7 @@ def report(path, runs, counts, loaded, log=print):
     log(f"{'tool':22} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'records/s':>10} {'ratio':>7} "
         f"{'peak RSS MB':>11}  target")
     for name, rs in runs.items():
-        cpu = statistics.median(r.cpu for r in rs)
-        wall = statistics.median(r.wall for r in rs)
-        rss = max(r.rss_mb for r in rs)
+        cpu, wall, rss = medians(rs)
         ratio = base / cpu
         if name in TARGETS:
             label = "ours analysis.load" if name == "load" else f"ours records {name}"

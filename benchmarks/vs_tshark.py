@@ -37,23 +37,26 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import corpus as C  # noqa: E402
-from benchmarks.measure import machine, run, settle, warm_bytecode  # noqa: E402
+from benchmarks.measure import machine, medians, run, settle, warm_bytecode  # noqa: E402
 
 LEVELS = ("headers", "bodies", "records")
 TARGETS = {"headers": 30.0, "bodies": 15.0, "records": 5.0}   # ratio to tshark (issue 9)
 TSHARK_FIELDS = ("kafka.request_key", "kafka.api_version", "kafka.correlation_id")
 
 
-def tshark_cmd(path, port, keylog=None):
-    """tshark decoding Kafka on `port`; with `keylog`, TLS on that port decrypted with it and
-    Kafka inside (as tshark's users configure it)."""
+def tshark_cmd(path, port, keylog=None, fields=TSHARK_FIELDS, every=False):
+    """tshark printing `fields` (every occurrence of each when `every`, else the first),
+    decoding Kafka on `port`; with `keylog`, TLS on that port decrypted with it and Kafka inside
+    (as tshark's users configure it)."""
     if keylog is None:
         decode = ["-d", f"tcp.port=={port},kafka"]
     else:
         decode = ["-o", f"tls.keylog_file:{keylog}", "-d", f"tcp.port=={port},tls",
                   "-d", f"tls.port=={port},kafka"]
     cmd = ["tshark", "-n", "-r", str(path), *decode, "-T", "fields"]
-    for field in TSHARK_FIELDS:
+    if every:
+        cmd += ["-E", "occurrence=a"]
+    for field in fields:
         cmd += ["-e", field]
     return cmd
 
@@ -68,16 +71,21 @@ def ours_cmd(path, port, level, out, keylog=None):
                   "--out", str(out), "--jobs", "1"] + (["--keylog", str(keylog)] if keylog else [])
 
 
-def tshark_messages(path):
-    """Kafka PDUs in tshark's field output: one correlation id each (several PDUs in one
-    packet come out comma-separated in one line)."""
+def tshark_count(path, column):
+    """Values in field `column` of tshark's field output: several in one line (several PDUs in
+    one packet, every occurrence) come out comma-separated."""
     n = 0
     with open(path) as f:
         for line in f:
-            ids = line.rstrip("\n").split("\t")[2]
-            if ids:
-                n += ids.count(",") + 1
+            values = line.rstrip("\n").split("\t")[column]
+            if values:
+                n += values.count(",") + 1
     return n
+
+
+def tshark_messages(path):
+    """Kafka PDUs in tshark's field output: one correlation id each."""
+    return tshark_count(path, TSHARK_FIELDS.index("kafka.correlation_id"))
 
 
 def our_messages(path):
@@ -154,9 +162,7 @@ def report(path, runs, counts, packets, log=print, targets=TARGETS, labels=None)
     log(f"{'tool':17} {'cpu s':>7} {'wall s':>7} {'MB/s':>7} {'packets/s':>10} {'messages/s':>10} "
         f"{'ratio':>7} {'peak RSS MB':>11}  target")
     for name, rs in runs.items():
-        cpu = statistics.median(r.cpu for r in rs)
-        wall = statistics.median(r.wall for r in rs)
-        rss = max(r.rss_mb for r in rs)
+        cpu, wall, rss = medians(rs)
         ratio = base / cpu
         label = {"tshark": "tshark", "floor": "pure-Python floor", **(labels or {})}.get(
             name, f"ours {name}")

@@ -14,25 +14,13 @@
 #include <limits.h>
 #include <string.h>
 
+#include "_isotime.h"
+
 #define NS 1000000000LL
 #define FIRST_SECOND (-62135596800LL)   /* 0001-01-01T00:00:00Z */
 #define LAST_SECOND 253402300799LL      /* 9999-12-31T23:59:59Z */
 
 static PyObject *semicolon;
-
-/* days since 1970-01-01 -> proleptic Gregorian year, month, day */
-static void civil(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
 
 /* the line being built, UTF-8 */
 typedef struct {
@@ -101,15 +89,6 @@ static int put_int(Buf *o, long long x)
     return 0;
 }
 
-/* digits of 0 <= v < 10**width, zero-padded */
-static void digits(char *at, long long v, int width)
-{
-    for (int i = width - 1; i >= 0; i--) {
-        at[i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
 /* the last second formatted: an exchange's four times share one or two */
 static long long cached_secs = LLONG_MIN;
 static char cached_prefix[20];   /* YYYY-MM-DDTHH:MM:SS */
@@ -133,35 +112,13 @@ static int put_timestamp(Buf *o, PyObject *v)
     if (secs < FIRST_SECOND || secs > LAST_SECOND)
         return 0;   /* out of range: empty */
     if (secs != cached_secs) {
-        long long days = secs / 86400, rem = secs % 86400;
-        if (rem < 0) {
-            rem += 86400;
-            days -= 1;
-        }
-        int64_t y;
-        int m, d;
-        civil(days, &y, &m, &d);
-        char *p = cached_prefix;
-        digits(p, y, 4);
-        p[4] = '-';
-        digits(p + 5, m, 2);
-        p[7] = '-';
-        digits(p + 8, d, 2);
-        p[10] = 'T';
-        digits(p + 11, rem / 3600, 2);
-        p[13] = ':';
-        digits(p + 14, rem / 60 % 60, 2);
-        p[16] = ':';
-        digits(p + 17, rem % 60, 2);
+        iso_seconds(cached_prefix, secs);
         cached_secs = secs;
     }
     if (room(o, 30) < 0)
         return -1;
-    char *p = o->b + o->n;
-    memcpy(p, cached_prefix, 19);
-    p[19] = '.';
-    digits(p + 20, ns, 9);
-    p[29] = 'Z';
+    memcpy(o->b + o->n, cached_prefix, 19);
+    iso_fraction(o->b + o->n + 19, ns);
     o->n += 30;
     return 0;
 }

@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_utf8.h"
+#include "../_varint.h"
+
 enum { BATCH_INDEX, OFFSET, OFFSET_VALID, TS, TS_VALID, KEY_OFF, KEY_DATA, KEY_VALID, VAL_OFF,
        VAL_DATA, VAL_VALID, HDR_OFF, HKEY_OFF, HKEY_DATA, HVAL_OFF, HVAL_DATA, HVAL_VALID,
        NBUF };
@@ -94,66 +97,6 @@ static void clear_from(Out *o, Py_ssize_t i)
 static inline void set_bit(Out *o, Py_ssize_t i)
 {
     o->p[i >> 3] |= (char)(1 << (i & 7));
-}
-
-/* A zigzag varint of at most `limit` bytes at b[*pos] (below n); 0 when it runs past n or over
- * the limit. */
-static int varint(const unsigned char *b, Py_ssize_t n, Py_ssize_t *pos, int limit, int64_t *out)
-{
-    uint64_t value = 0;
-    Py_ssize_t p = *pos;
-    for (int i = 0; i < limit; i++, p++) {
-        if (p >= n)
-            return 0;
-        unsigned char c = b[p];
-        value |= (uint64_t)(c & 0x7F) << (7 * i);   /* limit <= 10: shifts up to 63 */
-        if (c < 0x80) {
-            *pos = p + 1;
-            *out = (int64_t)(value >> 1) ^ -(int64_t)(value & 1);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Strict UTF-8 (what Python's decoder accepts): no overlong forms, surrogates or values past
- * U+10FFFF. */
-static int valid_utf8(const unsigned char *s, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        int more;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            more = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if (n - i <= more)
-            return 0;
-        for (int k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
-                || (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-        i += more + 1;
-    }
-    return 1;
 }
 
 /* a header key: its bytes when they are UTF-8, else as Python decodes them with replacement */

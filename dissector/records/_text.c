@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_isotime.h"
+#include "../_utf8.h"
+
 enum { BATCH_INDEX, OFFSET, OFFSET_VALID, TS, TS_VALID, KEY_OFF, KEY_DATA, KEY_VALID, VAL_OFF,
        VAL_DATA, VAL_VALID, HDR_OFF, HKEY_OFF, HKEY_DATA, HVAL_OFF, HVAL_DATA, HVAL_VALID,
        NBUF };
@@ -62,52 +65,13 @@ static int put_int(Buf *o, int64_t x)
     return put(o, p, end - p);
 }
 
-/* days since 1970-01-01 -> proleptic Gregorian year, month, day */
-static void civil(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
-static void digits(char *at, int64_t v, int width)
-{
-    for (int i = width - 1; i >= 0; i--) {
-        at[i] = (char)('0' + v % 10);
-        v /= 10;
-    }
-}
-
 /* ns since the epoch, 0 <= ts (the builder keeps no other): 2024-05-01T12:00:00.123456789Z */
 static int put_iso(Buf *o, int64_t ts)
 {
-    int64_t secs = ts / 1000000000LL, ns = ts % 1000000000LL;
-    int64_t days = secs / 86400, rem = secs % 86400, y;
-    int m, d;
-    civil(days, &y, &m, &d);
     if (room(o, 30) < 0)
         return -1;
-    char *p = o->b + o->n;
-    digits(p, y, 4);
-    p[4] = '-';
-    digits(p + 5, m, 2);
-    p[7] = '-';
-    digits(p + 8, d, 2);
-    p[10] = 'T';
-    digits(p + 11, rem / 3600, 2);
-    p[13] = ':';
-    digits(p + 14, rem / 60 % 60, 2);
-    p[16] = ':';
-    digits(p + 17, rem % 60, 2);
-    p[19] = '.';
-    digits(p + 20, ns, 9);
-    p[29] = 'Z';
+    iso_seconds(o->b + o->n, ts / 1000000000LL);
+    iso_fraction(o->b + o->n + 19, ts % 1000000000LL);
     o->n += 30;
     return 0;
 }
@@ -155,29 +119,6 @@ static int put_u(Buf *o, uint32_t c)
     static const char hex[] = "0123456789abcdef";
     char e[6] = {'\\', 'u', hex[c >> 12], hex[(c >> 8) & 15], hex[(c >> 4) & 15], hex[c & 15]};
     return put(o, e, 6);
-}
-
-/* Strict UTF-8 (what Python's decoder accepts): no overlong forms, surrogates or values past
- * U+10FFFF. */
-static int valid_utf8(const unsigned char *s, Py_ssize_t n)
-{
-    for (Py_ssize_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        int len = c < 0x80 ? 1 : c >= 0xF5 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-        if (len == 0 || n - i < len)
-            return 0;
-        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-        for (int k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)))
-                || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-        i += len;
-    }
-    return 1;
 }
 
 /* UTF-8 text as json.dumps writes a str (ensure_ascii), quotes doubled for CSV; text that is

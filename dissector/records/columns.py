@@ -24,8 +24,8 @@ from .record_set import decode_record_set
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 
-# The columns that come from the batch (stored once a batch), then those of each record, in
-# the table's order (RECORD_COLUMNS in rows.py interleaves them).
+# The columns that come from the batch (stored once a batch), in the table's order (RECORD_COLUMNS
+# in rows.py interleaves them with RECORD_FIELD_COLUMNS).
 BATCH_COLUMNS = (
     ("connection_id", "int64"),
     ("correlation_id", "int32"),
@@ -42,6 +42,14 @@ BATCH_COLUMNS = (
     ("is_transactional", "bool"),
     ("is_control", "bool"),
     ("batch_crc_ok", "bool"),
+)
+# The columns of each record's own fields, from its bytes.
+RECORD_FIELD_COLUMNS = (
+    ("offset", "int64"),
+    ("timestamp", "timestamp"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("headers", "list<struct<key: string, value: binary>>"),
 )
 
 # The buffers, in the order append_v2 takes them.

@@ -10,31 +10,16 @@ headers are [{"key": str, "value": bytes | None}] for the Arrow list<struct> col
 """
 from __future__ import annotations
 
-from .columns import RecordColumns, iter_rows
+from .columns import BATCH_COLUMNS, RECORD_FIELD_COLUMNS, RecordColumns, iter_rows
 
-RECORD_COLUMNS = (
-    ("connection_id", "int64"),
-    ("correlation_id", "int32"),
-    ("api_key", "int16"),
-    ("direction", "int8"),
-    ("topic", "string"),
-    ("partition", "int32"),
-    ("magic", "int8"),
-    ("compression", "string"),
-    ("offset", "int64"),
-    ("timestamp", "timestamp"),
-    ("timestamp_type", "int8"),
-    ("key", "binary"),
-    ("value", "binary"),
-    ("headers", "list<struct<key: string, value: binary>>"),
-    ("producer_id", "int64"),
-    ("producer_epoch", "int16"),
-    ("base_sequence", "int32"),
-    ("is_transactional", "bool"),
-    ("is_control", "bool"),
-    ("batch_crc_ok", "bool"),
-)
-RECORD_COLUMN_NAMES = tuple(name for name, _ in RECORD_COLUMNS)
+# the batch fields with each record's own in between: the table's column order
+RECORD_COLUMN_NAMES = (
+    "connection_id", "correlation_id", "api_key", "direction", "topic", "partition", "magic",
+    "compression", "offset", "timestamp", "timestamp_type", "key", "value", "headers",
+    "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
+    "batch_crc_ok")
+_TYPES = dict(BATCH_COLUMNS + RECORD_FIELD_COLUMNS)
+RECORD_COLUMNS = tuple((name, _TYPES[name]) for name in RECORD_COLUMN_NAMES)
 
 
 def record_rows(exchange, topic_names=None, max_uncompressed=64 << 20):
