@@ -7,7 +7,7 @@ from .anatomy import exchange_anatomy
 from .cluster_facts import cluster_facts
 from .group_facts import group_facts
 
-JOIN_GROUP = 11
+JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT = 11, 68
 _NONE = (None,) * 10
 
 
@@ -37,6 +37,9 @@ def _settings(ex, req, resp) -> tuple:
         members = g(req, "members", None)   # LeaveGroup v3+: the members leaving
         if members:
             member_id = g(members[0], "member_id", None)
+    if ex.api_key == CONSUMER_GROUP_HEARTBEAT and resp is not None:
+        # v0: a joining member sends no id, the coordinator's answer gives it
+        member_id = g(resp, "member_id", None) or member_id
     if ex.api_key == JOIN_GROUP and resp is not None:
         # the member id and generation the coordinator assigned
         member_id = g(resp, "member_id", None) or member_id

@@ -12,10 +12,15 @@ since the previous generation), `new member` (a member the previous generation d
 `heartbeat error: NAME` (a Heartbeat or other group request answered with an error since then,
 REBALANCE_IN_PROGRESS most often) or `rejoin`; `trigger_client` names who sent it.
 
-KIP-848 (ConsumerGroupHeartbeat): one row per group and member epoch E the coordinator gave:
-started at the first heartbeat answered with E, synced when the last member reaching E was
-answered; trigger `member joined` (a heartbeat with epoch 0 before it), `member left` (epoch -1)
-or `epoch bump`.
+KIP-848 (ConsumerGroupHeartbeat): one row per group and member epoch E the coordinator gave.
+Members do not stop as a group: a member reaching E may still wait for partitions others give
+up, and gets them later at the same epoch. Started at what set it off, else at the first
+heartbeat answered with E; synced (= `duration_ms`) when the last member got its assignment of
+E (its last answer at E that gave it partitions, else its first at E); members, subscriptions
+(each member's last) and assignments (topic ids named from the capture's Metadata answers) as
+held then. `trigger`: the first since the epoch before of `member left` (epoch -1), `heartbeat
+error: NAME` (a member fenced: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID) and `member joined`
+(epoch 0), else `epoch bump`.
 """
 from __future__ import annotations
 
@@ -59,12 +64,13 @@ def rebalances(t) -> pd.DataFrame:
                      client_id=g["client_id"].astype("string"),
                      client_ip=g["client_ip"].astype("string")).sort_values("request_ts",
                                                                             kind="stable")
+        names = _topic_names(t.partitions)
         fetches = ex[(api == FETCH).fillna(False) & (ex["replica_id"].fillna(-1) < 0)]
         fetches = fetches.assign(client_id=fetches["client_id"].astype("string"),
                                  client_ip=fetches["client_ip"].astype("string"))
         for group, rows_g in g.groupby("group_id", sort=False):
             rows.extend(_classic(group, rows_g, fetches))
-            rows.extend(_kip848(group, rows_g))
+            rows.extend(_kip848(group, rows_g, names))
     out = pd.DataFrame(rows, columns=REBALANCE_COLUMNS)
     return out.sort_values("start_ts", kind="stable").reset_index(drop=True)
 
@@ -152,36 +158,87 @@ def _trigger(g, prev_end, start, prev_members, members):
     return "rejoin", None
 
 
-def _kip848(group, g):
-    hb = g[(g["api_key"] == CGH) & g["response_epoch"].notna()]
-    hb = hb[(hb["error_code"].fillna(0) == 0)]
+def _kip848(group, g, names):
+    hb = _ok(g[(g["api_key"] == CGH) & g["response_epoch"].notna()])
+    reqs = g[g["api_key"] == CGH]
     out = []
     prev_end = None
     for epoch in sorted(set(hb["response_epoch"].astype(int))):
         if epoch <= 0:
             continue
         reached = hb[hb["response_epoch"] == epoch]
-        firsts = reached.groupby("member_id", dropna=False).head(1)
-        start = firsts["request_ts"].min()
-        synced = firsts["response_ts"].max()
-        since = g[(g["api_key"] == CGH) & (g["request_ts"] <= start)
-                  & ((g["request_ts"] > prev_end) if prev_end is not None else True)]
-        if (since["generation_id"] == -1).any():
-            trigger = "member left"
-            who = _str(since[since["generation_id"] == -1]["client_id"].iloc[0])
-        elif (since["generation_id"] == 0).any():
-            trigger = "member joined"
-            who = _str(since[since["generation_id"] == 0]["client_id"].iloc[0])
-        else:
-            trigger, who = "epoch bump", None
-        assignments = [f"{m}: {', '.join(_list(a))}" for m, a in zip(
-            firsts["member_id"], firsts["assigned_partitions"]) if _list(a) is not None]
-        subs = [f"{m}: {', '.join(_list(s))}" for m, s in zip(since["member_id"],
-                                                              since["subscribed_topics"])
-                if _list(s) is not None and _str(m)]
+        first_reach = reached["request_ts"].min()
+        done, assignments, subs, ids = [], [], [], []
+        for member, mine in reached.groupby("member_id", sort=False):
+            ts, assigned = _member_synced(hb[hb["member_id"] == member], mine)
+            done.append(ts)
+            ids.append(_str(member))
+            if assigned is not None:
+                assignments.append(f"{member}: {', '.join(_named(assigned, names))}")
+            subscribed = reqs[(reqs["member_id"] == member) & (reqs["request_ts"] <= ts)
+                              & reqs["subscribed_topics"].notna()]
+            if len(subscribed):
+                subs.append(f"{member}: {', '.join(_list(subscribed['subscribed_topics'].iloc[-1]))}")
+        since = reqs[(reqs["request_ts"] <= first_reach)
+                     & ((reqs["request_ts"] > prev_end) if prev_end is not None else True)]
+        trigger, who, at = _kip848_trigger(since)
+        start = at if at is not None else first_reach
+        synced = max(done)
         ms = _ms(start, synced)
-        out.append((group, "consumer", epoch, start, synced, None, ms, ms, len(firsts),
-                    sorted(_str(m) for m in firsts["member_id"] if _str(m)), sorted(set(subs)),
-                    sorted(assignments), trigger, who))
+        out.append((group, "consumer", epoch, start, synced, None, ms, ms, len(ids),
+                    sorted(ids), sorted(subs), sorted(assignments), trigger, who))
         prev_end = synced
     return out
+
+
+def _member_synced(member_rows, reached):
+    """When a member got its assignment of an epoch, and that assignment: the last answer at the
+    epoch that gave it partitions (a member reaching an epoch may still wait for partitions
+    others give up; an answer taking some away asks it to revoke them for the next epoch), else
+    its first answer at the epoch; the assignment held then. A member's epochs only grow, so its
+    answers between its first and last at the epoch are at the epoch."""
+    first, last = reached["response_ts"].min(), reached["response_ts"].max()
+    given = [(ts, _list(a)) for ts, a in zip(member_rows["response_ts"],
+                                             member_rows["assigned_partitions"])
+             if _list(a) is not None and ts <= last]
+    done, held = first, None
+    for ts, new in given:
+        if ts > first and set(new) - set(held or ()):
+            done = ts
+        held = new
+    held = [new for ts, new in given if ts <= done]
+    return done, (held[-1] if held else None)
+
+
+# errors that put a member out of the group: it rejoins with epoch 0
+FENCING_ERRORS = ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID")
+
+
+def _kip848_trigger(since):
+    """The first of: a member leaving (epoch -1), a member fenced (its heartbeat answered with a
+    fencing error), a member joining (epoch 0); (trigger, client id, request time)."""
+    for ts, epoch, error, cid in zip(since["request_ts"], since["generation_id"],
+                                     since["error_name"], since["client_id"]):
+        if epoch == -1:
+            return "member left", _str(cid), ts
+        if _str(error) in FENCING_ERRORS:
+            return f"heartbeat error: {error}", _str(cid), ts
+        if epoch == 0:
+            return "member joined", _str(cid), ts
+    return "epoch bump", None, None
+
+
+def _named(assigned, names):
+    """"topic-id:partition" entries with the topic's name where the capture told it."""
+    out = []
+    for a in assigned:
+        topic, _, partition = a.rpartition(":")
+        out.append(f"{names.get(topic, topic)}:{partition}")
+    return out
+
+
+def _topic_names(partitions):
+    """{topic id: name} from the partitions rows that carried both (Metadata answers, Fetch)."""
+    both = partitions[partitions["topic_id"].notna() & partitions["topic"].notna()
+                      & (partitions["topic"] != partitions["topic_id"]).fillna(False)]
+    return dict(zip(both["topic_id"].astype(str), both["topic"].astype(str)))

@@ -150,6 +150,21 @@ capture above read them with their key log (`tests/integration/test_tls_capture.
 """
 
 
+SYNTHETIC_HEAD = """
+# Synthetic
+
+`synthetic/` holds traffic no broker or client at hand can make, built message by message by a
+script: the messages encoded by kio (Aiven's Kafka types, none of this project's code), the
+packets by scapy. The script tells what happens and what the analysis must say about it.
+
+| file | what | script |
+|---|---|---|
+| `synthetic/kip848.pcap` | a KIP-848 consumer group (ConsumerGroupHeartbeat v0 and v1; tansu 0.6 does not offer api 68, so no client's `group.protocol=consumer` runs against it): members joining, epochs bumping, partitions moving between members, a member leaving (epoch -1), a member fenced (FENCED_MEMBER_EPOCH) and rejoining; topic ids named by a Metadata answer | `python -m tests.analysis.kip848` (`tests/analysis/kip848.py`; `tests/analysis/test_rebalances.py` checks the shipped file is what it makes) |
+
+    kafka-dissect stats captures/synthetic/kip848.pcap
+"""
+
+
 def write_readme(folder=HERE):
     folder = Path(folder)
     truths = [json.loads(p.read_text()) for p in sorted(folder.glob("*.truth.json"))]
@@ -158,6 +173,8 @@ def write_readme(folder=HERE):
     tls_truths = [json.loads(p.read_text()) for p in sorted(tls.glob("*.truth.json"))]
     if tls_truths:
         text += TLS_HEAD + "".join("\n" + _section(t, tls, "tls/") + "\n" for t in tls_truths)
+    if (folder / "synthetic").is_dir():
+        text += SYNTHETIC_HEAD
     (folder / "README.md").write_text(text)
 
 

@@ -66,3 +66,32 @@ def test_constructed_scenario_by_hand(tmp_path):
     (row,) = rebalances(t).itertuples()
     assert (row.group_id, row.generation, row.members, row.trigger) == ("g1", 3, 1, "first join")
     assert row.sync_ms == pytest.approx(31.0) and row.duration_ms == pytest.approx(100.0)
+
+
+def test_kip848_capture_is_what_its_script_makes(tmp_path):
+    from tests.analysis import kip848
+    shipped = require_path(kip848.SHIPPED).read_bytes()
+    assert kip848.write(tmp_path / "kip848.pcap").read_bytes() == shipped
+
+
+def test_kip848_rebalances_as_the_script_tells():
+    """tests/analysis/kip848.py: members joining, epochs bumping, partitions moving from A to B,
+    B leaving, A fenced and rejoining; each epoch's row worked out by hand there."""
+    import pandas as pd
+    from tests.analysis import kip848 as K
+    from tests.analysis.build import ms
+    t = analysis.load(K.SHIPPED)
+    beats = t.exchanges[t.exchanges["api_key"] == 68]
+    assert len(beats) == len(K.BEATS) and (beats["status"] == "ok").all()
+    assert list(beats["response_epoch"]) == [b.resp_epoch for b in K.BEATS]
+    r = rebalances(t)
+    assert set(r["protocol"]) == {"consumer"} and set(r["group_id"]) == {K.GROUP}
+    got = [(row.generation, row.start_ts, row.synced_ts, row.sync_ms, row.duration_ms,
+            row.members, row.member_ids, row.subscriptions, row.assignments, row.trigger,
+            row.trigger_client) for row in r.itertuples()]
+    ts = (lambda x: pd.Timestamp(ms(x), unit="ns", tz="UTC"))  # noqa: E731
+    want = [(epoch, ts(start), ts(synced), float(synced - start), float(synced - start),
+             len(members), sorted(members), sorted(f"{m}: {K.TOPIC}" for m in members),
+             sorted(f"{m}: {K.parts(p)}" for m, p in assigned.items()), trigger, client)
+            for epoch, start, synced, members, assigned, trigger, client in K.EXPECTED]
+    assert got == want
