@@ -165,6 +165,35 @@ packets by scapy. The script tells what happens and what the analysis must say a
 """
 
 
+LAB_HEAD = """
+# Ground-truth lab
+
+`lab/ground_truth.pcap` is real traffic whose clients wrote down *when* they did what
+(`tests/lab.py`, `python -m tests.lab` remakes it; root for tcpdump): a kafka-python producer
+logs each record's send time, the offset the broker acknowledged and when the acknowledgement
+arrived; two kafka-python consumers of one group log each record's receive time and, through a
+rebalance listener, when their partitions were revoked and assigned (generation, member id,
+partitions). The second consumer joins the group and later leaves it, forcing two rebalances.
+All times are the capturing machine's clock, the one tcpdump stamps packets with.
+`lab/ground_truth.log.json` holds that log; `tests/integration/test_ground_truth_lab.py` checks
+the deliveries and rebalances tables against it (and makes a fresh lab the same way).
+"""
+
+
+def _lab_lines(made, folder):
+    log = made["log"]
+    gens = sorted({r["generation"] for r in log["rebalances"] if r["kind"] == "assigned"})
+    size = (folder / "ground_truth.pcap").stat().st_size
+    return "\n".join([
+        f"- made {made['made_utc']} with `{made['command']}`; broker {made['broker']} on port "
+        f"{made['broker_port']} (use `--port {made['broker_port']}`); clients {made['client']}",
+        f"- {made['tcpdump']['packets']} packets ({size} bytes), {made['tcpdump']['dropped']} "
+        f"dropped",
+        f"- {len(log['sent'])} records acknowledged, {len(log['received'])} received; "
+        f"generations {', '.join(map(str, gens))} as the consumers saw them",
+    ]) + "\n"
+
+
 def write_readme(folder=HERE):
     folder = Path(folder)
     truths = [json.loads(p.read_text()) for p in sorted(folder.glob("*.truth.json"))]
@@ -173,6 +202,9 @@ def write_readme(folder=HERE):
     tls_truths = [json.loads(p.read_text()) for p in sorted(tls.glob("*.truth.json"))]
     if tls_truths:
         text += TLS_HEAD + "".join("\n" + _section(t, tls, "tls/") + "\n" for t in tls_truths)
+    lab = folder / "lab" / "ground_truth.log.json"
+    if lab.exists():
+        text += LAB_HEAD + "\n" + _lab_lines(json.loads(lab.read_text()), lab.parent)
     if (folder / "synthetic").is_dir():
         text += SYNTHETIC_HEAD
     (folder / "README.md").write_text(text)

@@ -27,6 +27,8 @@ Rebalance = namedtuple("Rebalance", "client_id kind ts generation member_id part
 # Something a client began: "subscribe" (a consumer starts joining) or "close" (it leaves).
 Step = namedtuple("Step", "client_id kind ts")
 
+_KINDS = {"sent": Sent, "received": Received, "rebalances": Rebalance, "steps": Step}
+
 TOPIC, GROUP = "lab", "lab-group"
 PRODUCER, FIRST, SECOND = "lab-producer", "lab-consumer-1", "lab-consumer-2"
 CONSUMER_CONFIG = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, fetch_max_wait_ms=100,
@@ -47,7 +49,15 @@ class LabLog:
 
     def to_json(self):
         return {k: [x._asdict() for x in getattr(self, k)]
-                for k in ("sent", "received", "rebalances", "steps")} | {"notes": self.notes}
+                for k in _KINDS} | {"notes": self.notes}
+
+    @classmethod
+    def from_json(cls, data):
+        log = cls()
+        for kind, row in _KINDS.items():
+            setattr(log, kind, [row(**x) for x in data[kind]])
+        log.notes = list(data["notes"])
+        return log
 
 
 class _Consumer(threading.Thread):
@@ -169,3 +179,31 @@ def run(bootstrap, batches=3, size=4, gap=0.15, timeout=40.0):
         if c.error is not None:
             log.notes.append(f"{c.client_id}: {type(c.error).__name__}: {c.error}")
     return log
+
+
+SHIPPED = T.ROOT / "captures" / "lab"
+
+
+def make(folder=SHIPPED):
+    """Run the lab under tcpdump with a fresh tansu: folder/ground_truth.pcap and
+    folder/ground_truth.log.json (the clients' log, the broker and the capture's counts)."""
+    import datetime
+    import json
+    from pathlib import Path
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with T.Broker() as broker:
+        with T.Capture(folder / "ground_truth.pcap", broker.port) as cap:
+            log = run(broker.bootstrap)
+    if cap.dropped or log.notes:
+        raise RuntimeError(f"lab not clean: dropped {cap.dropped}, notes {log.notes}")
+    out = {"made_utc": made, "command": "python -m tests.lab", "broker": broker.version,
+           "broker_port": broker.port, "client": T.kafka_python_version(),
+           "tcpdump": {"packets": cap.captured, "dropped": cap.dropped}, "log": log.to_json()}
+    (folder / "ground_truth.log.json").write_text(json.dumps(out, indent=1) + "\n")
+    return folder
+
+
+if __name__ == "__main__":
+    print(make())

