@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#define FOREIGN_SLOTS 256
+
 typedef struct {
     PyObject_HEAD
     PyObject *flows, *other, *settle, *links;
@@ -22,6 +24,11 @@ typedef struct {
     PyObject *lt;
     Py_ssize_t off, tag_at, tag_size, need;
     PyObject *tags;
+    /* keys seen False in flows.direct (flows another process dissects: False for the rest of
+     * the capture), by a hash of the key: their packets skipped without a key object and a
+     * dict lookup each (half the packets of each of two workers) */
+    unsigned char foreign[FOREIGN_SLOTS][12];
+    unsigned char foreign_set[FOREIGN_SLOTS];
 } Walker;
 
 typedef struct {          /* one call's state */
@@ -267,6 +274,24 @@ done:
     return rc;
 }
 
+static inline int same_key(const unsigned char *a, const unsigned char *b)
+{
+    uint64_t a8, b8;
+    uint32_t a4, b4;
+    memcpy(&a8, a, 8); memcpy(&b8, b, 8); memcpy(&a4, a + 8, 4); memcpy(&b4, b + 8, 4);
+    return a8 == b8 && a4 == b4;
+}
+
+/* the slot of a key: the top 8 bits of a multiplicative hash (FOREIGN_SLOTS) */
+static inline unsigned foreign_slot(const unsigned char *key)
+{
+    uint32_t a, b, d;
+    memcpy(&a, key, 4);
+    memcpy(&b, key + 4, 4);
+    memcpy(&d, key + 8, 4);
+    return ((a ^ b * 0x9E3779B1u ^ d * 0x85EBCA77u) * 0xC2B2AE3Du) >> 24;
+}
+
 /* One packet: record bytes b[p:stop], number n, time ts (big_ts when it did not fit). */
 static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t p,
                   Py_ssize_t stop)
@@ -286,7 +311,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             Py_ssize_t a = p + w->off + 20 + hl, e = p + w->off + total, size = e - a;
             if (c->run) {
                 if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
-                        && memcmp(key, c->r_key, 12) == 0 && 0 < size && size < c->room) {
+                        && same_key(key, c->r_key) && 0 < size && size < c->room) {
                     if (c->target != Py_None) {   /* framebuf.fill, here: checked at the start */
                         int bytes = PyBytes_Check(c->target);
                         char *dst = bytes
@@ -320,16 +345,24 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 if (end_run(c) < 0)
                     return -1;
             }
-            PyObject *kobj = PyBytes_FromStringAndSize((const char *)key, 12);
-            if (kobj == NULL)
-                return -1;
-            PyObject *handle = PyDict_GetItemWithError(c->direct, kobj);   /* borrowed */
-            if (handle == NULL && PyErr_Occurred()) {
-                Py_DECREF(kobj);
-                return -1;
+            unsigned slot = foreign_slot(key);
+            int foreign = w->foreign_set[slot] && same_key(w->foreign[slot], key);
+            PyObject *kobj = NULL, *handle = Py_False;
+            if (!foreign) {
+                if ((kobj = PyBytes_FromStringAndSize((const char *)key, 12)) == NULL)
+                    return -1;
+                handle = PyDict_GetItemWithError(c->direct, kobj);   /* borrowed */
+                if (handle == NULL && PyErr_Occurred()) {
+                    Py_DECREF(kobj);
+                    return -1;
+                }
             }
             if (handle == Py_False) {   /* a flow another process dissects (dissector.parallel) */
-                Py_DECREF(kobj);
+                if (!foreign) {
+                    memcpy(w->foreign[slot], key, 12);
+                    w->foreign_set[slot] = 1;
+                    Py_DECREF(kobj);
+                }
                 int late = after(c, ts, big_ts);
                 if (late <= 0)
                     return late;
@@ -732,6 +765,7 @@ static int Walker_init(Walker *w, PyObject *args, PyObject *kw)
     Py_CLEAR(w->lt);
     Py_CLEAR(w->tags);
     w->need = NEVER_FAST;
+    memset(w->foreign_set, 0, sizeof w->foreign_set);
     return 0;
 }
 

@@ -8,7 +8,8 @@ tag and the IPv4 and TCP headers are read at the packet's offset, and the segmen
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
 that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add` (a
 flow whose entry is False is one another process dissects, dissector.parallel: its segments are
-skipped, the time kept); the
+skipped, the time kept; an entry False stays False for the rest of the capture, so the compiled
+walker remembers those keys instead of looking each packet's up); the
 packets that right after a handler call continue its frame in progress are written into that
 frame's buffer here (or only counted, when the framer keeps just a message's first bytes),
 without their handler calls (a run, see tcp.batch: the handler returns its start, `settle`

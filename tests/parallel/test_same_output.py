@@ -175,3 +175,14 @@ def test_tls_with_and_without_the_key_log(tmp_path, capsys):
     for command in ("stats", "export"):
         same(analysis_outputs(tmp_path, capsys, command, capture, "--port", "9093", "--keylog",
                               keys))
+
+
+def test_hundreds_of_connections_in_flight(tmp_path, capsys):
+    """More flows of the other worker at once than the compiled walker's table of them holds
+    (its slots collide and are overwritten): still one process's output."""
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == "kafka_python.pcap")
+    path = tmp_path / "many.pcap"
+    built = corpus.build(path, 200 * source.stat().st_size, src=str(source), parallel=200)
+    assert built.replicas >= 150
+    same(outputs(tmp_path, capsys, path, "--format", "csv", "--level", "bodies"))
