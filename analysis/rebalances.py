@@ -15,10 +15,10 @@ REBALANCE_IN_PROGRESS most often) or `rejoin`; `trigger_client` names who sent i
 KIP-848 (ConsumerGroupHeartbeat): one row per group and member epoch E the coordinator gave.
 Members do not stop as a group: a member reaching E may still wait for partitions others give
 up, and gets them later at the same epoch. Started at what set it off, else at the first
-heartbeat answered with E; synced (= `duration_ms`) when the last member got its assignment of
-E (its last answer at E that gave it partitions, else its first at E); members, subscriptions
-(each member's last) and assignments (topic ids named from the capture's Metadata answers) as
-held then. `trigger`: the first since the epoch before of `member left` (epoch -1), `heartbeat
+heartbeat answered with E; synced when the last member got its assignment of E (its last
+answer at E that gave it partitions, else its first at E), and over when each member has sent
+its first Fetch after that (`duration_ms`, as above); members, subscriptions (each member's last)
+and assignments (topic ids named from the capture's Metadata answers) as held then. `trigger`: the first since the epoch before of `member left` (epoch -1), `heartbeat
 error: NAME` (a member fenced: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID) and `member joined`
 (epoch 0), else `epoch bump`.
 """
@@ -70,7 +70,7 @@ def rebalances(t) -> pd.DataFrame:
                                  client_ip=fetches["client_ip"].astype("string"))
         for group, rows_g in g.groupby("group_id", sort=False):
             rows.extend(_classic(group, rows_g, fetches))
-            rows.extend(_kip848(group, rows_g, names))
+            rows.extend(_kip848(group, rows_g, fetches, names))
     out = pd.DataFrame(rows, columns=REBALANCE_COLUMNS)
     return out.sort_values("start_ts", kind="stable").reset_index(drop=True)
 
@@ -99,14 +99,9 @@ def _classic(group, g, fetches):
         for member, sync_ip, sync_cid, sync_ts, assigned in zip(
                 syncs["member_id"], syncs["client_ip"], syncs["client_id"],
                 syncs["response_ts"], syncs["assigned_partitions"]):
-            # a damaged exchange can leave any of these null: a null comparison is no match
-            same = [(fetches["client_ip"] == sync_ip), (fetches["client_id"] == sync_cid),
-                    (fetches["request_ts"] >= sync_ts)]
-            f = fetches[same[0].fillna(False).astype(bool).to_numpy()
-                        & same[1].fillna(False).astype(bool).to_numpy()
-                        & same[2].fillna(False).astype(bool).to_numpy()]
-            if len(f):
-                resumed.append(f["request_ts"].min())
+            first = _first_fetch(fetches, sync_ip, sync_cid, sync_ts)
+            if first is not None:
+                resumed.append(first)
             if _list(assigned) is not None:
                 assignments.append(f"{member}: {', '.join(_list(assigned))}")
         resumed_ts = max(resumed) if resumed else None
@@ -128,6 +123,17 @@ def _classic(group, g, fetches):
         prev_end = synced
         prev_members = members
     return out
+
+
+def _first_fetch(fetches, ip, client_id, after):
+    """The first Fetch request a client (address and client id) sent at or after `after`."""
+    # a damaged exchange can leave any of these null: a null comparison is no match
+    same = [(fetches["client_ip"] == ip), (fetches["client_id"] == client_id),
+            (fetches["request_ts"] >= after)]
+    f = fetches[same[0].fillna(False).astype(bool).to_numpy()
+                & same[1].fillna(False).astype(bool).to_numpy()
+                & same[2].fillna(False).astype(bool).to_numpy()]
+    return f["request_ts"].min() if len(f) else None
 
 
 def _last_per_member(df):
@@ -158,7 +164,7 @@ def _trigger(g, prev_end, start, prev_members, members):
     return "rejoin", None
 
 
-def _kip848(group, g, names):
+def _kip848(group, g, fetches, names):
     hb = _ok(g[(g["api_key"] == CGH) & g["response_epoch"].notna()])
     reqs = g[g["api_key"] == CGH]
     out = []
@@ -168,10 +174,14 @@ def _kip848(group, g, names):
             continue
         reached = hb[hb["response_epoch"] == epoch]
         first_reach = reached["request_ts"].min()
-        done, assignments, subs, ids = [], [], [], []
+        done, resumed, assignments, subs, ids = [], [], [], [], []
         for member, mine in reached.groupby("member_id", sort=False):
             ts, assigned = _member_synced(hb[hb["member_id"] == member], mine)
             done.append(ts)
+            first = _first_fetch(fetches, mine["client_ip"].iloc[-1], mine["client_id"].iloc[-1],
+                                 ts)
+            if first is not None:
+                resumed.append(first)
             ids.append(_str(member))
             if assigned is not None:
                 assignments.append(f"{member}: {', '.join(_named(assigned, names))}")
@@ -184,8 +194,9 @@ def _kip848(group, g, names):
         trigger, who, at = _kip848_trigger(since)
         start = at if at is not None else first_reach
         synced = max(done)
-        ms = _ms(start, synced)
-        out.append((group, "consumer", epoch, start, synced, None, ms, ms, len(ids),
+        resumed_ts = max(resumed) if resumed else None
+        out.append((group, "consumer", epoch, start, synced, resumed_ts, _ms(start, synced),
+                    _ms(start, resumed_ts if resumed_ts is not None else synced), len(ids),
                     sorted(ids), sorted(subs), sorted(assignments), trigger, who))
         prev_end = synced
     return out

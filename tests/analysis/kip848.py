@@ -23,6 +23,8 @@ answer, as a client learns it). Times in ms from build.T0; [client id, heartbeat
     @25000 A  a stale heartbeat (epoch 1)            -> FENCED_MEMBER_EPOCH
     @25005 A  rejoins (epoch 0, same member id)      -> epoch 4, payments 0-3      group epoch 4
 
+and each member's first Fetch (v13, by topic id) after each assignment it got (FETCHES).
+
 EXPECTED is what the rebalances table must say about it, worked out by hand from the story.
 """
 from __future__ import annotations
@@ -64,20 +66,32 @@ BEATS = [
 ]
 
 
+# Each member's Fetches (t_req, t_resp, member, partitions), on a connection of their own (to the
+# partitions' leader): long polls answered empty, the first after each new assignment.
+FETCHES = [
+    (10, 510, A, (0, 1, 2, 3)),
+    (10040, 10540, A, (0, 1)),
+    (12010, 12510, B, (2, 3)),
+    (20110, 20610, A, (0, 1, 2, 3)),
+    (25015, 25515, A, (0, 1, 2, 3)),
+]
+
+
 def parts(ps):
     return ", ".join(f"{TOPIC}:{p}" for p in ps)
 
 
-# (epoch, start ms, synced ms, members, assignments, trigger, trigger client)
+# (epoch, start ms, synced ms, resumed ms, members, assignments, trigger, trigger client)
 EXPECTED = [
-    (1, 0, 4, [A], {A: (0, 1, 2, 3)}, "member joined", CLIENT[A]),
+    (1, 0, 4, 10, [A], {A: (0, 1, 2, 3)}, "member joined", CLIENT[A]),
     # B joins at 7000 and is answered epoch 2 with nothing to own; A gives up 2-3 (answered at
-    # 10002), reaches epoch 2 at 10032; B gets 2-3 at 12003: the epoch's last assignment
-    (2, 7000, 12003, [A, B], {A: (0, 1), B: (2, 3)}, "member joined", CLIENT[B]),
-    # from B's LeaveGroup heartbeat to A's answer with all four partitions
-    (3, 20000, 20103, [A], {A: (0, 1, 2, 3)}, "member left", CLIENT[B]),
-    # from the fenced heartbeat to A's rejoin answered
-    (4, 25000, 25009, [A], {A: (0, 1, 2, 3)}, "heartbeat error: FENCED_MEMBER_EPOCH",
+    # 10002), reaches epoch 2 at 10032; B gets 2-3 at 12003 (the epoch's last assignment) and
+    # fetches at 12010
+    (2, 7000, 12003, 12010, [A, B], {A: (0, 1), B: (2, 3)}, "member joined", CLIENT[B]),
+    # from B's LeaveGroup heartbeat to A's answer with all four partitions, and its Fetch
+    (3, 20000, 20103, 20110, [A], {A: (0, 1, 2, 3)}, "member left", CLIENT[B]),
+    # from the fenced heartbeat to A's rejoin answered, and its Fetch
+    (4, 25000, 25009, 25015, [A], {A: (0, 1, 2, 3)}, "heartbeat error: FENCED_MEMBER_EPOCH",
      CLIENT[A]),
 ]
 
@@ -139,6 +153,26 @@ def _metadata(corr):
     return kio_request(req, corr, CLIENT[A]), kio_response(resp, corr)
 
 
+def _fetch(partitions, corr, client_id):
+    from kio.schema.errors import ErrorCode
+    from kio.schema.fetch.v13 import request as rq
+    from kio.schema.fetch.v13 import response as rs
+    from kio.static.primitive import i32, i32Timedelta, i64
+    req = rq.FetchRequest(
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=500)), min_bytes=i32(1),
+        topics=(rq.FetchTopic(topic_id=TOPIC_ID, partitions=tuple(
+            rq.FetchPartition(partition=i32(p), fetch_offset=i64(0),
+                              partition_max_bytes=i32(1 << 20)) for p in partitions)),),
+        forgotten_topics_data=())
+    resp = rs.FetchResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode(0),
+        responses=(rs.FetchableTopicResponse(topic_id=TOPIC_ID, partitions=tuple(
+            rs.PartitionData(partition_index=i32(p), error_code=ErrorCode(0),
+                             high_watermark=i64(0), aborted_transactions=None, records=None)
+            for p in partitions)),))
+    return kio_request(req, corr, client_id), kio_response(resp, corr)
+
+
 def write(path):
     cap = Capture()
     conns = {A: cap.connection(client_ip="10.0.0.11", client_port=41001, ts=ms(-100)),
@@ -153,6 +187,13 @@ def write(path):
         conns[b.member].request(ms(b.t_req), req)
         conns[b.member].response(ms(b.t_resp), resp)
         corr[b.member] += 1
+    leaders = {A: cap.connection(client_ip="10.0.0.11", client_port=41003, ts=ms(-40)),
+               B: cap.connection(client_ip="10.0.0.12", client_port=41004, ts=ms(6950))}
+    for t_req, t_resp, member, partitions in FETCHES:
+        req, resp = _fetch(partitions, corr[member], CLIENT[member])
+        leaders[member].request(ms(t_req), req)
+        leaders[member].response(ms(t_resp), resp)
+        corr[member] += 1
     return cap.write(path)
 
 

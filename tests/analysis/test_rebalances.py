@@ -86,12 +86,14 @@ def test_kip848_rebalances_as_the_script_tells():
     assert list(beats["response_epoch"]) == [b.resp_epoch for b in K.BEATS]
     r = rebalances(t)
     assert set(r["protocol"]) == {"consumer"} and set(r["group_id"]) == {K.GROUP}
-    got = [(row.generation, row.start_ts, row.synced_ts, row.sync_ms, row.duration_ms,
-            row.members, row.member_ids, row.subscriptions, row.assignments, row.trigger,
-            row.trigger_client) for row in r.itertuples()]
+    got = [(row.generation, row.start_ts, row.synced_ts, row.resumed_ts, row.sync_ms,
+            row.duration_ms, row.members, row.member_ids, row.subscriptions, row.assignments,
+            row.trigger, row.trigger_client) for row in r.itertuples()]
     ts = (lambda x: pd.Timestamp(ms(x), unit="ns", tz="UTC"))  # noqa: E731
-    want = [(epoch, ts(start), ts(synced), float(synced - start), float(synced - start),
-             len(members), sorted(members), sorted(f"{m}: {K.TOPIC}" for m in members),
+    want = [(epoch, ts(start), ts(synced), ts(resumed), float(synced - start),
+             float(resumed - start), len(members), sorted(members),
+             sorted(f"{m}: {K.TOPIC}" for m in members),
              sorted(f"{m}: {K.parts(p)}" for m, p in assigned.items()), trigger, client)
-            for epoch, start, synced, members, assigned, trigger, client in K.EXPECTED]
+            for epoch, start, synced, resumed, members, assigned, trigger, client
+            in K.EXPECTED]
     assert got == want
