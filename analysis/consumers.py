@@ -16,7 +16,9 @@ TIMELINE_COLUMNS = ["request_ts", "group_id", "event", "api_name", "client_id", 
 
 def timeline(t) -> pd.DataFrame:
     """Group events in time order: every join, sync and leave, and the heartbeats that failed
-    (`rebalance` when the coordinator answered REBALANCE_IN_PROGRESS)."""
+    (`rebalance` when the coordinator answered REBALANCE_IN_PROGRESS). A KIP-848 heartbeat with
+    member epoch 0 is a join, with -1 a leave; its generation is the epoch the coordinator gave
+(the one it sent when the answer is an error)."""
     ex = t.exchanges
     api = ex["api_name"].astype("string")
     df = ex[api.isin(list(GROUP_EVENTS)).fillna(False)].copy()
@@ -25,6 +27,13 @@ def timeline(t) -> pd.DataFrame:
     err = df["error_name"].astype("string")
     failed = (df["error_code"].fillna(0) != 0).astype(bool)
     event = df["api_name"].astype("string").map(GROUP_EVENTS)
+    kip848 = (df["api_name"].astype("string") == "ConsumerGroupHeartbeat").fillna(False)
+    epoch = df["generation_id"]
+    event = event.mask(kip848 & (epoch == 0).fillna(False), "join")
+    event = event.mask(kip848 & (epoch == -1).fillna(False), "leave")
+    given = df["response_epoch"].where((df["response_epoch"] > 0).fillna(False))
+    given = given.fillna(epoch.where((epoch > 0).fillna(False)))  # a failed one: the epoch sent
+    df["generation_id"] = df["generation_id"].mask(kip848, given)
     df["event"] = event.where(~err.isin(list(REBALANCE_ERRORS)).fillna(False), "rebalance")
     keep = (event != "heartbeat") | failed
     df = df[keep.astype(bool)]

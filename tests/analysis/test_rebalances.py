@@ -97,3 +97,12 @@ def test_kip848_rebalances_as_the_script_tells():
             for epoch, start, synced, resumed, members, assigned, trigger, client
             in K.EXPECTED]
     assert got == want
+
+
+def test_kip848_group_summary_counts_joins_and_leaves():
+    """The groups summary of the same script: three joins (A, B, A again after being fenced),
+    B's leave, the fenced heartbeat, two members."""
+    from analysis import consumers
+    from tests.analysis import kip848 as K
+    g = consumers.groups(analysis.load(K.SHIPPED)).set_index("group_id").loc[K.GROUP]
+    assert (g["join"], g["leave"], g["heartbeat"], g["members"]) == (3, 1, 1, 2)
