@@ -204,8 +204,9 @@ def _stale(ex, code, api, n) -> pa.ListArray:
     mine = conns.merge(per_conn.astype({"api_key": "int64"}), on="connection_id") \
         .groupby(["c", "api_key"])["top"].min().rename("mine")
     top_used = top_used.join(mine, on=["c", "api_key"])
-    top = top_used["mine"].fillna(top_used["api_key"].map(anywhere.rename(int)))
-    stale = top_used[(top_used["version"] < top).to_numpy()].assign(top=top)
+    top = top_used["mine"].astype("float64").fillna(
+        top_used["api_key"].map(anywhere.astype("float64"))).to_numpy("float64", na_value=np.nan)
+    stale = top_used.assign(top=top)[top_used["version"].to_numpy() < top]
     text = [f"{api_name(k)} v{u}<v{int(m)}"
             for k, u, m in zip(stale["api_key"], stale["version"], stale["top"])]
     return _lists(stale["c"].to_numpy(), np.array(text, object), n, pa.string())

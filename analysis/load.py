@@ -24,7 +24,7 @@ from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUM
 
 TABLES = ("exchanges", "partitions", "records", "issues", "connections")
 # computed from the tables above once they are whole (across connections and files), on first use
-DERIVED = ("deliveries",)
+DERIVED = ("deliveries", "clients")
 EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
 _CLIENT_ID = EXCHANGE_NAMES.index("client_id")
 
@@ -40,7 +40,8 @@ class Tables:
     """The analysis tables as Arrow-backed pandas DataFrames (and the Arrow tables they came from).
 
     `errors` lists one-line messages about unreadable or damaged captures. The DERIVED tables
-    (`deliveries`) are computed on first use unless `arrow` holds them (read back from Parquet).
+    (`deliveries`, `clients`: the functions of those names in the modules of those names) are
+    computed on first use unless `arrow` holds them (read back from Parquet).
     """
 
     def __init__(self, arrow: dict, errors=()):
@@ -53,10 +54,17 @@ class Tables:
     @property
     def deliveries(self):
         """End-to-end record latency: analysis.deliveries.deliveries(self), computed once."""
-        if "deliveries" not in self._derived:
-            from .deliveries import deliveries
-            self._derived["deliveries"] = deliveries(self)
-        return self._derived["deliveries"]
+        return self._derive("deliveries")
+
+    @property
+    def clients(self):
+        """Who talks to whom: analysis.clients.clients(self), computed once."""
+        return self._derive("clients")
+
+    def _derive(self, name):
+        if name not in self._derived:
+            self._derived[name] = getattr(_derived_module(name), name)(self)
+        return self._derived[name]
 
     def write_parquet(self, directory) -> list[Path]:
         """One Parquet file per table in `directory` (created if needed)."""
@@ -261,15 +269,22 @@ def export(paths, directory, port=None, *, level="bodies", keep=None, progress=N
     return result
 
 
+def _derived_module(name):
+    from importlib import import_module
+    return import_module(f".{name}", __package__)
+
+
 def write_derived(directory) -> None:
-    """The DERIVED tables of the Parquet tables in `directory`, written next to them: computed
-    from the columns they need, read back (export streamed the tables out of memory)."""
-    from .deliveries import NEEDS, deliveries
+    """The DERIVED tables of the Parquet tables in `directory`, written next to them: each
+    computed from the columns its module NEEDS, read back (export streamed the tables out of
+    memory)."""
     d = Path(directory)
-    arrow = {name: pq.read_table(d / f"{name}.parquet", columns=list(cols)).unify_dictionaries()
-             for name, cols in NEEDS.items()}
-    table = deliveries(_Columns(arrow))
-    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), d / "deliveries.parquet")
+    for name in DERIVED:
+        module = _derived_module(name)
+        arrow = {table: pq.read_table(d / f"{table}.parquet", columns=list(cols))
+                 .unify_dictionaries() for table, cols in module.NEEDS.items()}
+        frame = getattr(module, name)(_Columns(arrow))
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{name}.parquet")
 
 
 class _Columns:

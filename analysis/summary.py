@@ -7,6 +7,8 @@ import pandas as pd
 from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, rebalances, tls
 
 
+CLIENTS_SHOWN = ["client_id", "client_ip", "role", "groups", "topics_produced",
+                 "topics_consumed", "requests", "errors", "stale"]
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
               "api_version", "client_id", "latency_ms", "error_name"]
 
@@ -40,6 +42,31 @@ def issues_by_code(t) -> pd.DataFrame:
         return pd.DataFrame(columns=["code", "severity", "count"])
     return i.groupby(["code", "severity"], observed=True).size().rename("count") \
         .reset_index().sort_values("count", ascending=False)
+
+
+def clients_shown(t) -> pd.DataFrame:
+    """The clients table (analysis.clients) as stats shows it: the number of its stale apis
+    (the software section lists them)."""
+    c = t.clients
+    return c.assign(stale=c["stale_apis"].list.len())[CLIENTS_SHOWN]
+
+
+def client_software(t) -> pd.DataFrame:
+    """Per client software (name and version from ApiVersions v3+): how many clients run it and
+    the api versions they used below the broker's ("Fetch v12<v17")."""
+    c = t.clients
+    rows = []
+    for (name, version), g in c.groupby(["software_name", "software_version"], dropna=False,
+                                        observed=True, sort=False):
+        stale = {s for apis in g["stale_apis"] for s in apis}
+        rows.append((name, version, len(g), sorted(stale, key=_api_then_version)))
+    return pd.DataFrame(rows, columns=["software_name", "software_version", "clients",
+                                       "stale_apis"])
+
+
+def _api_then_version(stale: str):
+    name, versions = stale.split(" ", 1)
+    return name, versions
 
 
 def sections(t, top: int = 10):
@@ -88,6 +115,10 @@ def sections(t, top: int = 10):
          cluster.leader_changes(t).head(4 * top)),
         ("Coordinators found", cluster.coordinators(t).drop_duplicates(
             ["client_id", "key", "node_id"]).head(4 * top)),
+        (f"Clients (the {4 * top} busiest; stale: apis used below the broker's version)",
+         clients_shown(t).head(4 * top)),
+        ("Client software (ApiVersions v3+) and the api versions its clients used below the "
+         "broker's", client_software(t)),
         ("Producer throughput", producers.throughput(t)),
         ("Batch sizes", producers.batch_sizes(t)),
         ("Compression", producers.compression(t)),

@@ -17,7 +17,8 @@ from .options import add_analysis_options, jobs_of
 def add_parser(sub) -> None:
     p = sub.add_parser("export", help=PLUGIN_HELP["export"],
                        description="Dissect captures and write exchanges, partitions, records, "
-                                   "issues, connections and deliveries as Parquet files in DIR "
+                                   "issues, connections, deliveries and clients as Parquet files "
+                                   "in DIR "
                                    "(read them back with analysis.load_parquet).")
     add_analysis_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="directory for the Parquet files")

@@ -11,7 +11,7 @@ from pandas.testing import assert_frame_equal
 import analysis
 from analysis import columns, records_table
 from analysis.commands import records as records_cmd
-from analysis.load import TABLES
+from analysis.load import DERIVED, TABLES
 from dissector.cli import main
 from tests.support import CAPTURES
 
@@ -79,6 +79,11 @@ def test_streamed_export_reads_back_as_load(capture, tmp_path, monkeypatch):
     direct = analysis.load(capture, records=True)
     for name in TABLES:
         assert_frame_equal(getattr(back, name), getattr(direct, name), check_exact=True)
+    # the derived tables (deliveries, clients), computed from the streamed files
+    for name in DERIVED:
+        assert (out / f"{name}.parquet").is_file()
+        assert_frame_equal(getattr(back, name), getattr(direct, name), check_exact=True)
+    assert len(back.clients) == 2 and len(back.deliveries) > 0
     assert len(back.records) == 9 and len(back.exchanges) == 12
     # the categories work across row groups: one dictionary per column
     assert back.exchanges["api_name"].value_counts()["Produce"] == 3
@@ -91,7 +96,7 @@ def test_export_of_nothing_writes_empty_tables(tmp_path):
     assert main(["export", str(empty), "--out", str(tmp_path / "out")]) == 0
     back = analysis.load_parquet(tmp_path / "out")
     direct = analysis.load(empty)
-    for name in TABLES:
+    for name in TABLES + DERIVED:
         assert len(getattr(back, name)) == 0
         assert list(getattr(back, name).dtypes) == list(getattr(direct, name).dtypes)
 

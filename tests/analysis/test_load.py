@@ -6,7 +6,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 import analysis
-from analysis.load import TABLES
+from analysis.load import DERIVED, TABLES
 
 from .build import Capture, ms, request_bytes, response_bytes
 
@@ -95,7 +95,7 @@ def test_parquet_round_trip(capture, tmp_path):
     t = analysis.load(capture, level="headers")
     t.write_parquet(tmp_path / "out")
     back = analysis.load_parquet(tmp_path / "out")
-    for name in TABLES:
+    for name in TABLES + DERIVED:
         assert_frame_equal(getattr(back, name), getattr(t, name), check_exact=True)
 
 

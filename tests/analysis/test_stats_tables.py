@@ -58,6 +58,13 @@ def test_80_columns_fit_and_no_name_is_cut(capsys):
     slow = out[out.index("Slowest 10"):out.index("Fetch long polls")].splitlines()
     assert slow[1].split()[:4] == ["exchange", "req", "pkt", "api"]
     assert any(" txn-transformer-in " in line for line in slow)
+    # the clients: one row each (billing-consumer wrapped after its "-"), the software's
+    # stale apis
+    clients = out[out.index("Clients (the 40 busiest"):out.index("Client software")]
+    assert clients.splitlines()[1].split()[:5] == ["client", "id", "role", "groups", "produces"]
+    assert "billing-   consumer  billing" in clients
+    software = out[out.index("Client software"):out.index("Producer throughput")]
+    assert "confluent-kafka-python" in software and "Fetch v16<v17" in software
 
 
 def test_wide_terminal_shows_every_column(capsys):
@@ -167,3 +174,37 @@ def test_every_command_has_a_one_line_help(capsys):
         sub = argparse.ArgumentParser().add_subparsers()
         import_module(f"analysis.commands.{name}").add_parser(sub)
         assert sub._choices_actions[0].help == summary
+
+
+def test_clients_in_every_format_keep_capture_strings_data(capsys):
+    """Client ids, topics, groups and software names that are markup and terminal escapes:
+    escaped in the text, Markdown and CSV tables, exact (and ASCII) in JSON."""
+    from types import SimpleNamespace
+
+    from analysis.commands import stats
+
+    from .hostile_clients import (CONSUMER, GROUP, PRODUCER, SOFTWARE, TOPIC,
+                                  tables_of_hostile_clients)
+    parts = sections(tables_of_hostile_clients())
+    titled = {title.split(" (")[0]: df for title, df in parts}
+    assert len(titled["Clients"]) == 2 and len(titled["Client software"]) == 2
+    outs = {}
+    for fmt in ("text", "markdown", "csv", "json"):
+        getattr(stats, f"_{fmt}")(SimpleNamespace(width=80), parts)
+        outs[fmt] = capsys.readouterr().out
+        assert "\x1b" not in outs[fmt] and "\x07" not in outs[fmt], fmt
+    assert max(len(line) for line in outs["text"].splitlines()) <= 80
+    flat = outs["text"].replace("\n", "")
+    assert "\\x1b[2J" in flat and "<i>x</i>" in flat   # escaped, never read as rich markup
+    assert "\\[bold red\\]topic\\[/\\]" in outs["markdown"]
+    assert "grp\\|\\*\\_\\`\\<b\\>x\\</b\\>\\x07" in outs["markdown"]
+    blocks = outs["csv"].split("\n\n")
+    clients = next(b for b in blocks if b.startswith("Clients"))
+    rows = list(csv.reader(io.StringIO(clients)))
+    assert rows[2][:2] == ["pro<b>ducer</b>", "10.0.0.1"] and rows[3][3] == "grp|*_`<b>x</b>\\x07"
+    assert outs["json"].isascii()
+    doc = {s["title"].split(" (")[0]: s["rows"] for s in json.loads(outs["json"])["sections"]}
+    assert {r["client_id"] for r in doc["Clients"]} == {PRODUCER, CONSUMER}
+    consumer = next(r for r in doc["Clients"] if r["client_id"] == CONSUMER)
+    assert consumer["groups"] == [GROUP] and consumer["topics_consumed"] == [TOPIC]
+    assert {r["software_name"] for r in doc["Client software"]} == {SOFTWARE, None}
