@@ -37,6 +37,13 @@ def require_module(name):
     return importlib.import_module(name)
 
 
+def require_compiled(entry, source):
+    """A compiled entry point (None where it was not built), or skip (locally) / fail (CI)."""
+    if entry is None:
+        _missing(f"the compiled {source} (pip install -e . builds it: it needs a C compiler)")
+    return entry
+
+
 def require_root():
     if os.geteuid() != 0:
         _missing("root (capturing on loopback needs CAP_NET_RAW)")

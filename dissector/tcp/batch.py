@@ -5,7 +5,7 @@ progress of its direction and ends before it is only: write it into the frame's 
 the framer only counts them: the headers level keeps a message's first bytes) and count (the
 frame's bytes and last packet, the stream's next offset and last segment, the flow's last
 packet and time). So when a handler call leaves a frame incomplete (the handler returns the
-run's start: tcp.flows._handler), the segments that come right after it and continue it
+run's start: tcp.flows.py_handler), the segments that come right after it and continue it
 exactly (same direction, in order, the same ack number, ACK without SYN, FIN or RST, ending
 before the frame does) are written by the caller itself, which keeps the counts in local
 variables and hands them to the streams (`settle`) before any other code runs: the next other
@@ -41,7 +41,7 @@ def ack_alone(flows, key, pkt, ts, ack):
     """An ACK alone sent on the live flow with direct key `key`, in packet `pkt` at `ts`: True
     when noted here as its handler would (the flow's last packet and time), False when the
     handler must see it (the ack is past the data seen: a loss, or the acked stream has not
-    started; tcp.flows._handler calls `acked` for those; or a key without a flow, which
+    started; tcp.flows.py_handler calls `acked` for those; or a key without a flow, which
     FlowTable never has: `direct` and `sides` change together)."""
     entry = flows.sides.get(key)
     if entry is None:

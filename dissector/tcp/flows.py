@@ -31,6 +31,11 @@ from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
 from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, Reassembler
 
+try:
+    from ._handler import handler as compiled_handler
+except ImportError:   # no compiler where it was installed: py_handler
+    compiled_handler = None
+
 PENDING_BYTES = 64 << 10      # payload kept per unrecognised flow (oldest dropped first)
 PENDING_PACKETS = 1024
 LINGER_NS = 120 * 10**9       # how long a closed tuple swallows late packets (about 2 MSL)
@@ -382,8 +387,8 @@ class FlowTable:
 
     def _handlers(self, flow):
         rs = flow.rs
-        return (_handler(flow, rs[0], rs[1], self.pinned),
-                _handler(flow, rs[1], rs[0], self.pinned))
+        return (handler(flow, rs[0], rs[1], self.pinned),
+                handler(flow, rs[1], rs[0], self.pinned))
 
     def _direct(self, flow):
         src, dst, sport, dport = flow.key
@@ -578,10 +583,20 @@ def _handshake_ack(flow, side, flags, ts):
         hs[2] = ts
 
 
-def _handler(flow, mine, peer, pinned):
+def handler(flow, mine, peer, pinned):
+    """The handler of the segments the side whose reassembler is `mine` sends (py_handler):
+    compiled (tcp/_handler.c) where it is built and that side's bytes go to a Framer (not to
+    a TLS front)."""
+    if compiled_handler is not None and mine.framer.__class__ is Framer:
+        return compiled_handler(flow, mine, peer, pinned)
+    return py_handler(flow, mine, peer, pinned)
+
+
+def py_handler(flow, mine, peer, pinned):
     """What `add` does with a segment of a live flow without SYN, FIN or RST, sent by the side
     whose reassembler is `mine`, as one closure (the per-packet path of a capture), with
-    Reassembler.segment's in-order case inlined.
+    Reassembler.segment's in-order case inlined. tcp/_handler.c is the same compiled, with
+    Framer.feed's common cases.
 
     Returns a run's start (tcp.batch) when the segment (data, ACK alone) went on in order and
     left a frame in progress that the next segments may continue without their handler calls:

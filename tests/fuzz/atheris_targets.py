@@ -10,7 +10,8 @@ through reassembly, framing and pairing); and one per compiled entry point, each
 Python twin (the same result or the same exception type): reader (protocol/_reader.c's readers,
 any budget), summarize (its byte walk, which must agree with decoding and walking), walkset
 (records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
-append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers). A target fails (and libFuzzer saves the input) when an exception escapes, when an
+append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
+handler (tcp/_handler.c: the stream target's segments through the compiled flow handler). A target fails (and libFuzzer saves the input) when an exception escapes, when an
 Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past -rss_limit_mb.
 """
 from __future__ import annotations
@@ -233,6 +234,25 @@ def target_csvrow():
     return one
 
 
+def target_handler():
+    """The stream target's segments (every live one through its flow's handler) with the
+    compiled handler and with its twin: the same exchanges, frames, issues and connections."""
+    from dissector.tcp import flows
+    from tests.tcp.test_compiled_handler import segment_run
+    compiled = flows.compiled_handler
+
+    def one(data):
+        level = "headers" if len(data) % 2 else "bodies"
+        got = _outcome(segment_run(data, level))
+        flows.compiled_handler = None
+        try:
+            want = _outcome(segment_run(data, level))
+        finally:
+            flows.compiled_handler = compiled
+        assert got == want
+    return one
+
+
 def target_framebuf():
     from dissector import framebuf
 
@@ -254,7 +274,7 @@ def target_framebuf():
 TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_decode,
            "records": target_records, "stream": target_stream, "reader": target_reader,
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
-           "csvrow": target_csvrow, "framebuf": target_framebuf}
+           "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
@@ -312,7 +332,8 @@ def _share_seeds(root: Path) -> None:
     """The compiled entry points' targets start from the seeds of the targets that reach them."""
     import shutil
     for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
-                           ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet")):
+                           ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet"),
+                           ("handler", "stream")):
         for f in (root / source).iterdir():
             shutil.copy(f, root / target / f.name)
 
