@@ -61,6 +61,10 @@ tests.
   are refused with error 59 (UNKNOWN_PRODUCER_ID), and its ListOffsets v0 response is
   malformed (kafka-python cannot parse it: its 0.9-mode consumer stops there).
 - read_committed consumers still receive aborted transactional records.
+- A member that rejoins within a generation is answered with the same generation again (the
+  lab's consumer joins twice into one generation now and then).
+- It offers no ConsumerGroupHeartbeat (api 68): librdkafka's `group.protocol=consumer` stops at
+  "ConsumerGroupHeartbeatRequest not supported by broker" (hence `synthetic/kip848.pcap`).
 - Loopback TCP can show real stream artefacts around large messages: 32 KiB segments, window-full
   stalls, SACKs, and now and then the retransmission of a large segment.
 - librdkafka sometimes closes its bootstrap connection right after a request: the broker's response
