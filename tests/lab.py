@@ -138,7 +138,7 @@ def _produce_batches(producer, log, batches, size, gap, seed):
         time.sleep(gap)
 
 
-def run(bootstrap, batches=3, size=4, gap=0.15, timeout=40.0):
+def run(bootstrap, batches=3, size=4, gap=0.15, timeout=90.0):
     """The lab: a 2-partition topic; consumer 1 joins; records; consumer 2 joins (rebalance);
     records; consumer 2 leaves (rebalance); records. Returns the LabLog."""
     import kafka
