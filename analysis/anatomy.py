@@ -7,9 +7,11 @@
 - broker_ms: request complete to the response's first byte (latency_ms) less the trip from the
   capture point to the broker and back (broker_rtt_ms): the time the broker held the request.
   Captured next to the client that is one one-way trip each way; next to the broker, nothing.
-- retransmits, tcp_gaps: segments that carried bytes already delivered, and holes declared
-  (`tcp.gap`), on the exchange's connection from its request's first packet to its response's
-  last (either direction: other exchanges in flight on the connection then share them).
+- retransmits, tcp_gaps, zero_windows: segments that carried bytes already delivered, holes
+  declared (`tcp.gap`), and segments advertising a zero window (tshark's
+  tcp.analysis.zero_window: window 0 without SYN, FIN or RST), on the exchange's connection from
+  its request's first packet to its response's last (either direction: other exchanges in flight
+  on the connection then share them).
 Throttling is the exchanges table's throttle_time_ms.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ ANATOMY_COLUMNS = (
     ("response_transfer_ms", "float64"),
     ("retransmits", "int32"),
     ("tcp_gaps", "int32"),
+    ("zero_windows", "int32"),
 )
 _NONE = (None,) * len(ANATOMY_COLUMNS)
 
@@ -53,11 +56,13 @@ def exchange_anatomy(ex) -> tuple:
             broker = max(latency - near, 0.0)
     first = req.first_packet
     return (rtt, near, (req.last_ts - req.first_ts) / 1e6, broker, resp_ms,
-            _count(conn.retransmits, first, end), _count(conn.gaps, first, end))
+            _count(conn.retransmits, first, end), _count(conn.gaps, first, end),
+            _count(conn.zero_windows, first, end))
 
 
 PARTS = ["request_transfer_ms", "broker_rtt_ms", "broker_ms", "response_transfer_ms",
          "throttle_time_ms"]
+EVENTS = ["retransmits", "tcp_gaps", "zero_windows"]
 DIMENSIONS = {"api": ["api_name"], "broker": ["broker"]}
 
 
@@ -66,22 +71,20 @@ def where_time_goes(ex, by: str = "api"):
     (request's first packet to response's last) and the mean of each part of it (request
     transfer, network round trip to the broker, broker, response transfer; throttle time is
     part of the broker's), the broker's share of the total, the mean connection round trip, and
-    retransmissions and gaps counted on the exchanges. Fetch long polls are left out (their
-    broker time is waiting for data, by request)."""
+    retransmissions, gaps and zero windows counted on the exchanges. Fetch long polls are left
+    out (their broker time is waiting for data, by request)."""
     import pandas as pd     # here: the schema imports this module on paths that must not load pandas
     from .latency import answered
     if by not in DIMENSIONS:
         raise ValueError(f"by must be one of {', '.join(DIMENSIONS)}")
     keys = DIMENSIONS[by]
-    cols = keys + ["exchanges", "total_ms"] + PARTS + ["broker_share", "rtt_ms", "retransmits",
-                                                       "tcp_gaps"]
+    cols = keys + ["exchanges", "total_ms"] + PARTS + ["broker_share", "rtt_ms"] + EVENTS
     df = answered(ex)
     if df.empty:
         return pd.DataFrame(columns=cols)
     g = df.groupby(keys, observed=True, dropna=False)
     out = g.agg(exchanges=("total_ms", "size"), total_ms=("total_ms", "mean"),
-                rtt_ms=("rtt_ms", "mean"), retransmits=("retransmits", "sum"),
-                tcp_gaps=("tcp_gaps", "sum"))
+                rtt_ms=("rtt_ms", "mean"), **{e: (e, "sum") for e in EVENTS})
     for part in PARTS:
         out[part] = g[part].mean()
     out["broker_share"] = out["broker_ms"] / out["total_ms"]

@@ -41,6 +41,7 @@ HEADERS = {
     "exchanges": "count", "total_ms": "total ms", "request_transfer_ms": "req ms",
     "broker_rtt_ms": "net ms", "broker_ms": "broker ms", "response_transfer_ms": "resp ms",
     "throttle_time_ms": "thr ms", "rtt_ms": "rtt ms", "retransmits": "retx", "tcp_gaps": "gaps",
+    "zero_windows": "zero win",
     "producer_client_id": "producer", "consumer_client_id": "consumer",
     "consumer_group": "group", "node_id": "node", "first_seen": "first", "last_seen": "last",
     "advertised": "ads", "connections": "conns", "from_leader": "from", "to_leader": "to",
@@ -55,8 +56,8 @@ PERCENT = {"error_rate": "error %", "exchange_rate": "exchange %", "partition_ra
 DETAIL = ("mean", "p99.9", "p90", "request_ts", "response_packet", "correlation_id",
           "connection_id", "exchange_rate", "partition_rate", "top_level", "throttled", "member_id",
           "generation_id", "uncompressed_bytes", "compressed_bytes", "records_per_batch",
-          "bytes_per", "producer_epoch", "latency_p50", "rtt_ms", "broker_share", "tcp_gaps",
-          "retransmits", "throttle_time_ms", "first_seen", "advertised", "from_epoch",
+          "bytes_per", "producer_epoch", "latency_p50", "rtt_ms", "broker_share", "zero_windows",
+          "tcp_gaps", "retransmits", "throttle_time_ms", "first_seen", "advertised", "from_epoch",
           "to_epoch", "rack", "client_ip")
 GAP = 2             # spaces between columns
 

@@ -45,10 +45,11 @@ class Connection:
     handshake: capture times of the client's SYN, the broker's SYN-ACK and the client's ACK of
     it (None where not captured). retransmits and gaps: packet numbers of segments that carried
     bytes already delivered, and of each hole (tcp.gap: the last packet of the frame it cut, else
-    where it was declared), in capture order, at most MAX_TCP_EVENTS of each."""
+    where it was declared), zero_windows of segments advertising a zero window (either side,
+    without SYN, FIN or RST), in capture order, at most MAX_TCP_EVENTS of each."""
     __slots__ = ("connection_id", "client_ip", "client_port", "broker_ip", "broker_port",
                  "first_ts", "last_ts", "first_packet", "tls", "handshake", "retransmits",
-                 "gaps")
+                 "gaps", "zero_windows")
 
     def __init__(self, connection_id, client_ip, client_port, broker_ip, broker_port,
                  first_ts=0, first_packet=0):
@@ -64,6 +65,7 @@ class Connection:
         self.handshake = [None, None, None]
         self.retransmits = []
         self.gaps = []
+        self.zero_windows = []
 
     def __repr__(self):
         return (f"Connection({self.connection_id}, {self.client_ip}:{self.client_port} -> "

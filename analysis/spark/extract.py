@@ -38,10 +38,11 @@ from .tcp_headers import fast_segments
 SEGMENTS, RAW, SUMMARY = 0, 1, 2   # row kinds
 
 # local packet number, ts_ns, payload offset in the file (-1: in the row), payload length, seq,
-# ack, flags, side (0: from the row's src to its dst, 1: the other way)
-SEGMENT = struct.Struct("<qqqIIIBB")
+# ack, flags (with tcp.reassembly.ZERO_WINDOW), side (0: from the row's src to its dst, 1: the
+# other way)
+SEGMENT = struct.Struct("<qqqIIIHB")
 META = np.dtype([("packet", "<i8"), ("ts", "<i8"), ("at", "<i8"), ("n", "<u4"), ("seq", "<u4"),
-                 ("ack", "<u4"), ("flags", "u1"), ("side", "u1")])   # SEGMENT as numpy reads it
+                 ("ack", "<u4"), ("flags", "<u2"), ("side", "u1")])   # SEGMENT as numpy reads it
 assert META.itemsize == SEGMENT.size
 INLINE = -1
 MAX_ROW_SEGMENTS = 16384         # a row is closed past this many segments (bounded rows)
@@ -114,7 +115,7 @@ class _Block:
         self.add({"packet": np.array(packet, np.int64), "ts": np.array(ts, np.int64),
                   "n": np.array([len(p) for p in payload], np.uint32),
                   "seq": np.array(seq, np.uint32), "ack": np.array(ack, np.uint32),
-                  "flags": np.array(flags, np.uint8), "lo": np.array(lo, np.uint64),
+                  "flags": np.array(flags, np.uint16), "lo": np.array(lo, np.uint64),
                   "hi": np.array(hi, np.uint64), "up": np.array(up, bool)},
                  [bytes(p) for p in payload])
 

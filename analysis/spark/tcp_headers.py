@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from dissector.capture.fast import LINKS as _LINKS   # (IPv4 offset, tag offset, tags)
+from dissector.tcp.reassembly import ZERO_WINDOW
 
 _EMPTY = {"packet": np.int64, "ts": np.int64, "at": np.int64, "n": np.uint32,
-          "seq": np.uint32, "ack": np.uint32, "flags": np.uint8, "lo": np.uint64,
+          "seq": np.uint32, "ack": np.uint32, "flags": np.uint16, "lo": np.uint64,
           "hi": np.uint64, "up": bool}
 
 
@@ -24,8 +25,9 @@ def _be(h, at, size):
 def fast_segments(data, starts, stops, ts, linktypes, first_packet, base):
     """(segments, rest) of the packets data[starts[i]:stops[i]] (numbered from first_packet,
     the buffer starting at file offset `base`): the fast-path segments as arrays (packet, ts,
-    at: payload offset in the file, n: its length, seq, ack, flags, lo/hi: the connection's
-    ends as address << 16 | port in order, up: from lo to hi) and the indices of the rest."""
+    at: payload offset in the file, n: its length, seq, ack, flags (with ZERO_WINDOW when the
+    window is 0), lo/hi: the connection's ends as address << 16 | port in order, up: from lo to
+    hi) and the indices of the rest."""
     buf = np.frombuffer(data, np.uint8)
     taken = np.zeros(len(starts), bool)
     parts = []
@@ -55,7 +57,9 @@ def fast_segments(data, starts, stops, ts, linktypes, first_packet, base):
         parts.append({
             "packet": first_packet + i, "ts": ts[i], "at": base + starts[i] + off + 20 + hl,
             "n": (total - 20 - hl).astype(np.uint32), "seq": _be(h, off + 24, 4),
-            "ack": _be(h, off + 28, 4), "flags": h[:, off + 33], "lo": np.minimum(a, b),
+            "ack": _be(h, off + 28, 4),
+            "flags": h[:, off + 33] | (_be(h, off + 34, 2) == 0) * np.uint16(ZERO_WINDOW),
+            "lo": np.minimum(a, b),
             "hi": np.maximum(a, b), "up": a < b})
     if not parts:
         segments = {name: np.zeros(0, t) for name, t in _EMPTY.items()}

@@ -301,7 +301,9 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
     Py_ssize_t incl = stop - p;
     if (incl >= w->need) {
         const unsigned char *ip = b + p + w->off;
-        uint32_t total = be16(ip + 2), doff = ip[32], flags = ip[33];
+        /* a zero window adds ZERO_WINDOW (0x100, tcp.reassembly) to the flags: such a segment
+         * goes to `flows.add`, which counts it */
+        uint32_t total = be16(ip + 2), doff = ip[32], flags = ip[33] | (ip[34] | ip[35] ? 0 : 0x100);
         uint32_t hl = doff >> 2 & 0x3C;
         if (ip[0] == 0x45 && ip[9] == 6 && tag_ok(w, b + p + w->tag_at)
                 && !(be16(ip + 6) & 0x3FFF) && 40 <= hl + 20 && hl + 20 <= total
@@ -310,7 +312,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             uint32_t seq = be32(ip + 24), ack = be32(ip + 28);
             Py_ssize_t a = p + w->off + 20 + hl, e = p + w->off + total, size = e - a;
             if (c->run) {
-                if (seq == c->expect && ack == c->r_ack && (flags & 0x17) == 0x10
+                if (seq == c->expect && ack == c->r_ack && (flags & 0x117) == 0x10
                         && same_key(key, c->r_key) && 0 < size && size < c->room) {
                     if (c->target != Py_None) {   /* framebuf.fill, here: checked at the start */
                         int bytes = PyBytes_Check(c->target);
@@ -380,14 +382,14 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
             if (pn == NULL || t == NULL || ps == NULL || pa == NULL || pf == NULL)
                 goto done;
             int alone = 0;
-            if (handle != NULL && !(flags & 7) && size == 0 && (flags & 0x10)
+            if (handle != NULL && !(flags & 0x107) && size == 0 && (flags & 0x10)
                     && (alone = ack_alone(c, kobj, ack, pn, t)) < 0)
                 goto done;
             if (alone) {
                 int late = after(c, ts, big_ts);
                 if (late < 0 || (late && set_deadline(c, PyObject_CallOneArg(c->tick, t)) < 0))
                     goto done;
-            } else if (handle != NULL && !(flags & 7)) {   /* no FIN, SYN, RST */
+            } else if (handle != NULL && !(flags & 0x107)) {   /* no FIN, SYN, RST, zero window */
                 Py_INCREF(handle);
                 PyObject *payload = PySequence_GetSlice(c->mv, a, e);
                 if (payload != NULL)

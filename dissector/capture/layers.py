@@ -2,7 +2,7 @@
 
 `tcp_segment(linktype, data)` returns
     (src_addr, dst_addr, sport, dport, seq, ack, flags, payload)
-for a TCP segment, a short issue code (str) for an IP/TCP packet that cannot be used, or None for
+for a TCP segment (flags with ZERO_WINDOW added when its window is 0), a short issue code (str) for an IP/TCP packet that cannot be used, or None for
 anything else. The payload is bounded by the IP length (real captures carry Ethernet padding after
 it) and by the captured bytes (snaplen). Issue codes: "ip.fragment" (reassembly of IP fragments
 is not done: Kafka's TCP traffic does not fragment in practice), "ip.truncated" / "tcp.truncated"
@@ -11,6 +11,8 @@ is not done: Kafka's TCP traffic does not fragment in practice), "ip.truncated" 
 from __future__ import annotations
 
 import struct
+
+from ..tcp.reassembly import ZERO_WINDOW
 
 FIN, SYN, RST, PSH, ACK, URG, ECE, CWR = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
 
@@ -35,10 +37,10 @@ _u32le = struct.Struct("<I").unpack_from
 _ipv4 = struct.Struct("!BxHxxHxB2x4s4s").unpack_from
 # payload length, next header, hop limit, src, dst (after the 4-byte version/class/flow word)
 _ipv6 = struct.Struct("!4xHBx16s16s").unpack_from
-# sport, dport, seq, ack, data offset, flags
-_tcp = struct.Struct("!HHIIBB").unpack_from
+# sport, dport, seq, ack, data offset, flags, window
+_tcp = struct.Struct("!HHIIBBH").unpack_from
 # an option-less IPv4 header and the TCP header after it, in one call (the common case)
-_ipv4_tcp = struct.Struct("!BxHxxHxB2x4s4sHHIIBB").unpack_from
+_ipv4_tcp = struct.Struct("!BxHxxHxB2x4s4sHHIIBBH").unpack_from
 
 
 def _link(linktype, data):
@@ -98,7 +100,8 @@ def tcp_segment(linktype, data):
         if caplen < off + 20:
             return "ip.truncated"
         if caplen >= off + 40:
-            vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags = _ipv4_tcp(data, off)
+            vihl, total, frag, proto, src, dst, sport, dport, seq, ack, doff, flags, win = \
+                _ipv4_tcp(data, off)
         else:
             vihl, total, frag, proto, src, dst = _ipv4(data, off)
             doff = None
@@ -148,12 +151,14 @@ def tcp_segment(linktype, data):
     if t + 20 > end:
         return "tcp.truncated" if cut else "tcp.bad_header"
     if doff is None:
-        sport, dport, seq, ack, doff, flags = _tcp(data, t)
+        sport, dport, seq, ack, doff, flags, win = _tcp(data, t)
     doff = (doff >> 4) * 4
     if doff < 20:
         return "tcp.bad_header"
     if t + doff > end:
         return "tcp.truncated" if cut else "tcp.bad_header"
+    if not win:
+        flags |= ZERO_WINDOW
     return src, dst, sport, dport, seq, ack, flags, data[t + doff:end]
 
 

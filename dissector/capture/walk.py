@@ -6,7 +6,8 @@ NULL/LOOP or raw link, IPv4 without options or fragmentation, complete TCP heade
 within the captured bytes; `links` maps a link type to (IPv4 offset, tag offset, tags)) the link
 tag and the IPv4 and TCP headers are read at the packet's offset, and the segment goes to
 `flows.direct[key]` (the 12 bytes from the IP source address to the TCP destination port) when
-that live flow has a handler and the segment has no SYN, FIN or RST, else to `flows.add` (a
+that live flow has a handler and the segment has no SYN, FIN or RST and a window that is not
+zero, else to `flows.add` (a
 flow whose entry is False is one another process dissects, dissector.parallel: its segments are
 skipped, the time kept; an entry False stays False for the rest of the capture, so the compiled
 walker remembers those keys instead of looking each packet's up); the
@@ -38,11 +39,11 @@ import struct
 
 from ..framebuf import fill
 from ..tcp.batch import ack_alone
-from ..tcp.reassembly import MASK
+from ..tcp.reassembly import MASK, ZERO_WINDOW
 
 # version/ihl, total length, flags/fragment offset, protocol, addresses and ports (the flow's
-# direct key), seq, ack, data offset, flags: the IPv4 and TCP headers after the link's
-_IPV4_TCP = "BxHxxHxB2x12sIIBB"
+# direct key), seq, ack, data offset, flags, window: the IPv4 and TCP headers after the link's
+_IPV4_TCP = "BxHxxHxB2x12sIIBBH"
 _split = struct.Struct("!4s4sHH").unpack
 # a pcap record's seconds, fraction and captured length, by byte order (big-endian or not)
 _RECORD = {big: struct.Struct((">" if big else "<") + "III4x").unpack_from for big in (False, True)}
@@ -138,7 +139,9 @@ class Walker:
                     linktype = lt
                     hdr, off, tags, need = self._shape(lt)
                 if stop - p >= need:
-                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags = hdr(buf, p)
+                    tag, vihl, total, frag, proto, key, seq, ack, doff, flags, window = hdr(buf, p)
+                    if not window:
+                        flags |= ZERO_WINDOW   # then `add` takes it, and counts it
                     # hl: TCP header length; the IP length within the captured bytes
                     if (vihl == 0x45 and proto == 6 and tag in tags and not frag & 0x3FFF
                             and 40 <= (hl := doff >> 2 & 0x3C) + 20 <= total <= stop - p - off):
@@ -146,8 +149,8 @@ class Walker:
                         a = p + 20 + hl
                         p += total
                         if run:
-                            # ACK only (PLAIN == 0x17, ACK == 0x10)
-                            if (seq == expect and ack == r_ack and flags & 0x17 == 0x10
+                            # ACK only (PLAIN == 0x117, ACK == 0x10)
+                            if (seq == expect and ack == r_ack and flags & 0x117 == 0x10
                                     and key == r_key and 0 < (size := p - a) < room):
                                 # the middle of the frame in progress (tcp.batch)
                                 if target is not None:
@@ -170,7 +173,7 @@ class Walker:
                             if ts > deadline:
                                 deadline = tick(ts)
                             continue
-                        if handle is not None and not flags & 7:  # no FIN, SYN, RST
+                        if handle is not None and not flags & 0x107:  # no FIN, SYN, RST, zero window
                             if p == a and flags & 0x10 and ack_alone(flows, key, n, ts, ack):
                                 started = None
                             else:

@@ -21,7 +21,7 @@ only note the packet and its time.
 from __future__ import annotations
 
 from ..framebuf import fill
-from .flows import PLAIN, pack_ports
+from .flows import INDIRECT, PLAIN, pack_ports
 from .reassembly import ACK, ACK_HORIZON, MASK
 
 
@@ -94,7 +94,7 @@ def feed_columns(flows, out, columns, emitted):
             run = False
         before = len(out)
         handle = get(key)
-        if handle is not None and not fl & 7:   # no FIN, SYN, RST: what add does with it
+        if handle is not None and not fl & INDIRECT:   # what add does with it
             started = handle(pkt, ts, seq, ack, fl, payload)
             if started is not None:
                 r_room, buf, flow, stream = started

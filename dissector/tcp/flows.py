@@ -29,7 +29,7 @@ from ..budget import Budget
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
-from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, Reassembler
+from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, ZERO_WINDOW, Reassembler
 
 try:
     from ._handler import handler as compiled_handler
@@ -49,8 +49,9 @@ MAX_LIVE = 1 << 15            # connections
 MAX_CLOSED = 1 << 16          # closed tuples lingering
 
 _PENDING, _LIVE, _CLOSED = 0, 1, 2
-_SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path
-PLAIN = _SLOW | ACK            # a segment that may start or continue a run has ACK alone of these
+_SLOW = SYN | FIN | RST       # flags that take a live segment off the direct path...
+INDIRECT = _SLOW | ZERO_WINDOW   # ...in `add` too; the readers hand these to `add`
+PLAIN = INDIRECT | ACK         # a segment that may start or continue a run has ACK alone of these
 NEVER = float("inf")
 pack_ports = struct.Struct("!HH").pack
 
@@ -156,7 +157,8 @@ class FlowTable:
     # -- input -----------------------------------------------------------------------------------
 
     def add(self, packet_no, ts_ns, src_addr, dst_addr, sport, dport, seq, ack, flags, payload):
-        """One TCP segment (flags: FIN=1 SYN=2 RST=4 PSH=8 ACK=16); payload bytes or a view."""
+        """One TCP segment (flags: FIN=1 SYN=2 RST=4 PSH=8 ACK=16, ZERO_WINDOW=256 when its
+        window is 0); payload bytes or a view."""
         key = (src_addr, dst_addr, sport, dport)
         entry = self._table.get(key)
         if entry is None or flags & SYN:
@@ -183,6 +185,8 @@ class FlowTable:
                 else:
                     rs[side].segment(packet_no, ts_ns, seq, flags, payload)
             else:
+                if flags & ZERO_WINDOW:
+                    Reassembler.event(flow.conn.zero_windows, packet_no)
                 flow.handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
         else:
             if flow in self._quiet:

@@ -26,6 +26,9 @@ MASK = 0xFFFFFFFF
 HALF = 1 << 31
 WRAP = 1 << 32
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+# not a TCP flag: the capture readers add it to the flags of a segment advertising a zero window
+# (what tshark calls tcp.analysis.zero_window unless SYN, FIN or RST is set)
+ZERO_WINDOW = 0x100
 
 # An ack further ahead of the data seen than this is not evidence of loss (bogus or stale).
 ACK_HORIZON = 1 << 30
@@ -109,11 +112,11 @@ class Reassembler:
             if end <= nxt:
                 if not (n == 1 and off == nxt - 1):  # a keep-alive probe's byte is junk
                     self._compare_delivered(off, payload, pkt)
-                    self._event(self.retransmits, pkt)
+                    self.event(self.retransmits, pkt)
             else:
                 if off < nxt:
                     self._compare_delivered(off, payload, pkt)
-                    self._event(self.retransmits, pkt)
+                    self.event(self.retransmits, pkt)
                     payload = payload[nxt - off:]
                     off = nxt
                 if off == nxt and not self.held:
@@ -287,7 +290,8 @@ class Reassembler:
         self._drain()
 
     @staticmethod
-    def _event(events, pkt):
+    def event(events, pkt):
+        """Note packet `pkt` in a Connection's list of TCP events (bounded)."""
         if len(events) < MAX_TCP_EVENTS:
             events.append(pkt)
 

@@ -103,12 +103,12 @@ class Connection:
         self.seq[1] += 1
         self._pkt(ts + ack_after, 0, "A", b"")
 
-    def _pkt(self, ts, side, flags, payload, seq=None):
+    def _pkt(self, ts, side, flags, payload, seq=None, window=8192):
         from scapy.layers.inet import IP, TCP
         from scapy.layers.l2 import Ether
         src, sport, dst, dport = self.ends[side]
         p = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=src, dst=dst)
-             / TCP(sport=sport, dport=dport, flags=flags,
+             / TCP(sport=sport, dport=dport, flags=flags, window=window,
                    seq=self.seq[side] if seq is None else seq,
                    ack=self.seq[1 - side] if "A" in flags else 0) / payload)
         self.cap.add(ts, bytes(p))
@@ -129,6 +129,10 @@ class Connection:
         """The data segment `index` (in sending order) sent again at `ts`: a retransmission."""
         side, seq, chunk = self.sent[index]
         self._pkt(ts, side, "PA", chunk, seq=seq)
+
+    def zero_window(self, ts, side):
+        """An ACK alone from `side` advertising a zero window (its receive buffer is full)."""
+        self._pkt(ts, side, "A", b"", window=0)
 
     def request(self, times, data, drop=()):
         self.send(0, times if isinstance(times, (list, tuple)) else [times], data, drop)

@@ -22,6 +22,7 @@ def _capture(path):
     # the response's first byte at 20 ms, its last at 25 ms
     c.request([ms(10), ms(11), ms(12)], request_bytes(METADATA, 1, 1, b"\x00" * 60))
     c.resend(ms(16), index=1)
+    c.zero_window(ms(12) + 500_000, side=1)   # the broker's buffer full, the request all in
     c.response([ms(20), ms(21), ms(25)], response_bytes(1, b"\x00" * 90))
     # a second exchange, its response's middle segment never captured (a hole)
     c.request([ms(30)], request_bytes(METADATA, 1, 2, b"\x00" * 10))
@@ -50,9 +51,9 @@ def test_each_part_by_hand(capture, level):
     assert first["latency_ms"] == pytest.approx(8.0)
     assert first["broker_ms"] == pytest.approx(6.0)      # 8 ms less the 2 ms trip to the broker
     assert first["response_transfer_ms"] == pytest.approx(5.0)
-    assert first["retransmits"] == 1 and first["tcp_gaps"] == 0
+    assert first["retransmits"] == 1 and first["tcp_gaps"] == 0 and first["zero_windows"] == 1
     second = ex[ex["correlation_id"] == 2].iloc[0]
-    assert second["tcp_gaps"] == 1 and second["retransmits"] == 0
+    assert second["tcp_gaps"] == 1 and second["retransmits"] == 0 and second["zero_windows"] == 0
     third = ex[ex["correlation_id"] == 3].iloc[0]
     assert third["tcp_gaps"] == 0 and third["retransmits"] == 0
     blind = ex[ex["correlation_id"] == 9].iloc[0]   # no handshake: no round trip, no broker time
@@ -66,6 +67,7 @@ def test_where_the_time_goes(capture):
     assert list(by_api["api_name"]) == ["Metadata"]
     row = by_api.iloc[0]
     assert row["exchanges"] == 4 and row["retransmits"] == 1 and row["tcp_gaps"] == 1
+    assert row["zero_windows"] == 1
     by_broker = where_time_goes(t.exchanges, "broker")
     assert list(by_broker["broker"]) == ["10.0.0.2:9092"]
     with pytest.raises(ValueError):
@@ -74,25 +76,27 @@ def test_where_the_time_goes(capture):
 
 def _tshark(capture):
     """Per connection (its two ports, sorted): tshark's initial RTT in ms, and how many packets
-    it marks as retransmissions and as following a segment not captured."""
+    it marks as retransmissions, as following a segment not captured and as zero windows."""
     out = subprocess.run(
         ["tshark", "-r", str(capture), "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport",
          "-e", "tcp.analysis.initial_rtt", "-e", "tcp.analysis.retransmission",
-         "-e", "tcp.analysis.lost_segment", "-E", "occurrence=f"],
+         "-e", "tcp.analysis.lost_segment", "-e", "tcp.analysis.zero_window",
+         "-E", "occurrence=f"],
         capture_output=True, text=True, timeout=120, check=True).stdout
-    rtt, retrans, lost = {}, {}, {}
+    rtt, retrans, lost, zero = {}, {}, {}, {}
     for line in out.splitlines():
-        sport, dport, initial, re_, gap = (line.split("\t") + [""] * 5)[:5]
+        sport, dport, initial, re_, gap, zw = (line.split("\t") + [""] * 6)[:6]
         key = tuple(sorted((int(sport), int(dport))))
         if initial:
             rtt[key] = float(initial) * 1e3
         retrans[key] = retrans.get(key, 0) + bool(re_)
         lost[key] = lost.get(key, 0) + bool(gap)
-    return rtt, retrans, lost
+        zero[key] = zero.get(key, 0) + bool(zw)
+    return rtt, retrans, lost, zero
 
 
 def _compare_with_tshark(path, port=9092):
-    rtt, retrans, lost = _tshark(path)
+    rtt, retrans, lost, zero = _tshark(path)
     t = analysis.load(path, port=port)
     ex = t.exchanges
     for cid, cport, bport in zip(t.connections["connection_id"], t.connections["client_port"],
@@ -106,28 +110,30 @@ def _compare_with_tshark(path, port=9092):
             assert len(got) == 0, key
         assert mine["retransmits"].sum() == retrans.get(key, 0), key
         assert mine["tcp_gaps"].sum() == lost.get(key, 0), key
-    return rtt, retrans, lost
+        assert mine["zero_windows"].sum() == zero.get(key, 0), key
+    return rtt, retrans, lost, zero
 
 
 def test_against_tsharks_tcp_analysis(capture):
-    """tshark's initial RTT (SYN to the handshake's ACK) and its retransmission and lost-segment
-    marks, per connection, against ours."""
+    """tshark's initial RTT (SYN to the handshake's ACK) and its retransmission, lost-segment
+    and zero-window marks, per connection, against ours."""
     require_tool("tshark")
-    rtt, retrans, lost = _compare_with_tshark(capture)
+    rtt, retrans, lost, zero = _compare_with_tshark(capture)
     assert len(rtt) == 1 and sum(retrans.values()) == 1 and sum(lost.values()) == 1
+    assert sum(zero.values()) == 1
 
 
 def test_real_capture_round_trips_against_tshark():
     require_tool("tshark")
     path = require_path(CAPTURES / "librdkafka_produce_consume.pcap")
-    rtt, _, _ = _compare_with_tshark(path)
+    rtt, _, _, _ = _compare_with_tshark(path)
     assert len(rtt) >= 10   # every connection's handshake was captured
 
 
 def test_port_auto_gives_the_same_anatomy(capture):
     """With --port auto a flow is recognised at its first data, after the handshake: its times
     are kept all the same."""
-    cols = ["rtt_ms", "broker_rtt_ms", "broker_ms", "retransmits", "tcp_gaps"]
+    cols = ["rtt_ms", "broker_rtt_ms", "broker_ms", "retransmits", "tcp_gaps", "zero_windows"]
     by_port = analysis.load(capture).exchanges.sort_values("exchange")[cols]
     auto = analysis.load(capture, port="auto").exchanges.sort_values("exchange")[cols]
     pd.testing.assert_frame_equal(by_port.reset_index(drop=True), auto.reset_index(drop=True))

@@ -1,14 +1,16 @@
-"""The project's real captures (captures/): every packet's TCP fields and payload equal tshark's."""
+"""The project's real captures (captures/): every packet's TCP fields and payload equal tshark's
+(a zero window is ZERO_WINDOW in our flags)."""
 import subprocess
 
 import pytest
 
 from dissector.capture import format_addr, read_packets, tcp_segment
+from dissector.tcp.reassembly import ZERO_WINDOW
 from tests.support import CAPTURES, require_tool
 
 FILES = sorted(p for p in CAPTURES.glob("*") if p.suffix in (".pcap", ".pcapng", ".gz"))
 FIELDS = ["frame.time_epoch", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst", "tcp.srcport", "tcp.dstport",
-          "tcp.seq_raw", "tcp.ack_raw", "tcp.flags", "tcp.payload"]
+          "tcp.seq_raw", "tcp.ack_raw", "tcp.flags", "tcp.window_size_value", "tcp.payload"]
 
 
 def _tshark_rows(path):
@@ -19,12 +21,15 @@ def _tshark_rows(path):
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=300).stdout
     rows = []
     for line in out.splitlines():
-        ts, src4, src6, dst4, dst6, sport, dport, seq, ack, flags, payload = line.split("\t")
+        ts, src4, src6, dst4, dst6, sport, dport, seq, ack, flags, window, payload = \
+            line.split("\t")
         sec, _, frac = ts.partition(".")
         if not sport:
             rows.append((int(sec) * 10**9 + int(frac.ljust(9, "0")[:9]), None))
             continue
         flags = int(flags, 16) & 0xFF  # tshark adds the NS/reserved bits; we keep the classic 8
+        if int(window) == 0:
+            flags |= ZERO_WINDOW
         rows.append((int(sec) * 10**9 + int(frac.ljust(9, "0")[:9]),
                      (src4 or src6, dst4 or dst6, int(sport), int(dport), int(seq), int(ack), flags,
                       bytes.fromhex(payload.replace(":", "")))))

@@ -107,7 +107,8 @@ class Flows:
 
 
 def frame(key, seq, ack, flags, payload, damage):
-    tcp = struct.pack("!II", seq, ack) + bytes([0x50, flags]) + b"\0" * 6
+    # window 0x0400: a damaged byte 48 (its high byte) of 0 makes it a zero window
+    tcp = struct.pack("!II", seq, ack) + bytes([0x50, flags]) + b"\x04" + b"\0" * 5
     total = 40 + len(payload)
     ip = struct.pack("!BBHHHBBH", 0x45, 0, total, 1, 0, 64, 6, 0) + key[:8]
     data = bytearray(b"\2" * 12 + b"\x08\x00" + ip + key[8:] + tcp + payload)
