@@ -17,7 +17,7 @@
 
 /* as tcp/reassembly.py and tcp/flows.py */
 #define ACK 0x10
-#define PLAIN 0x17              /* SYN | FIN | RST | ACK */
+#define PLAIN 0x117             /* SYN | FIN | RST | ZERO_WINDOW | ACK */
 #define ACK_HORIZON (1u << 30)
 /* as framing.py */
 #define IDLE 0
