@@ -178,7 +178,8 @@ logs each record's send time, the offset the broker acknowledged and when the ac
 arrived; two kafka-python consumers of one group log each record's receive time and, through a
 rebalance listener, when their partitions were revoked and assigned (generation, member id,
 partitions). The second consumer joins the group and later leaves it, forcing two rebalances.
-All times are the capturing machine's clock, the one tcpdump stamps packets with.
+A librdkafka consumer in a group of its own receives every record too. All times are the
+capturing machine's clock, the one tcpdump stamps packets with.
 `lab/ground_truth.log.json` holds that log; `tests/integration/test_ground_truth_lab.py` checks
 the deliveries and rebalances tables against it (and makes a fresh lab the same way).
 """
@@ -190,7 +191,8 @@ def _lab_lines(made, folder):
     size = (folder / "ground_truth.pcap").stat().st_size
     return "\n".join([
         f"- made {made['made_utc']} with `{made['command']}`; broker {made['broker']} on port "
-        f"{made['broker_port']} (use `--port {made['broker_port']}`); clients {made['client']}",
+        f"{made['broker_port']} (use `--port {made['broker_port']}`); clients "
+        f"{'; '.join(made['clients'])}",
         f"- {made['tcpdump']['packets']} packets ({size} bytes), {made['tcpdump']['dropped']} "
         f"dropped",
         f"- {len(log['sent'])} records acknowledged, {len(log['received'])} received; "

@@ -5,6 +5,7 @@ acknowledged and the time the acknowledgement reached it; kafka-python consumers
 each record's receive time (when `poll` handed it over) and, through a rebalance listener, when
 their partitions were revoked and assigned, with the generation and member id the coordinator gave.
 A second consumer joins the group and later leaves it (close: LeaveGroup), forcing two rebalances.
+A librdkafka consumer in a group of its own receives every record too (Fetch v16, by topic id).
 
 All times are `time.time()` on the capturing machine: the clock tcpdump stamps packets with. The
 lab needs no decoder of this project; tests compare the dissector's tables against its log.
@@ -29,8 +30,10 @@ Step = namedtuple("Step", "client_id kind ts")
 
 _KINDS = {"sent": Sent, "received": Received, "rebalances": Rebalance, "steps": Step}
 
-TOPIC, GROUP = "lab", "lab-group"
+TOPIC, GROUP, AUDIT_GROUP = "lab", "lab-group", "lab-audit"
 PRODUCER, FIRST, SECOND = "lab-producer", "lab-consumer-1", "lab-consumer-2"
+AUDIT = "lab-audit-consumer"   # librdkafka, its own group: every record a second time
+GROUPS = {FIRST: GROUP, SECOND: GROUP, AUDIT: AUDIT_GROUP}
 CONSUMER_CONFIG = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, fetch_max_wait_ms=100,
                        auto_offset_reset="earliest", max_poll_records=50)
 
@@ -116,6 +119,47 @@ class _Consumer(threading.Thread):
         return ok
 
 
+class _Audit(threading.Thread):
+    """A librdkafka consumer in a group of its own (Fetch by topic id), polling until stopped."""
+
+    def __init__(self, bootstrap, log, deadline):
+        super().__init__(daemon=True, name=AUDIT)
+        self.bootstrap, self.log, self.deadline = bootstrap, log, deadline
+        self.stop = threading.Event()
+        self.error = None
+
+    def run(self):
+        import confluent_kafka
+        c = None
+        try:
+            c = confluent_kafka.Consumer({
+                "bootstrap.servers": self.bootstrap, "client.id": AUDIT,
+                "group.id": AUDIT_GROUP, "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
+                "fetch.wait.max.ms": 100})
+            self.log.add("steps", Step(AUDIT, "subscribe", time.time()))
+            c.subscribe([TOPIC])
+            while not self.stop.is_set() and time.monotonic() < self.deadline:
+                m = c.poll(0.05)
+                if m is not None and m.error() is None:
+                    self.log.add("received", Received(AUDIT, m.topic(), m.partition(),
+                                                      m.offset(), time.time()))
+        except Exception as exc:  # part of the record; the test reports it
+            self.error = exc
+        finally:
+            if c is not None:
+                self.log.add("steps", Step(AUDIT, "close", time.time()))
+                c.close()
+
+    def wait_for(self, count, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.is_alive():
+            if sum(r.client_id == AUDIT for r in self.log.received) >= count:
+                return True
+            time.sleep(0.05)
+        return False
+
+
 def _names(tps):
     return sorted(f"{tp.topic}:{tp.partition}" for tp in tps)
 
@@ -139,8 +183,9 @@ def _produce_batches(producer, log, batches, size, gap, seed):
 
 
 def run(bootstrap, batches=3, size=4, gap=0.15, timeout=90.0):
-    """The lab: a 2-partition topic; consumer 1 joins; records; consumer 2 joins (rebalance);
-    records; consumer 2 leaves (rebalance); records. Returns the LabLog."""
+    """The lab: a 2-partition topic; consumer 1 joins (and the audit consumer, in its own
+    group); records; consumer 2 joins (rebalance); records; consumer 2 leaves (rebalance);
+    records. Returns the LabLog."""
     import kafka
     from kafka.admin import NewTopic
     log = LabLog()
@@ -154,7 +199,9 @@ def run(bootstrap, batches=3, size=4, gap=0.15, timeout=90.0):
                                    request_timeout_ms=5000)
     first = _Consumer(bootstrap, FIRST, log, deadline)
     second = _Consumer(bootstrap, SECOND, log, deadline)
+    audit = _Audit(bootstrap, log, deadline)
     try:
+        audit.start()
         first.start()
         if not first.wait_assigned(15):
             raise RuntimeError(f"{FIRST} got no assignment: {first.error}")
@@ -168,14 +215,16 @@ def run(bootstrap, batches=3, size=4, gap=0.15, timeout=90.0):
         if not first.wait_assigned(15):
             raise RuntimeError(f"no rebalance after {SECOND} left: {first.error}")
         _produce_batches(producer, log, batches, size, gap, seed=3)
+        if not audit.wait_for(len(log.sent), 15):
+            log.notes.append(f"{AUDIT} did not receive every record")
         time.sleep(0.5)  # let the last records reach the consumer
     finally:
         producer.close(timeout=5)
-        first.stop.set()
-        second.stop.set()
-        first.join(10)
-        second.join(10)
-    for c in (first, second):
+        for c in (first, second, audit):
+            c.stop.set()
+        for c in (first, second, audit):
+            c.join(10)
+    for c in (first, second, audit):
         if c.error is not None:
             log.notes.append(f"{c.client_id}: {type(c.error).__name__}: {c.error}")
     return log
@@ -199,7 +248,8 @@ def make(folder=SHIPPED):
     if cap.dropped or log.notes:
         raise RuntimeError(f"lab not clean: dropped {cap.dropped}, notes {log.notes}")
     out = {"made_utc": made, "command": "python -m tests.lab", "broker": broker.version,
-           "broker_port": broker.port, "client": T.kafka_python_version(),
+           "broker_port": broker.port,
+           "clients": [T.kafka_python_version(), T.librdkafka_version()],
            "tcpdump": {"packets": cap.captured, "dropped": cap.dropped}, "log": log.to_json()}
     (folder / "ground_truth.log.json").write_text(json.dumps(out, indent=1) + "\n")
     return folder

@@ -2,8 +2,9 @@
 write down when they sent, got acknowledged, received, and were revoked and assigned
 (tests/lab.py), and a real tcpdump capture of it all. The deliveries and rebalances tables must
 agree with the clients: the offsets the broker acknowledged, end-to-end latencies inside the
-client-side times, and both rebalances a second consumer forced (joining, then leaving) with
-their trigger, generation, members, assignments and a duration the clients saw. ~20 s (tansu holds
+client-side times (for each of two consumer groups: kafka-python's and librdkafka's), and both
+rebalances a second consumer forced (joining, then leaving) with their trigger, generation,
+members, assignments and a duration the clients saw. ~20 s (tansu holds
 a rebalance's JoinGroup for half the session timeout: 3 s). The same checks run on a lab capture
 shipped in captures/lab/ (fixed bytes: a regression there is no broker's mood).
 
@@ -77,7 +78,9 @@ def _check_the_clients_did_their_part(log):
     assert not log.notes
     acked = {(s.topic, s.partition, s.offset) for s in log.sent}
     assert len(acked) == len(log.sent) == 36
-    assert acked <= {(r.topic, r.partition, r.offset) for r in log.received}
+    for group in (L.GROUP, L.AUDIT_GROUP):
+        assert acked <= {(r.topic, r.partition, r.offset) for r in log.received
+                         if L.GROUPS[r.client_id] == group}, group
     assigned = {(r.client_id, r.generation) for r in log.rebalances if r.kind == "assigned"}
     assert {g for _, g in assigned} == {0, 1, 2}, assigned
 
@@ -86,26 +89,30 @@ def _check_offsets_are_the_acknowledged_ones(log, t):
     d = t.deliveries
     ours = set(zip(d["topic"], d["partition"], d["offset"], d["producer_client_id"]))
     assert ours == {(s.topic, s.partition, s.offset, L.PRODUCER) for s in log.sent}
-    assert not d.duplicated(["topic", "partition", "offset"]).any()  # one group: one row each
+    # one row per record and group
+    assert not d.duplicated(["topic", "partition", "offset", "consumer_group"]).any()
 
 
 def _check_latencies_fall_between_the_client_side_times(log, t):
-    d = {(r.topic, r.partition, r.offset): r._asdict() for r in t.deliveries.itertuples()}
-    first = {}
+    d = {(r.consumer_group, r.topic, r.partition, r.offset): r._asdict()
+         for r in t.deliveries.itertuples()}
+    first = {}   # each group's first receive of each record
     for r in sorted(log.received, key=lambda r: r.received_ts):
-        first.setdefault((r.topic, r.partition, r.offset), r)
+        first.setdefault((L.GROUPS[r.client_id], r.topic, r.partition, r.offset), r)
+    assert len(d) == len(first) == 2 * len(log.sent)
     clock = pd.Timedelta(seconds=CLOCK)
-    for s in log.sent:
-        row = d[(s.topic, s.partition, s.offset)]
-        got = first[(s.topic, s.partition, s.offset)]
-        where = f"{s.topic}:{s.partition}@{s.offset}"
+    for (group, *record), got in first.items():
+        s = next(s for s in log.sent if [s.topic, s.partition, s.offset] == record)
+        row = d[(group, *record)]
+        where = f"{group} {s.topic}:{s.partition}@{s.offset}"
         # producer send <= our Produce request <= our acknowledgement <= the producer's ack
         assert _ts(s.sent_ts) - clock <= row["produce_request_ts"] <= row["ack_ts"], where
         assert row["ack_ts"] <= _ts(s.acked_ts) + clock, where
-        # our first delivery: after the Produce request, no later than any consumer had it
+        # the group's first delivery: after the Produce request, no later than any of its
+        # consumers had the record, to one of them
         assert row["produce_request_ts"] <= row["delivery_ts"] <= _ts(got.received_ts) + clock, \
             where
-        assert row["consumer_group"] == L.GROUP and row["deliveries"] >= 1, where
+        assert L.GROUPS[row["consumer_client_id"]] == group and row["deliveries"] >= 1, where
         client_ms = (got.received_ts - s.sent_ts) * 1e3
         assert 0 < row["end_to_end_ms"] <= client_ms + 2 * CLOCK * 1e3, where
 
@@ -127,6 +134,9 @@ def _client_windows(log):
 def _check_both_forced_rebalances_as_the_clients_saw_them(log, t):
     from analysis.rebalances import rebalances
     r = rebalances(t)
+    (audit,) = r[r["group_id"] == L.AUDIT_GROUP].itertuples()
+    assert (audit.generation, audit.members, audit.trigger, audit.trigger_client) == \
+        (0, 1, "first join", L.AUDIT)
     r = r[r["group_id"] == L.GROUP].reset_index(drop=True)
     assert list(r["protocol"]) == ["classic"] * 3
     assert list(r["generation"]) == [0, 1, 2]
