@@ -88,11 +88,12 @@ def _parallel(args, dissection, progress, write):
     by a worker and written here in order: (the run, records written, exchanges written), the
     run None when one process is to write the rest (one job, or after dissector.parallel's
     checks stopped the workers)."""
-    from dissector.parallel import Diverged, Plan, jobs_for, run
+    from dissector.parallel import jobs_for
     ports, auto = parse_ports(args.port)
     jobs = jobs_for(args.jobs, args.captures, auto)
     if jobs == 1:
         return None, 0, 0
+    from dissector.parallel import Diverged, Plan, run
     fmt = args.format
     count = [0]
 

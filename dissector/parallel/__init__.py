@@ -14,7 +14,15 @@ another. Where the workers could have differed from one process, `run` raises `D
 (saying how many exchanges were written) and the caller dissects again in one process,
 skipping those. `--port auto` and single-job runs go the single-process way from the start.
 """
-from .driver import Diverged, run
 from .plan import Plan, cores, jobs_for
 
 __all__ = ["Diverged", "Plan", "cores", "jobs_for", "run"]
+
+
+def __getattr__(name):
+    """The driver (and the workers' modules) loaded when a run is parallel: a single-process
+    run asks only how many jobs."""
+    if name in ("Diverged", "run"):
+        from . import driver
+        return getattr(driver, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,9 +9,7 @@ order; the flush's exchanges sort by their connection's id.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
-import queue
 import time
 from heapq import merge
 from itertools import repeat
@@ -22,9 +20,8 @@ from ..budget import BUFFER_BUDGET
 from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_QUIET
 from .part import AT_END
-from .worker import DONE, FAILED, KEYS, NUMBERS, PIECES, STOP, work
-
-POLL_S = 1.0   # how often a silent parent looks whether its workers are alive
+from .pipes import Workers
+from .worker import DONE, FAILED, KEYS, NUMBERS, PIECES, work
 
 
 class Diverged(Exception):
@@ -57,55 +54,37 @@ def run(plan, write, progress=None) -> Result:
     pieces in exchange order (None for an exchange rendered as nothing), `first` the number of
     the chunk's first exchange; `progress(path, bytes)` as dissect()'s. Raises Diverged."""
     before = time.process_time()
-    ctx = multiprocessing.get_context("fork")
-    outbox = ctx.Queue()
-    inboxes = [ctx.Queue() for _ in range(plan.jobs)]
-    procs = [ctx.Process(target=work, args=(w, plan, inboxes[w], outbox), daemon=True)
-             for w in range(plan.jobs)]
-    for p in procs:
-        p.start()
-    parent = _Parent(plan, inboxes, write, progress)
+    workers = Workers()
     try:
+        workers.start(plan.jobs, lambda w, link: work(w, plan, link))
+        started = time.process_time()
+        parent = _Parent(plan, workers, write, progress)
         while len(parent.done) < plan.jobs:
-            try:
-                msg = outbox.get(timeout=POLL_S)
-            except queue.Empty:
-                dead = [p for w, p in enumerate(procs)
-                        if w not in parent.done and not p.is_alive()]
-                if dead:
-                    raise RuntimeError(f"a worker process ended with status {dead[0].exitcode}")
-                continue
-            parent.handle(msg)
-        _note_cpu(before, parent.result.cpu)
+            for msg in workers.messages():
+                parent.handle(msg)
+        _note_cpu(before, started, parent.result.cpu)
         return parent.result
     finally:
-        for box in inboxes:
-            box.put((STOP,))
-        for p in procs:
-            p.join(timeout=2)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        for box in [outbox, *inboxes]:
-            box.close()
-            box.cancel_join_thread()
+        workers.stop()
 
 
-def _note_cpu(before, workers):
-    """For benchmarks/jobs_scaling.py: the CPU seconds of this process before the workers started
-    and in all, and of each worker, as JSON in the file $KAFKA_DISSECT_CPU_NOTE names, if set."""
+def _note_cpu(before, started, workers):
+    """For benchmarks/jobs_scaling.py: the CPU seconds of this process when the parallel run
+    began, once the workers were started and in all, and of each worker, as JSON in the file
+    $KAFKA_DISSECT_CPU_NOTE names, if set."""
     path = os.environ.get("KAFKA_DISSECT_CPU_NOTE")
     if path:
         import json
         with open(path, "w") as f:
-            json.dump({"parent_before": before, "parent": time.process_time(),
+            json.dump({"parent_before": before, "parent_started": started,
+                       "parent": time.process_time(),
                        "workers": [workers[w] for w in sorted(workers)]}, f)
 
 
 class _Parent:
-    def __init__(self, plan, inboxes, write, progress):
+    def __init__(self, plan, workers, write, progress):
         self.jobs = plan.jobs
-        self.inboxes = inboxes
+        self.workers = workers
         self.write = write
         self.progress = progress
         self.result = Result()
@@ -123,8 +102,10 @@ class _Parent:
 
     def handle(self, msg):
         kind, w = msg[0], msg[1]
-        if kind == FAILED:
-            raise RuntimeError(f"worker {w} failed:\n{msg[2]}")
+        if kind == FAILED:   # its traceback shown with --debug
+            exc = RuntimeError(f"worker {w} failed: {msg[2]}")
+            exc.add_note(msg[3])
+            raise exc
         if kind == KEYS:
             self.keys.setdefault(msg[2], {})[w] = msg
             while len(self.keys.get(self.to_number, ())) == self.jobs:
@@ -137,6 +118,7 @@ class _Parent:
                 self.to_write += 1
         elif kind == DONE:
             self.done.add(w)
+            self.workers.finished(w)
             self.result.cpu[w] = msg[5]
             self.result.tls.undecrypted += msg[6]
             if msg[7] is not None:
@@ -192,7 +174,7 @@ class _Parent:
         self.places[chunk] = (first, n, positions)
         self.exchanges += n
         for w in range(self.jobs):
-            self.inboxes[w].put((NUMBERS, chunk, [at + first for at in positions[w]], gids[w]))
+            self.workers.put(w, (NUMBERS, chunk, [at + first for at in positions[w]], gids[w]))
         path, nbytes = msgs[0][11], msgs[0][12]
         if self.progress is not None and path is not None:
             self.progress(path, nbytes)

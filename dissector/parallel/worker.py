@@ -12,9 +12,7 @@ connections by their local ids.
 """
 from __future__ import annotations
 
-import queue
 import time
-import traceback
 
 from ..capture.errors import CaptureError
 from ..capture.fast import scan
@@ -22,17 +20,19 @@ from ..model import ERROR, Issue
 from .part import AT_END, Part
 
 STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between its reports
-KEYS, NUMBERS, PIECES, DONE, FAILED, STOP = "keys", "numbers", "pieces", "done", "failed", "stop"
+KEYS, NUMBERS, PIECES, DONE, FAILED = "keys", "numbers", "pieces", "done", "failed"
 
 
-def work(me, plan, inbox, outbox):
-    """The process body (forked: plan and its render function are inherited, not pickled)."""
+def work(me, plan, link):
+    """The process body (forked: plan and its render function are inherited, not pickled);
+    `link` is its pipes.Link to the parent."""
     try:
-        _Worker(me, plan, inbox, outbox).run()
+        _Worker(me, plan, link).run()
     except _Stopped:
         pass
-    except BaseException:   # the parent reports it and stops the others
-        outbox.put((FAILED, me, traceback.format_exc()))
+    except BaseException as exc:   # the parent reports it and stops the others
+        import traceback
+        link.put((FAILED, me, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
 
 
 class _Stopped(Exception):
@@ -40,11 +40,10 @@ class _Stopped(Exception):
 
 
 class _Worker:
-    def __init__(self, me, plan, inbox, outbox):
+    def __init__(self, me, plan, link):
         self.me = me
         self.plan = plan
-        self.inbox = inbox
-        self.outbox = outbox
+        self.link = link
         self.d = Part(plan.owns(me), me, plan.ports, auto=plan.auto, level=plan.level,
                       max_frame=plan.max_frame, keep_bodies=plan.keep_bodies, keylog=plan.keylog)
         self.render = plan.render()
@@ -75,7 +74,7 @@ class _Worker:
         issues = connections = None
         if self.plan.tables:
             issues, connections = self.capture_level()
-        self.outbox.put((DONE, self.me, self.errors, d.packets, d.bytes, time.process_time(),
+        self.link.put((DONE, self.me, self.errors, d.packets, d.bytes, time.process_time(),
                          d.tls.undecrypted, issues, connections))
 
     def capture_level(self):
@@ -107,7 +106,7 @@ class _Worker:
         if misses:
             names.misses = []
         ends = [ex.connection.connection_id for ex in exchanges] if d.ending else None
-        self.outbox.put((KEYS, self.me, self.chunk, d.packets, emitted, ends,
+        self.link.put((KEYS, self.me, self.chunk, d.packets, emitted, ends,
                          [(c.connection_id, at) for c, at in opened], learned, misses,
                          d.budget.peak, d.flows_made, path, d.bytes, d.tls._crypto_noted))
         d.budget.peak = d.budget.used
@@ -118,16 +117,15 @@ class _Worker:
     def serve(self, block):
         """Render the chunks the parent has numbered (block: wait for one)."""
         while True:
-            try:
-                msg = self.inbox.get() if block else self.inbox.get_nowait()
-            except queue.Empty:
+            msg = self.link.get(block)
+            if msg is None:
+                if block:   # the parent stopped
+                    raise _Stopped
                 return
-            if msg[0] == STOP:
-                raise _Stopped
             _, chunk, indices, gids = msg
             exchanges, opened = self.held.pop(chunk)
             self.gid.update(zip(opened, gids))
-            self.outbox.put((PIECES, self.me, chunk, self.numbered(exchanges, indices)))
+            self.link.put((PIECES, self.me, chunk, self.numbered(exchanges, indices)))
             if block:
                 return
 

@@ -1,0 +1,176 @@
+"""The parent and its workers talk over two pipes per worker: pickled messages, each after its
+length. Plain pipes and os.fork rather than multiprocessing, whose import, queues and feeder
+threads cost the start of every run (before the workers start, where it adds to the wall time)
+and a thread switch per message.
+
+A worker writes blocking (the parent always reads); the parent never blocks on a write: what a
+worker has not read yet waits in the parent's buffer and goes out when its pipe has room, so a
+worker blocked writing to a parent blocked writing to it cannot happen.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import time
+
+_LEN = struct.Struct("<Q")
+_READ = 1 << 20
+
+
+def _frame(msg) -> bytes:
+    data = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+    return _LEN.pack(len(data)) + data
+
+
+class _Frames:
+    """Bytes read from a pipe -> the complete messages among them."""
+
+    def __init__(self):
+        self.buf = bytearray()
+
+    def take(self):
+        """The complete messages buffered, oldest first."""
+        buf, msgs, at = self.buf, [], 0
+        while len(buf) - at >= 8:
+            size = _LEN.unpack_from(buf, at)[0]
+            if len(buf) - at - 8 < size:
+                break
+            msgs.append(pickle.loads(memoryview(buf)[at + 8:at + 8 + size]))
+            at += 8 + size
+        del buf[:at]
+        return msgs
+
+
+class Link:
+    """A worker's end: put() a message to the parent, get() the next from it (None: the parent
+    is gone or said nothing yet, with block=False)."""
+
+    def __init__(self, up, down):
+        self.up, self.down = up, down
+        self.frames = _Frames()
+        self.ready = []
+        os.set_blocking(down, False)
+
+    def put(self, msg):
+        view = memoryview(_frame(msg))
+        while view:
+            view = view[os.write(self.up, view):]
+
+    def get(self, block=True):
+        while not self.ready:
+            try:
+                data = os.read(self.down, _READ)
+            except BlockingIOError:
+                if not block:
+                    return None
+                select.select([self.down], [], [])
+                continue
+            if not data:   # the parent closed its end
+                return None
+            self.frames.buf += data
+            self.ready = self.frames.take()
+        return self.ready.pop(0)
+
+
+class Workers:
+    """The parent's end: `start(n, body)` forks n workers running body(w, Link) (then exiting);
+    `put(w, msg)` queues a message for worker w; `messages(timeout)` waits until a worker says
+    something (or the timeout passes) and returns what they said, writing queued messages
+    meanwhile. A worker whose pipe closes before it said it was done is an error."""
+
+    def __init__(self):
+        self.pids = []
+        self.ups, self.downs = [], []
+        self.frames, self.out = [], []
+        self.done = set()
+
+    def start(self, n, body):
+        for w in range(n):
+            up_r, up_w = os.pipe()
+            down_r, down_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:   # the worker: its two ends only, and no return into the parent's code
+                status = 1
+                try:
+                    os.close(up_r)
+                    os.close(down_w)
+                    for fd in (*self.ups, *self.downs):
+                        os.close(fd)
+                    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                    body(w, Link(up_w, down_r))
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(up_w)
+            os.close(down_r)
+            os.set_blocking(down_w, False)
+            self.pids.append(pid)
+            self.ups.append(up_r)
+            self.downs.append(down_w)
+            self.frames.append(_Frames())
+            self.out.append(bytearray())
+
+    def put(self, w, msg):
+        self.out[w] += _frame(msg)
+        self._send(w)
+
+    def _send(self, w):
+        out = self.out[w]
+        if out:
+            try:
+                del out[:os.write(self.downs[w], out)]
+            except BlockingIOError:
+                pass
+            except BrokenPipeError:   # it ended: its pipe up says how
+                out.clear()
+
+    def finished(self, w):
+        """Worker w has said all it will."""
+        self.done.add(w)
+
+    def messages(self, timeout=None):
+        reading = [fd for w, fd in enumerate(self.ups) if w not in self.done]
+        writing = [fd for w, fd in enumerate(self.downs) if self.out[w]]
+        readable, writable, _ = select.select(reading, writing, [], timeout)
+        for fd in writable:
+            self._send(self.downs.index(fd))
+        msgs = []
+        for fd in readable:
+            w = self.ups.index(fd)
+            data = os.read(fd, _READ)
+            if not data:
+                raise RuntimeError(f"a worker process ended with status {self._status(w)}")
+            frames = self.frames[w]
+            frames.buf += data
+            msgs.extend(frames.take())
+        return msgs
+
+    def _status(self, w):
+        try:
+            _, status = os.waitpid(self.pids[w], 0)
+        except ChildProcessError:
+            return None
+        self.pids[w] = None
+        return os.waitstatus_to_exitcode(status)
+
+    def stop(self, grace=2.0):
+        """Close the pipes and reap the workers: those that said they were done get `grace`
+        seconds to exit, the others (the run failed) are killed."""
+        for fd in (*self.ups, *self.downs):
+            os.close(fd)
+        self.ups = self.downs = []
+        deadline = time.monotonic() + grace
+        for w, pid in enumerate(self.pids):
+            if pid is None:
+                continue
+            if w not in self.done:
+                os.kill(pid, signal.SIGKILL)
+            while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.001)
