@@ -15,10 +15,14 @@ the next offset where the size is within bounds and the session finds a plausibl
 confirmed by the frames that follow it (possible sizes chained from it, and a plausible header at
 one of them) before anything is emitted: a wrong guess would swallow real frames. It is taken
 unconfirmed when the stream ends or breaks, when the other side speaks (`settle`: a client waits
-for the answer before it sends more), or after CONFIRM_LIMIT bytes with nothing better. The first
-frames after a resync are checked again as the session then sees them (a response's correlation
-id must still be in flight); one that fails shows the guess was wrong and the scan resumes. A hole
-inside a frame whose size is known needs no scan: the next frame starts where that one ends.
+for the answer before it sends more), or after CONFIRM_LIMIT bytes with nothing better. When the
+responses the other side's bytes start can be read (`answers`), they choose among a request
+stream's candidates: the one they answer is taken, even past earlier ones (a false header in a
+request's leftover bytes may span the real request after it, whose answer shows which is right),
+and none while they answer none (they answer requests from before the resync). The first frames
+after a resync are checked again as the session then sees them (a response's correlation id must
+still be in flight); one that fails shows the guess was wrong and the scan resumes. A hole inside
+a frame whose size is known needs no scan: the next frame starts where that one ends.
 
 Bytes are never invented: a frame cut by a hole or by the end of the stream is handed on with the
 bytes that were seen (so `len(frame.data) < frame.length - 4`) plus a `kafka.truncated_frame` issue,
@@ -46,10 +50,13 @@ MAX_FRAME = 100 << 20
 CONFIRM_LIMIT = 1 << 20   # bytes a resync candidate may hold back the stream while unconfirmed
 PROBATION = 4             # frames checked with sink.plausible after a resync (the first is its own)
 CHAIN = 16                # frames followed past a resync candidate to confirm it
+ANSWERS = 16              # response headers read ahead in the other direction (Framer.answers)
 HEAD = 64 << 10           # bytes of a given-up frame handed on (its header, for pairing)
 
 _size_at = struct.Struct(">i").unpack_from
 _request_head = struct.Struct(">hhi").unpack_from
+_response_head = struct.Struct(">ii").unpack_from
+_corr_at = struct.Struct(">i").unpack_from
 
 # A frame larger than this that spans segments is followed only if it starts like a Kafka message
 # (see _looks_right): a garbage size under max_frame would otherwise swallow the rest of the
@@ -161,11 +168,36 @@ class Framer:
         if self._state == _IDLE and self.offset == 0:
             self._lose_sync(NOTE, 0)
 
-    def settle(self):
-        """The other side sent data: take a complete resync candidate without confirmation."""
+    def settle(self, answers=None):
+        """The other side sent data: take a complete resync candidate without confirmation.
+        `answers`: the correlation ids of the responses those data start (see `answers`), when
+        known: a candidate they answer is taken, and none while they answer none of them."""
         if self.waiting:
-            self._search(_SETTLE)
+            self._search(_SETTLE, answers)
             self._run_replay()
+
+    def answers(self, data):
+        """The correlation ids of the responses that start in `data`, the next bytes of this
+        stream, when where they start is known: from a frame boundary, past the rest of the
+        frame in progress, or (out of sync) when their sizes cover `data` exactly, as a broker's
+        answer after a pause does; else None. For the peer's settle."""
+        state = self._state
+        if self.direction == 0 or state == _PREFIX or state == _DONE:
+            return None
+        pos = self._room if state == _BODY else self._skip if state == _SKIP else 0
+        n = len(data)
+        ids = []
+        while pos + 8 <= n and len(ids) < ANSWERS:
+            size, corr = _response_head(data, pos)
+            if not 4 <= size <= self.max_frame:
+                return None
+            ids.append(corr)
+            pos += 4 + size
+        if pos < n and (state == _SYNC or pos + 8 > n):
+            return None   # not the whole of data (out of sync), or a header not yet in view
+        if state == _SYNC and not ids:
+            return None
+        return ids
 
     def gap(self, nbytes, packet_no, exact=True):
         """`nbytes` of the stream at the current offset are missing and will not come; with
@@ -394,11 +426,11 @@ class Framer:
 
     # -- resynchronisation -----------------------------------------------------------------------
 
-    def _search(self, mode):
+    def _search(self, mode, answers=None):
         """Scan the bytes kept in _SYNC for a frame start; resume, wait, or drop what is ruled out."""
         pieces = self._sbuf
         buf = pieces[0][0] if len(pieces) == 1 else b"".join([p[0] for p in pieces])
-        found, wait = self._find(buf, mode)
+        found, wait = self._find(buf, mode, answers)
         if found >= 0:
             self._skipped += found
             rest = cut_front(pieces, found)
@@ -413,16 +445,19 @@ class Framer:
         self._sneed = self._sneed - drop if wait >= 0 else 0
         self.waiting = wait >= 0
 
-    def _find(self, buf, mode):
+    def _find(self, buf, mode, answers=None):
         """(offset of the frame start to resume at, -1), or (-1, offset of the candidate to wait
-        for, with _sneed set to the length that will confirm or refute it), or (-1, -1)."""
+        for, with _sneed set to the length that will confirm or refute it), or (-1, -1).
+        _SETTLE takes the first complete candidate; given `answers` (the correlation ids the
+        other side's responses carry), the first complete one they answer, or waits on as
+        _SCAN does when they answer none (they answer requests from before the resync)."""
         d = self.direction
         w = _WINDOW[d]
         end = len(buf)
         lo = _MIN_SIZE[d]
         maxf = self.max_frame
         plausible = self.sink.plausible
-        wait = complete = -1
+        wait = complete = answered = -1
         wait_need = 0
         for m in _candidates(maxf, d).finditer(buf, 0, max(end - w + 1, 0)):
             p = m.start()
@@ -445,11 +480,16 @@ class Framer:
                 return p, -1  # a long run of possible sizes: as good as a header
             if q + 4 <= end:
                 continue  # refuted by an impossible size
-            if complete < 0 and p + 4 + size <= end:
-                complete = p
+            if p + 4 + size <= end:   # (a request's correlation id then in view)
+                if complete < 0:
+                    complete = p
+                if answered < 0 and answers and _corr_at(buf, p + 8)[0] in answers:
+                    answered = p
             if wait < 0:
                 wait, wait_need = p, q + w
-        if mode == _SCAN:
+        if answered >= 0:
+            return answered, -1
+        if mode == _SCAN or (mode == _SETTLE and answers is not None):
             if wait >= 0 and end - wait >= CONFIRM_LIMIT:
                 return wait, -1  # held back long enough: nothing better showed up
             wait_need = min(wait_need, wait + CONFIRM_LIMIT)

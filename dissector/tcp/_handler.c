@@ -29,7 +29,7 @@
 static PyObject *Frame, *fill, *frame_buffer, *finished;   /* model.Frame, dissector.framebuf */
 
 #define NAMES(X) X(last_pkt) X(last_ts) X(base) X(next) X(held) X(done) X(fin) X(last_data) \
-    X(waiting) X(settle) X(acked) X(segment) X(framer) X(sink) X(frame) X(connection) \
+    X(waiting) X(settle) X(answers) X(acked) X(segment) X(framer) X(sink) X(frame) X(connection) \
     X(direction) X(max_frame) X(_head) X(budget) X(reserve) X(release) X(offset) X(_room) \
     X(_buf) X(_kept) X(_need) X(_state) X(_start) X(_first_pkt) X(_first_ts) X(_last_pkt) \
     X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn)
@@ -433,8 +433,17 @@ static PyObject *Handler_call(PyObject *self, PyObject *const *args, size_t narg
     if (!PyBytes_CheckExact(payload) && PySet_Add(h->pinned, h->mine) < 0)
         return NULL;
     int waiting = is_true(h->waiting, s_waiting);
-    if (waiting < 0 || (waiting && call_none(PyObject_CallMethodNoArgs(h->waiting, s_settle)) < 0))
+    if (waiting < 0)
         return NULL;
+    if (waiting) {   /* the peer answers: its last frame is complete (rare: after a resync) */
+        PyObject *answers = PyObject_CallMethodObjArgs(h->mine, s_answers, seq_obj, payload, NULL);
+        if (answers == NULL
+                || call_none(PyObject_CallMethodOneArg(h->waiting, s_settle, answers)) < 0) {
+            Py_XDECREF(answers);
+            return NULL;
+        }
+        Py_DECREF(answers);
+    }
     PyObject *mine = h->mine;
     PyObject *base = PyObject_GetAttr(mine, s_base);
     if (base == NULL)

@@ -179,7 +179,8 @@ class FlowTable:
                 if flags & ACK:
                     peer.acked(ack, flags, packet_no)
                 if payload and peer.framer.waiting:
-                    peer.framer.settle()  # the peer answers: its last frame is complete
+                    # the peer answers: its last frame is complete
+                    peer.framer.settle(rs[side].answers(seq, payload))
                 if flags & (RST | FIN):
                     self._ending(flow, side, packet_no, ts_ns, seq, flags, payload)
                 else:
@@ -628,7 +629,8 @@ def py_handler(flow, mine, peer, pinned):
             if payload.__class__ is not bytes:
                 pinned.add(mine)
             if waiting.waiting:
-                waiting.settle()  # the peer answers: its last frame is complete
+                # the peer answers: its last frame is complete
+                waiting.settle(mine.answers(seq, payload))
             base = mine.base
             if base is not None and (seq - base - mine.next) & MASK == 0 and not mine.held \
                     and not mine.done and mine.fin is None:

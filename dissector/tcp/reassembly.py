@@ -136,6 +136,15 @@ class Reassembler:
         elif self.fin is not None and self.next >= self.fin:
             self._end(pkt)
 
+    def answers(self, seq, payload):
+        """The correlation ids of the responses a segment of this direction starts
+        (Framer.answers), when it is the stream's next data or its first, for the peer's waiting
+        framer (Framer.settle); else None."""
+        base = self.base
+        if base is not None and ((seq - base - self.next) & MASK or self.held):
+            return None
+        return self.framer.answers(payload)
+
     def acked(self, ack, flags, pkt):
         """The other side acknowledged everything before sequence number `ack` (in a segment
         with these flags)."""

@@ -109,7 +109,7 @@ class Pair:
             if kind == 0:
                 other = targets[1 - d]
                 if other is not None and other.waiting:
-                    other.settle()
+                    other.settle(t.answers(e[2]))
                 t.feed(e[2], e[3], e[4])
             elif kind == 1:
                 t.midstream()
@@ -209,7 +209,7 @@ class Sniff:
         self.pair.log.append((self.direction, 2, nbytes, pkt))
         self.pair._since[self.direction] = []
 
-    def settle(self):
+    def settle(self, answers=None):
         pass
 
     def finish(self, pkt):

@@ -93,8 +93,8 @@ class TlsStream:
     # per-packet check never finds this one waiting.
     waiting = False
 
-    def settle(self):
-        self.framer.settle()
+    def settle(self, answers=None):
+        self.framer.settle(answers)
 
     def feed(self, data, pkt, ts):
         """Like Framer.feed: returns (bytes the record in progress still lacks, its buffer) when
@@ -395,7 +395,8 @@ class TlsStream:
         self.fed = True
         peer = self.tc.streams[1 - self.direction]
         if peer is not None and peer.framer.waiting:
-            peer.framer.settle()   # this side speaks: the other's resync candidate is complete
+            # this side speaks: the other's resync candidate is complete
+            peer.framer.settle(self.framer.answers(plain))
         feed = self.framer.feed
         log = self.tc.record_log
         if log is not None:

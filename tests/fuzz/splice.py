@@ -1,6 +1,7 @@
-"""Damage one connection of a real capture: rewrite the TCP payload of some of its packets with
-garbage of the same length, keeping every IP and TCP header valid (checksums recomputed by the
-RFC 1071 / RFC 793 rules), and write the capture back with dissector.capture.writer."""
+"""Damage one connection of a real capture: rewrite the TCP payload of some of its packets (with
+garbage of the same length, or other bytes; or cut its front, as a capture that starts inside the
+segment), keeping every IP and TCP header valid (checksums recomputed by the RFC 1071 / RFC 793
+rules), and write the capture back with dissector.capture.writer."""
 from __future__ import annotations
 
 import io
@@ -32,16 +33,32 @@ def tcp_layout(data):
 
 
 def with_payload(data, payload):
-    """The packet with its TCP payload replaced (same length) and both checksums recomputed."""
+    """The packet with its TCP payload replaced (the IPv4 total length follows its length) and
+    both checksums recomputed."""
+    return _rewritten(data, payload, 0)
+
+
+def trim_front(data, n):
+    """The packet without the first n bytes of its TCP payload (its sequence number advanced):
+    as a capture that starts n bytes into the segment sees it."""
     _, _, _, _, start, end = tcp_layout(data)
-    assert len(payload) == end - start
-    b = bytearray(data)
-    b[start:end] = payload
+    return _rewritten(data, data[start + n:end], n)
+
+
+def _rewritten(data, payload, advance):
+    """The packet carrying `payload`, its sequence number advanced by `advance`, checksums and
+    IPv4 total length recomputed."""
+    start = tcp_layout(data)[4]
+    b = bytearray(data[:start]) + payload
     ip = 14
     ihl = (b[ip] & 0x0F) * 4
+    end = len(b)
+    struct.pack_into("!H", b, ip + 2, end - ip)
     struct.pack_into("!H", b, ip + 10, 0)
     struct.pack_into("!H", b, ip + 10, _checksum(bytes(b[ip:ip + ihl])))
     t = ip + ihl
+    seq = struct.unpack_from("!I", b, t + 4)[0]
+    struct.pack_into("!I", b, t + 4, (seq + advance) & 0xFFFFFFFF)
     struct.pack_into("!H", b, t + 16, 0)
     pseudo = bytes(b[ip + 12:ip + 20]) + struct.pack("!BBH", 0, 6, end - t)
     struct.pack_into("!H", b, t + 16, _checksum(pseudo + bytes(b[t:end])))

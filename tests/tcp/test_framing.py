@@ -242,6 +242,72 @@ def test_settle_releases_a_complete_candidate_when_the_peer_speaks():
     assert len(sink.frames) == 2
 
 
+def _false_then_real():
+    """Leftover bytes holding a plausible header (id 99) whose frame runs to the end of the real
+    request (id 5) after it: both are complete resync candidates."""
+    real = request(5, b"r" * 30)
+    head = struct.pack(">hhih", 3, 1, 99, 4) + b"fake" + b"\x00" * 6
+    return b"\x01\x02" + struct.pack(">i", len(head) + len(real)) + head + real, real
+
+
+@pytest.mark.parametrize("answers, taken", [
+    (None, 99),      # nothing known of the answer: the first complete candidate
+    ([5], 5),        # the answer names the real request: it is taken past the false header
+    ([7, 5], 5),     # ... among several responses in the segment
+])
+def test_settle_takes_the_candidate_the_other_side_answers(answers, taken):
+    f, sink = framer()
+    f.midstream()
+    data, real = _false_then_real()
+    f.feed(data, 1, 1)
+    assert f.waiting
+    f.settle(answers)
+    assert [fr.data[4:8] for fr in sink.frames] == [struct.pack(">i", taken)]
+    assert sink.frames[0].data == real[4:] or taken == 99
+
+
+def test_settle_waits_while_the_answers_name_no_candidate():
+    """Responses to requests from before the resync say nothing of the candidates: wait on (a
+    response continued, or one to a request the capture cut), then take the one answered."""
+    f, sink = framer()
+    f.midstream()
+    data, real = _false_then_real()
+    f.feed(data, 1, 1)
+    f.settle([1])
+    f.settle([])
+    assert sink.frames == [] and f.waiting
+    f.settle([5])
+    assert sink.datas(REQUEST) == [real[4:]] and not f.waiting
+    f.finish(2)
+    assert sink.codes() == ["kafka.resync"]
+
+
+def test_settle_without_an_answer_at_the_end_takes_the_first_candidate():
+    f, sink = framer()
+    f.midstream()
+    data, _ = _false_then_real()
+    f.feed(data, 1, 1)
+    f.settle([1])
+    f.finish(2)
+    assert [fr.data[4:8] for fr in sink.frames] == [struct.pack(">i", 99)]
+
+
+def test_answers_reads_the_response_heads_a_segment_starts():
+    f, _ = framer(RESPONSE)
+    two = response(3, b"c" * 10) + response(4)
+    assert f.answers(two) == [3, 4]                     # at a frame boundary
+    assert f.answers(two + b"\x00\x00\x00") is None     # a head not yet in view
+    assert f.answers(b"\xff" * 8) is None                # an impossible size: unknown
+    f.feed(response(1, b"x" * 100)[:50], 1, 1)          # a frame in progress ...
+    assert f.answers(response(1, b"x" * 100)[50:] + response(9)) == [9]   # ... past its rest
+    assert f.answers(b"x" * 20) == []                   # ... or all of it: none starts
+    g, _ = framer(RESPONSE)
+    g.midstream()                                       # out of sync: only an exact cover
+    assert g.answers(two) == [3, 4]
+    assert g.answers(two[:-1]) is None
+    assert framer(REQUEST)[0].answers(two) is None      # requests answer nothing
+
+
 def test_resynced_frames_keep_their_packets():
     f, sink = framer()
     f.midstream()
