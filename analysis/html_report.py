@@ -125,7 +125,7 @@ SECTIONS = (
     ("Records produced", "produce", ("Producer throughput",)),
     ("End-to-end record latency (Produce request to first Fetch delivery)", "deliveries",
      ("End-to-end",)),
-    ("Clients", "clients", ("Clients", "What clients")),
+    ("Clients", "clients", ("Clients", "Client software")),
     ("Cluster", "cluster", ("Brokers", "Cluster misconfiguration", "Partition leader changes",
                             "Coordinators")),
     ("Connections and TLS", None, ("TLS connections", "Connections")),
@@ -137,14 +137,19 @@ def _figures(t, page, width) -> dict:
     rows = rf.api_figures(t.exchanges, width)
     out = {"api": "".join(f"<h3>{html.escape(api)}</h3>{page.figure(fig, time=True)}"
                           for api, fig in rows)}
-    for key, fig, time in (("anatomy", rf.anatomy_figure(t), False),
-                           ("errors", rf.error_figure(t), False),
-                           ("lag", rf.lag_figure(t, width), True),
-                           ("produce", rf.produce_figure(t, width), True),
-                           ("deliveries", rf.delivery_figure(t, width), True),
-                           ("clients", rf.clients_graph(t), False),
-                           ("cluster", rf.leaders_figure(t, width), True)):
-        out[key] = "" if fig is None else page.figure(fig, time)
+    for key, fig, time, heading in (
+            ("anatomy", rf.anatomy_figure(t), False, ""),
+            ("errors", rf.error_figure(t), False, ""),
+            ("lag", rf.lag_figure(t, width), True, ""),
+            ("produce", rf.produce_figure(t, width), True, ""),
+            ("deliveries", rf.delivery_figure(t, width), True, ""),
+            ("clients", rf.clients_graph(t), False, ""),
+            ("clients", rf.topics_graph(t), False,
+             "Producers → topics → consumer groups → consumers (records)"),
+            ("cluster", rf.leaders_figure(t, width), True, "")):
+        if fig is not None:
+            out[key] = out.get(key, "") + (f"<h3>{html.escape(heading)}</h3>" if heading else
+                                           "") + page.figure(fig, time)
     return out
 
 

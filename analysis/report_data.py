@@ -237,3 +237,51 @@ def deliveries(d: pd.DataFrame, ex: pd.DataFrame, width_ms: int) -> dict | None:
                        "y": slow["end_to_end_ms"].astype("float64").to_numpy(na_value=np.nan),
                        "hover": hover},
             "hist_edges": edges, "hist": hist}
+
+
+FLOW_TOPICS = 15    # the topics with the most records in the clients graph
+FLOW_LINKS = 40     # and at most this many links of each kind (the heaviest)
+NO_CLIENT_ID = "(no client id)"
+
+
+def client_flows(t) -> pd.DataFrame | None:
+    """Who produces to and consumes from which topic, in records: links (source, target,
+    records) between nodes (kind, name), kinds "producer" -> "topic" -> "group" -> "consumer"
+    (a consumer outside a group: "topic" -> "consumer"). Producers are the clients of Produce
+    requests, consumers those of Fetch responses that carried records (as the clients table's
+    topics_produced and topics_consumed), groups each consumer's (deliveries.client_groups).
+    Limited to the FLOW_TOPICS busiest topics and the FLOW_LINKS heaviest links of each kind;
+    None when no client produced or consumed."""
+    from .deliveries import FETCH, PRODUCE, client_groups
+    p = t.partitions[["exchange", "api_key", "topic", "record_count"]]
+    p = p[p["api_key"].isin([PRODUCE, FETCH]).fillna(False) & p["topic"].notna()]
+    if p.empty:
+        return None
+    ex = t.exchanges[["exchange", "client_ip", "client_id"]].astype(
+        {"client_ip": "string", "client_id": "string"})
+    df = p.merge(ex, on="exchange", how="inner").assign(
+        topic=lambda d: d["topic"].astype("string"),
+        records=lambda d: d["record_count"].astype("float64").fillna(0))
+    made = df[(df["api_key"] == PRODUCE).to_numpy()]
+    got = df[((df["api_key"] == FETCH) & (df["records"] > 0)).to_numpy()]
+    got = got.merge(client_groups(t.exchanges), on=["client_ip", "client_id"], how="left")
+    topics = pd.concat([made, got]).groupby("topic")["records"].sum() \
+        .sort_values(ascending=False, kind="stable").index[:FLOW_TOPICS]
+    made, got = made[made["topic"].isin(topics)], got[got["topic"].isin(topics)]
+    name = {"client_id": lambda s: s.fillna(NO_CLIENT_ID)}
+
+    def links(frame, source, target, kinds):
+        sums = frame.assign(**{c: name[c](frame[c]) for c in (source, target) if c in name}) \
+            .groupby([source, target], dropna=False)["records"].sum().reset_index()
+        sums = sums.sort_values("records", ascending=False, kind="stable").head(FLOW_LINKS)
+        return pd.DataFrame({"source_kind": kinds[0], "source": sums[source].astype(str),
+                             "target_kind": kinds[1], "target": sums[target].astype(str),
+                             "records": sums["records"]})
+
+    grouped = got["group_id"].notna().to_numpy()
+    out = pd.concat([
+        links(made, "client_id", "topic", ("producer", "topic")),
+        links(got[grouped], "topic", "group_id", ("topic", "group")),
+        links(got[grouped], "group_id", "client_id", ("group", "consumer")),
+        links(got[~grouped], "topic", "client_id", ("topic", "consumer"))], ignore_index=True)
+    return out if len(out) else None

@@ -262,3 +262,35 @@ def clients_graph(t, limit: int = 40):
               "hovertemplate": "%{source.label} → %{target.label}: %{value} exchanges"
                                "<extra></extra>"}))
     return fig
+
+
+FLOW_COLOURS = {"producer": BLUE, "topic": GREY, "group": ORANGE, "consumer": GREEN}
+
+
+def topics_graph(t):
+    """Producers -> topics -> consumer groups -> consumers, flows in records
+    (report_data.client_flows); a client that produces and consumes is a node on each side."""
+    flows = report_data.client_flows(t)
+    if flows is None:
+        return None
+    nodes = pd.concat([flows[["source_kind", "source"]].set_axis(["kind", "name"], axis=1),
+                       flows[["target_kind", "target"]].set_axis(["kind", "name"], axis=1)]) \
+        .drop_duplicates().reset_index(drop=True)
+    index = {(k, n): i for i, (k, n) in enumerate(zip(nodes["kind"], nodes["name"]))}
+    labels = [_name(f"group {n}" if k == "group" else n)
+              for k, n in zip(nodes["kind"], nodes["name"])]
+    fig = go.Figure(layout=_layout(160 + 18 * len(nodes)))
+    fig.add_trace(go.Sankey(
+        arrangement="snap",
+        node={"label": labels, "pad": 10, "thickness": 12,
+              "color": [FLOW_COLOURS[k] for k in nodes["kind"]],
+              "customdata": list(nodes["kind"]),
+              "hovertemplate": "%{customdata} %{label}: %{value} records<extra></extra>"},
+        link={"source": [index[k] for k in zip(flows["source_kind"], flows["source"])],
+              "target": [index[k] for k in zip(flows["target_kind"], flows["target"])],
+              "value": [max(float(v), 1.0) for v in flows["records"]],
+              "customdata": [f"{int(v):,}" for v in flows["records"]],
+              "color": "rgba(127,127,127,0.25)",
+              "hovertemplate": "%{source.label} → %{target.label}: %{customdata} records"
+                               "<extra></extra>"}))
+    return fig

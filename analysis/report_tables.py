@@ -1,29 +1,11 @@
 """The tables of the HTML report, in reading order: the summary's sections (as `stats` shows
-them), then clients and connections. Each is (title, DataFrame); empty frames are skipped by
-the renderer."""
+them, but every client with every column of the clients table), then the connections. Each is
+(title, DataFrame); empty frames are skipped by the renderer."""
 from __future__ import annotations
 
 import pandas as pd
 
-from .summary import sections
-
-
-def clients(t) -> pd.DataFrame:
-    """Per client id and address: connections, exchanges, apis used, errors, bytes, first and
-    last request."""
-    ex = t.exchanges
-    cols = ["client_id", "client_ip", "connections", "exchanges", "apis", "errors",
-            "request_bytes", "response_bytes", "first_request", "last_request"]
-    if ex.empty:
-        return pd.DataFrame(columns=cols)
-    df = ex.assign(is_error=(ex["error_code"].fillna(0) != 0).astype(bool))
-    g = df.groupby(["client_id", "client_ip"], observed=True, dropna=False)
-    out = g.agg(connections=("connection_id", "nunique"), exchanges=("is_error", "size"),
-                apis=("api_key", "nunique"), errors=("is_error", "sum"),
-                request_bytes=("request_bytes", "sum"), response_bytes=("response_bytes", "sum"),
-                first_request=("request_ts", "min"), last_request=("request_ts", "max"))
-    return out.reset_index()[cols].sort_values("exchanges", ascending=False) \
-        .reset_index(drop=True)
+from .summary import CLIENTS_TITLE, sections
 
 
 TLS_COLUMNS = ["tls_version", "tls_cipher", "tls_sni", "tls_alpn", "tls_decrypted",
@@ -50,9 +32,7 @@ def connections(t) -> pd.DataFrame:
 
 
 def report_tables(t, top: int):
-    out = sections(t, top=top)
-    out[len(out) - 1:len(out) - 1] = [
-        ("Clients (client id and address)", clients(t)),
-        ("Connections", connections(t)),
-    ]
+    out = [("Clients (busiest first)", t.clients) if name.startswith(CLIENTS_TITLE) else (name, df)
+           for name, df in sections(t, top=top)]
+    out[len(out) - 1:len(out) - 1] = [("Connections", connections(t))]
     return out

@@ -7,6 +7,7 @@ import pandas as pd
 from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, rebalances, tls
 
 
+CLIENTS_TITLE = "Clients (the"
 CLIENTS_SHOWN = ["client_id", "client_ip", "role", "groups", "topics_produced",
                  "topics_consumed", "requests", "errors", "stale"]
 SLOW_SHOWN = ["exchange", "request_packet", "response_packet", "request_ts", "api_name",
@@ -115,7 +116,7 @@ def sections(t, top: int = 10):
          cluster.leader_changes(t).head(4 * top)),
         ("Coordinators found", cluster.coordinators(t).drop_duplicates(
             ["client_id", "key", "node_id"]).head(4 * top)),
-        (f"Clients (the {4 * top} busiest; stale: apis used below the broker's version)",
+        (f"{CLIENTS_TITLE} {4 * top} busiest; stale: apis used below the broker's version)",
          clients_shown(t).head(4 * top)),
         ("Client software (ApiVersions v3+) and the api versions its clients used below the "
          "broker's", client_software(t)),

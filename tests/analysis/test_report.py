@@ -77,10 +77,10 @@ def test_report_renders_and_hover_shows_the_exchange(report, capture, browser):
     n = _open(browser, report)
     drawn = browser.eval(PLOTS_DRAWN)
     # one row per answered api (Fetch long poll and unanswered Metadata left out), where the
-    # time goes, errors, lag, produce rate, the clients graph
+    # time goes, errors, lag, produce rate, the clients graphs (brokers; topics and groups)
     apis = ["Fetch", "Produce", "JoinGroup", "SyncGroup", "OffsetCommit", "Heartbeat",
             "LeaveGroup"]
-    assert n == len(drawn) == len(apis) + 5
+    assert n == len(drawn) == len(apis) + 6
     assert all(svgs >= 1 and traces >= (6 if i < len(apis) else 1)
                for i, (_, svgs, traces) in enumerate(drawn)), drawn
     headings = browser.eval('[...document.querySelectorAll("div.plot[data-time]")]'
@@ -191,6 +191,54 @@ def test_cluster_sections(tmp_path, browser):
     assert browser.problems() == []
 
 
+# the producers -> topics -> groups -> consumers graph as (source, target, records) links
+TOPICS_GRAPH = """(() => {
+  const h = [...document.querySelectorAll("h3")].find(h => h.textContent.startsWith("Producers"));
+  const plot = h.nextElementSibling, sankey = plot.data[0];
+  const shown = [...plot.querySelectorAll(".sankey-node .node-label")].map(n => n.textContent);
+  return {labels: sankey.node.label, shown, kinds: sankey.node.customdata,
+          links: sankey.link.source.map((s, i) => [s, sankey.link.target[i],
+                                                   sankey.link.customdata[i]])};
+})()"""
+
+
+def _topics_graph(browser):
+    g = browser.eval(TOPICS_GRAPH)
+    names = [f"{kind}:{html.unescape(label)}" for kind, label in zip(g["kinds"], g["labels"])]
+    links = {(names[s], names[t]): int(v.replace(",", "")) for s, t, v in g["links"]}
+    return g, links
+
+
+def test_producers_topics_groups_consumers_graph(tmp_path, browser):
+    """Real clients (librdkafka producing, consuming in groups, transactions): each producer's
+    link to its topics carries the records it produced, each consumed topic flows to the
+    consumer's group and the group to the consumer, as the clients' own logs say."""
+    import json
+    names = ["librdkafka_produce_consume", "transactions"]
+    caps = [str(require_path(CAPTURES / f"{n}.pcap")) for n in names]
+    out = tmp_path / "clients.html"
+    assert main(["report", *caps, "--html", str(out)]) == 0
+    _open(browser, out)
+    graph, links = _topics_graph(browser)
+    assert sorted(graph["shown"]) == sorted(html.unescape(label) for label in graph["labels"])
+    checked = 0
+    for n in names:
+        for run in json.loads((CAPTURES / f"{n}.truth.json").read_text())["clients"]:
+            cid = run["client_id"]
+            for topic in {r["topic"] for r in run["produced"]}:
+                sent = sum(r["topic"] == topic for r in run["produced"])
+                assert links[(f"producer:{cid}", f"topic:{topic}")] == sent
+                checked += 1
+            group = run["config"].get("group.id")
+            for topic in {r["topic"] for r in run["consumed"]}:
+                got = sum(r["topic"] == topic for r in run["consumed"])
+                assert links[(f"topic:{topic}", f"group:group {group}")] >= got
+                assert links[(f"group:group {group}", f"consumer:{cid}")] >= got
+                checked += 1
+    assert checked >= 10
+    assert browser.problems() == []
+
+
 HOSTILE = ('</script><script>alert(1)</script><img src=x onerror="document.title=\'pwned\'">'
            ' &amp; %{y} <br>')
 
@@ -214,6 +262,29 @@ def test_capture_strings_never_become_markup(tmp_path, browser):
     text = browser.wait_for('document.querySelector(".hoverlayer .hovertext")?.textContent',
                             timeout=10)
     assert HOSTILE in text   # shown as the text it is
+    assert browser.problems() == []
+
+
+def test_client_names_in_the_graphs_and_tables_stay_text(tmp_path, browser):
+    """Client ids, a topic, a group and a software name that are markup: the graph's nodes
+    and the clients table show them as the text they are."""
+    from dissector.text_safety import escape
+
+    from .hostile_clients import (CONSUMER, GROUP, PRODUCER, SOFTWARE, TOPIC,
+                                  tables_of_hostile_clients)
+    out = tmp_path / "hostile-clients.html"
+    out.write_text(render(tables_of_hostile_clients()), encoding="utf-8")
+    _open(browser, out)
+    assert browser.eval("document.title") == "Kafka traffic report"
+    assert browser.eval("document.querySelectorAll('img, b, i').length") == 0
+    graph, links = _topics_graph(browser)
+    assert set(links) == {(f"producer:{PRODUCER}", f"topic:{TOPIC}"),
+                          (f"topic:{TOPIC}", f"group:group {GROUP}"),
+                          (f"group:group {GROUP}", f"consumer:{CONSUMER}")}
+    assert set(graph["shown"]) == {PRODUCER, TOPIC, f"group {GROUP}", CONSUMER}
+    # the tables show control characters escaped, as stats does
+    cells = browser.eval("[...document.querySelectorAll('td')].map(td => td.textContent)")
+    assert {escape(s) for s in (PRODUCER, CONSUMER, SOFTWARE, GROUP, TOPIC)} <= set(cells)
     assert browser.problems() == []
 
 
