@@ -218,15 +218,8 @@ def test_a_capture_of_100000_exchanges_opens_and_scrolls(tmp_path):
 
 def test_secrets_are_masked_in_tree_and_bytes_unless_asked(tmp_path):
     from dissector.browse.hex_view import HexView
-    from tests.safety.test_secrets import PASSWORD, _exchanges
-    from tests.analysis.build import kio_request, kio_response
-    require_module("kio")
-    cap = Capture()
-    conn = cap.connection(ts=ms(0))
-    for corr, (req, resp) in enumerate(_exchanges(), start=1):
-        conn.request(ms(10 * corr), kio_request(req, corr))
-        conn.response(ms(10 * corr + 1), kio_response(resp, corr))
-    path = cap.write(tmp_path / "secrets.pcap")
+    from tests.safety.test_secrets import PASSWORD, write_secrets_capture
+    path = write_secrets_capture(tmp_path / "secrets.pcap")
 
     def labels(node):
         out = [str(node.label)]

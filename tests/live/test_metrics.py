@@ -2,10 +2,6 @@
 parser. Counts against what the traffic generator wrote and, live, against the exchanges
 `kafka-dissect live` printed for real broker traffic; the per-label cap of distinct values."""
 import json
-import re
-import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
@@ -15,7 +11,9 @@ import pytest
 from dissector.pipeline import dissect
 from tests.analysis.build import Capture, ms, request_bytes, response_bytes
 from tests.browse import synthetic
-from tests.support import ROOT, require_module, require_root
+from tests.support import require_module, require_root
+
+from .support import live_process, stop, wait_for
 
 require_module("prometheus_client")
 
@@ -102,16 +100,6 @@ def test_hostile_label_values_are_escaped_and_bounded(tmp_path):
     assert max(len(v) for v in shown) == MAX_VALUE_CHARS
 
 
-def _wait_for(path, pattern, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = re.search(pattern, path.read_text())
-        if m:
-            return m
-        time.sleep(0.05)
-    return None
-
-
 @pytest.mark.integration
 def test_scraped_during_a_live_capture_of_real_traffic(tmp_path):
     require_root()
@@ -121,16 +109,12 @@ def test_scraped_during_a_live_capture_of_real_traffic(tmp_path):
     err_file = tmp_path / "live.err"
     records = make_records("metrics-a", 60, seed=3)
     with Broker() as broker:
-        with open(err_file, "w") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port",
-                 str(broker.port), "--format", "jsonl", "--stats-every", "0",
-                 "--metrics-port", "0", "--metrics-addr", "127.0.0.1"],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
-        try:
-            m = _wait_for(err_file, r"metrics on (http://\S+/metrics)", 30)
+        with live_process(["--port", str(broker.port), "--format", "jsonl", "--stats-every",
+                           "0", "--metrics-port", "0", "--metrics-addr", "127.0.0.1"],
+                          err_file) as proc:
+            m = wait_for(err_file, r"metrics on (http://\S+/metrics)")
             assert m, err_file.read_text()
-            assert _wait_for(err_file, "listening on lo", 30), err_file.read_text()
+            assert wait_for(err_file, "listening on lo"), err_file.read_text()
             url = m.group(1)
             create_topics(broker.bootstrap, ["metrics-a"], partitions=2)
             during = _samples(urllib.request.urlopen(url, timeout=10).read().decode())
@@ -141,12 +125,7 @@ def test_scraped_during_a_live_capture_of_real_traffic(tmp_path):
             assert len(produced.produced) == len(consumed.consumed) == len(records)
             time.sleep(1.5)   # the clients are gone: every exchange is out
             scraped = _samples(urllib.request.urlopen(url, timeout=10).read().decode())
-            proc.send_signal(signal.SIGINT)
-            out, _ = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+            out = stop(proc)
     assert proc.returncode == 0, err_file.read_text()
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) > 20

@@ -14,6 +14,8 @@ import pytest
 from dissector.capture.files import read_packets
 from tests.support import ROOT, require_module, require_root, require_tool
 
+from .support import live_process, stop, wait_for
+
 pytestmark = pytest.mark.integration
 
 # the columns that depend neither on timestamp precision (tcpdump writes microseconds) nor on how
@@ -83,15 +85,6 @@ def _assert_same_exchanges(rows, where, other_rows, other_where):
                 assert abs(_ns(row[c]) - _ns(other[key][c])) <= TS_TOLERANCE_NS
 
 
-def _wait_for(path, text, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in path.read_text():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_live_equals_file_tcpdump_and_clients(tmp_path):
     require_root()
     require_tool("tcpdump")
@@ -106,35 +99,21 @@ def test_live_equals_file_tcpdump_and_clients(tmp_path):
     topics = ("live-a", "live-b")
     records = make_records("live-a", 120, seed=1) + make_records("live-b", 80, seed=2)
     with Broker() as broker, Capture(dump_file, broker.port) as dump:
-        with open(err_file, "w") as err, open(auto_err_file, "w") as auto_err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port",
-                 str(broker.port), "--format", "jsonl", "--write", str(live_file),
-                 "--stats-every", "1"],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
-            # the other way in: a tcpdump-syntax kernel filter and Kafka found by --port auto
-            auto = subprocess.Popen(
-                [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port", "auto",
-                 "--bpf", f"tcp port {broker.port}", "--format", "jsonl", "--stats-every", "0",
-                 "--write", str(auto_file)],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=auto_err, text=True)
-        try:
-            assert _wait_for(err_file, "listening on lo", 30), err_file.read_text()
-            assert _wait_for(auto_err_file, "listening on lo", 30), auto_err_file.read_text()
+        # the other way in (auto): a tcpdump-syntax kernel filter and Kafka found by --port auto
+        with live_process(["--port", str(broker.port), "--format", "jsonl",
+                           "--write", str(live_file), "--stats-every", "1"], err_file) as proc, \
+                live_process(["--port", "auto", "--bpf", f"tcp port {broker.port}",
+                              "--format", "jsonl", "--stats-every", "0",
+                              "--write", str(auto_file)], auto_err_file) as auto:
+            assert wait_for(err_file, "listening on lo"), err_file.read_text()
+            assert wait_for(auto_err_file, "listening on lo"), auto_err_file.read_text()
             runs = [create_topics(broker.bootstrap, topics, partitions=2)]
             runs.append(librdkafka_produce(broker.bootstrap, records,
                                            config={"linger.ms": 20, "compression.type": "lz4"}))
             runs.append(librdkafka_consume(broker.bootstrap, topics, len(records)))
             time.sleep(1.0)            # the last FIN/ACKs reach the socket
-            proc.send_signal(signal.SIGINT)
-            auto.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=60)
-            auto_out, _ = auto.communicate(timeout=60)
-        finally:
-            for p in (proc, auto):
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(10)
+            out = stop(proc)
+            auto_out = stop(auto, signal.SIGTERM)
     stderr = err_file.read_text()
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr

@@ -4,7 +4,6 @@ a line per session, and decrypt every connection: the exchanges it prints equal 
 tcpdump's capture decrypted offline, the plaintext leg (broker side) of the same capture, and
 what the clients logged."""
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -14,18 +13,11 @@ import pytest
 
 from tests.support import ROOT, require_module, require_root, require_tool
 
+from .support import live_process, stop, wait_for
+
 pytestmark = pytest.mark.integration
 
 KEY = ("client_id", "api_key", "api_version", "correlation_id", "request_bytes")
-
-
-def _wait_for(path, text, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in path.read_text():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _read(path, port, keylog=None):
@@ -54,24 +46,15 @@ def test_live_follows_a_keylog_written_after_it_started(tmp_path):
     keys = folder / "keys.log"          # the terminator's key log: not there yet
     assert not keys.exists()
     err_file = tmp_path / "live.err"
-    with open(err_file, "w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dissector", "live", "-i", "lo", "--port", str(tls_port),
-             "--keylog", str(keys), "--format", "jsonl", "--stats-every", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
-    try:
-        assert _wait_for(err_file, "listening on lo", 30), err_file.read_text()
+    with live_process(["--port", str(tls_port), "--keylog", str(keys), "--format", "jsonl",
+                       "--stats-every", "0"], err_file) as proc:
+        assert wait_for(err_file, "listening on lo"), err_file.read_text()
         with L.Lab(folder, "tls13-aes128-gcm", tls_port=tls_port) as lab:
             assert lab.keylog == keys
             runs = L.run_clients(lab, (("kafka-python", False), ("librdkafka", False)),
                                  topic_prefix="live-tls")
         time.sleep(1.0)                  # the last packets reach the socket
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        out = stop(proc)
     stderr = err_file.read_text()
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "not decrypted" not in stderr

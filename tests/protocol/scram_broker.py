@@ -23,6 +23,31 @@ OFFERED = ((18, 0, 0), (17, 0, 0), (3, 0, 1))
 OFFERED_AUTHENTICATE = ((18, 0, 0), (17, 0, 1), (36, 0, 1), (3, 0, 1))
 
 
+def list_topics(port, mechanism):
+    """The real client's side: a kafka-python consumer (client id sasl-client) authenticates to
+    127.0.0.1:port with `mechanism` as USER/PASSWORD (or with BEARER), lists the topics and
+    closes."""
+    from kafka import KafkaConsumer
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Token(AbstractTokenProvider):
+        def token(self):
+            return BEARER
+
+        def extensions(self):
+            return {}
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{port}", client_id="sasl-client",
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+        sasl_plain_username=USER, sasl_plain_password=PASSWORD,
+        sasl_oauth_token_provider=Token(), request_timeout_ms=5000)
+    try:
+        return consumer.topics()
+    finally:
+        consumer.close()
+
+
 def _h(data):
     return hashlib.sha512(data).digest()
 

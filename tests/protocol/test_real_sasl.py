@@ -15,25 +15,17 @@ from dissector.cli import main
 from dissector.pipeline import dissect
 from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_row
 
-from .scram_broker import BEARER, PASSWORD, USER, Broker
+from .scram_broker import BEARER, PASSWORD, USER, Broker, list_topics
 
 
 def test_scram_sha_512_over_handshake_v0(tmp_path):
     require_root()
     require_tool("tcpdump")
     require_module("kafka")
-    from kafka import KafkaConsumer
     from tests.traffic import Capture
     path = tmp_path / "scram.pcap"
     with Broker() as broker, Capture(path, broker.port):
-        consumer = KafkaConsumer(
-            bootstrap_servers=f"127.0.0.1:{broker.port}", client_id="scram-client",
-            security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
-            sasl_plain_username=USER, sasl_plain_password=PASSWORD, request_timeout_ms=5000)
-        try:
-            topics = consumer.topics()
-        finally:
-            consumer.close()
+        topics = list_topics(broker.port, "SCRAM-SHA-512")
         deadline = time.monotonic() + 5
         while broker.authenticated == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -95,28 +87,10 @@ def test_secrets_masked_in_real_sasl(tmp_path, capsys, mechanism, authenticate):
     require_root()
     require_tool("tcpdump")
     require_module("kafka")
-    from kafka import KafkaConsumer
-    from kafka.net.sasl.oauth import AbstractTokenProvider
     from tests.traffic import Capture
-
-    class Token(AbstractTokenProvider):
-        def token(self):
-            return BEARER
-
-        def extensions(self):
-            return {}
-
     path = tmp_path / "sasl.pcap"
     with Broker(mechanism, authenticate) as broker, Capture(path, broker.port):
-        consumer = KafkaConsumer(
-            bootstrap_servers=f"127.0.0.1:{broker.port}", client_id="sasl-client",
-            security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-            sasl_plain_username=USER, sasl_plain_password=PASSWORD,
-            sasl_oauth_token_provider=Token(), request_timeout_ms=5000)
-        try:
-            consumer.topics()
-        finally:
-            consumer.close()
+        list_topics(broker.port, mechanism)
     assert broker.authenticated >= 1
     port = str(broker.port)
     exchanges = list(dissect(path, (broker.port,), level="bodies"))

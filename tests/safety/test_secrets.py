@@ -55,15 +55,20 @@ def _exchanges():
                        documentation=None, synonyms=()))),)))
 
 
-@pytest.fixture(scope="module")
-def capture(tmp_path_factory):
+def write_secrets_capture(path):
+    """A capture of the exchanges above, one connection, written to path (needs kio)."""
     require_module("kio")
     cap = Capture()
     conn = cap.connection(ts=ms(0))
     for corr, (req, resp) in enumerate(_exchanges(), start=1):
         conn.request(ms(10 * corr), kio_request(req, corr))
         conn.response(ms(10 * corr + 1), kio_response(resp, corr))
-    return str(cap.write(tmp_path_factory.mktemp("secrets") / "secrets.pcap"))
+    return cap.write(path)
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    return str(write_secrets_capture(tmp_path_factory.mktemp("secrets") / "secrets.pcap"))
 
 
 SECRETS = [HMAC, TOKEN_ID.encode(), PASSWORD.encode(), JAAS.encode()]

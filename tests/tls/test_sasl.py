@@ -10,7 +10,7 @@ import pytest
 from dissector.pipeline import dissect
 
 from tests.support import require_module
-from tests.protocol.scram_broker import BEARER, PASSWORD, USER, Broker
+from tests.protocol.scram_broker import Broker, list_topics
 from tests.tls.conftest import TLS_PORT
 
 
@@ -75,28 +75,10 @@ class Relay:
 
 
 def conversation(mechanism, authenticate):
-    from kafka import KafkaConsumer
-    from kafka.net.sasl.oauth import AbstractTokenProvider
-
-    class Token(AbstractTokenProvider):
-        def token(self):
-            return BEARER
-
-        def extensions(self):
-            return {}
-
     with Broker(mechanism, authenticate) as broker:
         relay = Relay(broker.port)
         try:
-            consumer = KafkaConsumer(
-                bootstrap_servers=f"127.0.0.1:{relay.port}", client_id="sasl-client",
-                security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-                sasl_plain_username=USER, sasl_plain_password=PASSWORD,
-                sasl_oauth_token_provider=Token(), request_timeout_ms=5000)
-            try:
-                consumer.topics()
-            finally:
-                consumer.close()
+            list_topics(relay.port, mechanism)
         finally:
             relay.close()
     return [c for c in relay.conversations if c]
