@@ -20,17 +20,22 @@ def _ints(text):
     return [int(x) for x in text.split("|") if x != ""]
 
 
+def tshark_fields(path, port, fields):
+    """tshark's text of `fields` (every occurrence, joined by |) for each packet it decodes as
+    Kafka on `port`, one list a packet."""
+    cmd = [require_tool("tshark"), "-n", "-r", path, "-d", f"tcp.port=={port},kafka", "-Y", "kafka",
+           "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    return [(line.split("\t") + [""] * len(fields))[:len(fields)] for line in out.splitlines()]
+
+
 def tshark_pdus(path, port):
     """{packet number: (direction, keys, versions, correlation ids)} for frames tshark decodes
     as Kafka (one entry per packet; lists hold every PDU that ends in it)."""
-    cmd = [require_tool("tshark"), "-n", "-r", path, "-d", f"tcp.port=={port},kafka", "-Y", "kafka",
-           "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
-    for f in FIELDS:
-        cmd += ["-e", f]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     pdus = {}
-    for line in out.splitlines():
-        frame, rkey, rver, skey, sver, corr = (line.split("\t") + [""] * 6)[:6]
+    for frame, rkey, rver, skey, sver, corr in tshark_fields(path, port, FIELDS):
         if not corr:
             continue
         request = rkey != ""
@@ -86,14 +91,9 @@ COLUMN_FIELDS = ("frame.number", "frame.time_epoch", "kafka.correlation_id", "ka
 
 def tshark_packets(path, port):
     """{packet number: {field: text}} of the packets tshark decodes as Kafka."""
-    cmd = [require_tool("tshark"), "-n", "-r", path, "-d", f"tcp.port=={port},kafka", "-Y", "kafka",
-           "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
-    for f in COLUMN_FIELDS:
-        cmd += ["-e", f]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     rows = {}
-    for line in out.splitlines():
-        values = dict(zip(COLUMN_FIELDS, line.split("\t") + [""] * len(COLUMN_FIELDS)))
+    for line in tshark_fields(path, port, COLUMN_FIELDS):
+        values = dict(zip(COLUMN_FIELDS, line))
         rows[int(values["frame.number"])] = values
     return rows
 
