@@ -80,8 +80,9 @@ def exchange_api_name(ex) -> str | None:
     return None if ex.api_key is None else api_name(ex.api_key)
 
 
-def exchange_row(ex) -> tuple:
-    """The exchange's values in EXCHANGE_COLUMNS order."""
+def py_exchange_row(ex) -> tuple:
+    """The exchange's values in EXCHANGE_COLUMNS order. _tablerow.exchange_row is the same
+    compiled."""
     c = ex.connection
     req = ex.request
     resp = ex.response
@@ -101,6 +102,14 @@ def exchange_row(ex) -> tuple:
         tls.version_name if tls is not None else None,
         tls.cipher_name if tls is not None else None,
     )
+
+
+try:
+    from ._tablerow import configure, exchange_row
+    from .model import Exchange
+    configure(Exchange, api_name, error_name, SASL_TOKEN_NAME)
+except ImportError:   # no compiler where it was installed: the same in Python
+    exchange_row = py_exchange_row
 
 
 def connection_tls_row(c) -> tuple:

@@ -11,7 +11,8 @@ Python twin (the same result or the same exception type): reader (protocol/_read
 any budget), summarize (its byte walk, which must agree with decoding and walking), walkset
 (records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
 append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
-handler (tcp/_handler.c: the stream target's segments through the compiled flow handler). A target fails (and libFuzzer saves the input) when an exception escapes, when an
+handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
+tablerow (_tablerow.c exchange_row on exchanges of any attribute values). A target fails (and libFuzzer saves the input) when an exception escapes, when an
 Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past -rss_limit_mb.
 """
 from __future__ import annotations
@@ -253,6 +254,44 @@ def target_handler():
     return one
 
 
+_VALUES = (None, 0, 1, 3, -1, 87, 5000, 1 << 40, 1 << 63, -(1 << 70), 2.5, float("nan"), "",
+           "a,b", True, False, ["t", "u"])
+
+
+def exchange_of(data):
+    """An Exchange (or a subclass with a latency of its own) whose connection, frames and
+    attributes are values `data` picks, any of them of the wrong type or None."""
+    from dissector.model import Connection, Exchange, Frame
+
+    class Timed(Exchange):
+        __slots__ = ()
+        latency_ms = 1.5
+    it = iter(data)
+
+    def pick():
+        return _VALUES[next(it, 0) % len(_VALUES)]
+    c = Connection(*(pick() for _ in range(5)))
+    frames = [Frame(c, 0, pick(), pick(), b"", pick(), pick(), pick(), pick())
+              if next(it, 0) & 1 else None for _ in (0, 1)]
+    ex = (Timed if next(it, 0) & 1 else Exchange)(c, *frames, *(pick() for _ in range(5)))
+    for name in ("raw_sasl", "error_code", "error_count", "throttle_time_ms", "topics",
+                 "partition_count", "record_count", "records_bytes",
+                 "records_uncompressed_bytes", "index"):
+        setattr(ex, name, pick())
+    ex.issues = [None] * (next(it, 0) % 3)
+    return ex
+
+
+def target_tablerow():
+    from dissector.tables import exchange_row, py_exchange_row
+
+    def one(data):
+        ex = exchange_of(data)
+        got, want = _outcome(exchange_row, ex), _outcome(py_exchange_row, ex)
+        assert repr(got) == repr(want)   # (a time computed from nan is a nan of its own)
+    return one
+
+
 def target_framebuf():
     from dissector import framebuf
 
@@ -274,7 +313,8 @@ def target_framebuf():
 TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_decode,
            "records": target_records, "stream": target_stream, "reader": target_reader,
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
-           "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler}
+           "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler,
+           "tablerow": target_tablerow}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
@@ -333,7 +373,7 @@ def _share_seeds(root: Path) -> None:
     import shutil
     for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
                            ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet"),
-                           ("handler", "stream")):
+                           ("handler", "stream"), ("tablerow", "packet")):
         for f in (root / source).iterdir():
             shutil.copy(f, root / target / f.name)
 

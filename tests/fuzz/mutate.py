@@ -7,7 +7,7 @@ Each mutant is a capture from captures/ with 1-8 mutations (bit flips, boundary 
 deleted, duplicated or spliced ranges, a cut) dissected at every level, its exchanges written as
 text, CSV and JSON lines and its records as rows: every compiled path a capture reaches. Then M
 direct calls with random arguments into the compiled entry points (the readers, the record-set
-walk, csv_line, fill, random segment streams through the compiled flow handler). A Python exception escaping the dissection is a finding (exit status 1,
+walk, csv_line, fill, random segment streams through the compiled flow handler, exchange_row). A Python exception escaping the dissection is a finding (exit status 1,
 the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
 the process with their exit status and report.
 """
@@ -72,12 +72,14 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from dissector.protocol.decode import tables
     from dissector.records.record_set import walk_set
     from dissector.protocol.generated.apis import APIS
+    from dissector.tables import exchange_row
+    from tests.fuzz.atheris_targets import exchange_of
     from tests.tcp.test_compiled_handler import segment_run
     entries = [entry for k in APIS if tables(k) for side in tables(k)
                for entry in side.values()]
     for i in range(count):
         raw = rnd.randbytes(rnd.choice((0, 1, 4, 16, 64, 512)))
-        which = i % 5
+        which = i % 6
         try:
             if which == 0 and entries:
                 reader = rnd.choice(entries)[0]
@@ -91,6 +93,8 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                 csv_line(row, tuple(sorted(rnd.sample(range(12), 3))), rnd.randrange(-1, 13))
             elif which == 3:
                 segment_run(raw, rnd.choice(("headers", "bodies")))()
+            elif which == 4:
+                exchange_row(exchange_of(raw))
             else:
                 buf = framebuf.frame_buffer(rnd.randrange(64))
                 src = buf if rnd.random() < 0.3 else raw
