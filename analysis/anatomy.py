@@ -2,7 +2,12 @@
 
 - rtt_ms: the connection's round trip from its handshake (client SYN to the client's ACK of the
   SYN-ACK, as the capture saw them); broker_rtt_ms the part of it between the capture point and
-  the broker (SYN to SYN-ACK). Connections whose handshake was not captured have neither.
+  the broker (SYN to SYN-ACK). rtt_source says "handshake".
+  A connection whose handshake was not captured has them from data and ACK timing instead
+  (dissector.tcp.ack_rtt; rtt_source "data_ack"): broker_rtt_ms the smallest time from a
+  client segment to the broker's ACK of it, rtt_ms that plus the smallest from a broker segment
+  to the client's ACK. An ACK often rides on the answer, so these bound the round trips from
+  above (and broker_ms from below). Neither way: all three null.
 - request_transfer_ms / response_transfer_ms: first to last packet of the request / response.
 - broker_ms: request complete to the response's first byte (latency_ms) less the trip from the
   capture point to the broker and back (broker_rtt_ms): the time the broker held the request.
@@ -21,6 +26,7 @@ from bisect import bisect_left, bisect_right
 ANATOMY_COLUMNS = (
     ("rtt_ms", "float64"),
     ("broker_rtt_ms", "float64"),
+    ("rtt_source", "string"),
     ("request_transfer_ms", "float64"),
     ("broker_ms", "float64"),
     ("response_transfer_ms", "float64"),
@@ -37,15 +43,27 @@ def _count(events, first, last):
     return bisect_right(events, last) - bisect_left(events, first)
 
 
+def round_trips(conn) -> tuple:
+    """(rtt_ms, broker_rtt_ms, rtt_source) of a connection (see the module doc)."""
+    syn, synack, ack = conn.handshake
+    if syn is not None:
+        rtt = (ack - syn) / 1e6 if ack is not None and ack >= syn else None
+        near = (synack - syn) / 1e6 if synack is not None and synack >= syn else None
+        return rtt, near, "handshake" if rtt is not None or near is not None else None
+    to_broker, to_client = (min(ns for _, ns in rtts) / 1e6 if rtts else None
+                            for rtts in conn.ack_rtts)
+    if to_broker is None and to_client is None:
+        return None, None, None
+    rtt = to_broker + to_client if to_broker is not None and to_client is not None else None
+    return rtt, to_broker, "data_ack"
+
+
 def exchange_anatomy(ex) -> tuple:
     """The ANATOMY_COLUMNS values of an exchange."""
     req, resp, conn = ex.request, ex.response, ex.connection
     if req is None or conn is None:
         return _NONE
-    syn, synack, ack = conn.handshake
-    rtt = (ack - syn) / 1e6 if syn is not None and ack is not None and ack >= syn else None
-    near = (synack - syn) / 1e6 if syn is not None and synack is not None and synack >= syn \
-        else None
+    rtt, near, source = round_trips(conn)
     broker = resp_ms = None
     end = req.last_packet
     if resp is not None:
@@ -55,7 +73,7 @@ def exchange_anatomy(ex) -> tuple:
         if latency is not None and near is not None:
             broker = max(latency - near, 0.0)
     first = req.first_packet
-    return (rtt, near, (req.last_ts - req.first_ts) / 1e6, broker, resp_ms,
+    return (rtt, near, source, (req.last_ts - req.first_ts) / 1e6, broker, resp_ms,
             _count(conn.retransmits, first, end), _count(conn.gaps, first, end),
             _count(conn.zero_windows, first, end))
 

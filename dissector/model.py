@@ -46,10 +46,12 @@ class Connection:
     it (None where not captured). retransmits and gaps: packet numbers of segments that carried
     bytes already delivered, and of each hole (tcp.gap: the last packet of the frame it cut, else
     where it was declared), zero_windows of segments advertising a zero window (either side,
-    without SYN, FIN or RST), in capture order, at most MAX_TCP_EVENTS of each."""
+    without SYN, FIN or RST), in capture order, at most MAX_TCP_EVENTS of each. ack_rtts: when
+    the handshake was not captured, round trips from data to its ACK per direction of the data
+    (REQUEST: the client's, acked by the broker), as (the ACK's packet, ns) (tcp.ack_rtt)."""
     __slots__ = ("connection_id", "client_ip", "client_port", "broker_ip", "broker_port",
                  "first_ts", "last_ts", "first_packet", "tls", "handshake", "retransmits",
-                 "gaps", "zero_windows")
+                 "gaps", "zero_windows", "ack_rtts")
 
     def __init__(self, connection_id, client_ip, client_port, broker_ip, broker_port,
                  first_ts=0, first_packet=0):
@@ -66,6 +68,7 @@ class Connection:
         self.retransmits = []
         self.gaps = []
         self.zero_windows = []
+        self.ack_rtts = ([], [])
 
     def __repr__(self):
         return (f"Connection({self.connection_id}, {self.client_ip}:{self.client_port} -> "

@@ -41,8 +41,8 @@ def ack_alone(flows, key, pkt, ts, ack):
     """An ACK alone sent on the live flow with direct key `key`, in packet `pkt` at `ts`: True
     when noted here as its handler would (the flow's last packet and time), False when the
     handler must see it (the ack is past the data seen: a loss, or the acked stream has not
-    started; tcp.flows.py_handler calls `acked` for those; or a key without a flow, which
-    FlowTable never has: `direct` and `sides` change together)."""
+    started; tcp.flows.py_handler calls `acked` for those; or a key not on `sides`: a flow
+    timing its data to ACKs, tcp.ack_rtt, is on `direct` only)."""
     entry = flows.sides.get(key)
     if entry is None:
         return False

@@ -29,6 +29,7 @@ from ..budget import Budget
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
+from .ack_rtt import Timing, timed_handlers
 from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, ZERO_WINDOW, Reassembler
 
 try:
@@ -80,7 +81,7 @@ class ConnectionSink:
 class _Flow:
     __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
                  "pending_bytes", "syn", "opener", "fins", "conn", "sink", "rs", "closed_ts",
-                 "handlers", "handshake")
+                 "handlers", "handshake", "timed")
 
     def __init__(self, key, pkt, ts):
         self.key = key            # (src, dst, sport, dport) of the flow's first packet: side 0
@@ -97,6 +98,7 @@ class _Flow:
         self.sink = None
         self.rs = None            # Reassembler per side
         self.handlers = None      # per side, while live: see FlowTable.direct
+        self.timed = None         # while timing data to ACKs, its ack_rtt.Timing (off `sides`)
         self.closed_ts = 0
 
 
@@ -136,7 +138,7 @@ class FlowTable:
         # may be handed straight to it (what `add` does with one), then `tick` called once its
         # ts > `deadline`
         self.direct = {}
-        self.sides = {}           # the same keys -> (flow, side)
+        self.sides = {}           # the same keys -> (flow, side), but a timed flow's (ack_rtt)
         self.deadline = NEVER     # when the oldest closed tuple's linger ends
         self.pinned = set()       # reassemblers given payload views by handlers (see unpin)
         self._live = {}           # connection id -> flow, in id order
@@ -369,6 +371,8 @@ class FlowTable:
             self._unsure_bytes -= flow.pending_bytes
         src, dst, sport, dport = flow.key
         ends = ((src, dst, sport, dport), (dst, src, dport, sport))
+        if flow.handshake[0] is None:   # no SYN: the round trip from data and ACKs
+            flow.timed = Timing()
         flow.handlers = self._handlers(flow)
         if flow not in self._quiet:   # else on `direct` once it carries data (_heard)
             self._direct(flow)
@@ -392,15 +396,24 @@ class FlowTable:
 
     def _handlers(self, flow):
         rs = flow.rs
-        return (handler(flow, rs[0], rs[1], self.pinned),
-                handler(flow, rs[1], rs[0], self.pinned))
+        plain = (handler(flow, rs[0], rs[1], self.pinned),
+                 handler(flow, rs[1], rs[0], self.pinned))
+        if flow.timed is None:
+            return plain
+        return timed_handlers(flow, plain, lambda: self._untime(flow))
+
+    def _untime(self, flow):
+        """Timing data to ACKs is over: the flow's plain handlers, on `sides` too."""
+        flow.timed = None
+        self._rewire(flow)
 
     def _direct(self, flow):
         src, dst, sport, dport = flow.key
         for side, key in enumerate((direct_key(src, dst, sport, dport),
                                     direct_key(dst, src, dport, sport))):
             self.direct[key] = flow.handlers[side]
-            self.sides[key] = (flow, side)
+            if flow.timed is None:   # a timed flow's ACKs alone go to its handlers (ack_rtt)
+                self.sides[key] = (flow, side)
 
     def _stir(self, flow, payload):
         """A packet of a flow that never carried data."""
@@ -466,6 +479,7 @@ class FlowTable:
             self.direct.pop(key, None)
             self.sides.pop(key, None)
         flow.handlers = None
+        flow.timed = None
         rs = flow.rs
         for r in rs:
             r.finish(pkt)

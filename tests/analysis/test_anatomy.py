@@ -56,8 +56,12 @@ def test_each_part_by_hand(capture, level):
     assert second["tcp_gaps"] == 1 and second["retransmits"] == 0 and second["zero_windows"] == 0
     third = ex[ex["correlation_id"] == 3].iloc[0]
     assert third["tcp_gaps"] == 0 and third["retransmits"] == 0
-    blind = ex[ex["correlation_id"] == 9].iloc[0]   # no handshake: no round trip, no broker time
-    assert pd.isna(blind["rtt_ms"]) and pd.isna(blind["broker_ms"])
+    assert first["rtt_source"] == "handshake"
+    # no handshake: the response acknowledged the request 1 ms after it, the only sample, an
+    # upper bound of the trip to the broker; the client never acknowledged: no full round trip
+    blind = ex[ex["correlation_id"] == 9].iloc[0]
+    assert blind["rtt_source"] == "data_ack" and pd.isna(blind["rtt_ms"])
+    assert blind["broker_rtt_ms"] == pytest.approx(1.0) and blind["broker_ms"] == 0
     assert blind["request_transfer_ms"] == 0 and blind["latency_ms"] == pytest.approx(1.0)
 
 
@@ -103,7 +107,7 @@ def _compare_with_tshark(path, port=9092):
                                  t.connections["broker_port"]):
         key = tuple(sorted((int(cport), int(bport))))
         mine = ex[ex["connection_id"] == cid]
-        got = mine["rtt_ms"].dropna().unique()
+        got = mine.loc[mine["rtt_source"] == "handshake", "rtt_ms"].dropna().unique()
         if key in rtt:
             assert list(got) == [pytest.approx(rtt[key], abs=1e-3)], key
         else:
@@ -133,7 +137,8 @@ def test_real_capture_round_trips_against_tshark():
 def test_port_auto_gives_the_same_anatomy(capture):
     """With --port auto a flow is recognised at its first data, after the handshake: its times
     are kept all the same."""
-    cols = ["rtt_ms", "broker_rtt_ms", "broker_ms", "retransmits", "tcp_gaps", "zero_windows"]
+    cols = ["rtt_ms", "broker_rtt_ms", "rtt_source", "broker_ms", "retransmits", "tcp_gaps",
+            "zero_windows"]
     by_port = analysis.load(capture).exchanges.sort_values("exchange")[cols]
     auto = analysis.load(capture, port="auto").exchanges.sort_values("exchange")[cols]
     pd.testing.assert_frame_equal(by_port.reset_index(drop=True), auto.reset_index(drop=True))

@@ -1,15 +1,24 @@
 """Latency anatomy from the TCP layer on real bytes, against tshark's TCP analysis: zero windows
 (a consumer with a tiny receive buffer that stops reading while a tansu broker answers its
-fetches) counted per exchange as tshark's tcp.analysis.zero_window marks them."""
+fetches) counted per exchange as tshark's tcp.analysis.zero_window marks them; round trips
+from data and ACK timing on real captures whose handshakes were cut off, against tshark's
+tcp.analysis.ack_rtt and the handshakes' own round trips."""
+import json
 import subprocess
 import time
 
+import pandas as pd
 import pytest
 
 import analysis
+from analysis.load import Tables, collect
+from dissector.capture import read_packets, tcp_segment
+from dissector.capture.writer import PcapWriter
+from dissector.model import REQUEST
 from dissector.pipeline import dissect
+from dissector.tcp.reassembly import ACK, SYN
 from tests import traffic as T
-from tests.support import require_module, require_root, require_tool
+from tests.support import CAPTURES, require_module, require_path, require_root, require_tool
 
 TOPIC = "zero-windows"
 
@@ -76,3 +85,81 @@ def test_zero_windows_per_exchange_against_tshark(slow_consumer, level):
            zip(ex["connection_id"], ex["exchange"], ex["zero_windows"])}
     assert got == spans
     assert sum(got.values()) > 0
+
+
+def _cut_handshakes(src, dst):
+    """`src` without each connection's handshake (its SYN, SYN-ACK and the opener's ACK of it),
+    as a capture started just after it would be."""
+    opener = {}   # connection (its ends, sorted) -> the end that will ACK the SYN-ACK
+    kept = []
+    linktype = None
+    for _n, ts, linktype, data in read_packets(src):
+        seg = tcp_segment(linktype, data)
+        if isinstance(seg, tuple):
+            s, d, sport, dport, _seq, _ack, flags, payload = seg
+            me = (s, sport)
+            key = tuple(sorted((me, (d, dport))))
+            if flags & SYN:
+                if flags & ACK:
+                    opener[key] = (d, dport)
+                continue
+            if opener.pop(key, None) == me and flags & ACK and not payload:
+                continue
+        kept.append((ts, data))
+    with PcapWriter(str(dst), linktype) as w:
+        for ts, data in kept:
+            w.write(ts, data)
+    return dst
+
+
+def _ack_rtts(path):
+    """tshark's tcp.analysis.ack_rtt in ms per frame, and the frame's source port."""
+    out = subprocess.run(
+        [require_tool("tshark"), "-n", "-r", str(path), "-Y", "tcp.analysis.ack_rtt", "-T",
+         "fields", "-e", "frame.number", "-e", "tcp.srcport", "-e", "tcp.analysis.ack_rtt"],
+        capture_output=True, text=True, timeout=120, check=True).stdout
+    return {int(f): (int(port), float(rtt) * 1e3) for f, port, rtt in
+            (line.split("\t") for line in out.splitlines())}
+
+
+@pytest.mark.parametrize("name", ["librdkafka_produce_consume", "kafka_python"])
+def test_round_trips_without_the_handshake(tmp_path, name):
+    """Cut off every handshake of a real capture: each connection's round trips come from data
+    and ACK timing, every sample is tshark's ack_rtt for the same ACK (the broker's ACK of the
+    client's data for broker_rtt_ms), and they come close to what the handshake said."""
+    path = require_path(CAPTURES / f"{name}.pcap")
+    port = json.loads((CAPTURES / f"{name}.truth.json").read_text())["broker_port"]
+    cut = _cut_handshakes(path, tmp_path / "cut.pcap")
+    tshark = _ack_rtts(cut)
+    full = analysis.load(path, port=port).exchanges
+    ex = analysis.load(cut, port=port).exchanges
+    assert len(ex) == len(full) and (full["rtt_source"] == "handshake").all()
+    assert (ex["rtt_source"] == "data_ack").all() and ex["broker_ms"].notna().all()
+    samples = {}
+    for e in dissect(cut, ports=(port,)):
+        c = e.connection
+        for direction, rtts in enumerate(c.ack_rtts):
+            for pkt, ns in rtts:
+                acker, rtt = tshark[pkt]
+                assert rtt == pytest.approx(ns / 1e6, abs=1e-3), pkt
+                assert (acker == c.broker_port) == (direction == REQUEST), pkt
+            samples[(c.client_port, direction)] = [ns / 1e6 for _, ns in rtts]
+    for client_port, rows in ex.groupby("client_port"):
+        to_broker = samples[(client_port, REQUEST)]
+        # each exchange has the smallest sample so far: one of them, never below the least
+        assert set(rows["broker_rtt_ms"]) <= set(to_broker)
+        hs = full[full["client_port"] == client_port].iloc[0]
+        for col in ("rtt_ms", "broker_rtt_ms"):
+            data_ack = rows[col].min()
+            assert hs[col] / 3 <= data_ack <= hs[col] * 3, (client_port, col)
+
+
+def test_jobs_give_the_same_round_trips(tmp_path):
+    path = require_path(CAPTURES / "librdkafka_produce_consume.pcap")
+    port = json.loads((CAPTURES / "librdkafka_produce_consume.truth.json").read_text())[
+        "broker_port"]
+    cut = [_cut_handshakes(path, tmp_path / "cut.pcap")]
+    one = Tables(collect(cut, port)[0].arrow()).exchanges
+    two = Tables(collect(cut, port, jobs=2)[0].arrow()).exchanges
+    pd.testing.assert_frame_equal(one, two)
+    assert one["rtt_ms"].notna().all()
