@@ -14,11 +14,9 @@ from ..deliveries import DELIVERY_COLUMNS, FETCH, GROUP_APIS, PRODUCE, sort_rows
 
 MIN_RECORD_BYTES = 7   # as analysis.deliveries: a damaged count cannot exceed bytes / 7 + 1
 
-SQL = f"""
-WITH ex AS (
-    SELECT exchange, api_key, client_id, client_ip, group_id, request_ts, response_end_ts,
-           replica_id
-    FROM kd_exchanges),
+# CTEs over a CTE `ex` of exchanges: `groups` (client_ip, client_id, group_id), each client's
+# group as deliveries.client_groups chooses it (also used by spark/clients.py)
+GROUPS = f"""
 named AS (
     SELECT client_ip, client_id, group_id, count(*) AS n FROM ex
     WHERE api_key IN ({", ".join(map(str, GROUP_APIS))}) AND group_id IS NOT NULL
@@ -27,7 +25,13 @@ groups AS (
     SELECT client_ip, client_id, group_id FROM (
         SELECT *, row_number() OVER (PARTITION BY client_ip, client_id
                                      ORDER BY n DESC, group_id) AS rn FROM named)
-    WHERE rn = 1),
+    WHERE rn = 1)"""
+
+SQL = f"""
+WITH ex AS (
+    SELECT exchange, api_key, client_id, client_ip, group_id, request_ts, response_end_ts,
+           replica_id
+    FROM kd_exchanges),{GROUPS},
 produced AS (
     SELECT p.topic, p.partition, p.exchange, e.client_id, e.client_ip, e.request_ts,
            e.response_end_ts, p.first_offset,

@@ -9,7 +9,8 @@
    index rows read from what the extract tasks stored (index.py), its payloads straight from
    the capture files (decode.py);
 4. give connections and exchanges their global ids and write every table (write.py);
-5. join the tables into those that cross connections: deliveries (deliveries.py, Spark SQL).
+5. join the tables into those that cross connections: deliveries (deliveries.py) and clients
+   (clients.py), in Spark SQL.
 Only small rows cross between the JVM and Python: where the index rows of each bucket are (the
 extract tasks store them under `<out>/_index/`), then the names of the Arrow IPC blobs (one per
 table and part of each bucket's output) the decode tasks store under `<out>/_blobs/` for the
@@ -24,7 +25,7 @@ import numpy as np
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME, as_keylog
 from dissector.tls.keylog import KeyLog
 
-from . import deliveries, index
+from . import clients, deliveries, index
 from .decode import Options, decode_bucket
 from .extract import extract_file
 from .inputs import basename, check_local, list_files, local_copy, local_path
@@ -166,6 +167,8 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     # 5. the tables that join rows across connections and files, from the tables written
     rows["deliveries"] = deliveries.write(spark, str(out))
     stages.stage("deliveries")
+    rows["clients"] = clients.write(spark, str(out))
+    stages.stage("clients")
     return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
 
 
@@ -178,7 +181,8 @@ def load_output(out):
     """The tables a run wrote, as analysis.Tables (the same object analysis.load returns)."""
     from ..load import Tables
     arrow = {name: read_table(str(out), name) for name in TABLES}
-    derived = deliveries.read(out)
-    if derived is not None:
-        arrow["deliveries"] = derived
+    for name, module in (("deliveries", deliveries), ("clients", clients)):
+        derived = module.read(out)
+        if derived is not None:
+            arrow[name] = derived
     return Tables(arrow)

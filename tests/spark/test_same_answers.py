@@ -48,6 +48,24 @@ def test_rotated_captures_give_the_same_tables(spark, tmp_path):
     assert result.rows["deliveries"] == len(actual.deliveries) > 100
     assert actual.deliveries["delivery_ts"].notna().sum() > 100
     pd.testing.assert_frame_equal(actual.deliveries, expected.deliveries)
+    # and the clients, aggregated in Spark across connections and files
+    assert result.rows["clients"] == len(actual.clients) >= 5
+    pd.testing.assert_frame_equal(actual.clients, expected.clients)
+
+
+def test_clients_of_thousands_give_the_same_rows(spark, tmp_path):
+    """The clients table in Spark SQL against the pandas function on 1,000 synthetic clients
+    (no client id for some, two groups for some, stale apis, damaged rows)."""
+    import pyarrow.parquet as pq
+
+    from analysis.columns import to_pandas
+    from analysis.spark import clients
+    from tests.analysis import synthetic_clients
+    t = synthetic_clients.tables(1000)
+    for name in ("exchanges", "partitions"):
+        pq.write_table(t.arrow[name], tmp_path / f"{name}.parquet")
+    assert clients.write(spark, str(tmp_path)) == 1000
+    pd.testing.assert_frame_equal(to_pandas(clients.read(tmp_path)), t.clients)
 
 
 def test_damaged_input_gives_the_same_tables_and_errors(spark, tmp_path):
