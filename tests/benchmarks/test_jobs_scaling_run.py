@@ -1,0 +1,22 @@
+"""benchmarks/jobs_scaling.py runs end to end on a shipped capture (its numbers are not checked:
+only that it compares the outputs, measures both levels and says its verdict)."""
+import re
+import subprocess
+import sys
+
+from tests.support import ROOT
+
+
+def test_jobs_scaling_runs():
+    capture = ROOT / "captures" / "codecs.mss1448.pcap"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "jobs_scaling.py"),
+                           "--corpus", str(capture), "--rounds", "1"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "outputs byte-identical" in out
+    for level in ("bodies", "records"):
+        assert re.search(rf"^{level} +2 +[\d.]+ +[\d.]+ +[\d.]+x +[\d.]+ +[\d.]+x$", out, re.M), out
+    assert re.search(r"^verdict: --jobs 2: bodies [\d.]+x wall \([\d.]+x CPU bound\), records "
+                     r"[\d.]+x wall \([\d.]+x CPU bound\); target 1.7x with 2 workers: "
+                     r"(met|MISSED) on wall time$", out, re.M), out
