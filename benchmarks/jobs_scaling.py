@@ -56,14 +56,17 @@ def measure(path, port, levels, jobs, rounds, tmp, log=print):
                 r = run(read_cmd(path, port, level, j, out))
                 if r.status != 0:
                     raise SystemExit(f"{level} --jobs {j} failed ({r.status})")
-                path_cpu = r.cpu
+                path_cpu, parts = r.cpu, ""
                 if j != 1:
-                    path_cpu = critical_path(json.loads(note.read_text()), r.cpu, j)
+                    cpu = json.loads(note.read_text())
+                    path_cpu = critical_path(cpu, r.cpu, j)
+                    parts = (f" (parent to the start {cpu['parent_started']:.2f} s, workers "
+                             f"{' '.join(f'{w:.2f}' for w in cpu['workers'])} s)")
                 runs.setdefault((level, j), []).append((r, path_cpu))
                 outs[j] = out
                 log(f"round {i + 1}/{rounds} {level:8} --jobs {j}: wall {r.wall:6.2f} s  "
-                    f"cpu {r.cpu:6.2f} s  critical path cpu {path_cpu:6.2f} s  "
-                    f"peak RSS {r.rss_mb:5.0f} MB")
+                    f"cpu {r.cpu:6.2f} s  peak RSS {r.rss_mb:5.0f} MB  "
+                    f"critical path cpu {path_cpu:6.2f} s{parts}")
             if not filecmp.cmp(outs[1], outs[jobs], shallow=False):
                 raise SystemExit(f"{level}: --jobs {jobs} wrote other bytes than --jobs 1")
     return runs

@@ -108,7 +108,7 @@ def _parallel(args, jobs, writer, keep, progress, keylog):
                               if tail is not None))
     else:
         def write(pieces, first):
-            out.write("".join(p for p in pieces if p is not None))
+            out.write("".join(filter(None, pieces)))
     ports, _auto = parse_ports(args.port)
     plan = Plan(args.captures, render, jobs, ports, level=args.level, max_frame=args.max_frame,
                 keep_bodies=args.bodies, keylog=keylog, by=args.jobs_by)

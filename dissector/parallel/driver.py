@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from heapq import merge
-from itertools import repeat
-from operator import attrgetter, itemgetter
+from bisect import bisect_left, bisect_right
+from operator import attrgetter
 from types import SimpleNamespace
 
 from ..budget import BUFFER_BUDGET
@@ -159,17 +158,15 @@ class _Parent:
             self.gid[w][msgs[w][6][i][0]] = self.connections
         # exchanges: by the packet they completed in, or (final flush) their connection's id;
         # a worker's own are in order already
-        keyed = []
+        keys = []
         for w in range(self.jobs):
             emitted, ends = msgs[w][4], msgs[w][5]
             if ends is not None:
                 g = self.gid[w]
                 emitted = [g[c] for c in ends]
-            keyed.append(zip(emitted, repeat(w)))
-        positions = [[] for _ in range(self.jobs)]
-        for at, (_key, w) in enumerate(merge(*keyed, key=itemgetter(0))):
-            positions[w].append(at)
-        n = sum(len(p) for p in positions)
+            keys.append(emitted)
+        positions = [_places(keys, w) for w in range(self.jobs)]
+        n = sum(len(k) for k in keys)
         first = self.exchanges + 1
         self.places[chunk] = (first, n, positions)
         self.exchanges += n
@@ -187,6 +184,21 @@ class _Parent:
                 out[at] = piece
         self.write(out, first)
         self.written = first + n - 1
+
+
+def _places(keys, w):
+    """Where worker w's exchanges go among all of a chunk's, each list of `keys` sorted: the
+    order of a stable merge (between equal keys, the lower worker's first). The i-th goes after
+    its i predecessors and the other workers' exchanges before it."""
+    own = keys[w]
+    others = [(k, bisect_right if v < w else bisect_left) for v, k in enumerate(keys)
+              if v != w and k]
+    if not others:
+        return list(range(len(own)))
+    if len(others) == 1:
+        (k, before), = others
+        return [i + before(k, key) for i, key in enumerate(own)]
+    return [i + sum(before(k, key) for k, before in others) for i, key in enumerate(own)]
 
 
 class Checks:

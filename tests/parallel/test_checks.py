@@ -4,12 +4,15 @@ flow's packets are skipped by both packet walkers, and the parent's checks (driv
 from __future__ import annotations
 
 import random
+from heapq import merge
+from itertools import repeat
+from operator import itemgetter
 
 import pytest
 
 from dissector.budget import BUFFER_BUDGET
 from dissector.decoding import BodyDecoder
-from dissector.parallel.driver import Checks
+from dissector.parallel.driver import Checks, _places
 from dissector.parallel.part import Names
 from dissector.protocol import readers
 from dissector.protocol.decode import tables
@@ -77,3 +80,17 @@ def test_how_many_jobs(tmp_path, monkeypatch):
     assert plan.jobs_for(None, [big, packed]) == 1   # every worker would decompress it all
     assert plan.jobs_for(None, [big], auto=True) == 1
     assert plan.jobs_for(3, [small]) == 3 and plan.jobs_for(0, [big]) == 1
+
+
+def test_places_are_a_stable_merge():
+    """Each worker's exchanges go where a stable merge of the workers' sorted keys puts them
+    (heapq.merge: between equal keys, the lower worker's first), any number of workers."""
+    rnd = random.Random(20)
+    for _ in range(300):
+        jobs = rnd.randint(1, 4)
+        keys = [sorted(rnd.randrange(12) for _ in range(rnd.randrange(8))) for _ in range(jobs)]
+        expected = [[] for _ in range(jobs)]
+        merged = merge(*(zip(k, repeat(w)) for w, k in enumerate(keys)), key=itemgetter(0))
+        for at, (_, w) in enumerate(merged):
+            expected[w].append(at)
+        assert [_places(keys, w) for w in range(jobs)] == expected, keys
