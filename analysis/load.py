@@ -61,6 +61,12 @@ class Tables:
         """Who talks to whom: analysis.clients.clients(self), computed once."""
         return self._derive("clients")
 
+    @property
+    def rebalances(self):
+        """Per consumer group and generation: analysis.rebalances.rebalances(self), computed
+        once (from the tables above, so also after load_parquet; not exported)."""
+        return self._derive("rebalances")
+
     def _derive(self, name):
         if name not in self._derived:
             self._derived[name] = getattr(_derived_module(name), name)(self)

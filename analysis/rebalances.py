@@ -26,12 +26,25 @@ from __future__ import annotations
 
 import pandas as pd
 
-FETCH, HEARTBEAT, JOIN, LEAVE, SYNC, CGH = 1, 12, 11, 13, 14, 68
+FETCH, METADATA, HEARTBEAT, JOIN, LEAVE, SYNC, CGH = 1, 3, 12, 11, 13, 14, 68
 GROUP_APIS = (8, 9, 12, 13, 14, 11)
 
-REBALANCE_COLUMNS = ["group_id", "protocol", "generation", "start_ts", "synced_ts", "resumed_ts",
-                     "sync_ms", "duration_ms", "members", "member_ids", "subscriptions",
-                     "assignments", "trigger", "trigger_client"]
+REBALANCE_COLUMNS = (
+    ("group_id", "string"),
+    ("protocol", "string"),           # classic | consumer (KIP-848)
+    ("generation", "int32"),          # generation id, or member epoch (KIP-848)
+    ("start_ts", "timestamp"),
+    ("synced_ts", "timestamp"),
+    ("resumed_ts", "timestamp"),      # the last member's first Fetch after its assignment
+    ("sync_ms", "float64"),           # start to synced
+    ("duration_ms", "float64"),       # start to resumed (to synced when nobody fetched)
+    ("members", "int32"),
+    ("member_ids", "list<string>"),
+    ("subscriptions", "list<string>"),   # "member: topic, topic"
+    ("assignments", "list<string>"),     # "member: topic:partition, ..."
+    ("trigger", "string"),
+    ("trigger_client", "string"),
+)
 
 
 def _ms(start, end):
@@ -53,7 +66,7 @@ def _list(v):
 
 
 def rebalances(t) -> pd.DataFrame:
-    """The rebalances table (REBALANCE_COLUMNS), in time order."""
+    """The rebalances table (REBALANCE_COLUMNS; Arrow dtypes), in time order."""
     ex = t.exchanges
     api = ex["api_key"]
     g = ex[api.isin([HEARTBEAT, JOIN, LEAVE, SYNC, CGH, 8, 9]).fillna(False)
@@ -71,8 +84,15 @@ def rebalances(t) -> pd.DataFrame:
         for group, rows_g in g.groupby("group_id", sort=False):
             rows.extend(_classic(group, rows_g, fetches))
             rows.extend(_kip848(group, rows_g, fetches, names))
-    out = pd.DataFrame(rows, columns=REBALANCE_COLUMNS)
-    return out.sort_values("start_ts", kind="stable").reset_index(drop=True)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from .columns import table_schema, to_pandas
+    schema = table_schema(REBALANCE_COLUMNS)
+    columns = list(zip(*rows)) if rows else [()] * len(schema)
+    table = pa.Table.from_arrays(
+        [pa.array([None if v is None or pd.isna(v) is True else v for v in col], type=f.type)
+         for col, f in zip(columns, schema)], schema=schema)
+    return to_pandas(table.take(pc.sort_indices(table, [("start_ts", "ascending")])))  # nulls last
 
 
 def _ok(df):
@@ -249,7 +269,8 @@ def _named(assigned, names):
 
 
 def _topic_names(partitions):
-    """{topic id: name} from the partitions rows that carried both (Metadata answers, Fetch)."""
-    both = partitions[partitions["topic_id"].notna() & partitions["topic"].notna()
+    """{topic id: name} from the Metadata answers' partition rows that carried both."""
+    both = partitions[(partitions["api_key"] == METADATA).fillna(False)
+                      & partitions["topic_id"].notna() & partitions["topic"].notna()
                       & (partitions["topic"] != partitions["topic_id"]).fillna(False)]
     return dict(zip(both["topic_id"].astype(str), both["topic"].astype(str)))

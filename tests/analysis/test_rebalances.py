@@ -3,6 +3,7 @@ consumers were configured with and received (captures/*.truth.json), and the dec
 subscriptions and assignments against the topics and partitions they consumed."""
 import json
 
+import pandas as pd
 import pytest
 
 import analysis
@@ -36,7 +37,7 @@ def test_each_consumer_groups_first_generation(loaded):
         assert first["members"] == 1
         assert first["start_ts"] <= first["synced_ts"]
         assert 0 < first["sync_ms"] <= first["duration_ms"]
-        if first["resumed_ts"] is not None and first["resumed_ts"] == first["resumed_ts"]:
+        if not pd.isna(first["resumed_ts"]):
             assert first["resumed_ts"] >= first["synced_ts"]
         topics = {r_["topic"] for r_ in run["consumed"]}
         partitions = {f"{r_['topic']}:{r_['partition']}" for r_ in run["consumed"]}
@@ -50,7 +51,7 @@ def test_the_rebalance_ends_at_the_members_first_fetch(loaded):
     truth, t, r = loaded
     ex = t.exchanges
     for row in r.itertuples():
-        if row.resumed_ts is None or row.resumed_ts != row.resumed_ts:
+        if pd.isna(row.resumed_ts):
             continue
         fetch = ex[(ex["api_name"] == "Fetch") & (ex["request_ts"] == row.resumed_ts)]
         assert len(fetch) >= 1
@@ -77,7 +78,6 @@ def test_kip848_capture_is_what_its_script_makes(tmp_path):
 def test_kip848_rebalances_as_the_script_tells():
     """tests/analysis/kip848.py: members joining, epochs bumping, partitions moving from A to B,
     B leaving, A fenced and rejoining; each epoch's row worked out by hand there."""
-    import pandas as pd
     from tests.analysis import kip848 as K
     from tests.analysis.build import ms
     t = analysis.load(K.SHIPPED)
@@ -106,3 +106,29 @@ def test_kip848_group_summary_counts_joins_and_leaves():
     from tests.analysis import kip848 as K
     g = consumers.groups(analysis.load(K.SHIPPED)).set_index("group_id").loc[K.GROUP]
     assert (g["join"], g["leave"], g["heartbeat"], g["members"]) == (3, 1, 1, 2)
+
+
+def test_arrow_dtypes_and_an_empty_table():
+    """Arrow dtypes as documented in REBALANCE_COLUMNS, also with no group in the capture."""
+    from analysis.columns import table_schema
+    from analysis.rebalances import REBALANCE_COLUMNS
+    from tests.analysis import kip848
+    want = table_schema(REBALANCE_COLUMNS)
+    for t in (analysis.load(kip848.SHIPPED), analysis.load(CAPTURES / "codecs.pcap")):
+        r = rebalances(t)
+        assert [str(d.pyarrow_dtype) for d in r.dtypes] == [str(f.type) for f in want]
+    empty = rebalances(analysis.load(kip848.SHIPPED, port=1))
+    assert empty.empty and list(empty.columns) == want.names
+
+
+def test_export_and_parquet_round_trip(tmp_path):
+    """t.rebalances is the table, and the same from the tables export and Tables.write_parquet
+    write and load_parquet reads back."""
+    from analysis.load import export
+    from tests.analysis import kip848
+    t = analysis.load(kip848.SHIPPED)
+    pd.testing.assert_frame_equal(t.rebalances, rebalances(t))
+    export(kip848.SHIPPED, tmp_path / "x")
+    pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "x").rebalances, t.rebalances)
+    t.write_parquet(tmp_path / "y")
+    pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "y").rebalances, t.rebalances)
