@@ -176,11 +176,12 @@ class Framer:
             self._search(_SETTLE, answers)
             self._run_replay()
 
-    def answers(self, data):
+    def answers(self, data, joined=False):
         """The correlation ids of the responses that start in `data`, the next bytes of this
         stream, when where they start is known: from a frame boundary, past the rest of the
-        frame in progress, or (out of sync) when their sizes cover `data` exactly, as a broker's
-        answer after a pause does; else None. For the peer's settle."""
+        frame in progress, or, out of sync or `joined` here (the capture's first bytes of a
+        stream joined midway), when their sizes cover `data` exactly, as a broker's answer after
+        a pause does; else None. For the peer's settle."""
         state = self._state
         if self.direction == 0 or state == _PREFIX or state == _DONE:
             return None
@@ -193,11 +194,9 @@ class Framer:
                 return None
             ids.append(corr)
             pos += 4 + size
-        if pos < n and (state == _SYNC or pos + 8 > n):
-            return None   # not the whole of data (out of sync), or a header not yet in view
-        if state == _SYNC and not ids:
-            return None
-        return ids
+        if joined or state == _SYNC:   # where frames start is unknown: they must cover data
+            return ids if ids and pos == n else None
+        return None if pos < n < pos + 8 else ids   # or a header cut by the end of data
 
     def gap(self, nbytes, packet_no, exact=True):
         """`nbytes` of the stream at the current offset are missing and will not come; with

@@ -141,7 +141,9 @@ class Reassembler:
         (Framer.answers), when it is the stream's next data or its first, for the peer's waiting
         framer (Framer.settle); else None."""
         base = self.base
-        if base is not None and ((seq - base - self.next) & MASK or self.held):
+        if base is None:   # the first data: the stream's start, or joined midway
+            return self.framer.answers(payload, seq != self.anchor)
+        if (seq - base - self.next) & MASK or self.held:
             return None
         return self.framer.answers(payload)
 

@@ -302,9 +302,14 @@ def test_answers_reads_the_response_heads_a_segment_starts():
     assert f.answers(response(1, b"x" * 100)[50:] + response(9)) == [9]   # ... past its rest
     assert f.answers(b"x" * 20) == []                   # ... or all of it: none starts
     g, _ = framer(RESPONSE)
+    cut = two + response(5, b"e" * 10)[:-2]             # the last one continues
+    assert g.answers(cut) == [3, 4, 5]                  # the stream's start: a boundary ...
+    assert g.answers(cut, joined=True) is None          # ... joined there: only an exact cover
+    assert g.answers(two, joined=True) == [3, 4]
     g.midstream()                                       # out of sync: only an exact cover
     assert g.answers(two) == [3, 4]
-    assert g.answers(two[:-1]) is None
+    assert g.answers(cut) is None
+    assert g.answers(b"") is None
     assert framer(REQUEST)[0].answers(two) is None      # requests answer nothing
 
 
