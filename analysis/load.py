@@ -17,7 +17,7 @@ from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
-from .partitions import partition_rows
+from .partition_columns import PartitionTable, exchange_piece
 from .records_table import RECORD_TABLE_COLUMNS, RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
                      exchange_columns, issue_columns)
@@ -98,9 +98,9 @@ class _Collector:
 
     def __init__(self, records: bool, keep=None, sinks=None):
         self.sinks = sinks or {}
-        self.exchanges, self.partitions, self.issues = (
-            ColumnBuilder(table_columns(name), self.sinks.get(name))
-            for name in ("exchanges", "partitions", "issues"))
+        self.exchanges, self.issues = (ColumnBuilder(table_columns(name), self.sinks.get(name))
+                                       for name in ("exchanges", "issues"))
+        self.partitions = PartitionTable(self.sinks.get("partitions"))
         self.records = RecordTable(self.sinks.get("records"))
         self.conn_stats = {}   # connection_id -> [exchanges, request bytes, response bytes, ids]
         self.want_records = records
@@ -114,21 +114,22 @@ class _Collector:
                 self.records.add_exchange(ex)
 
     def rows(self, ex):
-        """What one exchange adds but its records: its row, partition rows, issue rows and
-        request and response sizes; None when the filter leaves it out (a parallel run's
-        workers make these, the parent adds them: dissector.parallel)."""
+        """What one exchange adds but its records: its row, its partitions rows (a
+        PartitionPiece, or None), issue rows and request and response sizes; None when the
+        filter leaves it out (a parallel run's workers make these, the parent adds them:
+        dissector.parallel)."""
         row = exchange_row(ex) + exchange_extras(ex)
         if self.keep is not None and not self.keep(dict(zip(EXCHANGE_NAMES, row))):
             return None
-        return (row, list(partition_rows(ex)), [issue_row(issue) for issue in ex.issues],
+        return (row, exchange_piece(ex), [issue_row(issue) for issue in ex.issues],
                 ex.request.length if ex.request is not None else 0,
                 ex.response.length if ex.response is not None else 0)
 
     def add_rows(self, rows) -> None:
         row, partitions, issues, request_bytes, response_bytes = rows
         self.exchanges.append(row)
-        for prow in partitions:
-            self.partitions.append(prow)
+        if partitions is not None:
+            self.partitions.add(partitions)
         for irow in issues:
             self.issues.append(irow)
         stats = self.conn_stats.get(row[0])   # connection_id

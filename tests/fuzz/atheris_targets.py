@@ -12,7 +12,10 @@ any budget), summarize (its byte walk, which must agree with decoding and walkin
 (records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
 append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
 handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
-tablerow (_tablerow.c exchange_row on exchanges of any attribute values). A target fails (and libFuzzer saves the input) when an exception escapes, when an
+tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
+(_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the
+pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an
+exception escapes, when an
 Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past -rss_limit_mb.
 """
 from __future__ import annotations
@@ -310,11 +313,49 @@ def target_framebuf():
     return one
 
 
+def target_partitions():
+    from analysis.partition_columns import SIDES
+    from dissector import partition_walk
+    from dissector.protocol.decode import decode_request, decode_response
+    from tests.fuzz.support import PAIRS
+
+    def one(data):
+        if len(data) < 3 or partition_walk.walk_side is partition_walk.py_walk_side:
+            return
+        k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
+        direction = data[2] & 1
+        msg = decode_response(data[3:], k, v) if direction else decode_request(data[3:])
+        k = msg.api_key
+        if msg.body is not None and k in SIDES and SIDES[k][direction] is not None:
+            walked = partition_walks(k, direction, msg.body)
+            assert walked[0] == walked[1], (k, msg.api_version)
+    return one
+
+
+def partition_walks(k, direction, body):
+    """(compiled, twin): each walk of a body of API k as the first body of its exchange, then
+    (given its own shape) as the second: the columns, shape or exception type each time."""
+    from analysis.partition_columns import LAYOUT, SIDES
+    from analysis.schema import PARTITION_COLUMNS
+    from dissector import partition_walk
+    topics, side = SIDES[k][direction]
+    out = []
+    for walk in (partition_walk.walk_side, partition_walk.py_walk_side):
+        cols = [[] for _ in PARTITION_COLUMNS]
+        first = _outcome(walk, cols, 0, topics(body), side, LAYOUT, None)
+        seen = [first, [list(c) for c in cols]]
+        if first[0] == "ok" and first[1]:
+            seen.append(_outcome(walk, cols, 0, topics(body), side, LAYOUT, first[1]))
+            seen.append(cols)
+        out.append(seen)
+    return out
+
+
 TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_decode,
            "records": target_records, "stream": target_stream, "reader": target_reader,
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
            "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler,
-           "tablerow": target_tablerow}
+           "tablerow": target_tablerow, "partitions": target_partitions}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
@@ -373,7 +414,8 @@ def _share_seeds(root: Path) -> None:
     import shutil
     for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
                            ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet"),
-                           ("handler", "stream"), ("tablerow", "packet")):
+                           ("handler", "stream"), ("tablerow", "packet"),
+                           ("partitions", "decode")):
         for f in (root / source).iterdir():
             shutil.copy(f, root / target / f.name)
 

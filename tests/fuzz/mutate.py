@@ -5,9 +5,11 @@ or any other:
 
 Each mutant is a capture from captures/ with 1-8 mutations (bit flips, boundary bytes, inserted,
 deleted, duplicated or spliced ranges, a cut) dissected at every level, its exchanges written as
-text, CSV and JSON lines and its records as rows: every compiled path a capture reaches. Then M
-direct calls with random arguments into the compiled entry points (the readers, the record-set
-walk, csv_line, fill, random segment streams through the compiled flow handler, exchange_row). A Python exception escaping the dissection is a finding (exit status 1,
+text, CSV and JSON lines, its records as rows and its partitions as the partitions table's
+columns: every compiled path a capture reaches. Then M direct calls with random arguments into
+the compiled entry points (the readers, the record-set walk, csv_line, fill, random segment
+streams through the compiled flow handler, exchange_row, the partition walk on random bodies).
+A Python exception escaping the dissection is a finding (exit status 1,
 the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
 the process with their exit status and report.
 """
@@ -51,18 +53,22 @@ def mutate(data: bytes, rnd: random.Random, others: list[bytes]) -> bytes:
 
 
 def dissect_all(path: Path) -> None:
+    from analysis.partition_columns import PartitionTable
     from dissector.output import CsvWriter, JsonlWriter, TextWriter
     from dissector.pipeline import dissect
     from dissector.records.rows import record_rows
     for level in ("headers", "bodies", "records"):
         out = io.StringIO()
         writers = [TextWriter(out), CsvWriter(out), JsonlWriter(out, bodies=level != "headers")]
+        partitions = PartitionTable()
         for ex in dissect([str(path)], level=level):
             for w in writers:
                 w.write(ex)
+            partitions.add_exchange(ex)
             if level == "records":
                 for _ in record_rows(ex):
                     pass
+        partitions.table()
 
 
 def direct_calls(count: int, rnd: random.Random) -> None:
@@ -75,11 +81,16 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from dissector.tables import exchange_row
     from tests.fuzz.atheris_targets import exchange_of
     from tests.tcp.test_compiled_handler import segment_run
+    from analysis.partition_columns import SIDES
+    from tests.fuzz.atheris_targets import partition_walks
+    from tests.protocol.encoder import random_body
     entries = [entry for k in APIS if tables(k) for side in tables(k)
                for entry in side.values()]
+    walked = [(k, d, entry[1]) for k in SIDES for d in (0, 1) if SIDES[k][d]
+              for entry in tables(k)[d].values()]
     for i in range(count):
         raw = rnd.randbytes(rnd.choice((0, 1, 4, 16, 64, 512)))
-        which = i % 6
+        which = i % 7
         try:
             if which == 0 and entries:
                 reader = rnd.choice(entries)[0]
@@ -95,6 +106,9 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                 segment_run(raw, rnd.choice(("headers", "bodies")))()
             elif which == 4:
                 exchange_row(exchange_of(raw))
+            elif which == 5:
+                k, d, schema = rnd.choice(walked)
+                partition_walks(k, d, random_body(schema, rnd))
             else:
                 buf = framebuf.frame_buffer(rnd.randrange(64))
                 src = buf if rnd.random() < 0.3 else raw

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from dissector.pipeline import dissect
 from dissector.records.columns import BUFFERS, RecordColumns, partitions, py_append_v2
 from dissector.records.model import RecordSet
-from tests.support import CAPTURES, _missing
+from tests.support import CAPTURES, require_compiled
 
 try:
     from dissector.records._columns import append_v2 as compiled
@@ -20,10 +20,7 @@ except ImportError:
 
 @pytest.fixture(scope="module")
 def c_append():
-    if compiled is None:
-        _missing("the compiled column builder (dissector/records/_columns.c; pip install -e . "
-                 "builds it, which needs a C compiler)")
-    return compiled
+    return require_compiled(compiled, "column builder (dissector/records/_columns.c)")
 
 
 def fresh():

@@ -15,7 +15,7 @@ from dissector.pipeline import dissect
 from dissector.records import text
 from dissector.records.columns import RecordColumns, _append_record, record_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES
-from tests.support import CAPTURES, _missing
+from tests.support import CAPTURES, require_compiled
 
 try:
     from dissector.records import _text
@@ -25,10 +25,7 @@ except ImportError:
 
 @pytest.fixture(scope="module")
 def compiled():
-    if _text is None:
-        _missing("the compiled records text writer (dissector/records/_text.c; pip install -e . "
-                 "builds it, which needs a C compiler)")
-    return _text
+    return require_compiled(_text, "records text writer (dissector/records/_text.c)")
 
 
 def chunks_of(pcap):

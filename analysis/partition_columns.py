@@ -1,0 +1,247 @@
+"""The partitions table built in columns: an exchange's partitions go from its decoded bodies into
+one list per column (dissector.partition_walk, compiled where built), with no row object; every
+batch of rows becomes Arrow arrays. analysis.partitions' partition_rows, one row at a time, is the
+specification: the tests compare the two on every shipped capture, and it makes the rows of the
+exchanges the walk does not take (the request and the response listing different partitions or
+in another order, a partition listed twice, a partial body).
+
+The exchange's own columns (the table's first HEAD) are kept once per exchange and repeated by
+index, as the records table does with its batch fields. PartitionTable cuts a batch at the
+budget of analysis.columns (BATCH_ROWS rows, or BATCH_BYTES at VALUE_COST a value) and hands it
+to a sink (streaming export) or keeps it for table(), as its ColumnBuilder does for the other
+tables. A parallel run's workers make a
+PartitionPiece per exchange (exchange_piece) that the parent adds.
+"""
+from __future__ import annotations
+
+from array import array
+from operator import attrgetter
+
+import pyarrow as pa
+
+from dissector.partition_walk import Irregular, walk_side
+from dissector.protocol.names import error_name
+
+from . import columns as _budget
+from .columns import _array, table_schema
+from .partitions import (
+    _BASE_OFF, _COMMITTED, _ERR, _ERR_NAME, _FETCH_OFF, _FIRST, _HW, _LAST, _LEADER,
+    _LEADER_EPOCH, _LISTED, _LOG_START, _LSO, _PARTITION, _RECORDS, _TOPIC, _TOPIC_ID, _TS_QUERY,
+    FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, PRODUCE, RECORD_COLS,
+    SHARE_ACKNOWLEDGE, SHARE_FETCH, exchange_head, offset_fetch_topics, partition_rows,
+    produced_offsets, topic_id)
+from .schema import CATEGORICAL, PARTITION_COLUMNS, arrow_type
+
+HEAD = _TOPIC   # the exchange's own columns come first
+LAYOUT = (_TOPIC, _TOPIC_ID, _PARTITION, RECORD_COLS, topic_id)
+_ERROR = (_ERR, "error_code", True)
+
+
+def _side(topics, parts="partitions", index="partition_index", fields=(), records=None,
+          listed=-1):
+    """How a body lists its partitions: topics(body) its topic entries, then as
+    dissector.partition_walk's `side`."""
+    return (attrgetter(topics) if isinstance(topics, str) else topics,
+            (parts, index, fields, records, listed))
+
+
+SIDES = {   # api key: how its request and its response list partitions (None: no rows)
+    PRODUCE: (_side("topic_data", "partition_data", "index", records="records"),
+              _side("responses", "partition_responses", "index", (
+                  _ERROR, (_BASE_OFF, "base_offset", True),
+                  (_LOG_START, "log_start_offset", False)))),
+    FETCH: (_side("topics", index="partition", fields=((_FETCH_OFF, "fetch_offset", True),)),
+            _side("responses", fields=(_ERROR, (_HW, "high_watermark", True),
+                                       (_LSO, "last_stable_offset", False),
+                                       (_LOG_START, "log_start_offset", False)),
+                  records="records")),
+    LIST_OFFSETS: (_side("topics", fields=((_TS_QUERY, "timestamp", False),)),
+                   _side("topics", fields=(_ERROR,), listed=_LISTED)),
+    METADATA: (None, _side("topics", fields=(_ERROR, (_LEADER, "leader_id", True),
+                                             (_LEADER_EPOCH, "leader_epoch", False)))),
+    OFFSET_COMMIT: (_side("topics", fields=((_COMMITTED, "committed_offset", True),)),
+                    _side("topics", fields=(_ERROR,))),
+    OFFSET_FETCH: (_side(offset_fetch_topics, "partition_indexes", None),
+                   _side(offset_fetch_topics, fields=(_ERROR,
+                                                      (_COMMITTED, "committed_offset", True)))),
+    SHARE_FETCH: (_side("topics"), _side("responses", fields=(_ERROR,), records="?records")),
+}
+SIDES[SHARE_ACKNOWLEDGE] = SIDES[SHARE_FETCH]
+_WIDTH = len(PARTITION_COLUMNS)
+
+
+def _bodies(ex):
+    return (ex.request_msg.body if ex.request_msg is not None else None,
+            ex.response_msg.body if ex.response_msg is not None else None)
+
+
+def walk_exchange(cols, start, ex, req, resp) -> int:
+    """Write the exchange's rows into `cols` from row `start` on (see
+    dissector.partition_walk); returns how many. Irregular, AttributeError or TypeError when
+    the walk does not take it (the caller drops what it wrote)."""
+    shape = None
+    for sided, body in zip(SIDES[ex.api_key], (req, resp)):
+        if sided is not None and body is not None:
+            topics, side = sided
+            shape = walk_side(cols, start, topics(body), side, LAYOUT, shape) or None
+    n = len(cols[_PARTITION]) - start   # the first body wrote every row's partition
+    if ex.api_key == PRODUCE and n:   # the offsets the broker gave the records
+        stop = start + n
+        for i in (_BASE_OFF, _RECORDS, _FIRST, _LAST):
+            _pad(cols[i], stop)
+        pairs = list(map(produced_offsets, cols[_BASE_OFF][start:stop],
+                         cols[_RECORDS][start:stop]))
+        cols[_FIRST][start:stop] = [first for first, _ in pairs]
+        cols[_LAST][start:stop] = [last for _, last in pairs]
+    return n
+
+
+def _pad(column, rows):
+    """`column` grown with None to `rows` values."""
+    if len(column) < rows:
+        column.extend([None] * (rows - len(column)))
+
+
+class PartitionPiece:
+    """One exchange's rows made elsewhere (a parallel run's worker): `head` (its HEAD column
+    values), `rows` (how many) and `columns` {column: values} for the row columns it fills."""
+    __slots__ = ("head", "rows", "columns")
+
+    def __init__(self, head, rows, columns):
+        self.head, self.rows, self.columns = head, rows, columns
+
+
+def exchange_piece(ex) -> PartitionPiece | None:
+    """The exchange's partitions rows as a PartitionPiece; None when it has none."""
+    if ex.api_key not in SIDES:
+        return None
+    req, resp = _bodies(ex)
+    if req is None and resp is None:
+        return None
+    cols = [[] for _ in range(_WIDTH)]
+    try:
+        n = walk_exchange(cols, 0, ex, req, resp)
+    except (Irregular, AttributeError, TypeError):
+        return _from_rows(partition_rows(ex))
+    if not n:
+        return None
+    return PartitionPiece(exchange_head(ex, req), n,
+                          {i: column for i, column in enumerate(cols) if column})
+
+
+def _from_rows(rows) -> PartitionPiece | None:
+    """The specification's rows (tuples, of one exchange) as a piece."""
+    if not rows:
+        return None
+    columns = list(zip(*rows))
+    return PartitionPiece(rows[0][:HEAD], len(rows),
+                          {i: list(columns[i]) for i in range(HEAD, _WIDTH) if i != _ERR_NAME})
+
+
+_SCHEMA = table_schema(PARTITION_COLUMNS)
+_TYPES = tuple(arrow_type(kind) for _, kind in PARTITION_COLUMNS)
+_ENCODE = tuple(name in CATEGORICAL for name, _ in PARTITION_COLUMNS)
+
+
+class PartitionTable:
+    """The partitions table fed exchange by exchange (add_exchange; add for a piece made
+    elsewhere). `sink(record_batch)` receives each full batch (and the last on finish());
+    without one they are kept for table(). len() counts the rows so far."""
+
+    def __init__(self, sink=None, batch_rows=None):
+        self.schema = _SCHEMA
+        self._sink = sink
+        self._batch_rows = batch_rows or min(
+            _budget.BATCH_ROWS, _budget.BATCH_BYTES // (_budget.VALUE_COST * (_WIDTH - HEAD)))
+        self._chunks = []
+        self._done = 0
+        self._new()
+
+    def _new(self):
+        self._heads = []
+        self._head_index = array("i")
+        self._cols = [[] for _ in range(_WIDTH)]   # the row columns (from HEAD on)
+        self._rows = 0
+
+    def __len__(self):
+        return self._done + self._rows
+
+    def add_exchange(self, ex) -> None:
+        if ex.api_key not in SIDES:
+            return
+        req, resp = _bodies(ex)
+        if req is None and resp is None:
+            return
+        start = self._rows
+        try:
+            n = walk_exchange(self._cols, start, ex, req, resp)
+        except (Irregular, AttributeError, TypeError):
+            for column in self._cols:
+                del column[start:]
+            piece = _from_rows(partition_rows(ex))
+            if piece is not None:
+                self.add(piece)
+            return
+        if n:
+            self._added(exchange_head(ex, req), n)
+
+    def add(self, piece: PartitionPiece) -> None:
+        start = self._rows
+        for i, values in piece.columns.items():
+            column = self._cols[i]
+            _pad(column, start)
+            column.extend(values)
+        self._added(piece.head, piece.rows)
+
+    def _added(self, head, n) -> None:
+        self._head_index.extend([len(self._heads)] * n)
+        self._heads.append(head)
+        self._rows += n
+        if self._rows >= self._batch_rows:
+            self._cut()
+
+    def _cut(self) -> None:
+        n = self._rows
+        if not n:
+            return
+        take = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self._head_index)])
+        heads = list(zip(*self._heads))
+        arrays = [_array(list(heads[i]), _TYPES[i]).take(take) for i in range(HEAD)]
+        cols = self._cols
+        for column in cols[HEAD:]:
+            _pad(column, n)
+        cols[_ERR_NAME] = _error_names(cols[_ERR])
+        arrays += [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
+        self._done += n
+        self._new()
+        if self._sink is None:
+            self._chunks.append(arrays)
+        else:
+            self._sink(pa.RecordBatch.from_arrays(_encoded(arrays), schema=self.schema))
+
+    def finish(self) -> None:
+        self._cut()
+
+    def table(self) -> pa.Table:
+        """All rows as one table (no sink): one array per column, dictionaries over all rows."""
+        self._cut()
+        arrays = []
+        for i, typ in enumerate(_TYPES):
+            parts = [chunk[i] for chunk in self._chunks]
+            arrays.append(parts[0] if len(parts) == 1 else
+                          pa.concat_arrays(parts) if parts else pa.array([], type=typ))
+        self._chunks = [arrays] if len(self) else []
+        return pa.Table.from_arrays(_encoded(arrays), schema=self.schema)
+
+
+def _encoded(arrays):
+    return [a.dictionary_encode() if enc else a for a, enc in zip(arrays, _ENCODE)]
+
+
+def _error_names(codes):
+    """error_name of each code (None: None), named once per distinct code."""
+    try:
+        named = {c: error_name(c) for c in set(codes) if c is not None}
+    except TypeError:   # an unhashable value from a damaged body
+        return [None if c is None else error_name(c) for c in codes]
+    return list(map(named.get, codes))

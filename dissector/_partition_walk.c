@@ -1,0 +1,540 @@
+/* A decoded body's partitions into column lists, compiled: partition_walk.py's py_walk_side (the
+ * pure-Python twin) is the specification; this does the same without a Python call per partition
+ * or record set. The tests compare the two on every shipped capture and on mutated ones.
+ *
+ * configure(codec_names, batch_overhead, Irregular) once, then
+ * walk_side(cols, start, topics, side, layout, shape) -> shape, as the twin: the same attributes
+ * read in the same order, the same values written into the same lists, Irregular (or the error
+ * an attribute read raises) where it raises. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *codec_names, *batch_overhead, *irregular, *two, *zero;
+static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches,
+    *s_is_control, *s_base_offset, *s_last_offset_delta, *s_codec, *s_uncompressed_size,
+    *s_magic, *s_producer_id, *s_producer_epoch, *s_base_sequence, *s_is_transactional,
+    *s_offset, *s_old_style_offsets;
+
+#define NREC 12   /* partition_walk.RECORD_COLUMNS */
+
+/* getattr(o, name, None): a new reference; NULL on an error other than AttributeError */
+static PyObject *attr_or_none(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return v;
+}
+
+/* bool(o.name) (1 or 0), or -1 on error */
+static int attr_true(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    int r = v == NULL ? -1 : PyObject_IsTrue(v);
+    Py_XDECREF(v);
+    return r;
+}
+
+/* o.name is None (1 or 0), or -1 on error */
+static int attr_none(PyObject *o, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    int r = v == NULL ? -1 : v == Py_None;
+    Py_XDECREF(v);
+    return r;
+}
+
+/* cols[col], a list (borrowed); NULL with IndexError or TypeError */
+static PyObject *column_at(PyObject *cols, Py_ssize_t col)
+{
+    if (col < 0 || col >= PyList_GET_SIZE(cols)) {
+        PyErr_SetString(PyExc_IndexError, "column out of range");
+        return NULL;
+    }
+    PyObject *column = PyList_GET_ITEM(cols, col);
+    if (!PyList_Check(column)) {
+        PyErr_SetString(PyExc_TypeError, "a column is not a list");
+        return NULL;
+    }
+    return column;
+}
+
+/* column[row] = value after padding with None to row */
+static int put(PyObject *cols, Py_ssize_t col, Py_ssize_t row, PyObject *value)
+{
+    PyObject *column = column_at(cols, col);
+    if (column == NULL)
+        return -1;
+    while (PyList_GET_SIZE(column) < row)
+        if (PyList_Append(column, Py_None) < 0)
+            return -1;
+    return PyList_Append(column, value);
+}
+
+static int raise_irregular(const char *why)
+{
+    PyErr_SetString(irregular, why);
+    return -1;
+}
+
+/* sum(f(x) for x in items) from 0, f reading attribute `name` (minus the magic's overhead when
+ * `overhead`); a new reference */
+static PyObject *sum_of(PyObject *items, PyObject *name, int overhead)
+{
+    PyObject *total = Py_NewRef(zero);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *c = PyList_GET_ITEM(items, i);
+        PyObject *v = PyObject_GetAttr(c, name);
+        if (v == NULL)
+            goto fail;
+        if (overhead) {
+            PyObject *magic = PyObject_GetAttr(c, s_magic), *o = NULL;
+            if (magic != NULL) {
+                o = PyDict_GetItemWithError(batch_overhead, magic);
+                if (o == NULL && !PyErr_Occurred())
+                    o = zero;
+                Py_DECREF(magic);
+            }
+            PyObject *d = o == NULL ? NULL : PyNumber_Subtract(v, o);
+            Py_DECREF(v);
+            if (d == NULL)
+                goto fail;
+            v = d;
+        }
+        PyObject *t = PyNumber_Add(total, v);
+        Py_DECREF(v);
+        Py_SETREF(total, t);
+        if (total == NULL)
+            return NULL;
+    }
+    return total;
+fail:
+    Py_DECREF(total);
+    return NULL;
+}
+
+/* record_values(rs) into v[NREC] (new references or NULL for None); -1 on error */
+static int record_values(PyObject *rs, PyObject **v)
+{
+    PyObject *batches = NULL, *data = NULL, *coded = NULL;
+    if (PyBytes_Check(rs) || PyByteArray_Check(rs) || PyMemoryView_Check(rs)) {
+        Py_ssize_t n = PyObject_Size(rs);
+        return n < 0 || (v[0] = PyLong_FromSsize_t(n)) == NULL ? -1 : 0;
+    }
+    if ((v[0] = attr_or_none(rs, s_size)) == NULL
+            || (v[1] = attr_or_none(rs, s_record_count)) == NULL
+            || (batches = attr_or_none(rs, s_batches)) == NULL)
+        goto fail;
+    if (batches == Py_None) {
+        Py_DECREF(batches);
+        return 0;
+    }
+    PyObject *seq = PySequence_List(batches);
+    Py_SETREF(batches, seq);
+    if (batches == NULL)
+        goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(batches);
+    if (v[1] == Py_None) {   /* the batches' counts, when all are known */
+        int all = 1;
+        for (Py_ssize_t i = 0; i < n && all; i++) {
+            int none = attr_none(PyList_GET_ITEM(batches, i), s_record_count);
+            if (none < 0)
+                goto fail;
+            all = !none;
+        }
+        if (all) {
+            PyObject *total = sum_of(batches, s_record_count, 0);
+            if (total == NULL)
+                goto fail;
+            Py_SETREF(v[1], total);
+        }
+    }
+    data = PyList_New(0);
+    if (data == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PyList_GET_ITEM(batches, i);
+        int control = attr_true(b, s_is_control);
+        if (control < 0 || (!control && PyList_Append(data, b) < 0))
+            goto fail;
+    }
+    Py_ssize_t nd = PyList_GET_SIZE(data);
+    if (nd) {
+        PyObject *base = PyObject_GetAttr(PyList_GET_ITEM(data, 0), s_base_offset);
+        if (base == NULL)
+            goto fail;
+        if (base != Py_None) {
+            PyObject *end = PyList_GET_ITEM(data, nd - 1);
+            PyObject *end_base = PyObject_GetAttr(end, s_base_offset), *delta = NULL;
+            if (end_base != NULL && end_base != Py_None)
+                delta = PyObject_GetAttr(end, s_last_offset_delta);
+            if (end_base == NULL || (end_base != Py_None && delta == NULL)) {
+                Py_DECREF(base);
+                Py_XDECREF(end_base);
+                goto fail;
+            }
+            if (delta != NULL && delta != Py_None) {
+                v[4] = PyNumber_Add(end_base, delta);
+                if (v[4] == NULL) {
+                    Py_DECREF(base);
+                    Py_DECREF(end_base);
+                    Py_DECREF(delta);
+                    goto fail;
+                }
+                v[3] = Py_NewRef(base);
+            }
+            Py_XDECREF(delta);
+            Py_DECREF(end_base);
+        }
+        Py_DECREF(base);
+    }
+    if (n == 0) {
+        v[2] = PyLong_FromLong(0);
+        Py_DECREF(batches);
+        Py_DECREF(data);
+        return v[2] == NULL ? -1 : 0;
+    }
+    PyObject *b = PyList_GET_ITEM(batches, 0);
+    coded = PyList_New(0);
+    if (coded == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *c = PyList_GET_ITEM(batches, i);
+        int on = attr_true(c, s_codec), none = on > 0 ? attr_none(c, s_uncompressed_size) : 1;
+        if (on < 0 || none < 0 || (!none && PyList_Append(coded, c) < 0))
+            goto fail;
+    }
+    if ((v[2] = PyLong_FromSsize_t(n)) == NULL)
+        goto fail;
+    PyObject *codec = PyObject_GetAttr(b, s_codec);
+    if (codec == NULL)
+        goto fail;
+    PyObject *cname = PyDict_GetItemWithError(codec_names, codec);
+    v[5] = cname != NULL ? Py_NewRef(cname) : PyErr_Occurred() ? NULL : PyObject_Str(codec);
+    Py_DECREF(codec);
+    if (v[5] == NULL || (v[6] = PyObject_GetAttr(b, s_producer_id)) == NULL
+            || (v[7] = PyObject_GetAttr(b, s_producer_epoch)) == NULL
+            || (v[8] = PyObject_GetAttr(b, s_base_sequence)) == NULL)
+        goto fail;
+    PyObject *magic = PyObject_GetAttr(b, s_magic);
+    int v2 = magic == NULL ? -1 : PyObject_RichCompareBool(magic, two, Py_EQ);
+    Py_XDECREF(magic);
+    if (v2 < 0)
+        goto fail;
+    if (v2) {
+        int txn = attr_true(b, s_is_transactional);
+        if (txn < 0)
+            goto fail;
+        v[9] = PyBool_FromLong(txn);
+    }
+    if (PyList_GET_SIZE(coded)) {
+        if ((v[10] = sum_of(coded, s_size, 1)) == NULL
+                || (v[11] = sum_of(coded, s_uncompressed_size, 0)) == NULL)
+            goto fail;
+    }
+    Py_DECREF(batches);
+    Py_DECREF(data);
+    Py_DECREF(coded);
+    return 0;
+fail:
+    Py_XDECREF(batches);
+    Py_XDECREF(data);
+    Py_XDECREF(coded);
+    return -1;
+}
+
+/* ListOffsets' answered offset of partition entry p: a new reference */
+static PyObject *listed_offset(PyObject *p)
+{
+    PyObject *offset = attr_or_none(p, s_offset);
+    if (offset == NULL || offset != Py_None)
+        return offset;
+    Py_DECREF(offset);
+    PyObject *olds = attr_or_none(p, s_old_style_offsets);
+    if (olds == NULL)
+        return NULL;
+    int has = PyObject_IsTrue(olds);
+    PyObject *r = has < 0 ? NULL : has ? PyObject_GetItem(olds, zero) : Py_NewRef(Py_None);
+    Py_DECREF(olds);
+    return r;
+}
+
+typedef struct {
+    PyObject *parts, *index, *fields, *records;
+    int optional_records;
+    Py_ssize_t listed, topic_col, tid_col, part_col, record_cols[NREC];
+    PyObject *topic_id;
+} Spec;
+
+/* one partition entry's row (number: its partition number; made: this body makes the row) */
+static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *number,
+                         PyObject *name, int named, PyObject *tid, int made, const Spec *s)
+{
+    if (made) {
+        if (put(cols, s->topic_col, row, named ? name : tid) < 0
+                || put(cols, s->tid_col, row, tid) < 0 || put(cols, s->part_col, row, number) < 0)
+            return -1;
+    } else if (named) {
+        PyObject *column = column_at(cols, s->topic_col);
+        if (column == NULL || PySequence_SetItem(column, row, name) < 0)
+            return -1;
+    }
+    for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(s->fields); f++) {
+        PyObject *field = PyTuple_GET_ITEM(s->fields, f);
+        Py_ssize_t col;
+        PyObject *attr;
+        int required;
+        if (!PyArg_ParseTuple(field, "nUp", &col, &attr, &required))
+            return -1;
+        PyObject *v = required ? PyObject_GetAttr(p, attr) : attr_or_none(p, attr);
+        if (v == NULL)
+            return -1;
+        int r = put(cols, col, row, v);
+        Py_DECREF(v);
+        if (r < 0)
+            return -1;
+    }
+    if (s->listed >= 0) {
+        PyObject *v = listed_offset(p);
+        int r = v == NULL ? -1 : put(cols, s->listed, row, v);
+        Py_XDECREF(v);
+        if (r < 0)
+            return -1;
+    }
+    if (s->records != Py_None) {
+        PyObject *rs = s->optional_records ? attr_or_none(p, s->records)
+                                           : PyObject_GetAttr(p, s->records);
+        if (rs == NULL)
+            return -1;
+        int r = 0;
+        if (rs != Py_None) {
+            PyObject *v[NREC] = {NULL};
+            r = record_values(rs, v);
+            for (int i = 0; i < NREC; i++) {
+                if (r == 0 && v[i] != NULL && v[i] != Py_None)
+                    r = put(cols, s->record_cols[i], row, v[i]);
+                Py_XDECREF(v[i]);
+            }
+        }
+        Py_DECREF(rs);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* one topic entry t: its rows from `*row` on; 0 when it lists no partition */
+static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *keys,
+                      PyObject *made, PyObject *shape, Py_ssize_t *at, const Spec *s)
+{
+    PyObject *entries = NULL, *name = NULL, *raw = NULL, *tid = NULL, *numbers = NULL,
+        *seen = NULL, *pair = NULL;
+    int result = -1;
+    PyObject *got = PyObject_GetAttr(t, s->parts);
+    if (got == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(got);
+    if (truth <= 0) {
+        Py_DECREF(got);
+        return truth;
+    }
+    entries = PySequence_List(got);
+    Py_DECREF(got);
+    if (entries == NULL)
+        return -1;
+    if ((name = attr_or_none(t, s_name)) == NULL)
+        goto done;
+    int named = PyObject_IsTrue(name);
+    if (named < 0)
+        goto done;
+    if (!named) {
+        Py_SETREF(name, attr_or_none(t, s_topic));
+        if (name == NULL || (named = PyObject_IsTrue(name)) < 0)
+            goto done;
+    }
+    if ((raw = attr_or_none(t, s_topic_id)) == NULL
+            || (tid = PyObject_CallOneArg(s->topic_id, raw)) == NULL)
+        goto done;
+    int has_tid = PyObject_IsTrue(tid);
+    if (has_tid < 0)
+        goto done;
+    PyObject *key = has_tid ? tid : name;
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    if ((numbers = PyList_New(n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PyList_GET_ITEM(entries, i);
+        PyObject *number = s->index == Py_None ? Py_NewRef(p) : PyObject_GetAttr(p, s->index);
+        if (number == NULL)
+            goto done;
+        PyList_SET_ITEM(numbers, i, number);
+    }
+    int dup = PySet_Contains(keys, key);
+    if (dup < 0 || (!dup && (seen = PySet_New(numbers)) == NULL))
+        goto done;
+    if (dup || PySet_GET_SIZE(seen) != n) {
+        raise_irregular("a topic or partition listed twice");
+        goto done;
+    }
+    if (PySet_Add(keys, key) < 0 || (pair = PyTuple_Pack(2, key, numbers)) == NULL)
+        goto done;
+    if (made != NULL) {
+        if (PyList_Append(made, pair) < 0)
+            goto done;
+    } else {
+        int same = *at < PyList_GET_SIZE(shape)
+            ? PyObject_RichCompareBool(PyList_GET_ITEM(shape, *at), pair, Py_EQ) : 0;
+        if (same < 0)
+            goto done;
+        if (!same) {
+            raise_irregular("the bodies list different partitions");
+            goto done;
+        }
+    }
+    *at += 1;
+    for (Py_ssize_t i = 0; i < n; i++, *row += 1)
+        if (partition_row(cols, *row, PyList_GET_ITEM(entries, i), PyList_GET_ITEM(numbers, i),
+                          name, named, tid, made != NULL, s) < 0)
+            goto done;
+    result = 0;
+done:
+    Py_XDECREF(entries);
+    Py_XDECREF(name);
+    Py_XDECREF(raw);
+    Py_XDECREF(tid);
+    Py_XDECREF(numbers);
+    Py_XDECREF(seen);
+    Py_XDECREF(pair);
+    return result;
+}
+
+static PyObject *walk_side(PyObject *self, PyObject *args)
+{
+    PyObject *cols, *topics, *side, *layout, *shape, *record_cols;
+    Py_ssize_t start;
+    Spec s;
+    if (codec_names == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!nOO!O!O", &PyList_Type, &cols, &start, &topics,
+                          &PyTuple_Type, &side, &PyTuple_Type, &layout, &shape))
+        return NULL;
+    if (!PyArg_ParseTuple(side, "UOO!On", &s.parts, &s.index, &PyTuple_Type, &s.fields,
+                          &s.records, &s.listed)
+            || !PyArg_ParseTuple(layout, "nnnO!O", &s.topic_col, &s.tid_col, &s.part_col,
+                                 &PyTuple_Type, &record_cols, &s.topic_id))
+        return NULL;
+    if (s.index != Py_None && !PyUnicode_Check(s.index)) {
+        PyErr_SetString(PyExc_TypeError, "index: a str or None");
+        return NULL;
+    }
+    if (shape != Py_None && !PyList_Check(shape)) {
+        PyErr_SetString(PyExc_TypeError, "shape: a list or None");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(record_cols) != NREC) {
+        PyErr_SetString(PyExc_TypeError, "layout: 12 record columns");
+        return NULL;
+    }
+    for (int i = 0; i < NREC; i++) {
+        s.record_cols[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(record_cols, i));
+        if (s.record_cols[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *records = NULL;   /* the attribute, without "?" (optional) */
+    s.optional_records = 0;
+    if (s.records != Py_None) {
+        if (!PyUnicode_Check(s.records)) {
+            PyErr_SetString(PyExc_TypeError, "records: a str or None");
+            return NULL;
+        }
+        s.optional_records = PyUnicode_GET_LENGTH(s.records) > 0
+            && PyUnicode_READ_CHAR(s.records, 0) == '?';
+        records = s.optional_records
+            ? PyUnicode_Substring(s.records, 1, PyUnicode_GET_LENGTH(s.records))
+            : Py_NewRef(s.records);
+        if (records == NULL)
+            return NULL;
+        s.records = records;
+    }
+    PyObject *made = shape == Py_None ? PyList_New(0) : NULL;
+    PyObject *keys = PySet_New(NULL), *it = NULL, *result = NULL;
+    if ((shape == Py_None && made == NULL) || keys == NULL)
+        goto done;
+    if (topics != Py_None) {
+        int truth = PyObject_IsTrue(topics);
+        if (truth < 0)
+            goto done;
+        if (truth && (it = PyObject_GetIter(topics)) == NULL)
+            goto done;
+    }
+    Py_ssize_t row = start, at = 0;
+    PyObject *t;
+    while (it != NULL && (t = PyIter_Next(it)) != NULL) {
+        int r = topic_rows(cols, &row, t, keys, made, shape, &at, &s);
+        Py_DECREF(t);
+        if (r < 0)
+            goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
+    if (made == NULL && at != PyList_GET_SIZE(shape)) {
+        raise_irregular("the bodies list different partitions");
+        goto done;
+    }
+    result = made != NULL ? Py_NewRef(made) : Py_NewRef(shape);
+done:
+    Py_XDECREF(records);
+    Py_XDECREF(made);
+    Py_XDECREF(keys);
+    Py_XDECREF(it);
+    return result;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args)
+{
+    PyObject *names, *overhead, *exc;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc))
+        return NULL;
+    if (!PyExceptionClass_Check(exc)) {
+        PyErr_SetString(PyExc_TypeError, "Irregular: an exception class");
+        return NULL;
+    }
+    Py_XSETREF(codec_names, Py_NewRef(names));
+    Py_XSETREF(batch_overhead, Py_NewRef(overhead));
+    Py_XSETREF(irregular, Py_NewRef(exc));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"walk_side", walk_side, METH_VARARGS,
+     "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
+    {"configure", configure, METH_VARARGS,
+     "configure(codec_names, batch_overhead, Irregular)"},
+    {NULL}
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_partition_walk",
+                                    .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__partition_walk(void)
+{
+    struct { PyObject **at; const char *name; } names[] = {
+        {&s_name, "name"}, {&s_topic, "topic"}, {&s_topic_id, "topic_id"}, {&s_size, "size"},
+        {&s_record_count, "record_count"}, {&s_batches, "batches"},
+        {&s_is_control, "is_control"}, {&s_base_offset, "base_offset"},
+        {&s_last_offset_delta, "last_offset_delta"}, {&s_codec, "codec"},
+        {&s_uncompressed_size, "uncompressed_size"}, {&s_magic, "magic"},
+        {&s_producer_id, "producer_id"}, {&s_producer_epoch, "producer_epoch"},
+        {&s_base_sequence, "base_sequence"}, {&s_is_transactional, "is_transactional"},
+        {&s_offset, "offset"}, {&s_old_style_offsets, "old_style_offsets"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
+            return NULL;
+    if ((two = PyLong_FromLong(2)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,153 @@
+"""The partitions table built in columns (analysis.partition_columns) against the row-by-row
+specification (analysis.partitions.partition_rows through the generic column builder), on every
+shipped capture and the benchmark sources: the same Arrow table in memory, in batches to a sink
+and from a parallel run's pieces. And the compiled walk (dissector/_partition_walk.c) against
+its Python twin (partition_walk.py_walk_side): the same columns, shape or exception for every
+body of those captures and for random bodies of every version of every partition API."""
+import json
+import random
+
+import pyarrow as pa
+import pytest
+
+from analysis import partition_columns as PC
+from analysis.partitions import row_by_row_table
+from analysis.schema import PARTITION_COLUMNS
+from dissector import partition_walk
+from dissector.partition_walk import Irregular, py_walk_side
+from dissector.pipeline import dissect
+from dissector.protocol.decode import tables
+from tests.protocol.encoder import random_body
+from tests.support import CAPTURES, ROOT, require_compiled
+
+try:
+    from dissector._partition_walk import walk_side as compiled
+except ImportError:
+    compiled = None
+
+BENCH = ROOT / "benchmarks" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def c_walk():
+    return require_compiled(compiled, "partition walk (dissector/_partition_walk.c)")
+
+
+def _captures():
+    for pcap in sorted(CAPTURES.glob("*.pcap")):
+        truth = CAPTURES / f"{pcap.name.split('.')[0]}.truth.json"
+        yield pcap, json.loads(truth.read_text())["broker_port"]
+    for name in ("source.pcap", "source-dense.pcap"):
+        meta = BENCH / f"{name}.json"
+        if meta.is_file():
+            yield BENCH / name, json.loads(meta.read_text())["port"]
+
+
+@pytest.fixture(scope="module")
+def exchanges():
+    """(capture name, its exchanges at the bodies and at the records level)."""
+    return [(pcap.name, list(dissect(pcap, (port,), level=level)))
+            for pcap, port in _captures() for level in ("bodies", "records")]
+
+
+def test_every_capture_gives_the_row_by_row_table(exchanges):
+    rows = 0
+    for name, exs in exchanges:
+        expected = row_by_row_table(exs)
+        table = PC.PartitionTable(batch_rows=97)   # several batches
+        pieces = PC.PartitionTable()               # a parallel run's parent
+        batches = []
+        sunk = PC.PartitionTable(batches.append, batch_rows=50)
+        for ex in exs:
+            table.add_exchange(ex)
+            sunk.add_exchange(ex)
+            piece = PC.exchange_piece(ex)
+            if piece is not None:
+                pieces.add(piece)
+        sunk.finish()
+        assert table.table().equals(expected), name
+        assert pieces.table().equals(expected), name
+        assert len(table) == len(pieces) == len(sunk) == expected.num_rows, name
+        assert all(b.schema == expected.schema for b in batches), name
+        streamed = pa.Table.from_batches(batches, expected.schema) if batches else None
+        if streamed is not None:
+            assert streamed.cast(expected.schema).to_pylist() == expected.to_pylist(), name
+        rows += expected.num_rows
+    assert rows > 1500
+
+
+def test_the_python_walk_gives_the_same_table(exchanges, monkeypatch):
+    """The pure-Python twin, where the extension is not built, makes the same table."""
+    monkeypatch.setattr(PC, "walk_side", py_walk_side)
+    for name, exs in exchanges[:6]:
+        table = PC.PartitionTable()
+        for ex in exs:
+            table.add_exchange(ex)
+        assert table.table().equals(row_by_row_table(exs)), name
+
+
+def _outcome(walk, topics, side, shape, start=3):
+    cols = [[] for _ in PARTITION_COLUMNS]
+    try:
+        got = walk(cols, start, topics, side, PC.LAYOUT, shape)
+    except (Irregular, AttributeError, TypeError, IndexError, KeyError) as exc:
+        got = type(exc)
+    return got, cols
+
+
+def _compare(c_walk, api_key, req, resp):
+    """Both walks on both bodies, the second given the first's shape; returns how many were
+    walked."""
+    shape, walked = None, 0
+    for sided, body in zip(PC.SIDES[api_key], (req, resp)):
+        if sided is None or body is None:
+            continue
+        topics, side = sided
+        try:
+            listed = topics(body)
+        except AttributeError:
+            continue
+        ours = _outcome(py_walk_side, listed, side, shape)
+        assert _outcome(c_walk, listed, side, shape) == ours, (api_key, side)
+        walked += 1
+        if isinstance(ours[0], list) and ours[0]:
+            shape = ours[0]
+    return walked
+
+
+def test_compiled_walk_is_its_twin_on_every_capture(c_walk, exchanges):
+    walked = 0
+    for _, exs in exchanges:
+        for ex in exs:
+            if ex.api_key in PC.SIDES:
+                walked += _compare(c_walk, ex.api_key,
+                                   ex.request_msg.body if ex.request_msg else None,
+                                   ex.response_msg.body if ex.response_msg else None)
+    assert walked > 1000
+
+
+@pytest.mark.parametrize("api_key", sorted(PC.SIDES))
+def test_compiled_walk_is_its_twin_on_random_bodies(c_walk, api_key):
+    rnd = random.Random(f"partition walk {api_key}")
+    requests, responses = tables(api_key)
+    for version in sorted(set(requests) & set(responses)):
+        for _ in range(8):
+            req = random_body(requests[version][1], rnd)
+            resp = random_body(responses[version][1], rnd)
+            _compare(c_walk, api_key, req, resp)
+            _compare(c_walk, api_key, None, resp)
+
+
+def test_a_second_body_listing_other_partitions_is_irregular(c_walk):
+    """Merged by key row by row: the walk refuses, both the same way, and the table still
+    matches the specification (checked on the captures above, whose brokers answer topics in
+    another order than asked)."""
+    topics, side = PC.SIDES[PC.OFFSET_COMMIT][1]
+    shape = [("a", [0, 1])]
+    for walk in (py_walk_side, c_walk):
+        with pytest.raises(Irregular):
+            walk([[] for _ in PARTITION_COLUMNS], 0, [], side, PC.LAYOUT, shape)
+
+
+def test_the_compiled_walk_is_used():
+    assert compiled is None or partition_walk.walk_side is compiled
