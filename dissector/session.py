@@ -13,10 +13,12 @@ until the client sends a real request again.
 from __future__ import annotations
 
 import struct
+import sys
 from collections import deque
 
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
                     UNANSWERED, WARNING, Exchange, Issue)
+from .protocol.generated.apis import APIS
 from .protocol.headers import (parse_request_header, parse_response_header, plausible_request,
                                read_tagged_fields, request_head)
 
@@ -200,11 +202,15 @@ class Session:
         except (ValueError, IndexError, struct.error):
             return None
 
-    def frame(self, frame) -> None:
+    def py_frame(self, frame) -> None:
+        """A message of the connection, in the order of its direction. `_pairing.c` is the same
+        compiled for the headers level's common cases (it hands the rest to the methods here)."""
         if frame.direction == REQUEST:
             self._request(frame)
         else:
             self._response(frame)
+
+    frame = py_frame
 
     def expire_requests(self, before_ns) -> None:
         """Requests sent before before_ns and still unanswered become `unanswered` (live capture:
@@ -351,3 +357,17 @@ class Session:
         issue.frame = frame.first_packet
         issue.stream_offset = frame.stream_offset + 4 + (issue.stream_offset or 0)
         return issue
+
+
+def _flexible_responses() -> tuple:
+    """The first flexible response version of each api key (None: never), indexed by api key."""
+    return tuple(APIS[k][4] if k in APIS else None for k in range(max(APIS) + 1))
+
+
+try:
+    from ._pairing import configure as _configure
+    Session.frame = _configure(Session, _Pending, Exchange, request_head, _flexible_responses(),
+                               OK, sys.modules[__name__])
+    PAIRING_COMPILED = True
+except ImportError:   # no compiler where it was installed: Session.py_frame
+    PAIRING_COMPILED = False

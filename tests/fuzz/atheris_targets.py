@@ -12,6 +12,7 @@ any budget), summarize (its byte walk, which must agree with decoding and walkin
 (records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
 append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
 handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
+pairing (_pairing.c: the same through the compiled pairing),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
 (_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the
 pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an
@@ -238,23 +239,29 @@ def target_csvrow():
     return one
 
 
-def target_handler():
-    """The stream target's segments (every live one through its flow's handler) with the
-    compiled handler and with its twin: the same exchanges, frames, issues and connections."""
-    from dissector.tcp import flows
-    from tests.tcp.test_compiled_handler import segment_run
-    compiled = flows.compiled_handler
+def _against_twin(which):
+    """The stream target's segments (every live one through its flow's handler) compiled and
+    with the twin of `which` (tests.tcp.test_compiled_handler.use_twin): the same exchanges,
+    frames, issues and connections."""
+    from tests.tcp.test_compiled_handler import segment_run, use_twin
+    import pytest
 
     def one(data):
         level = "headers" if len(data) % 2 else "bodies"
         got = _outcome(segment_run(data, level))
-        flows.compiled_handler = None
-        try:
+        with pytest.MonkeyPatch.context() as m:
+            use_twin(m, which)
             want = _outcome(segment_run(data, level))
-        finally:
-            flows.compiled_handler = compiled
         assert got == want
     return one
+
+
+def target_handler():
+    return _against_twin("handler")
+
+
+def target_pairing():
+    return _against_twin("pairing")
 
 
 _VALUES = (None, 0, 1, 3, -1, 87, 5000, 1 << 40, 1 << 63, -(1 << 70), 2.5, float("nan"), "",
@@ -355,7 +362,8 @@ TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_
            "records": target_records, "stream": target_stream, "reader": target_reader,
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
            "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler,
-           "tablerow": target_tablerow, "partitions": target_partitions}
+           "pairing": target_pairing, "tablerow": target_tablerow,
+           "partitions": target_partitions}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
@@ -414,8 +422,8 @@ def _share_seeds(root: Path) -> None:
     import shutil
     for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
                            ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet"),
-                           ("handler", "stream"), ("tablerow", "packet"),
-                           ("partitions", "decode")):
+                           ("handler", "stream"), ("pairing", "stream"),
+                           ("tablerow", "packet"), ("partitions", "decode")):
         for f in (root / source).iterdir():
             shutil.copy(f, root / target / f.name)
 

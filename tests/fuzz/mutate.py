@@ -8,7 +8,8 @@ deleted, duplicated or spliced ranges, a cut) dissected at every level, its exch
 text, CSV and JSON lines, its records as rows and its partitions as the partitions table's
 columns: every compiled path a capture reaches. Then M direct calls with random arguments into
 the compiled entry points (the readers, the record-set walk, csv_line, fill, random segment
-streams through the compiled flow handler, exchange_row, the partition walk on random bodies).
+streams through the compiled flow handler and pairing,
+exchange_row, the partition walk on random bodies).
 A Python exception escaping the dissection is a finding (exit status 1,
 the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
 the process with their exit status and report.

@@ -16,8 +16,8 @@ def corpus(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["reader", "summarize", "walkset", "columns", "csvrow",
-                                  "framebuf", "handler", "tablerow", "partitions", "decode",
-                                  "records", "packet"])
+                                  "framebuf", "handler", "pairing", "tablerow", "partitions",
+                                  "decode", "records", "packet"])
 def test_target_on_seeds_and_random_inputs(corpus, name):
     one = atheris_targets.TARGETS[name]()
     seeds = sorted((corpus / name).iterdir())[:60]

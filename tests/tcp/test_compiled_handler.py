@@ -1,13 +1,18 @@
-"""The compiled segment handler (tcp/_handler.c) against its Python twin (tcp.flows.py_handler
-with Framer.feed): the same exchanges, frames, issues and connections on the real captures and on
-damaged ones, and on random segment streams that reach every state of the framer (a size prefix
-cut by a segment's end, bad sizes, resyncs, holes, frames kept whole or only their first bytes)."""
+"""The compiled per-message paths of the header level against their Python twins: the segment
+handler (tcp/_handler.c; twin tcp.flows.py_handler with Framer.feed) and the pairing
+(_pairing.c; twin Session.py_frame). Each is replaced by its twin alone and the run compared: the
+same exchanges, frames, issues and connections on the real captures and on damaged ones, and on
+random segment streams that reach every state of the framer (a size prefix cut by a segment's
+end, bad sizes, resyncs, holes, frames kept whole or only their first bytes) and of the pairing
+(answers out of order, unanswered and orphaned, too short, Produce with acks=0, SaslHandshake and
+ApiVersions)."""
 import random
 import struct
 
 import pytest
 from hypothesis import given, strategies as st
 
+from dissector import session
 from dissector.pipeline import Dissector, dissect
 from dissector.tcp import flows
 from tests.fuzz.support import (REAL, REAL_PORTS, bounded, exchange_key, fuzz_settings, mutate,
@@ -17,9 +22,21 @@ from tests.support import require_compiled
 LEVELS = ("headers", "bodies")
 
 
-@pytest.fixture(autouse=True)
-def compiled():
-    require_compiled(flows.compiled_handler, "tcp/_handler.c")
+def use_twin(m, which):
+    """Make monkeypatch context `m` run the named compiled path's twin instead."""
+    if which == "handler":
+        m.setattr(flows, "compiled_handler", None)
+    else:
+        m.setattr(session.Session, "frame", session.Session.py_frame)
+
+
+@pytest.fixture(params=["handler", "pairing"])
+def twin(request):
+    if request.param == "handler":
+        require_compiled(flows.compiled_handler, "segment handler (tcp/_handler.c)")
+    else:
+        require_compiled(session.PAIRING_COMPILED or None, "pairing (_pairing.c)")
+    return request.param
 
 
 def _frame(f):
@@ -38,11 +55,11 @@ def _seen(exchanges, issues, connections):
             [(c.connection_id, c.last_ts, c.retransmits, c.gaps) for c in connections])
 
 
-def _both(monkeypatch, run):
-    """run() with the compiled handler, then with the Python one."""
+def _both(monkeypatch, which, run):
+    """run() compiled, then with the twin of `which`."""
     compiled = run()
     with monkeypatch.context() as m:
-        m.setattr(flows, "compiled_handler", None)
+        use_twin(m, which)
         twin = run()
     return compiled, twin
 
@@ -57,16 +74,16 @@ def _capture(path, level):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
-def test_real_captures(monkeypatch, path, level):
-    compiled, twin = _both(monkeypatch, _capture(path, level))
+def test_real_captures(monkeypatch, twin, path, level):
+    compiled, twins = _both(monkeypatch, twin, _capture(path, level))
     assert compiled[0], "no exchanges: the comparison would prove nothing"
-    assert compiled == twin
+    assert compiled == twins
 
 
 @fuzz_settings(25)
 @given(which=st.sampled_from(REAL), seed=st.integers(0, 2**32), level=st.sampled_from(LEVELS))
 @bounded(60)
-def test_damaged_captures(monkeypatch, tmp_path_factory, which, seed, level):
+def test_damaged_captures(monkeypatch, tmp_path_factory, twin, which, seed, level):
     rnd = random.Random(seed)
     pkts = list(packets(which))
     for _ in range(rnd.randint(1, 12)):
@@ -83,8 +100,8 @@ def test_damaged_captures(monkeypatch, tmp_path_factory, which, seed, level):
             del pkts[i]
     path = tmp_path_factory.mktemp("handler") / "m.pcap"
     path.write_bytes(write_pcap(pkts))
-    compiled, twin = _both(monkeypatch, _capture(path, level))
-    assert compiled == twin
+    compiled, twins = _both(monkeypatch, twin, _capture(path, level))
+    assert compiled == twins
 
 
 _SEG = struct.Struct(">BHH")   # flags (bit 7: the broker's side), sequence step, payload length
@@ -109,8 +126,11 @@ def segment_run(data, level):
             seq[side] = (seq[side] + step - 1024) & 0xFFFFFFFF
             n += 1
             ends = (c, b, 5000, 9092) if side == 0 else (b, c, 9092, 5000)
-            for col, v in zip(cols, (n, n * 1000, *ends, seq[side], seq[1 - side],
-                                     flags & 0x3F | 0x10, memoryview(payload))):
+            flags &= 0x3F
+            if not (side == 0 and flags & 0x02):   # the client's SYN alone has no ACK
+                flags |= 0x10
+            for col, v in zip(cols, (n, n * 1000, *ends, seq[side], seq[1 - side], flags,
+                                     memoryview(payload))):
                 col.append(v)
         d.feed_segments(*cols)
         d.finish()
@@ -118,26 +138,73 @@ def segment_run(data, level):
     return run
 
 
-def _message(rnd):
-    """A size-prefixed message, sometimes with a wrong size."""
-    body = struct.pack(">hhi", rnd.choice((0, 1, 3, 18)), rnd.randrange(4),
-                       rnd.randrange(6)) + bytes(rnd.randrange(3000))
-    size = len(body) if rnd.random() < 0.9 else rnd.choice((-1, 0, 3, 1 << 30, len(body) + 5))
-    return struct.pack(">i", size) + body
+def _exchange(rnd, corr):
+    """A size-prefixed request and its response, sometimes with a wrong size or a wrong
+    correlation id (unanswered, orphaned): requests of a few api keys and versions (Produce with
+    acks=0 among them, flexible ones, SaslHandshake v0, ApiVersions) with a client id or not,
+    responses whose header has tagged fields or not, or damaged ones; or raw SASL tokens (which
+    follow a successful SaslHandshake v0)."""
+    if rnd.random() < 0.1:
+        return [_sized(rnd, b"\0user\0" + rnd.randbytes(rnd.randrange(20))) for _ in (0, 1)]
+    key, version = rnd.choice(((0, 3), (0, 9), (0, 7), (1, 11), (1, 12), (3, 9), (17, 0),
+                               (17, 1), (18, 2), (18, 3)))
+    n = rnd.choice((-1, 0, 3))
+    request = struct.pack(">hhih", key, version, corr, n) + b"abc"[:max(n, 0)]
+    if (key, version) in ((0, 9), (1, 12), (3, 9), (18, 3)):   # flexible: tagged fields
+        request += rnd.choice((b"\0", b"\0", b"\1\0\0", b"\x80"))
+    if key == 0:   # a transactional id, then acks
+        request += (b"\0" if version >= 9 else b"\xff\xff") + struct.pack(
+            ">h", rnd.choice((0, 1, -1)))
+    answer = corr if rnd.random() < 0.85 else rnd.randrange(-1, corr + 3)
+    # no tagged fields (or no error: SaslHandshake v0), tags, damaged, nothing after the id
+    response = struct.pack(">i", answer) + rnd.choice((b"\0", b"\0\0\0", b"\1\0\0", b"\x80",
+                                                       b""))
+    if (key, version) == (17, 0) and rnd.random() < 0.7:   # the handshake succeeds
+        response = struct.pack(">ih", answer, 0)
+    return [_sized(rnd, m + rnd.randbytes(rnd.choice((0, 1, 10, rnd.randrange(3000)))))
+            for m in (request, response)]
+
+
+def _exchanges(rnd, n):
+    """n exchanges (_exchange), raw SASL tokens mostly after a SaslHandshake v0."""
+    pairs = []
+    for corr in range(n):
+        pairs.append(_exchange(rnd, corr))
+        if pairs[-1][0][4:8] == b"\0\x11\0\0" and rnd.random() < 0.6:
+            pairs.append([_sized(rnd, b"\0user\0" + rnd.randbytes(rnd.randrange(20)))
+                          for _ in (0, 1)])
+    return pairs
+
+
+def _sized(rnd, message):
+    size = len(message) if rnd.random() < 0.97 else rnd.choice((-1, 0, 3, 1 << 30,
+                                                                  len(message) + 5))
+    return struct.pack(">i", size) + message
 
 
 @fuzz_settings(40)
 @given(seed=st.integers(0, 2**32), level=st.sampled_from(LEVELS))
 @bounded(60)
-def test_segment_streams(monkeypatch, seed, level):
+def test_segment_streams(monkeypatch, twin, seed, level):
     rnd = random.Random(seed)
-    streams = [b"".join(_message(rnd) for _ in range(8)) for _ in (0, 1)]
+    pairs = _exchanges(rnd, 12)
+    streams = [b"".join(pair[side] for pair in pairs) for side in (0, 1)]
+    ends = [[], []]   # where each message of a side ends
+    for side in (0, 1):
+        for pair in pairs:
+            ends[side].append((ends[side] or [0])[-1] + len(pair[side]))
     sent = [0, 0]
     last = [1, 1]   # sequence numbers the last segment of each side took (a SYN's: 1)
     parts = [_SEG.pack(0x02, 1024, 0), _SEG.pack(0x82, 1024, 0)]   # the handshake's SYNs
     while sent[0] < len(streams[0]) or sent[1] < len(streams[1]):
-        side = rnd.randrange(2)
+        # the broker answers what it has been asked (mostly)
+        asked = sum(e <= sent[0] for e in ends[0])
+        answered = ends[1][asked - 1] if asked else 0
+        side = 1 if sent[0] == len(streams[0]) or (
+            sent[1] < answered and rnd.random() < 0.6) or rnd.random() < 0.05 else 0
         size = rnd.choice((1, 3, 4, 5, 100, 1448, 4000))
+        if side:
+            size = min(size, max(answered - sent[1], 1))
         chunk = streams[side][sent[side]:sent[side] + size]
         step = 1024 + last[side]
         if rnd.random() < 0.05:
@@ -146,5 +213,5 @@ def test_segment_streams(monkeypatch, seed, level):
         parts.append(_SEG.pack(side << 7 | flags, step, len(chunk)) + chunk)
         sent[side] += len(chunk)
         last[side] = len(chunk)
-    compiled, twin = _both(monkeypatch, segment_run(b"".join(parts), level))
-    assert compiled == twin
+    compiled, twins = _both(monkeypatch, twin, segment_run(b"".join(parts), level))
+    assert compiled == twins

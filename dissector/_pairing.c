@@ -1,0 +1,359 @@
+/* A connection's messages paired at the headers level, compiled: session.Session.py_frame (the
+ * pure-Python twin, with _request, _response and _paired) says what this does. On message-dense
+ * traffic the session's Python was a fifth of the header level's time.
+ *
+ * configure(session_class, pending_class, exchange_class, request_head, flexible, ok, limits)
+ * -> the method `frame` for session_class (`limits`: the module whose MAX_IN_FLIGHT and
+ * MAX_IN_FLIGHT_BYTES bound the requests in flight, read at each request): a
+ * request whose header request_head reads (or _head_size read when the message started) goes in
+ * flight; a response answering the oldest request in flight with a plain header (v0, or v1
+ * without tagged fields) makes its Exchange, handed to the session's _emit. Everything else
+ * (the bodies levels, raw SASL tokens, a header request_head leaves to the full parse, a
+ * response out of order or too short, SaslHandshake and ApiVersions answers, a request already
+ * holding issues) goes to the twin's own methods at the same point. `flexible` is the first
+ * flexible response version of each api key (None: never), indexed by api key. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define PRODUCE 0
+#define SASL_HANDSHAKE 17
+#define API_VERSIONS 18
+#define KEYS 1024
+
+static PyObject *limits, *pending_class, *exchange_class, *request_head, *ok;
+static int flexible[KEYS];   /* first flexible response version, or -1 */
+static Py_ssize_t known;
+
+#define NAMES(X) X(_decoder) X(_raw_sasl) X(_parsed) X(_sasl) X(_inflight) X(_inflight_bytes) \
+    X(_raw_tokens) X(connection) X(_emit) X(direction) X(data) X(acks) X(frame) X(api_key) \
+    X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
+    X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(_pop) X(MAX_IN_FLIGHT) \
+    X(MAX_IN_FLIGHT_BYTES)
+#define DECLARE(n) static PyObject *s_##n;
+NAMES(DECLARE)
+
+static int call_none(PyObject *r)
+{
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
+{
+    return PyObject_CallMethodObjArgs(session, method, a, b, NULL);
+}
+
+/* session_produce_acks: a Produce request's acks (session.produce_acks), or None */
+static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t pos, long version)
+{
+    if (version >= 9) {   /* a compact string: length + 1 as an unsigned varint */
+        unsigned long long value = 0;
+        int i;
+        for (i = 0; i < 5; i++) {
+            if (pos < 0 || pos >= n)
+                Py_RETURN_NONE;
+            unsigned char b = p[pos++];
+            value |= (unsigned long long)(b & 0x7F) << (7 * i);
+            if (b < 0x80)
+                break;
+        }
+        if (i == 5)
+            Py_RETURN_NONE;
+        pos += value > 0 ? (Py_ssize_t)(value - 1) : 0;
+    } else if (version >= 3) {   /* a nullable string: int16 length */
+        if (pos < 0 || pos + 2 > n)
+            Py_RETURN_NONE;
+        int16_t len = (int16_t)((p[pos] << 8) | p[pos + 1]);
+        pos += 2 + (len > 0 ? len : 0);
+    }
+    if (pos < 0 || pos + 2 > n)
+        Py_RETURN_NONE;
+    return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
+}
+
+static int get_long(PyObject *o, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Session._request */
+static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
+{
+    PyObject *head = PyObject_GetAttr(session, s__parsed);
+    if (head == NULL)
+        return NULL;
+    if (head != Py_None) {   /* this message's, parsed by _head_size when it started */
+        if (PyObject_SetAttr(session, s__parsed, Py_None) < 0) {
+            Py_DECREF(head);
+            return NULL;
+        }
+    } else {
+        Py_DECREF(head);
+        head = PyObject_CallOneArg(request_head, data);
+        if (head == NULL)
+            return NULL;
+        if (head == Py_None) {   /* the full parse, and what it says is wrong */
+            Py_DECREF(head);
+            return to_twin(session, s__request, frame, NULL);
+        }
+    }
+    PyObject *result = NULL, *pending = NULL, *inflight = NULL;
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 6) {
+        PyErr_SetString(PyExc_ValueError, "a request header is a 6-tuple");
+        goto done;
+    }
+    PyObject *key = PyTuple_GET_ITEM(head, 0), *version = PyTuple_GET_ITEM(head, 1);
+    long api_key = PyLong_AsLong(key), api_version = PyLong_AsLong(version);
+    Py_ssize_t body_offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 5));
+    if (PyErr_Occurred())
+        goto done;
+    if (api_key == SASL_HANDSHAKE && api_version == 0
+            && PyObject_SetAttr(session, s__sasl, Py_True) < 0)
+        goto done;
+    PyObject *args[5] = {frame, key, version, PyTuple_GET_ITEM(head, 2),
+                         PyTuple_GET_ITEM(head, 3)};
+    pending = PyObject_Vectorcall(pending_class, args, 5, NULL);
+    if (pending == NULL)
+        goto done;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t n = view.len;
+    if (api_key == PRODUCE) {
+        PyObject *acks = produce_acks(view.buf, n, body_offset, api_version);
+        if (acks == NULL || PyObject_SetAttr(pending, s_acks, acks) < 0) {
+            Py_XDECREF(acks);
+            PyBuffer_Release(&view);
+            goto done;
+        }
+        Py_DECREF(acks);
+    }
+    PyBuffer_Release(&view);
+    inflight = PyObject_GetAttr(session, s__inflight);
+    long long used;
+    PyObject *bytes = inflight == NULL ? NULL : PyObject_GetAttr(session, s__inflight_bytes);
+    if (bytes == NULL || call_none(PyObject_CallMethodOneArg(inflight, s_append, pending)) < 0) {
+        Py_XDECREF(bytes);
+        goto done;
+    }
+    used = PyLong_AsLongLong(bytes);
+    Py_DECREF(bytes);
+    if (used == -1 && PyErr_Occurred())
+        goto done;
+    used += n;
+    bytes = PyLong_FromLongLong(used);
+    if (bytes == NULL || PyObject_SetAttr(session, s__inflight_bytes, bytes) < 0) {
+        Py_XDECREF(bytes);
+        goto done;
+    }
+    Py_DECREF(bytes);
+    for (;;) {   /* memory stays bounded: the oldest requests leave unanswered */
+        Py_ssize_t count = PyObject_Length(inflight);
+        long long most, most_bytes;
+        if (count < 0 || get_long(session, s__inflight_bytes, &used) < 0
+                || get_long(limits, s_MAX_IN_FLIGHT, &most) < 0
+                || get_long(limits, s_MAX_IN_FLIGHT_BYTES, &most_bytes) < 0)
+            goto done;
+        if (!(count > most || (used > most_bytes && count > 1)))
+            break;
+        PyObject *oldest = PyObject_CallMethodNoArgs(session, s__pop);
+        if (oldest == NULL || call_none(to_twin(session, s__give_up, oldest, NULL)) < 0) {
+            Py_XDECREF(oldest);
+            goto done;
+        }
+        Py_DECREF(oldest);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(head);
+    Py_XDECREF(pending);
+    Py_XDECREF(inflight);
+    return result;
+}
+
+/* Session._paired for a plain response header; else the twin's */
+static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, PyObject *data)
+{
+    PyObject *key = NULL, *version = NULL, *issues = NULL, *ex = NULL, *result = NULL;
+    PyObject *req = NULL, *corr = NULL, *client = NULL, *msg = NULL, *conn = NULL;
+    if ((key = PyObject_GetAttr(pending, s_api_key)) == NULL
+            || (version = PyObject_GetAttr(pending, s_api_version)) == NULL
+            || (issues = PyObject_GetAttr(pending, s_issues)) == NULL)
+        goto done;
+    long api_key = PyLong_AsLong(key), api_version = PyLong_AsLong(version);
+    if (PyErr_Occurred())
+        goto done;
+    int plain = api_key != SASL_HANDSHAKE && api_key != API_VERSIONS;
+    int has_issues = PyObject_IsTrue(issues);
+    if (has_issues < 0)
+        goto done;
+    if (plain && !has_issues) {
+        int v1 = 0 <= api_key && api_key < known && flexible[api_key] >= 0
+            && api_version >= flexible[api_key];
+        if (v1) {   /* tagged fields after the correlation id: none is the plain case */
+            Py_buffer view;
+            if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+                goto done;
+            plain = view.len > 4 && ((const unsigned char *)view.buf)[4] == 0;
+            PyBuffer_Release(&view);
+        }
+    }
+    if (!plain || has_issues) {
+        result = to_twin(session, s__paired, pending, frame);
+        goto done;
+    }
+    if ((req = PyObject_GetAttr(pending, s_frame)) == NULL
+            || (corr = PyObject_GetAttr(pending, s_correlation_id)) == NULL
+            || (client = PyObject_GetAttr(pending, s_client_id)) == NULL
+            || (msg = PyObject_GetAttr(pending, s_msg)) == NULL
+            || (conn = PyObject_GetAttr(session, s_connection)) == NULL)
+        goto done;
+    PyObject *args[11] = {conn, req, frame, key, version, corr, client, ok, msg, Py_None, issues};
+    ex = PyObject_Vectorcall(exchange_class, args, 11, NULL);
+    if (ex == NULL)
+        goto done;
+    result = PyObject_CallMethodOneArg(session, s__emit, ex);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(version);
+    Py_XDECREF(issues);
+    Py_XDECREF(req);
+    Py_XDECREF(corr);
+    Py_XDECREF(client);
+    Py_XDECREF(msg);
+    Py_XDECREF(conn);
+    Py_XDECREF(ex);
+    return result;
+}
+
+/* Session._response */
+static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
+{
+    PyObject *tokens = PyObject_GetAttr(session, s__raw_tokens);
+    int raw = tokens == NULL ? -1 : PyObject_IsTrue(tokens);
+    Py_XDECREF(tokens);
+    if (raw < 0)
+        return NULL;
+    Py_buffer view;
+    if (raw || PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        if (PyErr_Occurred())
+            return NULL;
+        return to_twin(session, s__response, frame, NULL);
+    }
+    const unsigned char *p = view.buf;
+    Py_ssize_t n = view.len;
+    long long corr = n < 4 ? 0 : (long long)(int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
+                                             | ((uint32_t)p[2] << 8) | p[3]);
+    PyBuffer_Release(&view);
+    PyObject *inflight = PyObject_GetAttr(session, s__inflight);
+    if (inflight == NULL)
+        return NULL;
+    int usual = 0;   /* the answer to the oldest request in flight */
+    if (n >= 4 && PyObject_Length(inflight) > 0) {
+        PyObject *oldest = PySequence_GetItem(inflight, 0);
+        long long first;
+        if (oldest == NULL || get_long(oldest, s_correlation_id, &first) < 0) {
+            Py_XDECREF(oldest);
+            Py_DECREF(inflight);
+            return NULL;
+        }
+        Py_DECREF(oldest);
+        usual = first == corr;
+    }
+    Py_DECREF(inflight);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!usual)
+        return to_twin(session, s__response, frame, NULL);
+    PyObject *pending = PyObject_CallMethodNoArgs(session, s__pop);
+    if (pending == NULL)
+        return NULL;
+    PyObject *r = paired(session, pending, frame, data);
+    Py_DECREF(pending);
+    return r;
+}
+
+/* Session.frame(frame) */
+static PyObject *session_frame(PyObject *session, PyObject *frame)
+{
+    PyObject *decoder = PyObject_GetAttr(session, s__decoder);
+    if (decoder == NULL)
+        return NULL;
+    int bodies = decoder != Py_None;
+    Py_DECREF(decoder);
+    if (bodies)
+        return to_twin(session, s_py_frame, frame, NULL);
+    long long direction;
+    if (get_long(frame, s_direction, &direction) < 0)
+        return NULL;
+    PyObject *data = PyObject_GetAttr(frame, s_data);
+    if (data == NULL)
+        return NULL;
+    PyObject *r;
+    if (direction == 0) {
+        PyObject *sasl = PyObject_GetAttr(session, s__raw_sasl);
+        int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
+        Py_XDECREF(sasl);
+        r = raw < 0 ? NULL : raw ? to_twin(session, s__request, frame, NULL)
+            : request(session, frame, data);
+    } else {
+        r = response(session, frame, data);
+    }
+    Py_DECREF(data);
+    return r;
+}
+
+static PyMethodDef frame_def = {"frame", (PyCFunction)session_frame, METH_O,
+                                "frame(frame): a message of the connection (Session.py_frame)"};
+
+static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *session_class, *pending, *exchange, *head, *table, *ok_status, *module;
+    if (!PyArg_ParseTuple(args, "O!OOOO!UO", &PyType_Type, &session_class, &pending, &exchange,
+                          &head, &PyTuple_Type, &table, &ok_status, &module))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(table);
+    if (n > KEYS) {
+        PyErr_SetString(PyExc_ValueError, "configure: at most 1024 api keys");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(table, i);
+        long f = v == Py_None ? -1 : PyLong_AsLong(v);
+        if (f == -1 && PyErr_Occurred())
+            return NULL;
+        flexible[i] = (int)f;
+    }
+    known = n;
+    Py_XSETREF(pending_class, Py_NewRef(pending));
+    Py_XSETREF(exchange_class, Py_NewRef(exchange));
+    Py_XSETREF(request_head, Py_NewRef(head));
+    Py_XSETREF(ok, Py_NewRef(ok_status));
+    Py_XSETREF(limits, Py_NewRef(module));
+    return PyDescr_NewMethod((PyTypeObject *)session_class, &frame_def);
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(session_class, pending_class, exchange_class, request_head, flexible, ok, "
+     "limits) -> the method frame"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dissector._pairing",
+                                    .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__pairing(void)
+{
+#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
+    NAMES(INTERN)
+    return PyModule_Create(&module);
+}
