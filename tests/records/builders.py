@@ -84,3 +84,14 @@ def with_body(v2_batch, body, codec=None, count=None):
     if count is not None:
         struct.pack_into(">i", buf, 57, count)
     return fix_crc32c(buf)
+
+
+def varint(v):
+    """Zigzag varint of v (any width, as the wire allows)."""
+    u = ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1)
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)

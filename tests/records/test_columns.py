@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from dissector.pipeline import dissect
 from dissector.records.columns import BUFFERS, RecordColumns, partitions, py_append_v2
 from dissector.records.model import RecordSet
+from tests.records.builders import varint
 from tests.support import CAPTURES, require_compiled
 
 try:
@@ -62,16 +63,6 @@ def test_every_capture_batch_gives_the_same_buffers(c_append):
         start = py[1]   # batches appended one after the other, as a table grows
         seen += 1
     assert seen > 100
-
-
-def varint(v):
-    u = ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1)
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
 
 
 def blob(b):

@@ -10,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from dissector.records import decode_record_set, record_batch
 from dissector.records.record_batch import _check_records, _scan_records
-from tests.records.builders import build
-from tests.support import _missing
+from tests.records.builders import build, varint
+from tests.support import require_compiled
 
 try:
     from dissector.records._check import check_records as compiled_check
@@ -24,26 +24,10 @@ CHECKS = ["python", "compiled"]
 @pytest.fixture(autouse=True, params=CHECKS)
 def check(request, monkeypatch):
     """Each test with each check; decode_record_set uses it too."""
-    if request.param == "python":
-        fn = _check_records
-    elif compiled_check is None:
-        _missing("the compiled records check (dissector/records/_check.c; pip install -e . "
-                 "builds it, which needs a C compiler)")
-    else:
-        fn = compiled_check
+    fn = (_check_records if request.param == "python"
+          else require_compiled(compiled_check, "records check (dissector/records/_check.c)"))
     monkeypatch.setattr(record_batch, "check_records", fn)
     return fn
-
-
-def varint(v):
-    """Zigzag varint of v (any width, as the wire allows)."""
-    u = ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1)
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
 
 
 def blob(n):
