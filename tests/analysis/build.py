@@ -2,14 +2,17 @@
 
 Packets are built with scapy (an independent encoder of Ethernet/IPv4/TCP); message bodies with
 kio (Aiven's generated Kafka types) or raw bytes for header-level tests. Every timestamp is chosen
-by the test, so latencies and rates can be computed by hand.
+by the test, so latencies and rates can be computed by hand. `cut_handshakes` makes a real
+capture look as if it started after its connections' handshakes.
 """
 from __future__ import annotations
 
 import io
 import struct
 
+from dissector.capture import read_packets, tcp_segment
 from dissector.capture.writer import PcapWriter
+from dissector.tcp.reassembly import ACK, SYN
 
 LINKTYPE_ETHERNET = 1
 T0 = 1_700_000_000_000_000_000   # 2023-11-14T22:13:20Z in ns: tests add offsets in ms to it
@@ -139,3 +142,28 @@ class Connection:
 
     def response(self, times, data, drop=()):
         self.send(1, times if isinstance(times, (list, tuple)) else [times], data, drop)
+
+
+def cut_handshakes(src, dst):
+    """`src` without each connection's handshake (its SYN, SYN-ACK and the opener's ACK of it),
+    as a capture started just after it would be."""
+    opener = {}   # connection (its ends, sorted) -> the end that will ACK the SYN-ACK
+    kept = []
+    linktype = None
+    for _n, ts, linktype, data in read_packets(src):
+        seg = tcp_segment(linktype, data)
+        if isinstance(seg, tuple):
+            s, d, sport, dport, _seq, _ack, flags, payload = seg
+            me = (s, sport)
+            key = tuple(sorted((me, (d, dport))))
+            if flags & SYN:
+                if flags & ACK:
+                    opener[key] = (d, dport)
+                continue
+            if opener.pop(key, None) == me and flags & ACK and not payload:
+                continue
+        kept.append((ts, data))
+    with PcapWriter(str(dst), linktype) as w:
+        for ts, data in kept:
+            w.write(ts, data)
+    return dst

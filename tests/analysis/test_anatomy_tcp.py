@@ -12,12 +12,10 @@ import pytest
 
 import analysis
 from analysis.load import Tables, collect
-from dissector.capture import read_packets, tcp_segment
-from dissector.capture.writer import PcapWriter
 from dissector.model import REQUEST
 from dissector.pipeline import dissect
-from dissector.tcp.reassembly import ACK, SYN
 from tests import traffic as T
+from tests.analysis.build import cut_handshakes
 from tests.support import CAPTURES, require_module, require_path, require_root, require_tool
 
 TOPIC = "zero-windows"
@@ -87,31 +85,6 @@ def test_zero_windows_per_exchange_against_tshark(slow_consumer, level):
     assert sum(got.values()) > 0
 
 
-def _cut_handshakes(src, dst):
-    """`src` without each connection's handshake (its SYN, SYN-ACK and the opener's ACK of it),
-    as a capture started just after it would be."""
-    opener = {}   # connection (its ends, sorted) -> the end that will ACK the SYN-ACK
-    kept = []
-    linktype = None
-    for _n, ts, linktype, data in read_packets(src):
-        seg = tcp_segment(linktype, data)
-        if isinstance(seg, tuple):
-            s, d, sport, dport, _seq, _ack, flags, payload = seg
-            me = (s, sport)
-            key = tuple(sorted((me, (d, dport))))
-            if flags & SYN:
-                if flags & ACK:
-                    opener[key] = (d, dport)
-                continue
-            if opener.pop(key, None) == me and flags & ACK and not payload:
-                continue
-        kept.append((ts, data))
-    with PcapWriter(str(dst), linktype) as w:
-        for ts, data in kept:
-            w.write(ts, data)
-    return dst
-
-
 def _ack_rtts(path):
     """tshark's tcp.analysis.ack_rtt in ms per frame, and the frame's source port."""
     out = subprocess.run(
@@ -129,7 +102,7 @@ def test_round_trips_without_the_handshake(tmp_path, name):
     client's data for broker_rtt_ms), and they come close to what the handshake said."""
     path = require_path(CAPTURES / f"{name}.pcap")
     port = json.loads((CAPTURES / f"{name}.truth.json").read_text())["broker_port"]
-    cut = _cut_handshakes(path, tmp_path / "cut.pcap")
+    cut = cut_handshakes(path, tmp_path / "cut.pcap")
     tshark = _ack_rtts(cut)
     full = analysis.load(path, port=port).exchanges
     ex = analysis.load(cut, port=port).exchanges
@@ -158,7 +131,7 @@ def test_jobs_give_the_same_round_trips(tmp_path):
     path = require_path(CAPTURES / "librdkafka_produce_consume.pcap")
     port = json.loads((CAPTURES / "librdkafka_produce_consume.truth.json").read_text())[
         "broker_port"]
-    cut = [_cut_handshakes(path, tmp_path / "cut.pcap")]
+    cut = [cut_handshakes(path, tmp_path / "cut.pcap")]
     one = Tables(collect(cut, port)[0].arrow()).exchanges
     two = Tables(collect(cut, port, jobs=2)[0].arrow()).exchanges
     pd.testing.assert_frame_equal(one, two)
