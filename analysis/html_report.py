@@ -121,6 +121,8 @@ SECTIONS = (
     ("Latency and requests per api", "api", ("Latency by api (ms)", "Slowest")),
     ("Where the time goes", "anatomy", ("Where the time goes",)),
     ("Errors", "errors", ("Errors by", "Retriable", "Unanswered", "Throttling")),
+    ("Consumer groups and rebalances", "rebalances", ("Consumer groups", "Rebalances",
+                                                       "Group timeline", "Committed offsets")),
     ("Consumer lag", "lag", ("Consumer lag",)),
     ("Records produced", "produce", ("Producer throughput",)),
     ("End-to-end record latency (Produce request to first Fetch delivery)", "deliveries",
@@ -140,6 +142,7 @@ def _figures(t, page, width) -> dict:
     for key, fig, time, heading in (
             ("anatomy", rf.anatomy_figure(t), False, ""),
             ("errors", rf.error_figure(t), False, ""),
+            ("rebalances", rf.rebalance_figure(t), True, ""),
             ("lag", rf.lag_figure(t, width), True, ""),
             ("produce", rf.produce_figure(t, width), True, ""),
             ("deliveries", rf.delivery_figure(t, width), True, ""),

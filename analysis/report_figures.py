@@ -205,6 +205,45 @@ def anatomy_figure(t):
     return fig
 
 
+REBALANCE_HOVER = ("<b>%{y}</b> generation %{customdata[0]}<br>%{customdata[1]} (by "
+                   "%{customdata[2]})<br>%{customdata[3]} members<br>synced after "
+                   "%{customdata[4]:.1f} ms, consuming again after %{customdata[5]:.1f} ms"
+                   "<extra></extra>")
+
+
+def rebalance_figure(t):
+    """The rebalances on the time axis: a bar per group and generation (member epoch for
+    KIP-848) from its start to when its members consumed again (to its sync when none fetched),
+    a marker at the start (a short one is thinner than a pixel), coloured by what set it off."""
+    r = t.rebalances
+    r = r[(r["start_ts"].notna() & r["duration_ms"].notna()).to_numpy(dtype=bool)]
+    if r.empty:
+        return None
+    kind = r["trigger"].astype("string").fillna("?").str.split(":").str[0]
+    groups = sorted({_name(g) for g in r["group_id"]})
+    fig = go.Figure(layout=_layout(140 + 26 * len(groups), xaxis=TIME_AXIS, barmode="overlay",
+                                   yaxis={"type": "category", "automargin": True,
+                                          "categoryorder": "array", "categoryarray": groups}))
+    for k, colour in zip(sorted(set(kind)), PALETTE):
+        sel = r[(kind == k).to_numpy(dtype=bool)]
+        y = [_name(g) for g in sel["group_id"]]
+        start = epoch_ms(sel["start_ts"])
+        custom = [[int(gen), _name(trig), _name(who if not pd.isna(who) else "?"), int(n),
+                   float(sync), float(dur)]
+                  for gen, trig, who, n, sync, dur in zip(
+                      sel["generation"], sel["trigger"], sel["trigger_client"], sel["members"],
+                      sel["sync_ms"].fillna(0), sel["duration_ms"])]
+        fig.add_trace(go.Bar(y=y, x=sel["duration_ms"].astype("float64"), base=start,
+                             orientation="h", name=_name(k), legendgroup=k,
+                             marker={"color": colour}, customdata=custom,
+                             hovertemplate=REBALANCE_HOVER))
+        fig.add_trace(go.Scatter(y=y, x=start, mode="markers", name=_name(k), legendgroup=k,
+                                 showlegend=False, marker={"color": colour, "symbol": "diamond",
+                                                           "size": 8},
+                                 customdata=custom, hovertemplate=REBALANCE_HOVER))
+    return fig
+
+
 def leaders_figure(t, width_ms):
     """Partition leaders over time (node id per Metadata response) for the partitions whose
     leader changed, at most 10: a step where the leader moved."""

@@ -77,10 +77,11 @@ def test_report_renders_and_hover_shows_the_exchange(report, capture, browser):
     n = _open(browser, report)
     drawn = browser.eval(PLOTS_DRAWN)
     # one row per answered api (Fetch long poll and unanswered Metadata left out), where the
-    # time goes, errors, lag, produce rate, the clients graphs (brokers; topics and groups)
+    # time goes, errors, rebalances, lag, produce rate, the clients graphs (brokers; topics and
+    # groups)
     apis = ["Fetch", "Produce", "JoinGroup", "SyncGroup", "OffsetCommit", "Heartbeat",
             "LeaveGroup"]
-    assert n == len(drawn) == len(apis) + 6
+    assert n == len(drawn) == len(apis) + 7
     assert all(svgs >= 1 and traces >= (6 if i < len(apis) else 1)
                for i, (_, svgs, traces) in enumerate(drawn)), drawn
     headings = browser.eval('[...document.querySelectorAll("div.plot[data-time]")]'
@@ -315,4 +316,38 @@ def test_a_million_exchanges(tmp_path, browser):
       [...d.querySelector(".scatterlayer .trace").querySelectorAll(".js-line")]
         .map(p => p.getAttribute("d").split("M").length - 1).reduce((a, b) => a + b))""")
     assert paths == [2] * len(synthetic.APIS)
+    assert browser.problems() == []
+
+
+def test_rebalance_timeline(tmp_path, browser):
+    """The scripted KIP-848 group (tests/analysis/kip848.py): a bar per member epoch from its
+    start to its members' first Fetch, coloured by trigger; hovering the long one (epoch 2,
+    B joining) names it."""
+    from . import kip848
+    out = tmp_path / "kip848.html"
+    assert main(["report", str(kip848.SHIPPED), "--html", str(out)]) == 0
+    _open(browser, out)
+    plot = """[...document.querySelectorAll("h2")]
+      .find(h => h.textContent === "Consumer groups and rebalances").nextElementSibling"""
+    bars = browser.eval(f"""(() => {{
+      const plot = {plot};
+      plot.scrollIntoView();
+      // _fullData: the traces as drawn, their arrays decoded
+      return plot._fullData.filter(t => t.type === "bar").map(t => [t.name, Array.from(t.x)]);
+    }})()""")
+    got = sorted((name, round(x, 3)) for name, xs in bars for x in xs)
+    want = sorted((trigger.split(":")[0], float(resumed - start))
+                  for _, start, _, resumed, _, _, trigger, _ in kip848.EXPECTED)
+    assert got == want
+    where = browser.eval(f"""(() => {{
+      const rects = [...{plot}.querySelectorAll(".barlayer .point")]
+        .map(p => p.getBoundingClientRect());
+      const wide = rects.reduce((a, b) => (a.width > b.width ? a : b));
+      return [wide.x + wide.width / 2, wide.y + wide.height / 2];
+    }})()""")
+    browser.mouse(*where)
+    text = browser.wait_for('document.querySelector(".hoverlayer .hovertext")?.textContent',
+                            timeout=10)
+    assert "payments-eu generation 2" in text and "member joined (by consumer-b)" in text
+    assert "consuming again after 5010.0 ms" in text
     assert browser.problems() == []
