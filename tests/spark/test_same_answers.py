@@ -51,6 +51,9 @@ def test_rotated_captures_give_the_same_tables(spark, tmp_path):
     # and the clients, aggregated in Spark across connections and files
     assert result.rows["clients"] == len(actual.clients) >= 5
     pd.testing.assert_frame_equal(actual.clients, expected.clients)
+    # and the rebalances, whose members' exchanges cross connections and files
+    assert len(actual.rebalances) >= 1
+    pd.testing.assert_frame_equal(actual.rebalances, expected.rebalances)
 
 
 def test_clients_of_thousands_give_the_same_rows(spark, tmp_path):
