@@ -16,6 +16,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "_attrs.h"
+
 #define PRODUCE 0
 #define SASL_HANDSHAKE 17
 #define API_VERSIONS 18
@@ -32,14 +34,6 @@ static Py_ssize_t known;
     X(MAX_IN_FLIGHT_BYTES)
 #define DECLARE(n) static PyObject *s_##n;
 NAMES(DECLARE)
-
-static int call_none(PyObject *r)
-{
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
 
 static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
 {
@@ -72,16 +66,6 @@ static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t p
     if (pos < 0 || pos + 2 > n)
         Py_RETURN_NONE;
     return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
-}
-
-static int get_long(PyObject *o, PyObject *name, long long *out)
-{
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 /* Session._request */
@@ -158,9 +142,9 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
     for (;;) {   /* memory stays bounded: the oldest requests leave unanswered */
         Py_ssize_t count = PyObject_Length(inflight);
         long long most, most_bytes;
-        if (count < 0 || get_long(session, s__inflight_bytes, &used) < 0
-                || get_long(limits, s_MAX_IN_FLIGHT, &most) < 0
-                || get_long(limits, s_MAX_IN_FLIGHT_BYTES, &most_bytes) < 0)
+        if (count < 0 || get_ll(session, s__inflight_bytes, &used) < 0
+                || get_ll(limits, s_MAX_IN_FLIGHT, &most) < 0
+                || get_ll(limits, s_MAX_IN_FLIGHT_BYTES, &most_bytes) < 0)
             goto done;
         if (!(count > most || (used > most_bytes && count > 1)))
             break;
@@ -260,7 +244,7 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
     if (n >= 4 && PyObject_Length(inflight) > 0) {
         PyObject *oldest = PySequence_GetItem(inflight, 0);
         long long first;
-        if (oldest == NULL || get_long(oldest, s_correlation_id, &first) < 0) {
+        if (oldest == NULL || get_ll(oldest, s_correlation_id, &first) < 0) {
             Py_XDECREF(oldest);
             Py_DECREF(inflight);
             return NULL;
@@ -292,7 +276,7 @@ static PyObject *session_frame(PyObject *session, PyObject *frame)
     if (bodies)
         return to_twin(session, s_py_frame, frame, NULL);
     long long direction;
-    if (get_long(frame, s_direction, &direction) < 0)
+    if (get_ll(frame, s_direction, &direction) < 0)
         return NULL;
     PyObject *data = PyObject_GetAttr(frame, s_data);
     if (data == NULL)

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../_attrs.h"
+
 /* as tcp/reassembly.py and tcp/flows.py */
 #define ACK 0x10
 #define PLAIN 0x117             /* SYN | FIN | RST | ZERO_WINDOW | ACK */
@@ -47,16 +49,6 @@ typedef struct {
 } Handler;
 
 /* -- attributes ------------------------------------------------------------------------------- */
-
-static int get_ll(PyObject *o, PyObject *name, long long *out)
-{
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
 
 /* the attribute mod 2**32, as Python's `& MASK` takes any int */
 static int get_u32(PyObject *o, PyObject *name, uint32_t *out)
@@ -100,14 +92,6 @@ static int is_true(PyObject *o, PyObject *name)
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
-}
-
-static int call_none(PyObject *r)
-{
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
 }
 
 /* fill(buf, at, src, start, stop) */

@@ -98,25 +98,36 @@ def target_records():
 _SEG = struct.Struct(">BHH")  # flags (bit 7: direction), sequence step, payload length
 
 
+def segments(data):
+    """The TCP segments `data` describes, one connection between a client (port 5000) and a
+    broker (9092): (packet, time, source, destination, ports, sequence and acknowledgement
+    numbers, flags, payload) each, from records of _SEG (the client's SYN alone without ACK)
+    and the payload."""
+    c, b = b"\x7f\0\0\1", b"\x7f\0\0\2"
+    seq = [1000, 7000]
+    pos = n = 0
+    while pos + _SEG.size <= len(data):
+        flags, step, length = _SEG.unpack_from(data, pos)
+        pos += _SEG.size
+        payload = data[pos:pos + length]
+        pos += length
+        side = flags >> 7
+        seq[side] = (seq[side] + step - 1024) & 0xFFFFFFFF
+        n += 1
+        flags &= 0x3F
+        if not (side == 0 and flags & 0x02):
+            flags |= 0x10
+        ends = (c, b, 5000, 9092) if side == 0 else (b, c, 9092, 5000)
+        yield (n, n * 1000, *ends, seq[side], seq[1 - side], flags, payload)
+
+
 def target_stream():
     from dissector.pipeline import Dissector
-    c, b = b"\x7f\0\0\1", b"\x7f\0\0\2"
 
     def one(data):
         d = Dissector(PORTS, level="records")
-        seq = [1000, 7000]
-        pos = n = 0
-        while pos + _SEG.size <= len(data):
-            flags, step, length = _SEG.unpack_from(data, pos)
-            pos += _SEG.size
-            payload = data[pos:pos + length]
-            pos += length
-            side = flags >> 7
-            seq[side] = (seq[side] + step - 1024) & 0xFFFFFFFF
-            n += 1
-            src, dst, sport, dport = (c, b, 5000, 9092) if side == 0 else (b, c, 9092, 5000)
-            d.feed_segment(n, n * 1000, src, dst, sport, dport, seq[side], seq[1 - side],
-                           flags & 0x3F | 0x10, payload)
+        for segment in segments(data):
+            d.feed_segment(*segment)
             for ex in d.output:
                 _check_issues(ex.issues)
             d.output.clear()

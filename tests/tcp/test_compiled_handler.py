@@ -15,6 +15,7 @@ from hypothesis import given, strategies as st
 from dissector import session
 from dissector.pipeline import Dissector, dissect
 from dissector.tcp import flows
+from tests.fuzz.atheris_targets import _SEG, segments
 from tests.fuzz.support import (REAL, REAL_PORTS, bounded, exchange_key, fuzz_settings, mutate,
                                 packets, write_pcap)
 from tests.support import require_compiled
@@ -104,33 +105,15 @@ def test_damaged_captures(monkeypatch, tmp_path_factory, twin, which, seed, leve
     assert compiled == twins
 
 
-_SEG = struct.Struct(">BHH")   # flags (bit 7: the broker's side), sequence step, payload length
-
-
 def segment_run(data, level):
-    """A run of the segments `data` describes (as the atheris stream target reads them), fed as
-    the Spark job feeds them (Dissector.feed_segments: every live segment through its handler),
-    returning what a reader sees."""
+    """A run of the segments `data` describes (atheris_targets.segments), fed as the Spark job
+    feeds them (Dissector.feed_segments: every live segment through its handler), returning
+    what a reader sees."""
     def run():
         d = Dissector(REAL_PORTS, level=level)
-        c, b = b"\x7f\0\0\1", b"\x7f\0\0\2"
-        seq = [1000, 7000]
         cols = [[] for _ in range(10)]
-        pos = n = 0
-        while pos + _SEG.size <= len(data):
-            flags, step, length = _SEG.unpack_from(data, pos)
-            pos += _SEG.size
-            payload = data[pos:pos + length]
-            pos += length
-            side = flags >> 7
-            seq[side] = (seq[side] + step - 1024) & 0xFFFFFFFF
-            n += 1
-            ends = (c, b, 5000, 9092) if side == 0 else (b, c, 9092, 5000)
-            flags &= 0x3F
-            if not (side == 0 and flags & 0x02):   # the client's SYN alone has no ACK
-                flags |= 0x10
-            for col, v in zip(cols, (n, n * 1000, *ends, seq[side], seq[1 - side], flags,
-                                     memoryview(payload))):
+        for segment in segments(data):
+            for col, v in zip(cols, segment[:9] + (memoryview(segment[9]),)):
                 col.append(v)
         d.feed_segments(*cols)
         d.finish()
