@@ -3,7 +3,8 @@
  * traffic the session's Python was a fifth of the header level's time.
  *
  * configure(session_class, pending_class, exchange_class, request_head, flexible, ok, limits)
- * -> the method `frame` for session_class (`limits`: the module whose MAX_IN_FLIGHT and
+ * -> the methods `frame` and `_head_size` (twin Session.py_head_size: a message's first bytes
+ * the headers level reads; a response's tagged fields go to the twin) for session_class (`limits`: the module whose MAX_IN_FLIGHT and
  * MAX_IN_FLIGHT_BYTES bound the requests in flight, read at each request): a
  * request whose header request_head reads (or _head_size read when the message started) goes in
  * flight; a response answering the oldest request in flight with a plain header (v0, or v1
@@ -31,7 +32,7 @@ static Py_ssize_t known;
     X(_raw_tokens) X(connection) X(_emit) X(direction) X(data) X(acks) X(frame) X(api_key) \
     X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
     X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(_pop) X(MAX_IN_FLIGHT) \
-    X(MAX_IN_FLIGHT_BYTES)
+    X(MAX_IN_FLIGHT_BYTES) X(py_head_size)
 #define DECLARE(n) static PyObject *s_##n;
 NAMES(DECLARE)
 
@@ -40,30 +41,40 @@ static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObj
     return PyObject_CallMethodObjArgs(session, method, a, b, NULL);
 }
 
-/* session_produce_acks: a Produce request's acks (session.produce_acks), or None */
-static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t pos, long version)
+/* Where a Produce request's acks are (session._acks_at): 0 with *at set, -1 where _acks_at
+ * raises (the bytes end first) */
+static int acks_at(const unsigned char *p, Py_ssize_t n, Py_ssize_t pos, long long version,
+                   Py_ssize_t *at)
 {
     if (version >= 9) {   /* a compact string: length + 1 as an unsigned varint */
         unsigned long long value = 0;
         int i;
         for (i = 0; i < 5; i++) {
             if (pos < 0 || pos >= n)
-                Py_RETURN_NONE;
+                return -1;
             unsigned char b = p[pos++];
             value |= (unsigned long long)(b & 0x7F) << (7 * i);
             if (b < 0x80)
                 break;
         }
         if (i == 5)
-            Py_RETURN_NONE;
+            return -1;
         pos += value > 0 ? (Py_ssize_t)(value - 1) : 0;
     } else if (version >= 3) {   /* a nullable string: int16 length */
         if (pos < 0 || pos + 2 > n)
-            Py_RETURN_NONE;
+            return -1;
         int16_t len = (int16_t)((p[pos] << 8) | p[pos + 1]);
         pos += 2 + (len > 0 ? len : 0);
     }
-    if (pos < 0 || pos + 2 > n)
+    *at = pos;
+    return 0;
+}
+
+/* a Produce request's acks (session.produce_acks), or None */
+static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t pos,
+                              long long version)
+{
+    if (acks_at(p, n, pos, version, &pos) < 0 || pos < 0 || pos + 2 > n)
         Py_RETURN_NONE;
     return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
 }
@@ -95,7 +106,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
         goto done;
     }
     PyObject *key = PyTuple_GET_ITEM(head, 0), *version = PyTuple_GET_ITEM(head, 1);
-    long api_key = PyLong_AsLong(key), api_version = PyLong_AsLong(version);
+    long long api_key = PyLong_AsLongLong(key), api_version = PyLong_AsLongLong(version);
     Py_ssize_t body_offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 5));
     if (PyErr_Occurred())
         goto done;
@@ -265,6 +276,65 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
     return r;
 }
 
+/* Session._head_size(direction, data) */
+static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_head_size(direction, data)");
+        return NULL;
+    }
+    PyObject *sasl = PyObject_GetAttr(session, s__sasl);
+    int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
+    Py_XDECREF(sasl);
+    if (raw)
+        return raw < 0 ? NULL : Py_NewRef(Py_None);
+    long long direction = PyLong_AsLongLong(args[0]);
+    if (direction == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *data = args[1], *head = NULL, *result = NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *p = view.buf;
+    Py_ssize_t n = view.len;
+    if (direction != 0) {   /* a response: its tagged fields, if any, to the twin */
+        if (n < 6 || p[4] == 0)
+            result = n < 6 ? Py_NewRef(Py_None) : PyLong_FromLong(6);
+        else
+            result = PyObject_CallMethodObjArgs(session, s_py_head_size, args[0], data, NULL);
+        goto done;
+    }
+    head = PyObject_CallOneArg(request_head, data);
+    if (head == NULL)
+        goto done;
+    if (head == Py_None || !PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 6) {
+        result = PyObject_CallMethodObjArgs(session, s_py_head_size, args[0], data, NULL);
+        goto done;
+    }
+    Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 5));
+    long long api_key = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 0));
+    long long api_version = PyLong_AsLongLong(PyTuple_GET_ITEM(head, 1));
+    if (PyErr_Occurred())
+        goto done;
+    if (api_key == PRODUCE) {
+        if (acks_at(p, n, end, api_version, &end) < 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        end += 2;
+    }
+    if (end > n) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyObject_SetAttr(session, s__parsed, head) == 0)   /* _request takes it */
+        result = PyLong_FromSsize_t(end);
+done:
+    PyBuffer_Release(&view);
+    Py_XDECREF(head);
+    return result;
+}
+
 /* Session.frame(frame) */
 static PyObject *session_frame(PyObject *session, PyObject *frame)
 {
@@ -297,6 +367,9 @@ static PyObject *session_frame(PyObject *session, PyObject *frame)
 
 static PyMethodDef frame_def = {"frame", (PyCFunction)session_frame, METH_O,
                                 "frame(frame): a message of the connection (Session.py_frame)"};
+static PyMethodDef head_size_def = {"_head_size", (PyCFunction)(void (*)(void))head_size,
+                                    METH_FASTCALL, "_head_size(direction, data): "
+                                    "Session.py_head_size"};
 
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -322,13 +395,18 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
     Py_XSETREF(request_head, Py_NewRef(head));
     Py_XSETREF(ok, Py_NewRef(ok_status));
     Py_XSETREF(limits, Py_NewRef(module));
-    return PyDescr_NewMethod((PyTypeObject *)session_class, &frame_def);
+    PyObject *frame = PyDescr_NewMethod((PyTypeObject *)session_class, &frame_def);
+    PyObject *sizes = PyDescr_NewMethod((PyTypeObject *)session_class, &head_size_def);
+    PyObject *both = frame == NULL || sizes == NULL ? NULL : PyTuple_Pack(2, frame, sizes);
+    Py_XDECREF(frame);
+    Py_XDECREF(sizes);
+    return both;
 }
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(session_class, pending_class, exchange_class, request_head, flexible, ok, "
-     "limits) -> the method frame"},
+     "limits) -> the methods frame and _head_size"},
     {NULL, NULL, 0, NULL},
 };
 

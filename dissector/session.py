@@ -173,13 +173,14 @@ class Session:
         method of itself would make every session a reference cycle.)"""
         return self._head_size if self._headers_only else None
 
-    def _head_size(self, direction: int, data) -> int | None:
+    def py_head_size(self, direction: int, data) -> int | None:
         """How many of a message's first bytes the headers level reads (the request header, and
         a Produce request's acks; the response header and a SaslHandshake v0's error code),
         judged from `data`, the first bytes of the message, when it starts: so from those
         bytes alone, not from what is in flight then (which may change before it completes).
         None when they do not tell, and once raw SASL tokens may follow (they have no header).
-        The frame of a request measured here is the next to reach `frame`."""
+        The frame of a request measured here is the next to reach `frame`. `_pairing.c`'s
+        _head_size is the same compiled (it hands a response's tagged fields here)."""
         if self._sasl:
             return None
         n = len(data)
@@ -201,6 +202,8 @@ class Session:
             return max(end, 6)
         except (ValueError, IndexError, struct.error):
             return None
+
+    _head_size = py_head_size
 
     def py_frame(self, frame) -> None:
         """A message of the connection, in the order of its direction. `_pairing.c` is the same
@@ -366,8 +369,9 @@ def _flexible_responses() -> tuple:
 
 try:
     from ._pairing import configure as _configure
-    Session.frame = _configure(Session, _Pending, Exchange, request_head, _flexible_responses(),
-                               OK, sys.modules[__name__])
+    Session.frame, Session._head_size = _configure(
+        Session, _Pending, Exchange, request_head, _flexible_responses(), OK,
+        sys.modules[__name__])
     PAIRING_COMPILED = True
 except ImportError:   # no compiler where it was installed: Session.py_frame
     PAIRING_COMPILED = False

@@ -1,6 +1,6 @@
 """The compiled per-message paths of the header level against their Python twins: the segment
 handler (tcp/_handler.c; twin tcp.flows.py_handler with Framer.feed) and the pairing
-(_pairing.c; twin Session.py_frame). Each is replaced by its twin alone and the run compared: the
+(_pairing.c; twins Session.py_frame and py_head_size). Each is replaced by its twin alone and the run compared: the
 same exchanges, frames, issues and connections on the real captures and on damaged ones, and on
 random segment streams that reach every state of the framer (a size prefix cut by a segment's
 end, bad sizes, resyncs, holes, frames kept whole or only their first bytes) and of the pairing
@@ -29,6 +29,7 @@ def use_twin(m, which):
         m.setattr(flows, "compiled_handler", None)
     else:
         m.setattr(session.Session, "frame", session.Session.py_frame)
+        m.setattr(session.Session, "_head_size", session.Session.py_head_size)
 
 
 @pytest.fixture(params=["handler", "pairing"])
