@@ -2,12 +2,13 @@
  * pure-Python twin) is the specification; this does the same without a Python call per partition
  * or record set. The tests compare the two on every shipped capture and on mutated ones.
  *
- * configure(codec_names, batch_overhead, Irregular) once, then
+ * configure(codec_names, batch_overhead, Irregular, Batch) once, then
  * walk_side(cols, start, topics, side, layout, shape) -> shape, as the twin: the same attributes
  * read in the same order, the same values written into the same lists, Irregular (or the error
  * an attribute read raises) where it raises. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 static PyObject *codec_names, *batch_overhead, *irregular, *two, *zero;
 static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches,
@@ -16,6 +17,49 @@ static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_bat
     *s_offset, *s_old_style_offsets;
 
 #define NREC 12   /* partition_walk.RECORD_COLUMNS */
+
+/* The fields of records.model.Batch read here, straight from its slots (a plain attribute
+ * lookup each was most of the walk's time); an unset slot or another type: getattr. */
+#define NBATCH 12
+static PyObject **batch_names[NBATCH] = {
+    &s_record_count, &s_is_control, &s_base_offset, &s_last_offset_delta, &s_codec,
+    &s_uncompressed_size, &s_size, &s_magic, &s_producer_id, &s_producer_epoch,
+    &s_base_sequence, &s_is_transactional};
+static PyTypeObject *batch_type;
+static Py_ssize_t batch_offsets[NBATCH];
+
+/* o.name (a new reference), from the slot when o is a Batch */
+static PyObject *bget(PyObject *o, PyObject *name)
+{
+    if (Py_IS_TYPE(o, batch_type))
+        for (int i = 0; i < NBATCH; i++)
+            if (*batch_names[i] == name) {
+                PyObject *v = *(PyObject **)((char *)o + batch_offsets[i]);
+                if (v != NULL)
+                    return Py_NewRef(v);
+                break;
+            }
+    return PyObject_GetAttr(o, name);
+}
+
+/* the Batch class's slot offsets; the slow path for all when one is not a plain slot */
+static void batch_layout(PyTypeObject *type)
+{
+    batch_type = NULL;
+    for (int i = 0; i < NBATCH; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)type, *batch_names[i]);
+        int slot = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (slot)
+            batch_offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!slot) {
+            PyErr_Clear();
+            return;
+        }
+    }
+    batch_type = type;
+}
 
 /* getattr(o, name, None): a new reference; NULL on an error other than AttributeError */
 static PyObject *attr_or_none(PyObject *o, PyObject *name)
@@ -31,7 +75,7 @@ static PyObject *attr_or_none(PyObject *o, PyObject *name)
 /* bool(o.name) (1 or 0), or -1 on error */
 static int attr_true(PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = bget(o, name);
     int r = v == NULL ? -1 : PyObject_IsTrue(v);
     Py_XDECREF(v);
     return r;
@@ -40,7 +84,7 @@ static int attr_true(PyObject *o, PyObject *name)
 /* o.name is None (1 or 0), or -1 on error */
 static int attr_none(PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = bget(o, name);
     int r = v == NULL ? -1 : v == Py_None;
     Py_XDECREF(v);
     return r;
@@ -79,18 +123,20 @@ static int raise_irregular(const char *why)
     return -1;
 }
 
-/* sum(f(x) for x in items) from 0, f reading attribute `name` (minus the magic's overhead when
- * `overhead`); a new reference */
-static PyObject *sum_of(PyObject *items, PyObject *name, int overhead)
+/* sum(f(b) for the batches b whose flag is set) from 0 (every batch when flags is NULL), f
+ * reading attribute `name`, minus the magic's overhead when `overhead`; a new reference */
+static PyObject *sum_of(PyObject *batches, const char *flags, PyObject *name, int overhead)
 {
     PyObject *total = Py_NewRef(zero);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-        PyObject *c = PyList_GET_ITEM(items, i);
-        PyObject *v = PyObject_GetAttr(c, name);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batches); i++) {
+        if (flags != NULL && !flags[i])
+            continue;
+        PyObject *c = PySequence_Fast_GET_ITEM(batches, i);
+        PyObject *v = bget(c, name);
         if (v == NULL)
             goto fail;
         if (overhead) {
-            PyObject *magic = PyObject_GetAttr(c, s_magic), *o = NULL;
+            PyObject *magic = bget(c, s_magic), *o = NULL;
             if (magic != NULL) {
                 o = PyDict_GetItemWithError(batch_overhead, magic);
                 if (o == NULL && !PyErr_Occurred())
@@ -115,10 +161,57 @@ fail:
     return NULL;
 }
 
+/* first and last offsets of the data (not control) batches into v[3], v[4] when known */
+static int offsets(PyObject *batches, PyObject **v)
+{
+    Py_ssize_t first = -1, last = -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batches); i++) {
+        int control = attr_true(PySequence_Fast_GET_ITEM(batches, i), s_is_control);
+        if (control < 0)
+            return -1;
+        if (!control) {
+            last = i;
+            if (first < 0)
+                first = i;
+        }
+    }
+    if (first < 0)
+        return 0;
+    PyObject *base = bget(PySequence_Fast_GET_ITEM(batches, first), s_base_offset);
+    PyObject *end = PySequence_Fast_GET_ITEM(batches, last), *end_base = NULL, *delta = NULL;
+    int r = -1;
+    if (base == NULL)
+        return -1;
+    if (base == Py_None) {
+        r = 0;
+        goto done;
+    }
+    if ((end_base = bget(end, s_base_offset)) == NULL)
+        goto done;
+    if (end_base == Py_None) {
+        r = 0;
+        goto done;
+    }
+    if ((delta = bget(end, s_last_offset_delta)) == NULL)
+        goto done;
+    if (delta != Py_None) {
+        if ((v[4] = PyNumber_Add(end_base, delta)) == NULL)
+            goto done;
+        v[3] = Py_NewRef(base);
+    }
+    r = 0;
+done:
+    Py_DECREF(base);
+    Py_XDECREF(end_base);
+    Py_XDECREF(delta);
+    return r;
+}
+
 /* record_values(rs) into v[NREC] (new references or NULL for None); -1 on error */
 static int record_values(PyObject *rs, PyObject **v)
 {
-    PyObject *batches = NULL, *data = NULL, *coded = NULL;
+    PyObject *batches = NULL;
+    char *coded = NULL;
     if (PyBytes_Check(rs) || PyByteArray_Check(rs) || PyMemoryView_Check(rs)) {
         Py_ssize_t n = PyObject_Size(rs);
         return n < 0 || (v[0] = PyLong_FromSsize_t(n)) == NULL ? -1 : 0;
@@ -126,99 +219,63 @@ static int record_values(PyObject *rs, PyObject **v)
     if ((v[0] = attr_or_none(rs, s_size)) == NULL
             || (v[1] = attr_or_none(rs, s_record_count)) == NULL
             || (batches = attr_or_none(rs, s_batches)) == NULL)
-        goto fail;
+        return -1;
     if (batches == Py_None) {
         Py_DECREF(batches);
         return 0;
     }
-    PyObject *seq = PySequence_List(batches);
-    Py_SETREF(batches, seq);
+    Py_SETREF(batches, PySequence_Fast(batches, "batches: not iterable"));
     if (batches == NULL)
-        goto fail;
-    Py_ssize_t n = PyList_GET_SIZE(batches);
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(batches);
     if (v[1] == Py_None) {   /* the batches' counts, when all are known */
         int all = 1;
         for (Py_ssize_t i = 0; i < n && all; i++) {
-            int none = attr_none(PyList_GET_ITEM(batches, i), s_record_count);
+            int none = attr_none(PySequence_Fast_GET_ITEM(batches, i), s_record_count);
             if (none < 0)
                 goto fail;
             all = !none;
         }
         if (all) {
-            PyObject *total = sum_of(batches, s_record_count, 0);
+            PyObject *total = sum_of(batches, NULL, s_record_count, 0);
             if (total == NULL)
                 goto fail;
             Py_SETREF(v[1], total);
         }
     }
-    data = PyList_New(0);
-    if (data == NULL)
+    if (offsets(batches, v) < 0)
         goto fail;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *b = PyList_GET_ITEM(batches, i);
-        int control = attr_true(b, s_is_control);
-        if (control < 0 || (!control && PyList_Append(data, b) < 0))
-            goto fail;
-    }
-    Py_ssize_t nd = PyList_GET_SIZE(data);
-    if (nd) {
-        PyObject *base = PyObject_GetAttr(PyList_GET_ITEM(data, 0), s_base_offset);
-        if (base == NULL)
-            goto fail;
-        if (base != Py_None) {
-            PyObject *end = PyList_GET_ITEM(data, nd - 1);
-            PyObject *end_base = PyObject_GetAttr(end, s_base_offset), *delta = NULL;
-            if (end_base != NULL && end_base != Py_None)
-                delta = PyObject_GetAttr(end, s_last_offset_delta);
-            if (end_base == NULL || (end_base != Py_None && delta == NULL)) {
-                Py_DECREF(base);
-                Py_XDECREF(end_base);
-                goto fail;
-            }
-            if (delta != NULL && delta != Py_None) {
-                v[4] = PyNumber_Add(end_base, delta);
-                if (v[4] == NULL) {
-                    Py_DECREF(base);
-                    Py_DECREF(end_base);
-                    Py_DECREF(delta);
-                    goto fail;
-                }
-                v[3] = Py_NewRef(base);
-            }
-            Py_XDECREF(delta);
-            Py_DECREF(end_base);
-        }
-        Py_DECREF(base);
-    }
     if (n == 0) {
-        v[2] = PyLong_FromLong(0);
         Py_DECREF(batches);
-        Py_DECREF(data);
-        return v[2] == NULL ? -1 : 0;
+        return (v[2] = PyLong_FromLong(0)) == NULL ? -1 : 0;
     }
-    PyObject *b = PyList_GET_ITEM(batches, 0);
-    coded = PyList_New(0);
-    if (coded == NULL)
+    if ((coded = PyMem_Malloc(n)) == NULL) {
+        PyErr_NoMemory();
         goto fail;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *c = PyList_GET_ITEM(batches, i);
-        int on = attr_true(c, s_codec), none = on > 0 ? attr_none(c, s_uncompressed_size) : 1;
-        if (on < 0 || none < 0 || (!none && PyList_Append(coded, c) < 0))
-            goto fail;
     }
+    int any = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {   /* the compressed batches whose size is known */
+        PyObject *c = PySequence_Fast_GET_ITEM(batches, i);
+        int on = attr_true(c, s_codec), none = on > 0 ? attr_none(c, s_uncompressed_size) : 1;
+        if (on < 0 || none < 0)
+            goto fail;
+        coded[i] = !none;
+        any |= !none;
+    }
+    PyObject *b = PySequence_Fast_GET_ITEM(batches, 0);
     if ((v[2] = PyLong_FromSsize_t(n)) == NULL)
         goto fail;
-    PyObject *codec = PyObject_GetAttr(b, s_codec);
+    PyObject *codec = bget(b, s_codec);
     if (codec == NULL)
         goto fail;
     PyObject *cname = PyDict_GetItemWithError(codec_names, codec);
     v[5] = cname != NULL ? Py_NewRef(cname) : PyErr_Occurred() ? NULL : PyObject_Str(codec);
     Py_DECREF(codec);
-    if (v[5] == NULL || (v[6] = PyObject_GetAttr(b, s_producer_id)) == NULL
-            || (v[7] = PyObject_GetAttr(b, s_producer_epoch)) == NULL
-            || (v[8] = PyObject_GetAttr(b, s_base_sequence)) == NULL)
+    if (v[5] == NULL || (v[6] = bget(b, s_producer_id)) == NULL
+            || (v[7] = bget(b, s_producer_epoch)) == NULL
+            || (v[8] = bget(b, s_base_sequence)) == NULL)
         goto fail;
-    PyObject *magic = PyObject_GetAttr(b, s_magic);
+    PyObject *magic = bget(b, s_magic);
     int v2 = magic == NULL ? -1 : PyObject_RichCompareBool(magic, two, Py_EQ);
     Py_XDECREF(magic);
     if (v2 < 0)
@@ -229,19 +286,15 @@ static int record_values(PyObject *rs, PyObject **v)
             goto fail;
         v[9] = PyBool_FromLong(txn);
     }
-    if (PyList_GET_SIZE(coded)) {
-        if ((v[10] = sum_of(coded, s_size, 1)) == NULL
-                || (v[11] = sum_of(coded, s_uncompressed_size, 0)) == NULL)
-            goto fail;
-    }
+    if (any && ((v[10] = sum_of(batches, coded, s_size, 1)) == NULL
+                || (v[11] = sum_of(batches, coded, s_uncompressed_size, 0)) == NULL))
+        goto fail;
+    PyMem_Free(coded);
     Py_DECREF(batches);
-    Py_DECREF(data);
-    Py_DECREF(coded);
     return 0;
 fail:
+    PyMem_Free(coded);
     Py_XDECREF(batches);
-    Py_XDECREF(data);
-    Py_XDECREF(coded);
     return -1;
 }
 
@@ -262,7 +315,14 @@ static PyObject *listed_offset(PyObject *p)
 }
 
 typedef struct {
+    Py_ssize_t col;
+    PyObject *attr;
+    int required;
+} Field;
+
+typedef struct {
     PyObject *parts, *index, *fields, *records;
+    Field *field;   /* the fields, parsed */
     int optional_records;
     Py_ssize_t listed, topic_col, tid_col, part_col, record_cols[NREC];
     PyObject *topic_id;
@@ -282,16 +342,11 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
             return -1;
     }
     for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(s->fields); f++) {
-        PyObject *field = PyTuple_GET_ITEM(s->fields, f);
-        Py_ssize_t col;
-        PyObject *attr;
-        int required;
-        if (!PyArg_ParseTuple(field, "nUp", &col, &attr, &required))
-            return -1;
-        PyObject *v = required ? PyObject_GetAttr(p, attr) : attr_or_none(p, attr);
+        const Field *fd = &s->field[f];
+        PyObject *v = fd->required ? PyObject_GetAttr(p, fd->attr) : attr_or_none(p, fd->attr);
         if (v == NULL)
             return -1;
-        int r = put(cols, col, row, v);
+        int r = put(cols, fd->col, row, v);
         Py_DECREF(v);
         if (r < 0)
             return -1;
@@ -340,7 +395,7 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
         Py_DECREF(got);
         return truth;
     }
-    entries = PySequence_List(got);
+    entries = PySequence_Fast(got, "partitions: not iterable");
     Py_DECREF(got);
     if (entries == NULL)
         return -1;
@@ -361,11 +416,11 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
     if (has_tid < 0)
         goto done;
     PyObject *key = has_tid ? tid : name;
-    Py_ssize_t n = PyList_GET_SIZE(entries);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(entries);
     if ((numbers = PyList_New(n)) == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *p = PyList_GET_ITEM(entries, i);
+        PyObject *p = PySequence_Fast_GET_ITEM(entries, i);
         PyObject *number = s->index == Py_None ? Py_NewRef(p) : PyObject_GetAttr(p, s->index);
         if (number == NULL)
             goto done;
@@ -395,7 +450,8 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
     }
     *at += 1;
     for (Py_ssize_t i = 0; i < n; i++, *row += 1)
-        if (partition_row(cols, *row, PyList_GET_ITEM(entries, i), PyList_GET_ITEM(numbers, i),
+        if (partition_row(cols, *row, PySequence_Fast_GET_ITEM(entries, i),
+                          PyList_GET_ITEM(numbers, i),
                           name, named, tid, made != NULL, s) < 0)
             goto done;
     result = 0;
@@ -460,8 +516,21 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
             return NULL;
         s.records = records;
     }
-    PyObject *made = shape == Py_None ? PyList_New(0) : NULL;
-    PyObject *keys = PySet_New(NULL), *it = NULL, *result = NULL;
+    PyObject *made = NULL, *keys = NULL, *it = NULL, *result = NULL;
+    Py_ssize_t nfields = PyTuple_GET_SIZE(s.fields);
+    s.field = PyMem_New(Field, nfields ? nfields : 1);
+    if (s.field == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t f = 0; f < nfields; f++) {
+        Field *fd = &s.field[f];
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(s.fields, f), "nUp", &fd->col, &fd->attr,
+                              &fd->required))
+            goto done;
+    }
+    made = shape == Py_None ? PyList_New(0) : NULL;
+    keys = PySet_New(NULL);
     if ((shape == Py_None && made == NULL) || keys == NULL)
         goto done;
     if (topics != Py_None) {
@@ -487,6 +556,7 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     }
     result = made != NULL ? Py_NewRef(made) : Py_NewRef(shape);
 done:
+    PyMem_Free(s.field);
     Py_XDECREF(records);
     Py_XDECREF(made);
     Py_XDECREF(keys);
@@ -497,7 +567,9 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args)
 {
     PyObject *names, *overhead, *exc;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc))
+    PyTypeObject *batch;
+    if (!PyArg_ParseTuple(args, "O!O!OO!", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc,
+                          &PyType_Type, &batch))
         return NULL;
     if (!PyExceptionClass_Check(exc)) {
         PyErr_SetString(PyExc_TypeError, "Irregular: an exception class");
@@ -506,6 +578,7 @@ static PyObject *configure(PyObject *self, PyObject *args)
     Py_XSETREF(codec_names, Py_NewRef(names));
     Py_XSETREF(batch_overhead, Py_NewRef(overhead));
     Py_XSETREF(irregular, Py_NewRef(exc));
+    batch_layout(batch);
     Py_RETURN_NONE;
 }
 
@@ -513,7 +586,7 @@ static PyMethodDef methods[] = {
     {"walk_side", walk_side, METH_VARARGS,
      "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
     {"configure", configure, METH_VARARGS,
-     "configure(codec_names, batch_overhead, Irregular)"},
+     "configure(codec_names, batch_overhead, Irregular, Batch)"},
     {NULL}
 };
 
