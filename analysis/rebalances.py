@@ -18,9 +18,10 @@ up, and gets them later at the same epoch. Started at what set it off, else at t
 heartbeat answered with E; synced when the last member got its assignment of E (its last
 answer at E that gave it partitions, else its first at E), and over when each member has sent
 its first Fetch after that (`duration_ms`, as above); members, subscriptions (each member's last)
-and assignments (topic ids named from the capture's Metadata answers) as held then. `trigger`: the first since the epoch before of `member left` (epoch -1), `heartbeat
-error: NAME` (a member fenced: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID) and `member joined`
-(epoch 0), else `epoch bump`.
+and assignments (topic ids named from the capture's Metadata answers) as held then. `trigger`:
+the first since the epoch before of `member left` (epoch -1), `heartbeat error: NAME` (a member
+fenced: FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID) and `member joined` (epoch 0), else
+`epoch bump`.
 """
 from __future__ import annotations
 
@@ -185,8 +186,10 @@ def _trigger(g, prev_end, start, prev_members, members):
 
 
 def _kip848(group, g, fetches, names):
-    hb = _ok(g[(g["api_key"] == CGH) & g["response_epoch"].notna()])
-    reqs = g[g["api_key"] == CGH]
+    # a damaged exchange can leave a time or a member id null: such rows take no part
+    reqs = g[((g["api_key"] == CGH) & g["request_ts"].notna()).fillna(False).to_numpy(bool)]
+    hb = _ok(reqs[(reqs["response_epoch"].notna() & reqs["response_ts"].notna()
+                   & reqs["member_id"].notna()).to_numpy(bool)])
     out = []
     prev_end = None
     for epoch in sorted(set(hb["response_epoch"].astype(int))):
@@ -205,12 +208,15 @@ def _kip848(group, g, fetches, names):
             ids.append(_str(member))
             if assigned is not None:
                 assignments.append(f"{member}: {', '.join(_named(assigned, names))}")
-            subscribed = reqs[(reqs["member_id"] == member) & (reqs["request_ts"] <= ts)
-                              & reqs["subscribed_topics"].notna()]
-            if len(subscribed):
-                subs.append(f"{member}: {', '.join(_list(subscribed['subscribed_topics'].iloc[-1]))}")
-        since = reqs[(reqs["request_ts"] <= first_reach)
-                     & ((reqs["request_ts"] > prev_end) if prev_end is not None else True)]
+            topics = reqs["subscribed_topics"][((reqs["member_id"] == member)
+                                                 & (reqs["request_ts"] <= ts)
+                                                 & reqs["subscribed_topics"].notna())
+                                                .fillna(False).to_numpy(bool)]
+            if len(topics):
+                subs.append(f"{member}: {', '.join(_list(topics.iloc[-1]))}")
+        since = reqs[((reqs["request_ts"] <= first_reach)
+                      & ((reqs["request_ts"] > prev_end) if prev_end is not None else True))
+                     .to_numpy(bool)]
         trigger, who, at = _kip848_trigger(since)
         start = at if at is not None else first_reach
         synced = max(done)
@@ -250,6 +256,7 @@ def _kip848_trigger(since):
     fencing error), a member joining (epoch 0); (trigger, client id, request time)."""
     for ts, epoch, error, cid in zip(since["request_ts"], since["generation_id"],
                                      since["error_name"], since["client_id"]):
+        epoch = None if pd.isna(epoch) else int(epoch)
         if epoch == -1:
             return "member left", _str(cid), ts
         if _str(error) in FENCING_ERRORS:

@@ -68,7 +68,8 @@ class _Consumer(threading.Thread):
 
     def __init__(self, bootstrap, client_id, log, deadline):
         super().__init__(daemon=True, name=client_id)
-        self.bootstrap, self.client_id, self.log, self.deadline = bootstrap, client_id, log, deadline
+        self.bootstrap, self.client_id, self.log = bootstrap, client_id, log
+        self.deadline = deadline
         self.stop = threading.Event()
         self.assigned = threading.Event()   # set at each assignment; cleared by the waiter
         self.error = None

@@ -132,3 +132,23 @@ def test_export_and_parquet_round_trip(tmp_path):
     pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "x").rebalances, t.rebalances)
     t.write_parquet(tmp_path / "y")
     pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "y").rebalances, t.rebalances)
+
+
+def test_kip848_damaged_heartbeats_are_no_match():
+    """Heartbeats a damaged capture left without an epoch, a member id or an answer take no
+    part (no 'boolean value of NA is ambiguous'); the whole ones still make their epoch."""
+    from tests.analysis.fake import NS, Run, connection, exchange, tables
+    run = Run()
+    c = connection(run)
+    beats = [(0, "m", 0, 1, ("t:0",)), (10, None, 1, 1, None), (20, "m", None, None, None),
+             (30, "m", None, 2, ("t:0",))]
+    exchanges = [exchange(c, i, 68, 0, at, at + 1 if given is not None else None,
+                          req=NS(group_id="g", member_id=member, member_epoch=epoch,
+                                 subscribed_topic_names=["t"] if epoch == 0 else None),
+                          resp=NS(error_code=0, member_epoch=given, member_id=member,
+                                  assignment=None) if given is not None else None)
+                 for i, (at, member, epoch, given, _) in enumerate(beats, start=1)]
+    r = rebalances(tables(run, exchanges))
+    assert list(r["generation"]) == [1, 2]
+    assert list(r["trigger"]) == ["member joined", "epoch bump"]
+    assert [list(m) for m in r["member_ids"]] == [["m"], ["m"]]
