@@ -9,8 +9,8 @@ The exchange's own columns (the table's first HEAD) are kept once per exchange a
 index, as the records table does with its batch fields. PartitionTable cuts a batch at the
 budget of analysis.columns (BATCH_ROWS rows, or BATCH_BYTES at VALUE_COST a value) and hands it
 to a sink (streaming export) or keeps it for table(), as its ColumnBuilder does for the other
-tables. A parallel run's workers make a
-PartitionPiece per exchange (exchange_piece) that the parent adds.
+tables. A parallel run's workers make a PartitionPiece per exchange (exchange_piece) that the
+parent adds.
 """
 from __future__ import annotations
 
