@@ -134,17 +134,21 @@ def measure(path, port, rounds, workdir, log=print, keylog=None, extra=None):
 
 def kernels():
     """Which hot loops run compiled in this install (pure-Python fallbacks otherwise)."""
-    from dissector import framebuf, output
+    from dissector import framebuf, output, session, tables
     from dissector.capture import fast
     from dissector.protocol import readers
     from dissector.records import record_batch, record_set
+    from dissector.tcp import flows
 
     def how(compiled):
         return "compiled" if compiled else "pure Python (not built)"
     return (f"packet walker {how(fast.COMPILED)}, frame buffers {how(framebuf.COMPILED)}, body "
             f"readers {how(readers.COMPILED)}, records check "
             f"{how(record_batch.check_records is not record_batch._check_records)}, batch "
-            f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}")
+            f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}, "
+            f"flow handler {how(flows.compiled_handler is not None)}, exchange rows "
+            f"{how(tables.exchange_row is not tables.py_exchange_row)}, pairing "
+            f"{how(session.PAIRING_COMPILED)}")
 
 
 def report(path, runs, counts, packets, log=print, targets=TARGETS, labels=None):
