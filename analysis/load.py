@@ -7,6 +7,7 @@ captures grow.
 """
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUM
 
 TABLES = ("exchanges", "partitions", "records", "issues", "connections")
 # computed from the tables above once they are whole (across connections and files), on first use
-DERIVED = ("deliveries", "clients")
+DERIVED = ("deliveries", "clients", "rebalances")
 EXCHANGE_NAMES = EXCHANGE_COLUMN_NAMES + tuple(n for n, _ in EXCHANGE_EXTRA_COLUMNS)
 _CLIENT_ID = EXCHANGE_NAMES.index("client_id")
 
@@ -40,8 +41,8 @@ class Tables:
     """The analysis tables as Arrow-backed pandas DataFrames (and the Arrow tables they came from).
 
     `errors` lists one-line messages about unreadable or damaged captures. The DERIVED tables
-    (`deliveries`, `clients`: the functions of those names in the modules of those names) are
-    computed on first use unless `arrow` holds them (read back from Parquet).
+    (`deliveries`, `clients`, `rebalances`: the functions of those names in the modules of those
+    names) are computed on first use unless `arrow` holds them (read back from Parquet).
     """
 
     def __init__(self, arrow: dict, errors=()):
@@ -64,7 +65,7 @@ class Tables:
     @property
     def rebalances(self):
         """Per consumer group and generation: analysis.rebalances.rebalances(self), computed
-        once (from the tables above, so also after load_parquet; not exported)."""
+        once."""
         return self._derive("rebalances")
 
     def _derive(self, name):
@@ -283,15 +284,31 @@ def _derived_module(name):
 
 def write_derived(directory) -> None:
     """The DERIVED tables of the Parquet tables in `directory`, written next to them: each
-    computed from the columns its module NEEDS, read back (export streamed the tables out of
-    memory)."""
+    computed from the columns its module NEEDS (of the rows of the api keys its ROWS names, when
+    it does), read back (export streamed the tables out of memory)."""
     d = Path(directory)
     for name in DERIVED:
         module = _derived_module(name)
-        arrow = {table: pq.read_table(d / f"{table}.parquet", columns=list(cols))
-                 .unify_dictionaries() for table, cols in module.NEEDS.items()}
+        rows = getattr(module, "ROWS", {})
+        arrow = {table: _read_columns(d / f"{table}.parquet", cols, rows.get(table))
+                 for table, cols in module.NEEDS.items()}
         frame = getattr(module, name)(_Columns(arrow))
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{name}.parquet")
+        del arrow, frame   # each table's memory given back before the next: the peak stays flat
+        gc.collect()
+        pa.default_memory_pool().release_unused()
+
+
+def _read_columns(path, columns, api_keys=None) -> pa.Table:
+    """`columns` of the Parquet table at `path` (only the rows of `api_keys` when given), read
+    batch by batch: pq.read_table reads ahead on threads, ~30 MB more at the peak."""
+    import pyarrow.compute as pc
+    schema = pq.read_schema(path)
+    schema = pa.schema([schema.field(c) for c in columns])
+    keys = None if api_keys is None else pa.array(api_keys, schema.field("api_key").type)
+    parts = [batch if keys is None else batch.filter(pc.is_in(batch.column("api_key"), keys))
+             for batch in pq.ParquetFile(path).iter_batches(columns=list(columns))]
+    return pa.Table.from_batches(parts, schema=schema).unify_dictionaries()
 
 
 class _Columns:

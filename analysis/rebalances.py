@@ -46,6 +46,15 @@ REBALANCE_COLUMNS = (
     ("trigger", "string"),
     ("trigger_client", "string"),
 )
+# the columns rebalances() reads, per table (export computes the table from just these)
+NEEDS = {
+    "exchanges": ("api_key", "group_id", "client_id", "client_ip", "request_ts", "response_ts",
+                  "replica_id", "member_id", "generation_id", "response_epoch", "error_code",
+                  "error_name", "subscribed_topics", "assigned_partitions"),
+    "partitions": ("api_key", "topic_id", "topic"),
+}
+# ... and of their rows only those of these api keys, per table
+ROWS = {"exchanges": (FETCH, CGH) + GROUP_APIS, "partitions": (METADATA,)}
 
 
 def _ms(start, end):
