@@ -10,18 +10,21 @@ worker blocked writing to a parent blocked writing to it cannot happen.
 from __future__ import annotations
 
 import os
-import pickle
 import select
-import signal
 import struct
 import time
+# the compiled cores of pickle and signal: importing the modules themselves (pickle.py's
+# names, signal's enums) took ~5 ms of each parallel run's start, before the workers start
+from _pickle import dumps, loads
+from _signal import SIG_DFL, SIGINT, SIGKILL, signal
 
 _LEN = struct.Struct("<Q")
 _READ = 1 << 20
+_PROTOCOL = 5   # pickle.HIGHEST_PROTOCOL (since Python 3.8)
 
 
 def _frame(msg) -> bytes:
-    data = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+    data = dumps(msg, _PROTOCOL)
     return _LEN.pack(len(data)) + data
 
 
@@ -38,7 +41,7 @@ class _Frames:
             size = _LEN.unpack_from(buf, at)[0]
             if len(buf) - at - 8 < size:
                 break
-            msgs.append(pickle.loads(memoryview(buf)[at + 8:at + 8 + size]))
+            msgs.append(loads(memoryview(buf)[at + 8:at + 8 + size]))
             at += 8 + size
         del buf[:at]
         return msgs
@@ -99,7 +102,7 @@ class Workers:
                     os.close(down_w)
                     for fd in (*self.ups, *self.downs):
                         os.close(fd)
-                    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                    signal(SIGINT, SIG_DFL)
                     body(w, Link(up_w, down_r))
                     status = 0
                 finally:
@@ -167,10 +170,10 @@ class Workers:
             if pid is None:
                 continue
             if w not in self.done:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, SIGKILL)
             while os.waitpid(pid, os.WNOHANG) == (0, 0):
                 if time.monotonic() > deadline:
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(pid, SIGKILL)
                     os.waitpid(pid, 0)
                     break
                 time.sleep(0.001)
