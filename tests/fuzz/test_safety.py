@@ -18,7 +18,8 @@ from .support import SMALL_REAL
 
 SOURCES = sorted(p for d in ("dissector", "analysis") for p in (ROOT / d).rglob("*.py"))
 DANGEROUS_CALLS = {"eval", "exec", "compile", "__import__", "execfile", "input"}
-DANGEROUS_MODULES = {"pickle", "cPickle", "marshal", "shelve", "dill", "yaml", "jsonpickle"}
+DANGEROUS_MODULES = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "yaml",
+                     "jsonpickle"}
 # Code that starts a subprocess, with why it is safe: an argument vector (no shell) built from
 # the user's own options, never from capture bytes.
 ALLOWED_SUBPROCESS = {"dissector/live/bpf.py": "tcpdump -ddd compiles the user's --bpf option"}
@@ -49,7 +50,7 @@ def test_no_code_execution_or_unpickling(path):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
             imported = {n.split(".")[0] for n in names} & DANGEROUS_MODULES
-            assert not imported - ({"pickle"} if rel in ALLOWED_PICKLE else set()), \
+            assert not imported - ({"pickle", "_pickle"} if rel in ALLOWED_PICKLE else set()), \
                 (rel, node.lineno)
     for node, name, owner in _calls(tree):
         if name in ("exec", "compile") and rel in ALLOWED_COMPILE:
