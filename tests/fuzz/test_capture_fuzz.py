@@ -3,9 +3,10 @@ through link/IP/TCP parsing, and mutated real captures through the whole pipelin
 import gzip
 import random
 
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from dissector.capture.layers import tcp_segment
+from dissector.tcp.reassembly import ZERO_WINDOW
 from dissector.model import Issue
 from dissector.pipeline import Dissector
 
@@ -64,6 +65,8 @@ def test_mutated_real_captures_read_up_to_the_damage(tmp_path_factory, which, fm
 @fuzz_settings(300)
 @given(which=st.sampled_from(REAL), index=st.integers(0, 10**6), seed=st.integers(0, 2**32),
        linktype=st.sampled_from([None, 0, 1, 12, 101, 108, 113, 228, 229, 276]))
+@example(which=next(p for p in REAL if p.name == "codecs.mss1448.pcap"), index=117, seed=1809,
+         linktype=None)   # a window mutated to 0: the flags carry ZERO_WINDOW beside the TCP byte
 @bounded(30)
 def test_mutated_real_packets_parse_or_are_refused(which, index, seed, linktype):
     pkts = packets(which)
@@ -75,7 +78,7 @@ def test_mutated_real_packets_parse_or_are_refused(which, index, seed, linktype)
         return
     src, dst, sport, dport, seq, ack, flags, payload = got
     assert len(src) in (4, 16) and len(dst) == len(src)
-    assert 0 <= sport < 65536 and 0 <= dport < 65536 and 0 <= flags < 256
+    assert 0 <= sport < 65536 and 0 <= dport < 65536 and 0 <= flags <= 0xFF | ZERO_WINDOW
     assert 0 <= seq < 2**32 and 0 <= ack < 2**32
     # The payload is a slice of the packet's tail region, never more than was captured.
     assert len(payload) <= len(bad) - 20 and bytes(payload) in bad
