@@ -39,6 +39,17 @@ class _Stopped(Exception):
     pass
 
 
+def _drop_bytes(exchanges):
+    """Where no one sees the bodies, no one sees the messages' bytes: let them go while the
+    exchanges wait for their numbers (a step's worth of message buffers held took each worker
+    twice the page faults of one process and a fifth more memory)."""
+    for ex in exchanges:
+        if ex.request is not None:
+            ex.request.data = None
+        if ex.response is not None:
+            ex.response.data = None
+
+
 class _Worker:
     def __init__(self, me, plan, link):
         self.me = me
@@ -97,6 +108,8 @@ class _Worker:
         d = self.d
         exchanges = list(d.output)
         d.output.clear()
+        if not self.plan.keep_bodies:
+            _drop_bytes(exchanges)
         emitted, d.emitted = d.emitted, []
         opened, d.opened = d.opened, []
         names = d.names
