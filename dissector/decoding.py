@@ -11,9 +11,12 @@ instead (dissector.summary_plan), with the same checks and without building the 
 """
 from __future__ import annotations
 
+import sys
+
 from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
 from .protocol.embedded import SPECIAL
+from .protocol.generated.apis import APIS
 from .protocol.headers import parse_response_header
 from .protocol.message import Message
 from .records.record_set import walk_set
@@ -51,30 +54,36 @@ class BodyDecoder:
         # (is response, api key, version) -> its (reader, schema) table entry, or None: the
         # general path (decode.decode_request_body / decode_response)
         self._entries = {}
+        self._walks = {}   # for _decoding.c: its key of (direction, api key, version) -> _walkable
 
-    def request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
-                body_offset) -> Message:
-        """The request whose header the session already parsed."""
+    def py_request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
+                   body_offset) -> Message:
+        """The request whose header the session already parsed. `_decoding.c`'s `request` is
+        this compiled for bodies walked on their bytes (it hands the rest here)."""
         issues = []
         key = (False, api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
-        walked = None   # the summary walked on the bytes: then no body is built
         if entry is None or type(data) is not bytes:
             body = decode_request_body(data, body_offset, api_key, api_version, issues)
-        elif not self.keep_bodies and (
-                walked := self._walk_bytes(data, body_offset, entry, issues, False)) is not None:
-            body = None
-        else:
-            body = decode_struct(data, body_offset, entry, issues)
-        msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
+            msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body,
+                          issues, body_offset)
+            msg.summary = None if body is None else self._summary(data, body, issues, False,
+                                                                  api_key, api_version)
+            return msg
+        walked = None if self.keep_bodies else self._walk_bytes(data, body_offset, entry, issues,
+                                                                False)
+        if walked is None:
+            return self._decoded(data, entry, False, api_key, api_version, correlation_id,
+                                 client_id, header_tags, body_offset, issues)
+        msg = Message(api_key, api_version, correlation_id, client_id, header_tags, None, issues,
                       body_offset)
-        msg.summary = walked if body is None else self._summary(data, body, issues, False,
-                                                                api_key, api_version)
+        msg.summary = walked
         return msg
 
-    def response(self, data, api_key, api_version, request=None) -> Message:
+    def py_response(self, data, api_key, api_version, request=None) -> Message:
         """The response; `request` (its decoded request Message) lets an Envelope's inner
-        response be decoded with its inner request's api key and version."""
+        response be decoded with its inner request's api key and version. `_decoding.c`'s
+        `response` is this compiled for a plain header and a body walked on its bytes."""
         key = (True, api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
         head = None
@@ -83,19 +92,43 @@ class BodyDecoder:
                 head = parse_response_header(data, api_key, api_version)
             except ValueError:   # decode_response says what is wrong with it
                 pass
-        walked = None   # the summary walked on the bytes: then no body is built
         if head is None:
             msg = decode_response(data, api_key, api_version, request)
-        else:
-            correlation_id, tags, offset = head
-            issues = []
-            if not self.keep_bodies:
-                walked = self._walk_bytes(data, offset, entry, issues, True)
-            body = None if walked is not None else decode_struct(data, offset, entry, issues)
-            msg = Message(api_key, api_version, correlation_id, None, tags, body, issues, offset)
-        msg.summary = walked if msg.body is None else self._summary(data, msg.body, msg.issues,
-                                                                    True, api_key, api_version)
+            msg.summary = None if msg.body is None else self._summary(
+                data, msg.body, msg.issues, True, api_key, api_version)
+            return msg
+        correlation_id, tags, offset = head
+        issues = []
+        walked = None if self.keep_bodies else self._walk_bytes(data, offset, entry, issues, True)
+        if walked is None:
+            return self._decoded(data, entry, True, api_key, api_version, correlation_id, None,
+                                 tags, offset, issues)
+        msg = Message(api_key, api_version, correlation_id, None, tags, None, issues, offset)
+        msg.summary = walked
         return msg
+
+    request, response = py_request, py_response
+
+    def _decoded(self, data, entry, learn, api_key, api_version, correlation_id, client_id,
+                 header_tags, offset, issues) -> Message:
+        """The message whose body at data[offset:] is decoded with `entry` and walked."""
+        body = decode_struct(data, offset, entry, issues)
+        msg = Message(api_key, api_version, correlation_id, client_id, header_tags, body, issues,
+                      offset)
+        msg.summary = None if body is None else self._summary(data, body, issues, learn, api_key,
+                                                              api_version)
+        return msg
+
+    def _walkable(self, response, api_key, api_version):
+        """For `_decoding.c`: (whether to keep the answer, (reader, plan, table entry) when the
+        bodies of (direction, api key, version) are walked on their bytes, else None)."""
+        key = (bool(response), api_key, api_version)
+        entry = self._entries[key] if key in self._entries else self._entry(key)
+        if entry is None or self.keep_bodies:
+            return key in self._entries, None
+        walk_plan = plan(entry[1])
+        usable = walk_plan is not None and hasattr(entry[0], "summarize")
+        return True, (entry[0], walk_plan, entry) if usable else None
 
     def _entry(self, key):
         """The table entry the bodies of one (direction, api key, version) are read with straight
@@ -110,8 +143,9 @@ class BodyDecoder:
         entry = self._entries[key] = None if api_key in SPECIAL else entry
         return entry
 
-    def summarize(self, ex) -> None:
-        """Fill the exchange's error, throttle, topic, partition and record columns."""
+    def py_summarize(self, ex) -> None:
+        """Fill the exchange's error, throttle, topic, partition and record columns
+        (`_decoding.c`'s `summarize` is this compiled)."""
         req = ex.request_msg.summary if ex.request_msg is not None else None
         resp = ex.response_msg.summary if ex.response_msg is not None else None
         if req is not None or resp is not None:
@@ -138,6 +172,8 @@ class BodyDecoder:
             ex.error_code = top if top else (codes[0] if codes else 0)
             ex.error_count = len(codes)
             ex.throttle_time_ms = resp.throttle_time_ms
+
+    summarize = py_summarize
 
     # -- the walk -------------------------------------------------------------------------------
 
@@ -168,11 +204,15 @@ class BodyDecoder:
             return None
         self._budget = [self.max_uncompressed]   # as _summary: one budget a message
         try:
-            (end, codes, topics, bad_sets, parts, count, size, unc, top,
-             throttle) = reader.summarize(data, offset, walk_plan, learn, self.topic_names,
-                                          walk_set, self.full_records, self._budget)
+            walked = reader.summarize(data, offset, walk_plan, learn, self.topic_names, walk_set,
+                                      self.full_records, self._budget)
         except Exception:   # malformed (or a layout it cannot walk): decoded instead
             return None
+        return self._walked(data, walked, issues)
+
+    def _walked(self, data, walked, issues) -> Summary:
+        """The Summary of what Reader.summarize returned for the body in `data`."""
+        (end, codes, topics, bad_sets, parts, count, size, unc, top, throttle) = walked
         if end < len(data):
             issues.append(Issue("kafka.trailing_bytes", WARNING,
                                 f"{len(data) - end} bytes after the end of the body",
@@ -201,3 +241,17 @@ def _walk_entry(learn, api_key, api_version):
     schema = tables(api_key)[learn][api_version][1]   # tables' index 1: responses
     entry = _WALKS[learn, api_key, api_version] = (schema[0], walker(schema))
     return entry
+
+
+def _flexible_responses() -> tuple:
+    """The first flexible response version of each api key (None: never), indexed by api key."""
+    return tuple(APIS[k][4] if k in APIS else None for k in range(max(APIS) + 1))
+
+
+try:
+    from ._decoding import configure as _configure
+    BodyDecoder.request, BodyDecoder.response, BodyDecoder.summarize = _configure(
+        BodyDecoder, Message, Summary, _flexible_responses(), RECORD_APIS, sys.modules[__name__])
+    COMPILED = True
+except ImportError:   # no compiler where it was installed: the twins
+    COMPILED = False

@@ -12,7 +12,8 @@ any budget), summarize (its byte walk, which must agree with decoding and walkin
 (records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
 append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
 handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
-pairing (_pairing.c: the same through the compiled pairing),
+pairing (_pairing.c: the same through the compiled pairing), decoder (_decoding.c's
+BodyDecoder.request and response on a message, chosen as for decode, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
 (_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the
 pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an
@@ -275,6 +276,19 @@ def target_pairing():
     return _against_twin("pairing")
 
 
+def target_decoder():
+    from tests.fuzz.support import PAIRS
+    from tests.session.test_compiled_decoder import outcome
+
+    def one(data):
+        if len(data) < 3:
+            return
+        k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
+        args = (data[3:], k, v, data[2] & 1, {}, bool(data[2] & 2), bool(data[2] & 4))
+        assert outcome("", *args) == outcome("py_", *args)
+    return one
+
+
 _VALUES = (None, 0, 1, 3, -1, 87, 5000, 1 << 40, 1 << 63, -(1 << 70), 2.5, float("nan"), "",
            "a,b", True, False, ["t", "u"])
 
@@ -373,7 +387,7 @@ TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_
            "records": target_records, "stream": target_stream, "reader": target_reader,
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
            "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler,
-           "pairing": target_pairing, "tablerow": target_tablerow,
+           "pairing": target_pairing, "decoder": target_decoder, "tablerow": target_tablerow,
            "partitions": target_partitions}
 
 
@@ -433,7 +447,7 @@ def _share_seeds(root: Path) -> None:
     import shutil
     for target, source in (("reader", "decode"), ("summarize", "decode"), ("walkset", "records"),
                            ("columns", "records"), ("csvrow", "decode"), ("framebuf", "packet"),
-                           ("handler", "stream"), ("pairing", "stream"),
+                           ("handler", "stream"), ("pairing", "stream"), ("decoder", "decode"),
                            ("tablerow", "packet"), ("partitions", "decode")):
         for f in (root / source).iterdir():
             shutil.copy(f, root / target / f.name)

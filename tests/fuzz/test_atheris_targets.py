@@ -16,7 +16,7 @@ def corpus(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["reader", "summarize", "walkset", "columns", "csvrow",
-                                  "framebuf", "handler", "pairing", "tablerow", "partitions",
+                                  "framebuf", "handler", "pairing", "decoder", "tablerow", "partitions",
                                   "decode", "records", "packet"])
 def test_target_on_seeds_and_random_inputs(corpus, name):
     one = atheris_targets.TARGETS[name]()

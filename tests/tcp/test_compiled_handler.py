@@ -5,14 +5,15 @@ same exchanges, frames, issues and connections on the real captures and on damag
 random segment streams that reach every state of the framer (a size prefix cut by a segment's
 end, bad sizes, resyncs, holes, frames kept whole or only their first bytes) and of the pairing
 (answers out of order, unanswered and orphaned, too short, Produce with acks=0, SaslHandshake and
-ApiVersions)."""
+ApiVersions); and the body decoder's calls per message (_decoding.c; twins BodyDecoder.py_request,
+py_response and py_summarize) at the bodies level."""
 import random
 import struct
 
 import pytest
 from hypothesis import given, strategies as st
 
-from dissector import session
+from dissector import decoding, session
 from dissector.pipeline import Dissector, dissect
 from dissector.tcp import flows
 from tests.fuzz.atheris_targets import _SEG, segments
@@ -27,15 +28,20 @@ def use_twin(m, which):
     """Make monkeypatch context `m` run the named compiled path's twin instead."""
     if which == "handler":
         m.setattr(flows, "compiled_handler", None)
+    elif which == "decoder":
+        for name in ("request", "response", "summarize"):
+            m.setattr(decoding.BodyDecoder, name, getattr(decoding.BodyDecoder, "py_" + name))
     else:
         m.setattr(session.Session, "frame", session.Session.py_frame)
         m.setattr(session.Session, "_head_size", session.Session.py_head_size)
 
 
-@pytest.fixture(params=["handler", "pairing"])
+@pytest.fixture(params=["handler", "pairing", "decoder"])
 def twin(request):
     if request.param == "handler":
         require_compiled(flows.compiled_handler, "segment handler (tcp/_handler.c)")
+    elif request.param == "decoder":
+        require_compiled(decoding.COMPILED or None, "body decoder (_decoding.c)")
     else:
         require_compiled(session.PAIRING_COMPILED or None, "pairing (_pairing.c)")
     return request.param

@@ -1,0 +1,475 @@
+/* The body decoder's calls per message where no one will see the bodies, compiled:
+ * decoding.BodyDecoder.py_request, py_response and py_summarize (the pure-Python twins) say what
+ * this does. On message-dense traffic the Python between the session and the compiled summary
+ * walk (Reader.summarize) was most of the bodies level's own time.
+ *
+ * configure(decoder_class, message_class, summary_class, flexible, record_apis, module) -> the
+ * methods request, response and summarize for decoder_class. request and response take the
+ * common case: a body whose layout is walked on its bytes (the decoder's _walkable, asked once
+ * per direction, api key and version and kept in its `_walks`), and for a response a plain header
+ * (v0, or v1 without tagged fields); they make the same Message and Summary the twin makes
+ * (their classes' slots set here). Everything else goes to the twin from its start (nothing has
+ * happened yet), a walk that fails to the twin's `_decoded` (the body decoded and walked, as the
+ * twin does then), trailing bytes and record sets with issues to its `_walked`. `flexible` is
+ * the first flexible response version of each api key (None: never), indexed by api key;
+ * `module` is decoding, whose walk_set is read at each walk. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+
+#define API_VERSIONS 18
+#define KEYS 1024
+
+static PyObject *message_class, *summary_class, *record_apis, *module;
+static int flexible[KEYS];   /* first flexible response version, or -1 */
+static Py_ssize_t known;
+
+#define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
+    X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
+    X(walk_set) X(summarize) X(request_msg) X(response_msg) X(summary) X(topics) \
+    X(partitions) X(records) X(records_bytes) X(uncompressed_bytes) X(error_code) \
+    X(error_codes) X(throttle_time_ms) X(api_key) X(partition_count) X(record_count) \
+    X(records_uncompressed_bytes) X(error_count)
+#define DECLARE(n) static PyObject *s_##n;
+NAMES(DECLARE)
+
+/* The slots of Message and Summary, in their __init__'s order. */
+enum { M_API_KEY, M_API_VERSION, M_CORRELATION_ID, M_CLIENT_ID, M_HEADER_TAGS, M_BODY,
+       M_ISSUES, M_HEADER_SIZE, M_SUMMARY, M_SLOTS };
+static const char *message_slots[] = {"api_key", "api_version", "correlation_id", "client_id",
+                                      "header_tags", "body", "issues", "header_size", "summary"};
+enum { S_ERROR_CODES, S_TOPICS, S_PARTITIONS, S_RECORDS, S_RECORDS_BYTES,
+       S_UNCOMPRESSED_BYTES, S_ERROR_CODE, S_THROTTLE_TIME_MS, S_SLOTS };
+static const char *summary_slots[] = {"error_codes", "topics", "partitions", "records",
+                                      "records_bytes", "uncompressed_bytes", "error_code",
+                                      "throttle_time_ms"};
+static Py_ssize_t message_off[M_SLOTS], summary_off[S_SLOTS];
+
+/* The offsets of cls's object slots `names`: 0, or -1 with an error raised. */
+static int slot_offsets(PyObject *cls, const char **names, int n, Py_ssize_t *off)
+{
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(cls, names[i]);
+        if (d == NULL)
+            return -1;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        off[i] = ok ? ((PyMemberDescrObject *)d)->d_member->offset : -1;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "configure: %s is not a slot", names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A new object of cls with its n slots set to values (stolen, each non-NULL), or NULL. */
+static PyObject *with_slots(PyObject *cls, const Py_ssize_t *off, PyObject **values, int n)
+{
+    PyTypeObject *t = (PyTypeObject *)cls;
+    PyObject *o = t->tp_alloc(t, 0);
+    for (int i = 0; i < n; i++) {
+        if (o != NULL)
+            *(PyObject **)((char *)o + off[i]) = values[i];
+        else
+            Py_DECREF(values[i]);
+    }
+    return o;
+}
+
+/* self.<name>(*args): the twin's method */
+static PyObject *to_twin(PyObject *self, PyObject *name, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *stack[12];
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return PyObject_VectorcallMethod(name, stack, (size_t)(n + 1), NULL);
+}
+
+/* The decoder's (reader, plan, entry) for bodies walked on their bytes: a new reference, or
+ * Py_None for the twin (NULL with an error raised). */
+static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject *version)
+{
+    if (!PyLong_CheckExact(key) || !PyLong_CheckExact(version))
+        Py_RETURN_NONE;
+    long k = PyLong_AsLong(key), v = PyLong_AsLong(version);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (k < 0 || k >= 4096 || v < 0 || v >= 256)
+        Py_RETURN_NONE;
+    PyObject *walks = PyObject_GetAttr(self, s__walks);
+    if (walks == NULL)
+        return NULL;
+    PyObject *at = PyLong_FromLong(k << 9 | v << 1 | response), *w = NULL;
+    if (at == NULL || !PyDict_CheckExact(walks)) {
+        if (at != NULL)
+            PyErr_SetString(PyExc_TypeError, "the decoder's _walks is not a dict");
+        goto done;
+    }
+    w = PyDict_GetItemWithError(walks, at);
+    if (w != NULL) {
+        Py_INCREF(w);
+        goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
+    PyObject *r = PyObject_CallMethodObjArgs(self, s__walkable, response ? Py_True : Py_False,
+                                             key, version, NULL);
+    if (r == NULL)
+        goto done;
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2) {
+        PyErr_SetString(PyExc_TypeError, "_walkable returns (keep, entry)");
+        Py_DECREF(r);
+        goto done;
+    }
+    int keep = PyObject_IsTrue(PyTuple_GET_ITEM(r, 0));
+    w = Py_NewRef(PyTuple_GET_ITEM(r, 1));
+    Py_DECREF(r);
+    if (keep < 0 || (keep && PyDict_SetItem(walks, at, w) < 0))
+        Py_CLEAR(w);
+done:
+    Py_XDECREF(at);
+    Py_DECREF(walks);
+    if (w != NULL && w != Py_None && (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) != 3)) {
+        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry)");
+        Py_CLEAR(w);
+    }
+    return w;
+}
+
+/* The message whose body at data[offset:] the entry `w` walks (what the twin does once its
+ * header is read): `client` NULL for a response, `tags` the header's tagged fields. */
+static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObject *data,
+                                PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
+                                PyObject *tags, PyObject *offset)
+{
+    PyObject *budget = NULL, *names = NULL, *full = NULL, *walk_set = NULL, *walked = NULL;
+    PyObject *issues = NULL, *summary = NULL, *result = NULL, *limit = NULL;
+    if ((limit = PyObject_GetAttr(self, s_max_uncompressed)) == NULL
+            || (budget = PyList_New(1)) == NULL)
+        goto done;
+    PyList_SET_ITEM(budget, 0, limit);   /* one budget a message, as the twin's _walk_bytes */
+    limit = NULL;
+    if (PyObject_SetAttr(self, s__budget, budget) < 0
+            || (names = PyObject_GetAttr(self, s_topic_names)) == NULL
+            || (full = PyObject_GetAttr(self, s_full_records)) == NULL
+            || (walk_set = PyObject_GetAttr(module, s_walk_set)) == NULL
+            || (issues = PyList_New(0)) == NULL)
+        goto done;
+    PyObject *args[9] = {PyTuple_GET_ITEM(w, 0), data, offset, PyTuple_GET_ITEM(w, 1),
+                         response ? Py_True : Py_False, names, walk_set, full, budget};
+    walked = PyObject_VectorcallMethod(s_summarize, args, 9, NULL);
+    if (walked == NULL) {   /* malformed, or a layout it cannot walk: decoded instead */
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            goto done;
+        PyErr_Clear();
+        PyObject *rest[10] = {data, PyTuple_GET_ITEM(w, 2), response ? Py_True : Py_False, key,
+                              version, corr, client ? client : Py_None, tags, offset, issues};
+        result = to_twin(self, s__decoded, rest, 10);
+        goto done;
+    }
+    if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 10) {
+        PyErr_SetString(PyExc_TypeError, "summarize returns a 10-tuple");
+        goto done;
+    }
+    Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(walked, 0));
+    PyObject *bad_sets = PyTuple_GET_ITEM(walked, 3);
+    if (end == -1 && PyErr_Occurred())
+        goto done;
+    if (end < PyBytes_GET_SIZE(data) || !PyList_CheckExact(bad_sets)
+            || PyList_GET_SIZE(bad_sets) > 0) {   /* issues to add: the twin's */
+        PyObject *rest[3] = {data, walked, issues};
+        summary = to_twin(self, s__walked, rest, 3);
+    } else {
+        static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9};
+        PyObject *values[S_SLOTS];
+        for (int i = 0; i < S_SLOTS; i++)
+            values[i] = Py_NewRef(PyTuple_GET_ITEM(walked, from[i]));
+        summary = with_slots(summary_class, summary_off, values, S_SLOTS);
+    }
+    if (summary == NULL)
+        goto done;
+    /* Message's header_tags: `header_tags or {}` */
+    int has_tags = PyObject_IsTrue(tags);
+    PyObject *own_tags = has_tags < 0 ? NULL : has_tags ? Py_NewRef(tags) : PyDict_New();
+    if (own_tags == NULL)
+        goto done;
+    PyObject *values[M_SLOTS] = {Py_NewRef(key), Py_NewRef(version), Py_NewRef(corr),
+                                 Py_NewRef(client ? client : Py_None), own_tags,
+                                 Py_NewRef(Py_None), Py_NewRef(issues), Py_NewRef(offset),
+                                 Py_NewRef(summary)};
+    result = with_slots(message_class, message_off, values, M_SLOTS);
+done:
+    Py_XDECREF(limit);
+    Py_XDECREF(budget);
+    Py_XDECREF(names);
+    Py_XDECREF(full);
+    Py_XDECREF(walk_set);
+    Py_XDECREF(walked);
+    Py_XDECREF(issues);
+    Py_XDECREF(summary);
+    return result;
+}
+
+/* BodyDecoder.request(data, api_key, api_version, correlation_id, client_id, header_tags,
+ * body_offset) */
+static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[6]))
+        return to_twin(self, s_py_request, args, nargs);
+    PyObject *w = walkable(self, 0, args[1], args[2]);
+    if (w == NULL || w == Py_None) {
+        Py_XDECREF(w);
+        return PyErr_Occurred() ? NULL : to_twin(self, s_py_request, args, nargs);
+    }
+    PyObject *msg = walked_message(self, w, 0, args[0], args[1], args[2], args[3], args[4],
+                                   args[5], args[6]);
+    Py_DECREF(w);
+    return msg;
+}
+
+/* BodyDecoder.response(data, api_key, api_version, request=None) */
+static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 4 || !PyBytes_CheckExact(args[0]))
+        return to_twin(self, s_py_response, args, nargs);
+    PyObject *data = args[0], *key = args[1], *version = args[2];
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    PyObject *w = walkable(self, 1, key, version);
+    if (w == NULL)
+        return NULL;
+    if (w == Py_None || n < 4) {
+        Py_DECREF(w);
+        return to_twin(self, s_py_response, args, nargs);
+    }
+    /* walkable: the api key and version are ints in range */
+    long k = PyLong_AsLong(key), v = PyLong_AsLong(version);
+    int v1 = k != API_VERSIONS && k < known && flexible[k] >= 0 && v >= flexible[k];
+    if (v1 && !(n > 4 && p[4] == 0)) {   /* tagged fields in the header: the twin's */
+        Py_DECREF(w);
+        return to_twin(self, s_py_response, args, nargs);
+    }
+    PyObject *corr = PyLong_FromLong((int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
+                                               | ((uint32_t)p[2] << 8) | p[3]));
+    PyObject *offset = PyLong_FromLong(v1 ? 5 : 4), *tags = PyDict_New(), *msg = NULL;
+    if (corr != NULL && offset != NULL && tags != NULL)
+        msg = walked_message(self, w, 1, data, key, version, corr, NULL, tags, offset);
+    Py_DECREF(w);
+    Py_XDECREF(corr);
+    Py_XDECREF(offset);
+    Py_XDECREF(tags);
+    return msg;
+}
+
+/* x.summary for a message x, or None */
+static PyObject *summary_of(PyObject *ex, PyObject *which)
+{
+    PyObject *msg = PyObject_GetAttr(ex, which);
+    if (msg == NULL || msg == Py_None)
+        return msg;
+    PyObject *s = PyObject_GetAttr(msg, s_summary);
+    Py_DECREF(msg);
+    return s;
+}
+
+static int set_to(PyObject *o, PyObject *name, PyObject *v)   /* steals v */
+{
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(o, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* s.name if s is not None and it is true, else NULL with *picked 0 (an error: -1) */
+static PyObject *true_attr(PyObject *s, PyObject *name, int *picked)
+{
+    *picked = 0;
+    if (s == Py_None)
+        return NULL;
+    PyObject *v = PyObject_GetAttr(s, name);
+    int t = v == NULL ? -1 : PyObject_IsTrue(v);
+    if (t <= 0) {
+        Py_XDECREF(v);
+        *picked = t;
+        return NULL;
+    }
+    *picked = 1;
+    return v;
+}
+
+/* ex.topics or ex.partition_count: the request's when true, else the response's, else [] or 0
+ * (`list`: which) */
+static int either(PyObject *ex, PyObject *req, PyObject *resp, PyObject *name, PyObject *slot,
+                  int list)
+{
+    int picked;
+    PyObject *v = true_attr(req, name, &picked);
+    if (picked < 0)
+        return -1;
+    if (v == NULL)
+        v = resp != Py_None ? PyObject_GetAttr(resp, name) : list ? PyList_New(0)
+                                                                  : PyLong_FromLong(0);
+    return set_to(ex, slot, v);
+}
+
+/* self = self + x.name: 0, or -1 with an error raised */
+static int add_attr(PyObject **sum, PyObject *x, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(x, name);
+    if (v == NULL)
+        return -1;
+    Py_SETREF(*sum, PyNumber_Add(*sum, v));
+    Py_DECREF(v);
+    return *sum == NULL ? -1 : 0;
+}
+
+/* The record columns: counts and sizes added up, the uncompressed size None once unknown. */
+static int record_columns(PyObject *ex, PyObject *req, PyObject *resp)
+{
+    PyObject *count = PyLong_FromLong(0), *size = PyLong_FromLong(0), *unc = PyLong_FromLong(0);
+    PyObject *sides[2] = {req, resp};
+    int rc = -1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *x = sides[i];
+        if (count == NULL || size == NULL || unc == NULL)
+            goto done;
+        if (x == Py_None)
+            continue;
+        if (add_attr(&count, x, s_records) < 0 || add_attr(&size, x, s_records_bytes) < 0)
+            goto done;
+        if (unc == Py_None)
+            continue;
+        PyObject *v = PyObject_GetAttr(x, s_uncompressed_bytes);
+        if (v == NULL)
+            goto done;
+        if (v == Py_None)
+            Py_SETREF(unc, v);
+        else {
+            Py_SETREF(unc, PyNumber_Add(unc, v));
+            Py_DECREF(v);
+        }
+    }
+    if (count == NULL || size == NULL || unc == NULL)
+        goto done;
+    rc = set_to(ex, s_record_count, Py_NewRef(count)) < 0
+        || set_to(ex, s_records_bytes, Py_NewRef(size)) < 0
+        || set_to(ex, s_records_uncompressed_bytes, Py_NewRef(unc)) < 0 ? -1 : 0;
+done:
+    Py_XDECREF(count);
+    Py_XDECREF(size);
+    Py_XDECREF(unc);
+    return rc;
+}
+
+/* BodyDecoder.summarize(ex) */
+static PyObject *summarize(PyObject *self, PyObject *ex)
+{
+    PyObject *req = summary_of(ex, s_request_msg), *resp = NULL, *result = NULL;
+    PyObject *top = NULL, *codes = NULL, *api_key = NULL;
+    if (req == NULL || (resp = summary_of(ex, s_response_msg)) == NULL)
+        goto done;
+    if (req != Py_None || resp != Py_None) {
+        if (either(ex, req, resp, s_topics, s_topics, 1) < 0
+                || either(ex, req, resp, s_partitions, s_partition_count, 0) < 0)
+            goto done;
+        if ((api_key = PyObject_GetAttr(ex, s_api_key)) == NULL)
+            goto done;
+        int records = PySet_Contains(record_apis, api_key);
+        if (records < 0 || (records && record_columns(ex, req, resp) < 0))
+            goto done;
+    }
+    if (resp != Py_None) {
+        if ((top = PyObject_GetAttr(resp, s_error_code)) == NULL
+                || (codes = PyObject_GetAttr(resp, s_error_codes)) == NULL)
+            goto done;
+        int t = PyObject_IsTrue(top), any = t ? 0 : PyObject_IsTrue(codes);
+        if (t < 0 || any < 0)
+            goto done;
+        PyObject *error = t ? Py_NewRef(top) : any ? PySequence_GetItem(codes, 0)
+                                                   : PyLong_FromLong(0);
+        Py_ssize_t count = PyObject_Length(codes);
+        if (set_to(ex, s_error_code, error) < 0 || count < 0
+                || set_to(ex, s_error_count, PyLong_FromSsize_t(count)) < 0
+                || set_to(ex, s_throttle_time_ms, PyObject_GetAttr(resp, s_throttle_time_ms)) < 0)
+            goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(req);
+    Py_XDECREF(resp);
+    Py_XDECREF(top);
+    Py_XDECREF(codes);
+    Py_XDECREF(api_key);
+    return result;
+}
+
+static PyMethodDef request_def = {"request", (PyCFunction)(void (*)(void))request, METH_FASTCALL,
+                                  "request(data, api_key, api_version, correlation_id, "
+                                  "client_id, header_tags, body_offset): BodyDecoder.py_request"};
+static PyMethodDef response_def = {"response", (PyCFunction)(void (*)(void))response,
+                                   METH_FASTCALL, "response(data, api_key, api_version, "
+                                   "request=None): BodyDecoder.py_response"};
+static PyMethodDef summarize_def = {"summarize", (PyCFunction)summarize, METH_O,
+                                    "summarize(ex): BodyDecoder.py_summarize"};
+
+static PyObject *configure(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    PyObject *decoder_class, *message, *summary, *table, *apis, *mod;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O", &PyType_Type, &decoder_class, &PyType_Type,
+                          &message, &PyType_Type, &summary, &PyTuple_Type, &table,
+                          &PyFrozenSet_Type, &apis, &mod))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(table);
+    if (n > KEYS) {
+        PyErr_SetString(PyExc_ValueError, "configure: at most 1024 api keys");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(table, i);
+        long f = v == Py_None ? -1 : PyLong_AsLong(v);
+        if (f == -1 && PyErr_Occurred())
+            return NULL;
+        flexible[i] = (int)f;
+    }
+    known = n;
+    if (slot_offsets(message, message_slots, M_SLOTS, message_off) < 0
+            || slot_offsets(summary, summary_slots, S_SLOTS, summary_off) < 0)
+        return NULL;
+    Py_XSETREF(message_class, Py_NewRef(message));
+    Py_XSETREF(summary_class, Py_NewRef(summary));
+    Py_XSETREF(record_apis, Py_NewRef(apis));
+    Py_XSETREF(module, Py_NewRef(mod));
+    PyTypeObject *cls = (PyTypeObject *)decoder_class;
+    PyObject *r = PyDescr_NewMethod(cls, &request_def);
+    PyObject *s = PyDescr_NewMethod(cls, &response_def);
+    PyObject *z = PyDescr_NewMethod(cls, &summarize_def);
+    PyObject *all = r == NULL || s == NULL || z == NULL ? NULL : PyTuple_Pack(3, r, s, z);
+    Py_XDECREF(r);
+    Py_XDECREF(s);
+    Py_XDECREF(z);
+    return all;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(decoder_class, message_class, summary_class, flexible, record_apis, module) "
+     "-> the methods request, response and summarize"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, .m_name = "dissector._decoding",
+                                        .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__decoding(void)
+{
+#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
+    NAMES(INTERN)
+    return PyModule_Create(&module_def);
+}

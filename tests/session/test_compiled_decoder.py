@@ -1,0 +1,164 @@
+"""The body decoder's calls per message compiled (_decoding.c: BodyDecoder.request, response and
+summarize) against their Python twins (py_request, py_response, py_summarize): the same
+Message (header fields, tags, body or none, issues, summary), the same topic ids learned and
+looked up in vain, on random bodies of every layout in both directions with their headers (whole,
+cut short, with bytes flipped or added, with tagged fields in the header), and the same exchange
+columns from random summaries. Whole captures, real and damaged, compiled against the twin:
+tests/tcp/test_compiled_handler.py (twin "decoder")."""
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from dissector import decoding
+from dissector.decoding import BodyDecoder, Summary
+from dissector.model import Exchange
+from dissector.protocol.decode import tables
+from dissector.protocol.generated.apis import APIS
+from dissector.protocol.headers import request_header_version, response_header_version
+from dissector.protocol.message import Message
+from tests.protocol.encoder import body_uuids, encode, random_body
+from tests.support import require_compiled
+
+PAIRS = [(k, v, d) for k in sorted(APIS) if tables(k) is not None
+         for d in (0, 1) for v in sorted(tables(k)[d])]
+
+
+@pytest.fixture(autouse=True)
+def compiled():
+    require_compiled(decoding.COMPILED or None, "body decoder (_decoding.c)")
+
+
+class Names(dict):
+    """Topic names as dissector.parallel keeps them: the ids looked up in vain are told."""
+    def __init__(self, known):
+        super().__init__(known)
+        self.misses = []
+
+    def missed(self, key):
+        self.misses.append(key)
+
+
+def _message(m):
+    s = m.summary
+    return (type(m), m.api_key, m.api_version, m.correlation_id, m.client_id, m.header_tags,
+            type(m.body).__name__, m.header_size,
+            [(type(i), i.code, i.severity, i.detail, i.stream_offset) for i in m.issues],
+            s if s is None else (type(s), s.error_codes, s.topics, s.partitions, s.records,
+                                 s.records_bytes, s.uncompressed_bytes, s.error_code,
+                                 s.throttle_time_ms))
+
+
+def outcome(call, data, key, version, direction, known, keep, full):
+    """What BodyDecoder's `call + "request"` or `call + "response"` made of `data` (None for a
+    request whose header is unreadable): the Message, the topic ids known and looked up in vain,
+    the message's record-set budget."""
+    d = BodyDecoder(records=full, keep_bodies=keep)
+    d.topic_names = Names(known)
+    if direction:
+        m = getattr(d, call + "response")(data, key, version)
+    else:
+        head = _request_head(data)
+        if head is None:
+            return None
+        m = getattr(d, call + "request")(data, *head)
+    return _message(m), dict(d.topic_names), d.topic_names.misses, d._budget
+
+
+def _request_head(data):
+    from dissector.protocol.headers import parse_request_header
+    try:
+        return parse_request_header(data)
+    except ValueError:
+        return None
+
+
+def _framed(key, version, direction, body, rnd):
+    """A request or response message around `body`, its header's tagged fields sometimes set."""
+    corr = rnd.randrange(-5, 1 << 31)
+    tags = b"\0" if rnd.random() < 0.8 else b"\x01\x00\x02ab"
+    if direction:
+        head = struct.pack(">i", corr)
+        return head + (tags if response_header_version(key, version) else b"") + body
+    head = struct.pack(">hhi", key, version, corr)
+    if request_header_version(key, version) >= 1:
+        client = rnd.choice((b"", b"client-1", None))
+        head += struct.pack(">h", -1) if client is None else struct.pack(">h", len(client)) + client
+    if request_header_version(key, version) == 2:
+        head += tags
+    return head + body
+
+
+def _damaged(data, rnd):
+    yield data[:rnd.randrange(len(data))]
+    flipped = bytearray(data)
+    flipped[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+    yield bytes(flipped)
+    at = rnd.randrange(len(data) + 1)
+    yield data[:at] + bytes([rnd.randrange(256)]) + data[at:]
+
+
+@pytest.mark.parametrize("key,version,direction", PAIRS,
+                         ids=[f"{APIS[k][0]}-v{v}-{'resp' if d else 'req'}" for k, v, d in PAIRS])
+def test_random_messages(key, version, direction):
+    schema = tables(key)[direction][version][1]
+    rnd = random.Random(f"decoder/{key}/{version}/{direction}")
+    for _ in range(2):
+        body = random_body(schema, rnd)
+        ids = [u for u in body_uuids(body) if u.int]
+        known = {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
+        data = _framed(key, version, direction, encode(schema, body), rnd)
+        for bad in (data, *_damaged(data, rnd)):
+            keep, full = rnd.random() < 0.2, rnd.random() < 0.3
+            got = outcome("", bad, key, version, direction, known, keep, full)
+            assert got == outcome("py_", bad, key, version, direction, known, keep, full)
+
+
+@pytest.mark.parametrize("key,version", [(3, 12), (1, 16), (0, 11), (999, 0), (3, 999), (-1, 0)])
+def test_odd_arguments(key, version):
+    """Unknown api keys and versions, buffers that are not bytes, a short response."""
+    for data in (b"", b"\0\0\0", b"\0\0\0\7\0\0\0\0\0", memoryview(b"\0\0\0\7\0\0\0\0\0"),
+                 bytearray(b"\0\0\0\7\0\0\0\0\0\0\0\0\0")):
+        got = [_message(getattr(BodyDecoder(keep_bodies=False), c + "response")(data, key,
+                                                                                 version))
+               for c in ("", "py_")]
+        assert got[0] == got[1]
+        got = [_message(getattr(BodyDecoder(keep_bodies=False), c + "request")(
+            data, key, version, 7, None, {}, min(len(data), 2))) for c in ("", "py_")]
+        assert got[0] == got[1]
+
+
+_VALUES = (None, 0, 3, 7, [], [5], [0, 9], ["t"], 2.5)
+
+
+def _summary(rnd):
+    s = Summary()
+    for name in Summary.__slots__:
+        setattr(s, name, rnd.choice(_VALUES[:4]) if name in ("records", "records_bytes",
+                                                             "uncompressed_bytes", "partitions")
+                else rnd.choice(_VALUES))
+    return s
+
+
+def test_summarize_random():
+    rnd = random.Random("summarize")
+    for _ in range(3000):
+        msgs = []
+        for _ in (0, 1):
+            m = None
+            if rnd.random() < 0.8:
+                m = Message(0, 1, 2)
+                m.summary = _summary(rnd) if rnd.random() < 0.8 else None
+            msgs.append(m)
+        seen = []
+        api_key = rnd.choice((0, 1, 3, 78, None))
+        for call in ("summarize", "py_summarize"):
+            ex = Exchange(None, None, None, api_key, 1, 1, None, "ok", *msgs)
+            try:
+                getattr(BodyDecoder(), call)(ex)
+                seen.append([getattr(ex, n) for n in Exchange.__slots__])
+            except TypeError as e:   # None + int: both fail alike
+                seen.append(type(e))
+        assert seen[0] == seen[1]
