@@ -33,8 +33,7 @@ static Py_ssize_t known;
     X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
     X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(_pop) X(MAX_IN_FLIGHT) \
     X(MAX_IN_FLIGHT_BYTES) X(py_head_size)
-#define DECLARE(n) static PyObject *s_##n;
-NAMES(DECLARE)
+NAMES(SLOT_DECLARE)
 
 static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
 {
@@ -82,11 +81,11 @@ static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t p
 /* Session._request */
 static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
 {
-    PyObject *head = PyObject_GetAttr(session, s__parsed);
+    PyObject *head = attr_get(&s__parsed, session);
     if (head == NULL)
         return NULL;
     if (head != Py_None) {   /* this message's, parsed by _head_size when it started */
-        if (PyObject_SetAttr(session, s__parsed, Py_None) < 0) {
+        if (attr_set(&s__parsed, session, Py_None) < 0) {
             Py_DECREF(head);
             return NULL;
         }
@@ -97,7 +96,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
             return NULL;
         if (head == Py_None) {   /* the full parse, and what it says is wrong */
             Py_DECREF(head);
-            return to_twin(session, s__request, frame, NULL);
+            return to_twin(session, s__request.name, frame, NULL);
         }
     }
     PyObject *result = NULL, *pending = NULL, *inflight = NULL;
@@ -111,7 +110,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
     if (PyErr_Occurred())
         goto done;
     if (api_key == SASL_HANDSHAKE && api_version == 0
-            && PyObject_SetAttr(session, s__sasl, Py_True) < 0)
+            && attr_set(&s__sasl, session, Py_True) < 0)
         goto done;
     PyObject *args[5] = {frame, key, version, PyTuple_GET_ITEM(head, 2),
                          PyTuple_GET_ITEM(head, 3)};
@@ -124,7 +123,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
     Py_ssize_t n = view.len;
     if (api_key == PRODUCE) {
         PyObject *acks = produce_acks(view.buf, n, body_offset, api_version);
-        if (acks == NULL || PyObject_SetAttr(pending, s_acks, acks) < 0) {
+        if (acks == NULL || attr_set(&s_acks, pending, acks) < 0) {
             Py_XDECREF(acks);
             PyBuffer_Release(&view);
             goto done;
@@ -132,10 +131,10 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
         Py_DECREF(acks);
     }
     PyBuffer_Release(&view);
-    inflight = PyObject_GetAttr(session, s__inflight);
+    inflight = attr_get(&s__inflight, session);
     long long used;
-    PyObject *bytes = inflight == NULL ? NULL : PyObject_GetAttr(session, s__inflight_bytes);
-    if (bytes == NULL || call_none(PyObject_CallMethodOneArg(inflight, s_append, pending)) < 0) {
+    PyObject *bytes = inflight == NULL ? NULL : attr_get(&s__inflight_bytes, session);
+    if (bytes == NULL || call_none(PyObject_CallMethodOneArg(inflight, s_append.name, pending)) < 0) {
         Py_XDECREF(bytes);
         goto done;
     }
@@ -145,7 +144,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
         goto done;
     used += n;
     bytes = PyLong_FromLongLong(used);
-    if (bytes == NULL || PyObject_SetAttr(session, s__inflight_bytes, bytes) < 0) {
+    if (bytes == NULL || attr_set(&s__inflight_bytes, session, bytes) < 0) {
         Py_XDECREF(bytes);
         goto done;
     }
@@ -153,14 +152,14 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
     for (;;) {   /* memory stays bounded: the oldest requests leave unanswered */
         Py_ssize_t count = PyObject_Length(inflight);
         long long most, most_bytes;
-        if (count < 0 || get_ll(session, s__inflight_bytes, &used) < 0
-                || get_ll(limits, s_MAX_IN_FLIGHT, &most) < 0
-                || get_ll(limits, s_MAX_IN_FLIGHT_BYTES, &most_bytes) < 0)
+        if (count < 0 || get_ll(&s__inflight_bytes, session, &used) < 0
+                || get_ll(&s_MAX_IN_FLIGHT, limits, &most) < 0
+                || get_ll(&s_MAX_IN_FLIGHT_BYTES, limits, &most_bytes) < 0)
             goto done;
         if (!(count > most || (used > most_bytes && count > 1)))
             break;
-        PyObject *oldest = PyObject_CallMethodNoArgs(session, s__pop);
-        if (oldest == NULL || call_none(to_twin(session, s__give_up, oldest, NULL)) < 0) {
+        PyObject *oldest = PyObject_CallMethodNoArgs(session, s__pop.name);
+        if (oldest == NULL || call_none(to_twin(session, s__give_up.name, oldest, NULL)) < 0) {
             Py_XDECREF(oldest);
             goto done;
         }
@@ -179,9 +178,9 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
 {
     PyObject *key = NULL, *version = NULL, *issues = NULL, *ex = NULL, *result = NULL;
     PyObject *req = NULL, *corr = NULL, *client = NULL, *msg = NULL, *conn = NULL;
-    if ((key = PyObject_GetAttr(pending, s_api_key)) == NULL
-            || (version = PyObject_GetAttr(pending, s_api_version)) == NULL
-            || (issues = PyObject_GetAttr(pending, s_issues)) == NULL)
+    if ((key = attr_get(&s_api_key, pending)) == NULL
+            || (version = attr_get(&s_api_version, pending)) == NULL
+            || (issues = attr_get(&s_issues, pending)) == NULL)
         goto done;
     long api_key = PyLong_AsLong(key), api_version = PyLong_AsLong(version);
     if (PyErr_Occurred())
@@ -202,20 +201,20 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
         }
     }
     if (!plain || has_issues) {
-        result = to_twin(session, s__paired, pending, frame);
+        result = to_twin(session, s__paired.name, pending, frame);
         goto done;
     }
-    if ((req = PyObject_GetAttr(pending, s_frame)) == NULL
-            || (corr = PyObject_GetAttr(pending, s_correlation_id)) == NULL
-            || (client = PyObject_GetAttr(pending, s_client_id)) == NULL
-            || (msg = PyObject_GetAttr(pending, s_msg)) == NULL
-            || (conn = PyObject_GetAttr(session, s_connection)) == NULL)
+    if ((req = attr_get(&s_frame, pending)) == NULL
+            || (corr = attr_get(&s_correlation_id, pending)) == NULL
+            || (client = attr_get(&s_client_id, pending)) == NULL
+            || (msg = attr_get(&s_msg, pending)) == NULL
+            || (conn = attr_get(&s_connection, session)) == NULL)
         goto done;
     PyObject *args[11] = {conn, req, frame, key, version, corr, client, ok, msg, Py_None, issues};
     ex = PyObject_Vectorcall(exchange_class, args, 11, NULL);
     if (ex == NULL)
         goto done;
-    result = PyObject_CallMethodOneArg(session, s__emit, ex);
+    result = PyObject_CallMethodOneArg(session, s__emit.name, ex);
 done:
     Py_XDECREF(key);
     Py_XDECREF(version);
@@ -232,7 +231,7 @@ done:
 /* Session._response */
 static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
 {
-    PyObject *tokens = PyObject_GetAttr(session, s__raw_tokens);
+    PyObject *tokens = attr_get(&s__raw_tokens, session);
     int raw = tokens == NULL ? -1 : PyObject_IsTrue(tokens);
     Py_XDECREF(tokens);
     if (raw < 0)
@@ -241,21 +240,21 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
     if (raw || PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
         if (PyErr_Occurred())
             return NULL;
-        return to_twin(session, s__response, frame, NULL);
+        return to_twin(session, s__response.name, frame, NULL);
     }
     const unsigned char *p = view.buf;
     Py_ssize_t n = view.len;
     long long corr = n < 4 ? 0 : (long long)(int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
                                              | ((uint32_t)p[2] << 8) | p[3]);
     PyBuffer_Release(&view);
-    PyObject *inflight = PyObject_GetAttr(session, s__inflight);
+    PyObject *inflight = attr_get(&s__inflight, session);
     if (inflight == NULL)
         return NULL;
     int usual = 0;   /* the answer to the oldest request in flight */
     if (n >= 4 && PyObject_Length(inflight) > 0) {
         PyObject *oldest = PySequence_GetItem(inflight, 0);
         long long first;
-        if (oldest == NULL || get_ll(oldest, s_correlation_id, &first) < 0) {
+        if (oldest == NULL || get_ll(&s_correlation_id, oldest, &first) < 0) {
             Py_XDECREF(oldest);
             Py_DECREF(inflight);
             return NULL;
@@ -267,8 +266,8 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
     if (PyErr_Occurred())
         return NULL;
     if (!usual)
-        return to_twin(session, s__response, frame, NULL);
-    PyObject *pending = PyObject_CallMethodNoArgs(session, s__pop);
+        return to_twin(session, s__response.name, frame, NULL);
+    PyObject *pending = PyObject_CallMethodNoArgs(session, s__pop.name);
     if (pending == NULL)
         return NULL;
     PyObject *r = paired(session, pending, frame, data);
@@ -283,7 +282,7 @@ static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "_head_size(direction, data)");
         return NULL;
     }
-    PyObject *sasl = PyObject_GetAttr(session, s__sasl);
+    PyObject *sasl = attr_get(&s__sasl, session);
     int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
     Py_XDECREF(sasl);
     if (raw)
@@ -301,14 +300,14 @@ static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t 
         if (n < 6 || p[4] == 0)
             result = n < 6 ? Py_NewRef(Py_None) : PyLong_FromLong(6);
         else
-            result = PyObject_CallMethodObjArgs(session, s_py_head_size, args[0], data, NULL);
+            result = PyObject_CallMethodObjArgs(session, s_py_head_size.name, args[0], data, NULL);
         goto done;
     }
     head = PyObject_CallOneArg(request_head, data);
     if (head == NULL)
         goto done;
     if (head == Py_None || !PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 6) {
-        result = PyObject_CallMethodObjArgs(session, s_py_head_size, args[0], data, NULL);
+        result = PyObject_CallMethodObjArgs(session, s_py_head_size.name, args[0], data, NULL);
         goto done;
     }
     Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(head, 5));
@@ -327,7 +326,7 @@ static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t 
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (PyObject_SetAttr(session, s__parsed, head) == 0)   /* _request takes it */
+    if (attr_set(&s__parsed, session, head) == 0)   /* _request takes it */
         result = PyLong_FromSsize_t(end);
 done:
     PyBuffer_Release(&view);
@@ -338,25 +337,25 @@ done:
 /* Session.frame(frame) */
 static PyObject *session_frame(PyObject *session, PyObject *frame)
 {
-    PyObject *decoder = PyObject_GetAttr(session, s__decoder);
+    PyObject *decoder = attr_get(&s__decoder, session);
     if (decoder == NULL)
         return NULL;
     int bodies = decoder != Py_None;
     Py_DECREF(decoder);
     if (bodies)
-        return to_twin(session, s_py_frame, frame, NULL);
+        return to_twin(session, s_py_frame.name, frame, NULL);
     long long direction;
-    if (get_ll(frame, s_direction, &direction) < 0)
+    if (get_ll(&s_direction, frame, &direction) < 0)
         return NULL;
-    PyObject *data = PyObject_GetAttr(frame, s_data);
+    PyObject *data = attr_get(&s_data, frame);
     if (data == NULL)
         return NULL;
     PyObject *r;
     if (direction == 0) {
-        PyObject *sasl = PyObject_GetAttr(session, s__raw_sasl);
+        PyObject *sasl = attr_get(&s__raw_sasl, session);
         int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
         Py_XDECREF(sasl);
-        r = raw < 0 ? NULL : raw ? to_twin(session, s__request, frame, NULL)
+        r = raw < 0 ? NULL : raw ? to_twin(session, s__request.name, frame, NULL)
             : request(session, frame, data);
     } else {
         r = response(session, frame, data);
@@ -415,7 +414,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dissector.
 
 PyMODINIT_FUNC PyInit__pairing(void)
 {
-#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
-    NAMES(INTERN)
+NAMES(SLOT_INTERN)
     return PyModule_Create(&module);
 }

@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_attrs.h"
+
 #define COLUMNS 34
 
 static PyObject *exchange_class, *api_name, *error_name, *sasl_name;
@@ -21,8 +23,7 @@ static PyObject *api_names, *error_names;   /* value -> name, as asked */
     X(error_count) X(throttle_time_ms) X(topics) X(partition_count) X(record_count) X(status) \
     X(issues) X(index) X(records_bytes) X(records_uncompressed_bytes) X(version_name) \
     X(cipher_name) X(latency_ms) X(total_ms)
-#define DECLARE(n) static PyObject *s_##n;
-NAMES(DECLARE)
+NAMES(SLOT_DECLARE)
 
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -57,13 +58,13 @@ static PyObject *name_of(PyObject *seen, PyObject *names, PyObject *value)
 }
 
 /* frame.attr if the frame is there (true), else None */
-static PyObject *of_frame(PyObject *frame, int there, PyObject *attr)
+static PyObject *of_frame(PyObject *frame, int there, Slot *attr)
 {
-    return there ? PyObject_GetAttr(frame, attr) : Py_NewRef(Py_None);
+    return there ? attr_get(attr, frame) : Py_NewRef(Py_None);
 }
 
 /* (later.first_or_last - earlier.last_or_first) / 1e6, as the property `prop` computes it */
-static PyObject *span_ms(PyObject *ex, int exact, PyObject *end, PyObject *start, PyObject *prop)
+static PyObject *span_ms(PyObject *ex, int exact, PyObject *end, PyObject *start, Slot *prop)
 {
     if (exact && end != NULL && start != NULL && PyLong_CheckExact(end)
             && PyLong_CheckExact(start)) {
@@ -76,7 +77,7 @@ static PyObject *span_ms(PyObject *ex, int exact, PyObject *end, PyObject *start
         if (PyErr_Occurred())
             return NULL;
     }
-    return PyObject_GetAttr(ex, prop);
+    return attr_get(prop, ex);
 }
 
 static PyObject *exchange_row(PyObject *Py_UNUSED(module), PyObject *ex)
@@ -89,17 +90,17 @@ static PyObject *exchange_row(PyObject *Py_UNUSED(module), PyObject *ex)
     PyObject *row = NULL, *c = NULL, *tls = NULL, *req = NULL, *resp = NULL, *code = NULL;
     int i = 0;
 #define PUT(expr) if ((v[i++] = (expr)) == NULL) goto done
-    c = PyObject_GetAttr(ex, s_connection);
+    c = attr_get(&s_connection, ex);
     if (c == NULL)
         goto done;
-    PUT(PyObject_GetAttr(c, s_connection_id));
-    PUT(PyObject_GetAttr(c, s_client_ip));
-    PUT(PyObject_GetAttr(c, s_client_port));
-    PUT(PyObject_GetAttr(c, s_broker_ip));
-    PUT(PyObject_GetAttr(c, s_broker_port));
-    PUT(PyObject_GetAttr(ex, s_api_key));
+    PUT(attr_get(&s_connection_id, c));
+    PUT(attr_get(&s_client_ip, c));
+    PUT(attr_get(&s_client_port, c));
+    PUT(attr_get(&s_broker_ip, c));
+    PUT(attr_get(&s_broker_port, c));
+    PUT(attr_get(&s_api_key, ex));
     {   /* exchange_api_name */
-        PyObject *raw = PyObject_GetAttr(ex, s_raw_sasl);
+        PyObject *raw = attr_get(&s_raw_sasl, ex);
         int sasl = raw == NULL ? -1 : PyObject_IsTrue(raw);
         Py_XDECREF(raw);
         if (sasl < 0)
@@ -108,55 +109,55 @@ static PyObject *exchange_row(PyObject *Py_UNUSED(module), PyObject *ex)
         PUT(sasl ? Py_NewRef(sasl_name) : key == Py_None ? Py_NewRef(Py_None)
             : name_of(api_names, api_name, key));
     }
-    PUT(PyObject_GetAttr(ex, s_api_version));
-    PUT(PyObject_GetAttr(ex, s_correlation_id));
-    PUT(PyObject_GetAttr(ex, s_client_id));
-    req = PyObject_GetAttr(ex, s_request);
-    resp = req == NULL ? NULL : PyObject_GetAttr(ex, s_response);
+    PUT(attr_get(&s_api_version, ex));
+    PUT(attr_get(&s_correlation_id, ex));
+    PUT(attr_get(&s_client_id, ex));
+    req = attr_get(&s_request, ex);
+    resp = req == NULL ? NULL : attr_get(&s_response, ex);
     if (resp == NULL)
         goto done;
     int has_req = PyObject_IsTrue(req), has_resp = has_req < 0 ? -1 : PyObject_IsTrue(resp);
     if (has_resp < 0)
         goto done;
-    PUT(of_frame(req, has_req, s_first_ts));
-    PUT(of_frame(req, has_req, s_last_ts));
-    PUT(of_frame(resp, has_resp, s_first_ts));
-    PUT(of_frame(resp, has_resp, s_last_ts));
+    PUT(of_frame(req, has_req, &s_first_ts));
+    PUT(of_frame(req, has_req, &s_last_ts));
+    PUT(of_frame(resp, has_resp, &s_first_ts));
+    PUT(of_frame(resp, has_resp, &s_last_ts));
     {   /* the properties latency_ms and total_ms: computed here for an exact Exchange */
         int exact = Py_IS_TYPE(ex, (PyTypeObject *)exchange_class) && req != Py_None
             && resp != Py_None;
-        PUT(span_ms(ex, exact, v[12], v[11], s_latency_ms));
-        PUT(span_ms(ex, exact, v[13], v[10], s_total_ms));
+        PUT(span_ms(ex, exact, v[12], v[11], &s_latency_ms));
+        PUT(span_ms(ex, exact, v[13], v[10], &s_total_ms));
     }
-    PUT(of_frame(req, has_req, s_length));
-    PUT(of_frame(resp, has_resp, s_length));
-    code = PyObject_GetAttr(ex, s_error_code);
+    PUT(of_frame(req, has_req, &s_length));
+    PUT(of_frame(resp, has_resp, &s_length));
+    code = attr_get(&s_error_code, ex);
     if (code == NULL)
         goto done;
     PUT(Py_NewRef(code));
     PUT(code == Py_None ? Py_NewRef(Py_None) : name_of(error_names, error_name, code));
-    PUT(PyObject_GetAttr(ex, s_error_count));
-    PUT(PyObject_GetAttr(ex, s_throttle_time_ms));
-    PUT(PyObject_GetAttr(ex, s_topics));
-    PUT(PyObject_GetAttr(ex, s_partition_count));
-    PUT(PyObject_GetAttr(ex, s_record_count));
-    PUT(PyObject_GetAttr(ex, s_status));
+    PUT(attr_get(&s_error_count, ex));
+    PUT(attr_get(&s_throttle_time_ms, ex));
+    PUT(attr_get(&s_topics, ex));
+    PUT(attr_get(&s_partition_count, ex));
+    PUT(attr_get(&s_record_count, ex));
+    PUT(attr_get(&s_status, ex));
     {
-        PyObject *issues = PyObject_GetAttr(ex, s_issues);
+        PyObject *issues = attr_get(&s_issues, ex);
         Py_ssize_t n = issues == NULL ? -1 : PyObject_Length(issues);
         Py_XDECREF(issues);
         PUT(n < 0 ? NULL : PyLong_FromSsize_t(n));
     }
-    PUT(PyObject_GetAttr(ex, s_index));
-    PUT(PyObject_GetAttr(ex, s_records_bytes));
-    PUT(PyObject_GetAttr(ex, s_records_uncompressed_bytes));
-    PUT(of_frame(req, has_req, s_first_packet));
-    PUT(of_frame(resp, has_resp, s_first_packet));
-    tls = PyObject_GetAttr(c, s_tls);
+    PUT(attr_get(&s_index, ex));
+    PUT(attr_get(&s_records_bytes, ex));
+    PUT(attr_get(&s_records_uncompressed_bytes, ex));
+    PUT(of_frame(req, has_req, &s_first_packet));
+    PUT(of_frame(resp, has_resp, &s_first_packet));
+    tls = attr_get(&s_tls, c);
     if (tls == NULL)
         goto done;
-    PUT(tls != Py_None ? PyObject_GetAttr(tls, s_version_name) : Py_NewRef(Py_None));
-    PUT(tls != Py_None ? PyObject_GetAttr(tls, s_cipher_name) : Py_NewRef(Py_None));
+    PUT(tls != Py_None ? attr_get(&s_version_name, tls) : Py_NewRef(Py_None));
+    PUT(tls != Py_None ? attr_get(&s_cipher_name, tls) : Py_NewRef(Py_None));
 #undef PUT
     row = PyTuple_New(COLUMNS);
     if (row != NULL)
@@ -187,7 +188,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dissector.
 
 PyMODINIT_FUNC PyInit__tablerow(void)
 {
-#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
-    NAMES(INTERN)
+NAMES(SLOT_INTERN)
     return PyModule_Create(&module);
 }

@@ -35,8 +35,7 @@ static PyObject *Frame, *fill, *frame_buffer, *finished;   /* model.Frame, disse
     X(direction) X(max_frame) X(_head) X(budget) X(reserve) X(release) X(offset) X(_room) \
     X(_buf) X(_kept) X(_need) X(_state) X(_start) X(_first_pkt) X(_first_ts) X(_last_pkt) \
     X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn)
-#define DECLARE(n) static PyObject *s_##n;
-NAMES(DECLARE)
+NAMES(SLOT_DECLARE)
 
 typedef struct {
     PyObject_HEAD
@@ -51,9 +50,9 @@ typedef struct {
 /* -- attributes ------------------------------------------------------------------------------- */
 
 /* the attribute mod 2**32, as Python's `& MASK` takes any int */
-static int get_u32(PyObject *o, PyObject *name, uint32_t *out)
+static int get_u32(Slot *name, PyObject *o, uint32_t *out)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    PyObject *v = attr_get(name, o);
     if (v == NULL)
         return -1;
     unsigned long long x = PyLong_AsUnsignedLongLongMask(v);
@@ -71,27 +70,6 @@ static int as_u32(PyObject *v, uint32_t *out)
         return -1;
     *out = (uint32_t)x;
     return 0;
-}
-
-static int set_ll(PyObject *o, PyObject *name, long long v)
-{
-    PyObject *x = PyLong_FromLongLong(v);
-    if (x == NULL)
-        return -1;
-    int r = PyObject_SetAttr(o, name, x);
-    Py_DECREF(x);
-    return r;
-}
-
-/* 1 when the attribute is true, 0 when false, -1 on error */
-static int is_true(PyObject *o, PyObject *name)
-{
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL)
-        return -1;
-    int r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
 }
 
 /* fill(buf, at, src, start, stop) */
@@ -162,10 +140,10 @@ static int start_frame(Handler *h, PyObject *data, const char *p, Py_ssize_t pos
                        long long size, long long base, PyObject *pkt, PyObject *ts)
 {
     PyObject *f = h->framer;
-    if (set_ll(f, s__start, base + pos) < 0 || PyObject_SetAttr(f, s__first_pkt, pkt) < 0
-            || PyObject_SetAttr(f, s__last_pkt, pkt) < 0
-            || PyObject_SetAttr(f, s__first_ts, ts) < 0
-            || PyObject_SetAttr(f, s__last_ts, ts) < 0 || set_ll(f, s__need, size) < 0)
+    if (set_ll(&s__start, f, base + pos) < 0 || attr_set(&s__first_pkt, f, pkt) < 0
+            || attr_set(&s__last_pkt, f, pkt) < 0
+            || attr_set(&s__first_ts, f, ts) < 0
+            || attr_set(&s__last_ts, f, ts) < 0 || set_ll(&s__need, f, size) < 0)
         return -1;
     PyObject *k = Py_NewRef(Py_None);
     if (h->head != Py_None) {
@@ -182,17 +160,17 @@ static int start_frame(Handler *h, PyObject *data, const char *p, Py_ssize_t pos
     int r;
     if (k == Py_None) {
         PyObject *buf = PyObject_CallFunction(frame_buffer, "L", size);
-        r = buf == NULL || PyObject_SetAttr(f, s__buf, buf) < 0
+        r = buf == NULL || attr_set(&s__buf, f, buf) < 0
             || fill_at(buf, 0, data, pos + 4, n) < 0 ? -1 : 0;
         Py_XDECREF(buf);
     } else {   /* the sink reads no further: the rest is counted, not kept */
         PyObject *kept = first_bytes(p, n, pos + 4, k);
-        r = kept == NULL || PyObject_SetAttr(f, s__buf, Py_None) < 0
-            || PyObject_SetAttr(f, s__kept, kept) < 0 ? -1 : 0;
+        r = kept == NULL || attr_set(&s__buf, f, Py_None) < 0
+            || attr_set(&s__kept, f, kept) < 0 ? -1 : 0;
         Py_XDECREF(kept);
     }
     Py_DECREF(k);
-    if (r < 0 || set_ll(f, s__room, size - (n - pos - 4)) < 0 || set_ll(f, s__state, BODY) < 0)
+    if (r < 0 || set_ll(&s__room, f, size - (n - pos - 4)) < 0 || set_ll(&s__state, f, BODY) < 0)
         return -1;
     PyObject *size_obj = PyLong_FromLongLong(size);
     if (size_obj == NULL)
@@ -209,16 +187,16 @@ static Py_ssize_t continue_frame(Handler *h, PyObject *data, Py_ssize_t pos, Py_
 {
     PyObject *f = h->framer;
     long long want, need;
-    if (get_ll(f, s__room, &want) < 0 || get_ll(f, s__need, &need) < 0)
+    if (get_ll(&s__room, f, &want) < 0 || get_ll(&s__need, f, &need) < 0)
         return -1;
-    PyObject *buf = PyObject_GetAttr(f, s__buf);
+    PyObject *buf = attr_get(&s__buf, f);
     if (buf == NULL)
         return -1;
     if (n - pos < want) {
         int r = (buf != Py_None && fill_at(buf, need - want, data, pos, n) < 0)
-            || set_ll(f, s__room, want - (n - pos)) < 0
-            || PyObject_SetAttr(f, s__last_pkt, pkt) < 0
-            || PyObject_SetAttr(f, s__last_ts, ts) < 0 ? -1 : 0;
+            || set_ll(&s__room, f, want - (n - pos)) < 0
+            || attr_set(&s__last_pkt, f, pkt) < 0
+            || attr_set(&s__last_ts, f, ts) < 0 ? -1 : 0;
         Py_DECREF(buf);
         return r < 0 ? -1 : n - pos;
     }
@@ -227,15 +205,15 @@ static Py_ssize_t continue_frame(Handler *h, PyObject *data, Py_ssize_t pos, Py_
         whole = fill_at(buf, need - want, data, pos, pos + (Py_ssize_t)want) < 0 ? NULL
             : PyObject_CallOneArg(finished, buf);
     else
-        whole = PyObject_GetAttr(f, s__kept);
+        whole = attr_get(&s__kept, f);
     Py_DECREF(buf);
-    if (whole == NULL || PyObject_SetAttr(f, s__buf, Py_None) < 0
-            || PyObject_SetAttr(f, s__kept, Py_None) < 0 || set_ll(f, s__room, 0) < 0
-            || set_ll(f, s__state, IDLE) < 0) {
+    if (whole == NULL || attr_set(&s__buf, f, Py_None) < 0
+            || attr_set(&s__kept, f, Py_None) < 0 || set_ll(&s__room, f, 0) < 0
+            || set_ll(&s__state, f, IDLE) < 0) {
         Py_XDECREF(whole);
         return -1;
     }
-    PyObject *need_obj = PyObject_GetAttr(f, s__need);
+    PyObject *need_obj = attr_get(&s__need, f);
     if (need_obj == NULL
             || call_none(PyObject_CallFunctionObjArgs(h->release, f, need_obj, NULL)) < 0) {
         Py_XDECREF(need_obj);
@@ -243,11 +221,11 @@ static Py_ssize_t continue_frame(Handler *h, PyObject *data, Py_ssize_t pos, Py_
         return -1;
     }
     Py_DECREF(need_obj);
-    PyObject *start = PyObject_GetAttr(f, s__start);
-    PyObject *first_pkt = PyObject_GetAttr(f, s__first_pkt);
-    PyObject *first_ts = PyObject_GetAttr(f, s__first_ts);
+    PyObject *start = attr_get(&s__start, f);
+    PyObject *first_pkt = attr_get(&s__first_pkt, f);
+    PyObject *first_ts = attr_get(&s__first_ts, f);
     int r = -1;
-    if (start != NULL && first_pkt != NULL && first_ts != NULL && get_ll(f, s__need, &need) == 0)
+    if (start != NULL && first_pkt != NULL && first_ts != NULL && get_ll(&s__need, f, &need) == 0)
         r = emit(h, start, need + 4, Py_NewRef(whole), first_pkt, pkt, first_ts, ts);
     Py_DECREF(whole);
     Py_XDECREF(start);
@@ -264,7 +242,7 @@ static int take(Handler *h, PyObject *data, const char *p, Py_ssize_t n, long lo
     Py_ssize_t pos = 0;
     while (pos < n) {
         long long state;
-        if (get_ll(f, s__state, &state) < 0)
+        if (get_ll(&s__state, f, &state) < 0)
             return -1;
         if (state == BODY) {
             Py_ssize_t took = continue_frame(h, data, pos, n, pkt, ts);
@@ -277,7 +255,7 @@ static int take(Handler *h, PyObject *data, const char *p, Py_ssize_t n, long lo
             return hand_on(h, data, pos, n, base, pkt, ts);
         /* The hot loop: whole frames sliced out of this segment. */
         long long probation;
-        if (get_ll(f, s__probation, &probation) < 0)
+        if (get_ll(&s__probation, f, &probation) < 0)
             return -1;
         if (probation)   /* just after a resync every frame is checked */
             return hand_on(h, data, pos, n, base, pkt, ts);
@@ -304,11 +282,11 @@ static int take(Handler *h, PyObject *data, const char *p, Py_ssize_t n, long lo
         }
         if (pos < n) {   /* a size prefix cut by the segment's end */
             PyObject *hdr = PyBytes_FromStringAndSize(p + pos, n - pos);
-            int r = hdr == NULL || PyObject_SetAttr(f, s__hdr, hdr) < 0
-                || set_ll(f, s__start, base + pos) < 0
-                || PyObject_SetAttr(f, s__first_pkt, pkt) < 0
-                || PyObject_SetAttr(f, s__first_ts, ts) < 0
-                || set_ll(f, s__state, PREFIX) < 0 ? -1 : 0;
+            int r = hdr == NULL || attr_set(&s__hdr, f, hdr) < 0
+                || set_ll(&s__start, f, base + pos) < 0
+                || attr_set(&s__first_pkt, f, pkt) < 0
+                || attr_set(&s__first_ts, f, ts) < 0
+                || set_ll(&s__state, f, PREFIX) < 0 ? -1 : 0;
             Py_XDECREF(hdr);
             return r;
         }
@@ -327,37 +305,37 @@ static PyObject *feed(Handler *h, PyObject *data, PyObject *pkt, PyObject *ts)
     Py_ssize_t n = view.len;
     PyObject *result = NULL;
     long long room, offset, state;
-    if (get_ll(f, s__room, &room) < 0 || get_ll(f, s_offset, &offset) < 0)
+    if (get_ll(&s__room, f, &room) < 0 || get_ll(&s_offset, f, &offset) < 0)
         goto done;
     if (n < room) {   /* the middle of a frame that spans segments */
         long long need;
         PyObject *buf = NULL;
-        if (set_ll(f, s_offset, offset + n) == 0 && (buf = PyObject_GetAttr(f, s__buf)) != NULL
-                && (buf == Py_None || (get_ll(f, s__need, &need) == 0
+        if (set_ll(&s_offset, f, offset + n) == 0 && (buf = attr_get(&s__buf, f)) != NULL
+                && (buf == Py_None || (get_ll(&s__need, f, &need) == 0
                                        && fill_at(buf, need - room, data, 0, n) == 0))
-                && set_ll(f, s__room, room - n) == 0
-                && PyObject_SetAttr(f, s__last_pkt, pkt) == 0
-                && PyObject_SetAttr(f, s__last_ts, ts) == 0)
+                && set_ll(&s__room, f, room - n) == 0
+                && attr_set(&s__last_pkt, f, pkt) == 0
+                && attr_set(&s__last_ts, f, ts) == 0)
             result = Py_BuildValue("LO", room - n, buf);
         Py_XDECREF(buf);
         goto done;
     }
-    if (get_ll(f, s__state, &state) < 0)
+    if (get_ll(&s__state, f, &state) < 0)
         goto done;
     if (n == 0 || state == DONE) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (set_ll(f, s_offset, offset + n) < 0 || take(h, data, view.buf, n, offset, pkt, ts) < 0)
+    if (set_ll(&s_offset, f, offset + n) < 0 || take(h, data, view.buf, n, offset, pkt, ts) < 0)
         goto done;
-    int replay = is_true(f, s__replay);
-    if (replay < 0 || (replay && call_none(PyObject_CallMethodNoArgs(f, s__run_replay)) < 0))
+    int replay = attr_true(&s__replay, f);
+    if (replay < 0 || (replay && call_none(PyObject_CallMethodNoArgs(f, s__run_replay.name)) < 0))
         goto done;
-    if (get_ll(f, s__state, &state) < 0)
+    if (get_ll(&s__state, f, &state) < 0)
         goto done;
     if (state == BODY) {
-        PyObject *buf = PyObject_GetAttr(f, s__buf);
-        if (buf != NULL && get_ll(f, s__room, &room) == 0)
+        PyObject *buf = attr_get(&s__buf, f);
+        if (buf != NULL && get_ll(&s__room, f, &room) == 0)
             result = Py_BuildValue("LO", room, buf);
         Py_XDECREF(buf);
     } else {
@@ -381,20 +359,20 @@ static PyObject *Handler_call(PyObject *self, PyObject *const *args, size_t narg
     }
     PyObject *pkt = args[0], *ts = args[1], *seq_obj = args[2], *ack_obj = args[3];
     PyObject *flags_obj = args[4], *payload = args[5];
-    if (PyObject_SetAttr(h->flow, s_last_pkt, pkt) < 0
-            || PyObject_SetAttr(h->conn, s_last_ts, ts) < 0)
+    if (attr_set(&s_last_pkt, h->flow, pkt) < 0
+            || attr_set(&s_last_ts, h->conn, ts) < 0)
         return NULL;
     long flags = PyLong_AsLong(flags_obj);
     if (flags == -1 && PyErr_Occurred())
         return NULL;
     if (flags & ACK) {
-        PyObject *base = PyObject_GetAttr(h->peer, s_base);
+        PyObject *base = attr_get(&s_base, h->peer);
         if (base == NULL)
             return NULL;
         int call = 1;
         if (base != Py_None) {
             uint32_t b, nx, a;
-            int bad = as_u32(base, &b) < 0 || get_u32(h->peer, s_next, &nx) < 0
+            int bad = as_u32(base, &b) < 0 || get_u32(&s_next, h->peer, &nx) < 0
                 || as_u32(ack_obj, &a) < 0;
             if (bad) {
                 Py_DECREF(base);
@@ -416,26 +394,26 @@ static PyObject *Handler_call(PyObject *self, PyObject *const *args, size_t narg
         Py_RETURN_NONE;
     if (!PyBytes_CheckExact(payload) && PySet_Add(h->pinned, h->mine) < 0)
         return NULL;
-    int waiting = is_true(h->waiting, s_waiting);
+    int waiting = attr_true(&s_waiting, h->waiting);
     if (waiting < 0)
         return NULL;
     if (waiting) {   /* the peer answers: its last frame is complete (rare: after a resync) */
-        PyObject *answers = PyObject_CallMethodObjArgs(h->mine, s_answers, seq_obj, payload, NULL);
+        PyObject *answers = PyObject_CallMethodObjArgs(h->mine, s_answers.name, seq_obj, payload, NULL);
         if (answers == NULL
-                || call_none(PyObject_CallMethodOneArg(h->waiting, s_settle, answers)) < 0) {
+                || call_none(PyObject_CallMethodOneArg(h->waiting, s_settle.name, answers)) < 0) {
             Py_XDECREF(answers);
             return NULL;
         }
         Py_DECREF(answers);
     }
     PyObject *mine = h->mine;
-    PyObject *base = PyObject_GetAttr(mine, s_base);
+    PyObject *base = attr_get(&s_base, mine);
     if (base == NULL)
         return NULL;
     int in_order = 0;
     if (base != Py_None) {
         uint32_t b, nx, s;
-        if (as_u32(base, &b) < 0 || get_u32(mine, s_next, &nx) < 0 || as_u32(seq_obj, &s) < 0) {
+        if (as_u32(base, &b) < 0 || get_u32(&s_next, mine, &nx) < 0 || as_u32(seq_obj, &s) < 0) {
             Py_DECREF(base);
             return NULL;
         }
@@ -443,11 +421,11 @@ static PyObject *Handler_call(PyObject *self, PyObject *const *args, size_t narg
     }
     Py_DECREF(base);
     if (in_order) {
-        int held = is_true(mine, s_held), done = held ? 0 : is_true(mine, s_done);
+        int held = attr_true(&s_held, mine), done = held ? 0 : attr_true(&s_done, mine);
         if (held < 0 || done < 0)
             return NULL;
         if (!held && !done) {
-            PyObject *fin = PyObject_GetAttr(mine, s_fin);
+            PyObject *fin = attr_get(&s_fin, mine);
             if (fin == NULL)
                 return NULL;
             in_order = fin == Py_None;
@@ -470,13 +448,13 @@ static PyObject *Handler_call(PyObject *self, PyObject *const *args, size_t narg
         return NULL;
     long long next;
     Py_ssize_t n = PyObject_Length(payload);
-    if (n < 0 || PyObject_SetAttr(mine, s_last_data, payload) < 0 || get_ll(mine, s_next, &next) < 0
-            || set_ll(mine, s_next, next + n) < 0) {
+    if (n < 0 || attr_set(&s_last_data, mine, payload) < 0 || get_ll(&s_next, mine, &next) < 0
+            || set_ll(&s_next, mine, next + n) < 0) {
         Py_DECREF(span);
         return NULL;
     }
     if (span != Py_None && (flags & PLAIN) == ACK) {
-        waiting = is_true(h->waiting, s_waiting);
+        waiting = attr_true(&s_waiting, h->waiting);
         if (waiting < 0) {
             Py_DECREF(span);
             return NULL;
@@ -566,33 +544,33 @@ static PyObject *handler(PyObject *Py_UNUSED(module), PyObject *args)
     h->mine = Py_NewRef(mine);
     h->peer = Py_NewRef(peer);
     h->pinned = Py_NewRef(pinned);
-    h->conn = PyObject_GetAttr(flow, s_conn);
-    h->waiting = PyObject_GetAttr(peer, s_framer);
-    h->acked = PyObject_GetAttr(peer, s_acked);
-    h->segment = PyObject_GetAttr(mine, s_segment);
-    h->framer = PyObject_GetAttr(mine, s_framer);
+    h->conn = attr_get(&s_conn, flow);
+    h->waiting = attr_get(&s_framer, peer);
+    h->acked = attr_get(&s_acked, peer);
+    h->segment = attr_get(&s_segment, mine);
+    h->framer = attr_get(&s_framer, mine);
     h->emit = h->connection = h->direction = h->head = h->reserve = h->release = NULL;
     PyObject_GC_Track(h);
     if (h->conn == NULL || h->waiting == NULL || h->acked == NULL || h->segment == NULL
             || h->framer == NULL)
         goto fail;
     PyObject *f = h->framer;
-    PyObject *sink = PyObject_GetAttr(f, s_sink);
+    PyObject *sink = attr_get(&s_sink, f);
     if (sink == NULL)
         goto fail;
-    h->emit = PyObject_GetAttr(sink, s_frame);
+    h->emit = attr_get(&s_frame, sink);
     Py_DECREF(sink);
-    PyObject *budget = PyObject_GetAttr(f, s_budget);
+    PyObject *budget = attr_get(&s_budget, f);
     if (budget == NULL)
         goto fail;
-    h->reserve = PyObject_GetAttr(budget, s_reserve);
-    h->release = PyObject_GetAttr(budget, s_release);
+    h->reserve = attr_get(&s_reserve, budget);
+    h->release = attr_get(&s_release, budget);
     Py_DECREF(budget);
-    h->connection = PyObject_GetAttr(f, s_connection);
-    h->direction = PyObject_GetAttr(f, s_direction);
-    h->head = PyObject_GetAttr(f, s__head);
+    h->connection = attr_get(&s_connection, f);
+    h->direction = attr_get(&s_direction, f);
+    h->head = attr_get(&s__head, f);
     if (h->emit == NULL || h->reserve == NULL || h->release == NULL || h->connection == NULL
-            || h->direction == NULL || h->head == NULL || get_ll(f, s_max_frame, &h->max_frame) < 0)
+            || h->direction == NULL || h->head == NULL || get_ll(&s_max_frame, f, &h->max_frame) < 0)
         goto fail;
     return (PyObject *)h;
 fail:
@@ -624,8 +602,7 @@ static PyObject *attr_of(const char *module_name, const char *name)
 
 PyMODINIT_FUNC PyInit__handler(void)
 {
-#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
-    NAMES(INTERN)
+NAMES(SLOT_INTERN)
     if (PyType_Ready(&HandlerType) < 0)
         return NULL;
     if ((Frame = attr_of("dissector.model", "Frame")) == NULL

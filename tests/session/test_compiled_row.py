@@ -2,7 +2,8 @@
 (tables.py_exchange_row): the same values of the same types on every exchange of the real
 captures (TLS included) at every level, and on exchanges whose attributes are anything (ints of
 any size, floats, strings, missing frames, unknown api keys and error codes, a subclass whose
-times are properties of its own), or the same exception."""
+times are properties of its own, one whose slot a property hides, a member never set: the
+compiled row reads members in place, _attrs.h), or the same exception."""
 import pytest
 from hypothesis import given, strategies as st
 
@@ -52,6 +53,13 @@ class Timed(Exchange):
         return "its own"
 
 
+class Shadowed(Exchange):
+    """A member hidden by a property: the compiled row must not read the slot."""
+    __slots__ = ()
+
+    status = property(lambda self: "shadowed", lambda self, value: None)
+
+
 anything = st.one_of(st.none(), st.integers(), st.integers(-2**80, 2**80), st.floats(),
                      st.text(max_size=5), st.booleans(), st.lists(st.text(max_size=3)))
 ints = st.one_of(st.none(), st.integers(-2**70, 2**70), st.sampled_from([0, 1, 3, 87, 5000]))
@@ -68,7 +76,7 @@ def frames(draw):
 @st.composite
 def exchanges(draw):
     c = Connection(draw(anything), draw(anything), draw(anything), draw(anything), draw(anything))
-    ex = draw(st.sampled_from([Exchange, Timed]))(
+    ex = draw(st.sampled_from([Exchange, Timed, Shadowed]))(
         c, draw(frames()), draw(frames()), draw(ints), draw(anything), draw(anything),
         draw(anything), draw(anything))
     ex.raw_sasl = draw(st.sampled_from([False, True, 0, 1, None]))
@@ -76,6 +84,9 @@ def exchanges(draw):
                  "record_count", "records_bytes", "records_uncompressed_bytes", "index"):
         setattr(ex, name, draw(st.one_of(ints, anything)))
     ex.issues = draw(st.sampled_from([[], [None], (), [1, 2]]))
+    unset = draw(st.sampled_from([None, "client_id", "index", "topics"]))
+    if unset is not None:   # an AttributeError from both
+        delattr(ex, unset)
     return ex
 
 
