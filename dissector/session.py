@@ -123,7 +123,8 @@ class Session:
     """Implements the ConnectionSink of dissector.tcp.flows for one connection."""
     # slots: _pairing.c reads and writes them in place (_attrs.h)
     __slots__ = ("connection", "_emit", "_emit_issue", "_decoder", "_headers_only", "_parsed",
-                 "_sasl", "_inflight", "_inflight_bytes", "_raw_sasl", "_raw_tokens", "_allowed")
+                 "_sasl", "_inflight", "_inflight_bytes", "_raw_sasl", "_raw_tokens", "_allowed",
+                 "__weakref__")
 
     def __init__(self, connection, emit, emit_issue, *, level="headers", decoder=None):
         self.connection = connection
