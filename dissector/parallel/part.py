@@ -13,23 +13,42 @@ capture-level issue was added in (`issued`), and the topic ids looked up in vain
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ..budget import Budget
 from ..capture.layers import tcp_segment
 from ..pipeline import Dissector
 from ..tcp.flows import direct_key
 
 AT_END = 1 << 62   # the "packet" of what the final flush makes
+_BEFORE, _ENDING = SimpleNamespace(n=0), SimpleNamespace(n=AT_END)   # walkers of no file
 
 
 class PeakBudget(Budget):
     """The shared budget of buffered bytes, noting the most it held since `peak` was reset:
     the parent checks that the workers' peaks together stay within the limit (then no worker
-    gave anything up that one process would not have)."""
+    gave anything up that one process would not have). `reserve` and `release` (a frame's
+    bytes: nearly every change) are Budget's on the slot behind `used`, without a property call
+    for each of their reads and writes."""
     __slots__ = ("_used", "peak")
 
     def __init__(self):
         self._used = self.peak = 0
         super().__init__()
+
+    def reserve(self, holder, size):
+        used = self._used = self._used + size
+        if used > self.peak:
+            self.peak = used
+        if size >= self.big_size:
+            self.big[holder] = None
+        if used > self.limit:
+            self.over()
+
+    def release(self, holder, size):
+        self._used -= size
+        if size >= self.big_size:
+            del self.big[holder]
 
     @property
     def used(self):
@@ -75,7 +94,7 @@ class Part(Dissector):
     def __init__(self, owns, me, ports, **kwargs):
         super().__init__(ports, **kwargs)
         self.me = me
-        self.walker = None
+        self.walker = _BEFORE   # then each file's (capture.fast), then _ENDING
         self.ending = False
         self.emitted = []    # per exchange in `output`: the packet it completed in
         self.opened = []     # (connection, packet) per connection opened
@@ -96,7 +115,7 @@ class Part(Dissector):
             self.names = {}
 
     def now(self) -> int:
-        return AT_END if self.ending else self.walker.n
+        return self.walker.n
 
     # -- what is noted ---------------------------------------------------------------------------
 
@@ -105,8 +124,8 @@ class Part(Dissector):
         return super()._open(connection)
 
     def _emit(self, exchange):
-        self.emitted.append(self.now())
-        super()._emit(exchange)
+        self.emitted.append(self.walker.n)
+        Dissector._emit(self, exchange)
 
     def add_issue(self, issue) -> None:
         kept = len(self.issues)
@@ -147,6 +166,7 @@ class Part(Dissector):
 
     def finish(self) -> None:
         self.ending = True
+        self.walker = _ENDING
         if self.me != 0:   # what the TLS layer reports once for all connections: one worker
             self.tls.keylog.malformed = 0
         super().finish()
