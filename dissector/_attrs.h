@@ -110,6 +110,58 @@ static inline int attr_true(Slot *s, PyObject *o)
     return r;
 }
 
+/* Objects made in place: a __slots__ class whose own __slots__ are `names` (all of them, in
+ * order; its base is object, with object's __new__) can be made without its __init__ call, each
+ * member set as the __init__ sets it (the __init__ stays the specification; the tests check that
+ * the classes still have exactly these members). 1 when `t` is such a class, 0 when not (then
+ * the class is called), -1 with an error raised. */
+static int slots_cover(PyObject *t, Slot *const *names, int n)
+{
+    if (!PyType_Check(t))
+        return 0;
+    PyTypeObject *type = (PyTypeObject *)t;
+    if (type->tp_base != &PyBaseObject_Type || type->tp_new != PyBaseObject_Type.tp_new
+            || type->tp_alloc != PyType_GenericAlloc)
+        return 0;
+    PyObject *own = PyObject_GetAttrString(t, "__slots__");
+    if (own == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = PyTuple_Check(own) && PyTuple_GET_SIZE(own) == n;
+    for (int i = 0; ok && i < n; i++) {
+        int eq = PyUnicode_Check(PyTuple_GET_ITEM(own, i))
+            ? PyUnicode_Compare(PyTuple_GET_ITEM(own, i), names[i]->name) : -1;
+        if (eq == -1 && PyErr_Occurred()) {
+            Py_DECREF(own);
+            return -1;
+        }
+        slot_bind(names[i], type);
+        ok = eq == 0 && names[i]->offset != 0;
+    }
+    Py_DECREF(own);
+    return ok;
+}
+
+/* A new object of a class slots_cover accepted for `names`, its members set to `values`
+ * (borrowed); NULL with an error raised. */
+static PyObject *slots_new(PyTypeObject *t, Slot *const *names, PyObject *const *values, int n)
+{
+    PyObject *o = t->tp_alloc(t, 0);
+    if (o == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject **at = slot_at(names[i], o);
+        if (at == NULL) {   /* the class changed since: made as the call would, no further */
+            Py_DECREF(o);
+            PyErr_Format(PyExc_TypeError, "%s changed its members", t->tp_name);
+            return NULL;
+        }
+        Py_XSETREF(*at, Py_NewRef(values[i]));
+    }
+    return o;
+}
+
 /* a call's result dropped: 0, or -1 when it raised */
 static inline int call_none(PyObject *r)
 {

@@ -12,7 +12,9 @@
  * (the bodies levels, raw SASL tokens, a header request_head leaves to the full parse, a
  * response out of order or too short, SaslHandshake and ApiVersions answers, a request already
  * holding issues) goes to the twin's own methods at the same point. `flexible` is the first
- * flexible response version of each api key (None: never), indexed by api key. */
+ * flexible response version of each api key (None: never), indexed by api key. The _Pending and
+ * the Exchange are made without their __init__ calls where their classes have the members
+ * listed here (in_place() says so). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -31,9 +33,23 @@ static Py_ssize_t known;
 #define NAMES(X) X(_decoder) X(_raw_sasl) X(_parsed) X(_sasl) X(_inflight) X(_inflight_bytes) \
     X(_raw_tokens) X(connection) X(_emit) X(direction) X(data) X(acks) X(frame) X(api_key) \
     X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
-    X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(_pop) X(MAX_IN_FLIGHT) \
+    X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
     X(MAX_IN_FLIGHT_BYTES) X(py_head_size)
 NAMES(SLOT_DECLARE)
+
+/* The objects made in place (_attrs.h slots_new) when their classes have these members. */
+static Slot *const pending_members[] = {&s_frame, &s_api_key, &s_api_version, &s_correlation_id,
+                                        &s_client_id, &s_msg, &s_acks, &s_issues};
+#define PENDING_MEMBERS 8
+static const char *const exchange_names[] = {
+    "connection", "request", "response", "api_key", "api_version", "correlation_id", "client_id",
+    "status", "request_msg", "response_msg", "issues", "error_code", "error_count",
+    "throttle_time_ms", "topics", "partition_count", "record_count", "records_bytes",
+    "records_uncompressed_bytes", "index", "raw_sasl"};
+#define EXCHANGE_MEMBERS 21
+static Slot exchange_slot[EXCHANGE_MEMBERS];
+static Slot *exchange_members[EXCHANGE_MEMBERS];
+static int pending_in_place, exchange_in_place;
 
 static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
 {
@@ -78,6 +94,30 @@ static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t p
     return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
 }
 
+/* Session._pop: the oldest request in flight, its bytes no longer counted */
+static PyObject *pop(PyObject *session)
+{
+    PyObject *inflight = attr_get(&s__inflight, session);
+    if (inflight == NULL)
+        return NULL;
+    PyObject *pending = PyObject_CallMethodNoArgs(inflight, s_popleft.name);
+    Py_DECREF(inflight);
+    if (pending == NULL)
+        return NULL;
+    PyObject *frame = attr_get(&s_frame, pending);
+    PyObject *data = frame == NULL ? NULL : attr_get(&s_data, frame);
+    Py_XDECREF(frame);
+    Py_ssize_t n = data == NULL ? -1 : PyObject_Length(data);
+    Py_XDECREF(data);
+    long long used;
+    if (n < 0 || get_ll(&s__inflight_bytes, session, &used) < 0
+            || set_ll(&s__inflight_bytes, session, used - n) < 0) {
+        Py_DECREF(pending);
+        return NULL;
+    }
+    return pending;
+}
+
 /* Session._request */
 static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
 {
@@ -112,9 +152,20 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
     if (api_key == SASL_HANDSHAKE && api_version == 0
             && attr_set(&s__sasl, session, Py_True) < 0)
         goto done;
-    PyObject *args[5] = {frame, key, version, PyTuple_GET_ITEM(head, 2),
-                         PyTuple_GET_ITEM(head, 3)};
-    pending = PyObject_Vectorcall(pending_class, args, 5, NULL);
+    if (pending_in_place) {   /* _Pending.__init__ */
+        PyObject *issues = PyList_New(0);
+        if (issues == NULL)
+            goto done;
+        PyObject *values[PENDING_MEMBERS] = {frame, key, version, PyTuple_GET_ITEM(head, 2),
+                                             PyTuple_GET_ITEM(head, 3), Py_None, Py_None, issues};
+        pending = slots_new((PyTypeObject *)pending_class, pending_members, values,
+                            PENDING_MEMBERS);
+        Py_DECREF(issues);
+    } else {
+        PyObject *args[5] = {frame, key, version, PyTuple_GET_ITEM(head, 2),
+                             PyTuple_GET_ITEM(head, 3)};
+        pending = PyObject_Vectorcall(pending_class, args, 5, NULL);
+    }
     if (pending == NULL)
         goto done;
     Py_buffer view;
@@ -158,7 +209,7 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
             goto done;
         if (!(count > most || (used > most_bytes && count > 1)))
             break;
-        PyObject *oldest = PyObject_CallMethodNoArgs(session, s__pop.name);
+        PyObject *oldest = pop(session);
         if (oldest == NULL || call_none(to_twin(session, s__give_up.name, oldest, NULL)) < 0) {
             Py_XDECREF(oldest);
             goto done;
@@ -210,8 +261,17 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
             || (msg = attr_get(&s_msg, pending)) == NULL
             || (conn = attr_get(&s_connection, session)) == NULL)
         goto done;
-    PyObject *args[11] = {conn, req, frame, key, version, corr, client, ok, msg, Py_None, issues};
-    ex = PyObject_Vectorcall(exchange_class, args, 11, NULL);
+    if (exchange_in_place && issues != Py_None) {   /* Exchange.__init__ */
+        PyObject *values[EXCHANGE_MEMBERS] = {
+            conn, req, frame, key, version, corr, client, ok, msg, Py_None, issues, Py_None,
+            Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_False};
+        ex = slots_new((PyTypeObject *)exchange_class, exchange_members, values,
+                       EXCHANGE_MEMBERS);
+    } else {
+        PyObject *args[11] = {conn, req, frame, key, version, corr, client, ok, msg, Py_None,
+                              issues};
+        ex = PyObject_Vectorcall(exchange_class, args, 11, NULL);
+    }
     if (ex == NULL)
         goto done;
     result = PyObject_CallMethodOneArg(session, s__emit.name, ex);
@@ -267,7 +327,7 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
         return NULL;
     if (!usual)
         return to_twin(session, s__response.name, frame, NULL);
-    PyObject *pending = PyObject_CallMethodNoArgs(session, s__pop.name);
+    PyObject *pending = pop(session);
     if (pending == NULL)
         return NULL;
     PyObject *r = paired(session, pending, frame, data);
@@ -394,6 +454,10 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
     Py_XSETREF(request_head, Py_NewRef(head));
     Py_XSETREF(ok, Py_NewRef(ok_status));
     Py_XSETREF(limits, Py_NewRef(module));
+    if ((pending_in_place = slots_cover(pending, pending_members, PENDING_MEMBERS)) < 0
+            || (exchange_in_place = slots_cover(exchange, exchange_members,
+                                                EXCHANGE_MEMBERS)) < 0)
+        return NULL;
     PyObject *frame = PyDescr_NewMethod((PyTypeObject *)session_class, &frame_def);
     PyObject *sizes = PyDescr_NewMethod((PyTypeObject *)session_class, &head_size_def);
     PyObject *both = frame == NULL || sizes == NULL ? NULL : PyTuple_Pack(2, frame, sizes);
@@ -402,7 +466,15 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
     return both;
 }
 
+static PyObject *in_place(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
+{
+    return Py_BuildValue("(OO)", pending_in_place ? Py_True : Py_False,
+                         exchange_in_place ? Py_True : Py_False);
+}
+
 static PyMethodDef methods[] = {
+    {"in_place", in_place, METH_NOARGS,
+     "in_place() -> whether (_Pending, Exchange) are made without their __init__ call"},
     {"configure", configure, METH_VARARGS,
      "configure(session_class, pending_class, exchange_class, request_head, flexible, ok, "
      "limits) -> the methods frame and _head_size"},
@@ -415,5 +487,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dissector.
 PyMODINIT_FUNC PyInit__pairing(void)
 {
 NAMES(SLOT_INTERN)
+    for (int i = 0; i < EXCHANGE_MEMBERS; i++) {
+        if ((exchange_slot[i].name = PyUnicode_InternFromString(exchange_names[i])) == NULL)
+            return NULL;
+        exchange_members[i] = &exchange_slot[i];
+    }
     return PyModule_Create(&module);
 }

@@ -82,6 +82,8 @@ class Frame:
     the wire). `stream_offset` is the offset of the size prefix in the direction's byte stream.
     At the headers level a message that spanned segments keeps only the first bytes its header
     takes (Session.head_size), so there `len(data)` may be less than `length - 4`.
+    tcp/_handler.c makes Frames without calling __init__, setting the members as it does (its
+    list of them must follow __slots__: tests/tcp/test_compiled_handler.py checks).
     """
     __slots__ = ("connection", "direction", "stream_offset", "length", "data",
                  "first_packet", "last_packet", "first_ts", "last_ts")
@@ -118,6 +120,8 @@ class Exchange:
     `request_msg`/`response_msg` are decoded `Message`s when bodies were decoded, else None
     (the header fields are always on the exchange itself). The summary attributes (error_code
     ... record_count) are filled from the decoded bodies and stay None at header level.
+    _pairing.c makes Exchanges without calling __init__, setting the members as it does (its
+    list of them must follow __slots__: tests/tcp/test_compiled_handler.py checks).
     """
     __slots__ = ("connection", "request", "response", "api_key", "api_version", "correlation_id",
                  "client_id", "status", "request_msg", "response_msg", "issues",

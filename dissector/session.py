@@ -38,7 +38,8 @@ _INT32 = struct.Struct(">i")
 
 
 class _Pending:
-    """A request in flight (header fields decoded, body decoded when the level asks)."""
+    """A request in flight (header fields decoded, body decoded when the level asks). _pairing.c
+    makes them without calling __init__, setting the members as it does."""
     __slots__ = ("frame", "api_key", "api_version", "correlation_id", "client_id", "msg",
                  "acks", "issues")
 

@@ -37,6 +37,15 @@ static PyObject *Frame, *fill, *frame_buffer, *finished;   /* model.Frame, disse
     X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn)
 NAMES(SLOT_DECLARE)
 
+/* model.Frame's members, set in place (_attrs.h slots_new) where it has exactly these */
+static const char *const frame_names[] = {"connection", "direction", "stream_offset", "length",
+                                          "data", "first_packet", "last_packet", "first_ts",
+                                          "last_ts"};
+#define FRAME_MEMBERS 9
+static Slot frame_slot[FRAME_MEMBERS];
+static Slot *frame_members[FRAME_MEMBERS];
+static int frame_in_place;
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -93,9 +102,11 @@ static int emit(Handler *h, PyObject *at, long long length, PyObject *data, PyOb
         Py_DECREF(data);
         return -1;
     }
-    PyObject *args[9] = {h->connection, h->direction, at, len, data, first_pkt, last_pkt,
-                         first_ts, last_ts};
-    PyObject *frame = PyObject_Vectorcall(Frame, args, 9, NULL);
+    PyObject *args[FRAME_MEMBERS] = {h->connection, h->direction, at, len, data, first_pkt,
+                                     last_pkt, first_ts, last_ts};
+    PyObject *frame = frame_in_place   /* Frame.__init__ */
+        ? slots_new((PyTypeObject *)Frame, frame_members, args, FRAME_MEMBERS)
+        : PyObject_Vectorcall(Frame, args, FRAME_MEMBERS, NULL);
     Py_DECREF(len);
     Py_DECREF(data);
     if (frame == NULL)
@@ -578,7 +589,14 @@ fail:
     return NULL;
 }
 
+static PyObject *in_place(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args))
+{
+    return PyBool_FromLong(frame_in_place);
+}
+
 static PyMethodDef methods[] = {
+    {"in_place", in_place, METH_NOARGS, "in_place() -> whether a Frame is made without its "
+     "__init__ call"},
     {"handler", handler, METH_VARARGS,
      "handler(flow, mine, peer, pinned) -> handle(pkt, ts, seq, ack, flags, payload)"},
     {NULL, NULL, 0, NULL},
@@ -609,6 +627,13 @@ NAMES(SLOT_INTERN)
             || (fill = attr_of("dissector.framebuf", "fill")) == NULL
             || (frame_buffer = attr_of("dissector.framebuf", "frame_buffer")) == NULL
             || (finished = attr_of("dissector.framebuf", "finished")) == NULL)
+        return NULL;
+    for (int i = 0; i < FRAME_MEMBERS; i++) {
+        if ((frame_slot[i].name = PyUnicode_InternFromString(frame_names[i])) == NULL)
+            return NULL;
+        frame_members[i] = &frame_slot[i];
+    }
+    if ((frame_in_place = slots_cover(Frame, frame_members, FRAME_MEMBERS)) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -205,3 +205,39 @@ def test_segment_streams(monkeypatch, twin, seed, level):
         last[side] = len(chunk)
     compiled, twins = _both(monkeypatch, twin, segment_run(b"".join(parts), level))
     assert compiled == twins
+
+
+def test_objects_made_in_place():
+    """The compiled paths make each Frame, _Pending and Exchange without its class's __init__
+    call, setting every member as the __init__ does: a member added to one of those classes must
+    be added to the lists in tcp/_handler.c and _pairing.c too (until then they call the class,
+    as the next test checks)."""
+    require_compiled(flows.compiled_handler, "segment handler (tcp/_handler.c)")
+    require_compiled(session.PAIRING_COMPILED or None, "pairing (_pairing.c)")
+    from dissector import _pairing
+    from dissector.tcp import _handler
+    assert _handler.in_place()
+    assert _pairing.in_place() == (True, True)
+
+
+def _configure_pairing(pending_class):
+    from dissector import _pairing
+    _pairing.configure(session.Session, pending_class, session.Exchange, session.request_head,
+                       session._flexible_responses(), session.OK, session)
+
+
+def test_classes_called_where_their_members_differ(monkeypatch):
+    require_compiled(session.PAIRING_COMPILED or None, "pairing (_pairing.c)")
+    from dissector import _pairing
+
+    class Pending(session._Pending):
+        __slots__ = ("extra",)
+
+    _configure_pairing(Pending)
+    try:
+        assert _pairing.in_place() == (False, True)
+        compiled, twins = _both(monkeypatch, "pairing", _capture(REAL[0], "headers"))
+    finally:
+        _configure_pairing(session._Pending)
+    assert compiled[0] and compiled == twins
+    assert _pairing.in_place() == (True, True)
