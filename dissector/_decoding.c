@@ -12,7 +12,7 @@
  * happened yet), a walk that fails to the twin's `_decoded` (the body decoded and walked, as the
  * twin does then), trailing bytes and record sets with issues to its `_walked`. `flexible` is
  * the first flexible response version of each api key (None: never), indexed by api key;
- * `module` is decoding, whose walk_set is read at each walk. */
+ * `module` is decoding, whose set_sums is read at each walk. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -27,7 +27,7 @@ static Py_ssize_t known;
 
 #define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
     X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
-    X(walk_set) X(summarize) X(request_msg) X(response_msg) X(summary) X(topics) \
+    X(set_sums) X(summarize) X(request_msg) X(response_msg) X(summary) X(topics) \
     X(partitions) X(records) X(records_bytes) X(uncompressed_bytes) X(error_code) \
     X(error_codes) X(throttle_time_ms) X(api_key) X(partition_count) X(record_count) \
     X(records_uncompressed_bytes) X(error_count)
@@ -148,7 +148,7 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
                                 PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
                                 PyObject *tags, PyObject *offset)
 {
-    PyObject *budget = NULL, *names = NULL, *full = NULL, *walk_set = NULL, *walked = NULL;
+    PyObject *budget = NULL, *names = NULL, *full = NULL, *set_sums = NULL, *walked = NULL;
     PyObject *issues = NULL, *summary = NULL, *result = NULL, *limit = NULL;
     if ((limit = PyObject_GetAttr(self, s_max_uncompressed)) == NULL
             || (budget = PyList_New(1)) == NULL)
@@ -158,11 +158,11 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
     if (PyObject_SetAttr(self, s__budget, budget) < 0
             || (names = PyObject_GetAttr(self, s_topic_names)) == NULL
             || (full = PyObject_GetAttr(self, s_full_records)) == NULL
-            || (walk_set = PyObject_GetAttr(module, s_walk_set)) == NULL
+            || (set_sums = PyObject_GetAttr(module, s_set_sums)) == NULL
             || (issues = PyList_New(0)) == NULL)
         goto done;
     PyObject *args[9] = {PyTuple_GET_ITEM(w, 0), data, offset, PyTuple_GET_ITEM(w, 1),
-                         response ? Py_True : Py_False, names, walk_set, full, budget};
+                         response ? Py_True : Py_False, names, set_sums, full, budget};
     walked = PyObject_VectorcallMethod(s_summarize, args, 9, NULL);
     if (walked == NULL) {   /* malformed, or a layout it cannot walk: decoded instead */
         if (!PyErr_ExceptionMatches(PyExc_Exception))
@@ -209,7 +209,7 @@ done:
     Py_XDECREF(budget);
     Py_XDECREF(names);
     Py_XDECREF(full);
-    Py_XDECREF(walk_set);
+    Py_XDECREF(set_sums);
     Py_XDECREF(walked);
     Py_XDECREF(issues);
     Py_XDECREF(summary);

@@ -19,7 +19,7 @@ from .protocol.embedded import SPECIAL
 from .protocol.generated.apis import APIS
 from .protocol.headers import parse_response_header
 from .protocol.message import Message
-from .records.record_set import walk_set
+from .records.record_set import set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
 
@@ -204,7 +204,7 @@ class BodyDecoder:
             return None
         self._budget = [self.max_uncompressed]   # as _summary: one budget a message
         try:
-            walked = reader.summarize(data, offset, walk_plan, learn, self.topic_names, walk_set,
+            walked = reader.summarize(data, offset, walk_plan, learn, self.topic_names, set_sums,
                                       self.full_records, self._budget)
         except Exception:   # malformed (or a layout it cannot walk): decoded instead
             return None

@@ -574,13 +574,26 @@ static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s)
     return s->flexible ? walk_tags(c, p, s, skip_field, NULL, NULL) : 0;
 }
 
-/* One record set: the walker's `decode_set` call and its sums. */
+/* One record set: the walker's `decode_set` call and its sums (decode_set may give those alone,
+ * (records, bytes, uncompressed bytes or None), for a set without issues: record_set.set_sums). */
 static int sum_records(Sum *S, PyObject *v)
 {
-    PyObject *rs = PyObject_CallFunctionObjArgs(S->decode_set, v, S->full, S->budget, NULL);
+    PyObject *call[3] = {v, S->full, S->budget};
+    PyObject *rs = PyObject_Vectorcall(S->decode_set, call, 3, NULL);
     if (rs == NULL)
         return -1;
     int rc = -1;
+    if (PyTuple_CheckExact(rs) && PyTuple_GET_SIZE(rs) == 3) {   /* its sums alone: no issues */
+        PyObject *unc = PyTuple_GET_ITEM(rs, 2);
+        S->nrec += PyLong_AsLongLong(PyTuple_GET_ITEM(rs, 0));
+        S->nbytes += PyLong_AsLongLong(PyTuple_GET_ITEM(rs, 1));
+        if (unc == Py_None)
+            S->unc_known = 0;
+        else if (S->unc_known)
+            S->unc += PyLong_AsLongLong(unc);
+        Py_DECREF(rs);
+        return PyErr_Occurred() ? -1 : 0;
+    }
     PyObject *count = PyObject_GetAttr(rs, s_record_count), *size = NULL, *batches = NULL,
              *issues = NULL;
     if (count == NULL || (size = PyObject_GetAttr(rs, s_size)) == NULL)

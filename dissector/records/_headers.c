@@ -28,7 +28,8 @@ static const char *names[] = {
     "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count",
     "uncompressed_size", "crc_ok", "control", "_deferred", "records", NULL};
 #define FIELDS 21
-static PyObject *no_args;
+static PyObject *no_args, *zero;
+static PyObject *s_issues, *s_batches, *s_record_count, *s_size, *s_codec, *s_uncompressed_size;
 
 /* Where a class keeps each field (its __slots__ are plain object members): stored straight
  * there, as the member's own setter does, not through an attribute lookup each. */
@@ -239,6 +240,119 @@ static PyObject *walk_set(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     return PyObject_Vectorcall(walk_fallback, call, 1, fallback_kwnames);
 }
 
+/* The sums the summary walk takes of a v2-only set's batch headers, with the checks `headers`
+ * makes: 1 with *count, *unc (-1: unknown, a compressed batch) set; 0 where the set holds
+ * anything that would make an Issue (the RecordSet then says what); -1 on an error. */
+static int sums(const unsigned char *b, Py_ssize_t n, long long *count, long long *unc)
+{
+    Py_ssize_t pos = 0;
+    *count = *unc = 0;
+    while (pos < n) {
+        if (n - pos < 17)
+            break;   /* truncated: no issue at this level */
+        int64_t length = be(b + pos + 8, 4);
+        if (b[pos + 16] != 2 || length < MIN_LENGTH)
+            return 0;
+        Py_ssize_t size = (Py_ssize_t)length + 12;
+        if (pos + size > n)
+            break;
+        const unsigned char *h = b + pos;
+        int64_t records = be(h + 57, 4);
+        if (records < 0)
+            return 0;
+        if (walk_crc != Py_None) {   /* the CRC of the batch after its crc field */
+            PyObject *part = PyMemoryView_FromMemory((char *)h + 21, size - 21, PyBUF_READ);
+            PyObject *got = part == NULL ? NULL : PyObject_CallOneArg(walk_crc, part);
+            Py_XDECREF(part);
+            if (got == NULL)
+                return -1;
+            unsigned long crc = PyLong_AsUnsignedLong(got);
+            Py_DECREF(got);
+            if (crc == (unsigned long)-1 && PyErr_Occurred())
+                return -1;
+            if (crc != (unsigned long)(uint32_t)be(h + 17, 4))
+                return 0;
+        }
+        *count += records;
+        if (*unc >= 0)   /* a compressed batch's size is not known without decompressing it */
+            *unc = (be(h + 21, 2) & 7) == 0 ? *unc + size : -1;
+        pos += size;
+    }
+    return 1;
+}
+
+/* A headers-only RecordSet's sums as set_sums gives them, or the set itself when it holds
+ * issues (a new reference; rs's is taken). */
+static PyObject *sums_of(PyObject *rs)
+{
+    PyObject *issues = PyObject_GetAttr(rs, s_issues), *batches = NULL, *out = NULL;
+    PyObject *count = NULL, *size = NULL, *unc = PyLong_FromLong(0);
+    int any = issues == NULL ? -1 : PyObject_IsTrue(issues);
+    if (any != 0 || unc == NULL) {
+        out = any > 0 ? Py_NewRef(rs) : NULL;
+        goto done;
+    }
+    if ((batches = PyObject_GetAttr(rs, s_batches)) == NULL
+            || (count = PyObject_GetAttr(rs, s_record_count)) == NULL
+            || (size = PyObject_GetAttr(rs, s_size)) == NULL)
+        goto done;
+    PyObject *it = PyObject_GetIter(batches), *b;
+    if (it == NULL)
+        goto done;
+    while (unc != Py_None && (b = PyIter_Next(it)) != NULL) {   /* py_set_sums' loop */
+        PyObject *codec = PyObject_GetAttr(b, s_codec), *n = NULL;
+        int plain = codec == NULL ? -1 : PyObject_RichCompareBool(codec, zero, Py_EQ);
+        if (plain >= 0)
+            n = PyObject_GetAttr(b, plain ? s_size : s_uncompressed_size);
+        Py_XDECREF(codec);
+        Py_DECREF(b);
+        if (n == NULL)
+            break;
+        Py_SETREF(unc, n == Py_None ? Py_NewRef(Py_None) : PyNumber_Add(unc, n));
+        Py_DECREF(n);
+        if (unc == NULL)
+            break;
+    }
+    Py_DECREF(it);
+    if (!PyErr_Occurred())
+        out = PyTuple_Pack(3, count, size, unc);
+done:
+    Py_DECREF(rs);
+    Py_XDECREF(issues);
+    Py_XDECREF(batches);
+    Py_XDECREF(count);
+    Py_XDECREF(size);
+    Py_XDECREF(unc);
+    return out;
+}
+
+/* set_sums(data, records, budget): for the summary walk, walk_set's RecordSet; or where it
+ * would be a v2-only set headers-only without issues (records false), only what the walk takes
+ * of it: (records, bytes, uncompressed bytes or None). Twin: record_set.py_set_sums. */
+static PyObject *set_sums(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || walk_fallback == NULL)
+        return PyErr_Format(PyExc_TypeError, "set_sums(data, records, budget) after configure");
+    int records = PyObject_IsTrue(args[1]);
+    if (records < 0)
+        return NULL;
+    Py_buffer view;
+    if (!records && PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) == 0) {
+        long long count, unc;
+        int fast = sums(view.buf, view.len, &count, &unc);
+        Py_ssize_t n = view.len;
+        PyBuffer_Release(&view);
+        if (fast < 0)
+            return NULL;
+        if (fast)
+            return Py_BuildValue("(LnN)", count, n,
+                                 unc < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(unc));
+    }
+    PyErr_Clear();   /* not one contiguous buffer: walk_set's fallback says */
+    PyObject *rs = walk_set(module, args, nargs);
+    return rs == NULL || records ? rs : sums_of(rs);
+}
+
 static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *batch_type, *set_type, *crc32c, *fallback;
@@ -255,6 +369,8 @@ static PyMethodDef methods[] = {
      "v2_headers(data, Batch, RecordSet, crc32c) -> RecordSet or None"},
     {"walk_set", (PyCFunction)(void (*)(void))walk_set, METH_FASTCALL,
      "walk_set(data, records, budget) -> RecordSet: decode_record_set's, for the summary walk"},
+    {"set_sums", (PyCFunction)(void (*)(void))set_sums, METH_FASTCALL,
+     "set_sums(data, records, budget) -> RecordSet or (records, bytes, uncompressed bytes)"},
     {"configure", configure, METH_VARARGS,
      "configure(Batch, RecordSet, crc32c, decode_record_set): what walk_set makes and calls"},
     {NULL}
@@ -273,8 +389,15 @@ PyMODINIT_FUNC PyInit__headers(void)
                 return NULL;
         }
     no_args = PyTuple_New(0);
+    zero = PyLong_FromLong(0);
+    struct { PyObject **at; const char *s; } attrs[] = {
+        {&s_issues, "issues"}, {&s_batches, "batches"}, {&s_record_count, "record_count"},
+        {&s_size, "size"}, {&s_codec, "codec"}, {&s_uncompressed_size, "uncompressed_size"}};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        if ((*attrs[i].at = PyUnicode_InternFromString(attrs[i].s)) == NULL)
+            return NULL;
     fallback_kwnames = Py_BuildValue("(ss)", "records", "budget");
-    if (no_args == NULL || fallback_kwnames == NULL)
+    if (no_args == NULL || zero == NULL || fallback_kwnames == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

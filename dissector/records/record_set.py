@@ -14,9 +14,9 @@ from . import legacy, record_batch
 from .model import Batch, RecordSet
 
 try:  # the headers-only walk of a v2 record set compiled (records/_headers.c); else _decode
-    from ._headers import configure as _configure_walk_set, v2_headers, walk_set
+    from ._headers import configure as _configure_walk_set, set_sums, v2_headers, walk_set
 except ImportError:
-    v2_headers = walk_set = None
+    v2_headers = walk_set = set_sums = None
 
 _LENGTH = struct.Struct(">i")
 _MIN_LENGTH = {0: legacy.MIN_LENGTH[0], 1: legacy.MIN_LENGTH[1], 2: record_batch.MIN_LENGTH}
@@ -68,8 +68,26 @@ def py_walk_set(data, records, budget):
     return decode_record_set(data, records=records, budget=budget)
 
 
+def py_set_sums(data, records, budget):
+    """The byte walk's call for each `records` field (protocol/_reader.c summarize): walk_set's
+    record set; or where that holds no issue and `records` is false (batch headers only), only
+    what the walk takes of it: (records, bytes, uncompressed bytes or None once a batch is
+    compressed). records/_headers.c's set_sums is the same compiled, with no object per batch."""
+    rs = walk_set(data, records, budget)
+    if records or rs.issues:
+        return rs
+    unc = 0
+    for b in rs.batches:
+        size = b.size if b.codec == 0 else b.uncompressed_size
+        if size is None:
+            unc = None
+            break
+        unc += size
+    return rs.record_count, rs.size, unc
+
+
 if walk_set is None:
-    walk_set = py_walk_set
+    walk_set, set_sums = py_walk_set, py_set_sums
 else:   # the CRC as record_batch.decode checks it (not at all without the fast library)
     _configure_walk_set(Batch, RecordSet, record_batch.crc32c if record_batch.ACCELERATED else None,
                         decode_record_set)

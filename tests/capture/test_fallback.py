@@ -16,7 +16,8 @@ class Hide:
         if name in ("dissector.capture._walk", "dissector.records._check",
                     "dissector.records._headers", "dissector._csvrow", "dissector._framebuf",
                     "dissector.protocol._reader", "dissector.records._columns",
-                    "dissector.records._text", "dissector.protocol._reqhead"):
+                    "dissector.records._text", "dissector.protocol._reqhead",
+                    "dissector._decoding"):
             raise ImportError(name)
 sys.meta_path.insert(0, Hide())
 from dissector import framebuf, output
@@ -25,10 +26,13 @@ from dissector.records import record_batch, record_set
 assert not fast.COMPILED and record_batch.check_records is record_batch._check_records
 assert output.csv_line is output.plain_line and record_set.v2_headers is None
 assert record_set.walk_set is record_set.py_walk_set
+assert record_set.set_sums is record_set.py_set_sums
 from dissector.protocol import headers, readers
 assert not framebuf.COMPILED and not readers.COMPILED and not headers.COMPILED
 from dissector.records import columns, text
 assert columns.append_v2 is columns.py_append_v2 and text.csv_text is text.py_csv_text
+from dissector import decoding
+assert not decoding.COMPILED and decoding.BodyDecoder.request is decoding.BodyDecoder.py_request
 from dissector.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -199,11 +199,18 @@ def target_walkset():
     from dissector.records.record_set import walk_set
     from dissector.records import decode_record_set
 
+    from dissector.records.record_set import py_set_sums, set_sums
+
     def one(data):
         got = _outcome(walk_set, data, False, [1 << 20])
         if got[0] == "ok":
             rs = decode_record_set(data, records=False, max_uncompressed=1 << 20)
             assert len(rs.batches) == len(got[1].batches)
+        sums = _outcome(set_sums, data, False, [1 << 20])
+        twin = _outcome(py_set_sums, data, False, [1 << 20])
+        assert sums[0] == twin[0] and type(sums[1]) is type(twin[1])
+        if type(twin[1]) is tuple:
+            assert sums == twin
     return one
 
 
