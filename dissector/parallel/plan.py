@@ -62,12 +62,16 @@ class Plan:
 
     def owns(self, me):
         """owns(src, dst, sport, dport) for worker `me`, asked at each new flow's first packet
-        (the same packets, in the same order, in every worker): clients (or flows) are dealt
-        round the workers in the order they first appear, so that every worker decides alike
-        and each gets its share."""
+        (the same packets, in the same order, in every worker): a client (or with by="connection"
+        a flow) seen for the first time goes to the worker with the fewest flows so far (the
+        lowest between equals), its later flows to the same worker, so that every worker
+        decides alike and each gets its share. Dealing clients round the workers in turn would
+        ignore how many connections each opens: clients alternating many and few line up with
+        the turns."""
         ports, jobs = self.ports, self.jobs
         by_client = self.by == "client"
         dealt = {}
+        flows = [0] * jobs
 
         def owns(src, dst, sport, dport):
             if by_client and dport in ports:
@@ -79,7 +83,7 @@ class Plan:
                 key = min(a, b) + max(a, b)
             worker = dealt.get(key)
             if worker is None:
-                worker = dealt[key] = len(dealt) % jobs
+                worker = dealt[key] = flows.index(min(flows))
+            flows[worker] += 1
             return worker == me
         return owns
-

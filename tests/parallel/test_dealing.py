@@ -1,0 +1,56 @@
+"""Which worker owns a flow (Plan.owns): asked at every flow's first packet in every worker, the
+workers agree on one owner each, a client's flows stay together, and the flows are shared out by
+how many each worker has, not by turns."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dissector.parallel import Plan
+
+BROKER = bytes((10, 0, 0, 1))
+
+
+def client(i):
+    return bytes((10, 1, i >> 8, i & 0xFF))
+
+
+def owners(flows, jobs, by="client"):
+    """Per flow (src, dst, sport, dport), the workers that said it was theirs."""
+    plan = Plan([], None, jobs, (9092,), by=by)
+    asks = [plan.owns(w) for w in range(jobs)]
+    return [[w for w, owns in enumerate(asks) if owns(*flow)] for flow in flows]
+
+
+@pytest.mark.parametrize("by", ["client", "connection"])
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_one_owner_each_and_a_clients_flows_together(jobs, by):
+    rnd = random.Random(jobs)
+    flows = []
+    for port in range(40000, 40300):
+        c = client(rnd.randrange(20))
+        flows.append((c, BROKER, port, 9092) if rnd.random() < 0.8 else (BROKER, c, 9092, port))
+    got = owners(flows, jobs, by)
+    assert all(len(w) == 1 for w in got)
+    counts = [sum(w == [j] for w in got) for j in range(jobs)]
+    if by == "client":
+        seen = {}
+        for (src, dst, sport, _), (w,) in zip(flows, got):
+            c = dst if sport == 9092 else src
+            assert seen.setdefault(c, w) == w
+    else:   # every flow dealt on its own: as even as can be
+        assert max(counts) - min(counts) <= 1
+
+
+def test_clients_alternating_many_and_few_connections_are_shared_out():
+    """Clients opening 3 connections and 1 in turn: dealt by turns, every busy client would go to
+    worker 0 (3 flows to 1 for every two clients); by the fewest flows, as many to each."""
+    flows, port = [], 40000
+    for i in range(40):
+        for _ in range(3 if i % 2 == 0 else 1):
+            flows.append((client(i), BROKER, port, 9092))
+            port += 1
+    got = owners(flows, 2)
+    counts = [sum(w == [j] for w in got) for j in range(2)]
+    assert max(counts) - min(counts) <= 2, counts
