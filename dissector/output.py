@@ -58,6 +58,10 @@ class TextWriter:
     def write(self, ex) -> None:
         self.out.write(self.line(ex.index, *self.tail(ex)))
 
+    def write_all(self, exchanges) -> None:
+        for ex in exchanges:
+            self.write(ex)
+
     def line(self, index, first_ts, tail) -> str:
         """The line of exchange number `index`, which started at `first_ts`, from its tail."""
         if self.t0 is None:
@@ -99,6 +103,9 @@ class JsonlWriter:
 
     def write(self, ex) -> None:
         self.out.write(self.line(ex))
+
+    def write_all(self, exchanges) -> None:
+        self.out.write("".join(map(self.line, exchanges)))
 
     def line(self, ex) -> str:
         rec = exchange_record(ex)
@@ -162,6 +169,12 @@ class CsvWriter:
 
     def write(self, ex) -> None:
         self.out.write(self.line(ex))
+
+    def write_all(self, exchanges, row=exchange_row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> None:
+        """The lines of `exchanges` in one write: `line` for each, with its common case inline."""
+        line = self.line
+        self.out.write("".join([csv_line(row(ex), ts_at, topics_at) or line(ex)
+                                for ex in exchanges]))
 
     def line(self, ex) -> str:
         row = exchange_row(ex)

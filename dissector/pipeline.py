@@ -109,16 +109,22 @@ class Dissector:
         exchanges as they come (after each chunk of the file read): the fused hot loop of
         capture.fast hands segments of live flows straight to their handlers. `progress(path,
         bytes)` is called after each chunk."""
+        for exchanges in self.feed_file_batches(path, packet_no, progress):
+            yield from exchanges
+
+    def feed_file_batches(self, path, packet_no=0, progress=None):
+        """feed_file's exchanges as a list after each chunk (a consumer's loop per chunk, not per
+        exchange)."""
         out = self.output
         try:
             for _ in scan(path, packet_no, self._flows, self._packet, self):
                 if progress is not None:
                     progress(path, self.bytes)
-                while out:
-                    yield out.popleft()
+                if out:
+                    yield _drained(out)
         except CaptureError:
-            while out:  # what completed before a damaged tail, ahead of the error
-                yield out.popleft()
+            if out:   # what completed before a damaged tail, ahead of the error
+                yield _drained(out)
             raise
 
     def _packet(self, packet_no, ts_ns, linktype, data):
@@ -205,17 +211,28 @@ class Dissection:
         return self.dissector.bytes
 
     def __iter__(self):
+        for exchanges in self.batches():
+            yield from exchanges
+
+    def batches(self):
+        """The exchanges as lists, as they complete (after each chunk of a file, at the end)."""
         d = self.dissector
         for path in self.paths:
             try:
-                yield from d.feed_file(path, d.packets, self._progress)
+                yield from d.feed_file_batches(path, d.packets, self._progress)
             except CaptureError as exc:
                 self.errors.append(str(exc))
                 d.add_issue(Issue("capture.error", ERROR, str(exc), frame=d.packets))
         d.finish()
-        out = d.output
-        while out:
-            yield out.popleft()
+        if d.output:
+            yield _drained(d.output)
+
+
+def _drained(out) -> list:
+    """The exchanges in `out`, which is left empty."""
+    exchanges = list(out)
+    out.clear()
+    return exchanges
 
 
 def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_frame=MAX_FRAME,

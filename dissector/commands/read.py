@@ -57,13 +57,14 @@ def run(args) -> int:
             except Diverged as exc:   # one process from the start, after what is written
                 written = exc.written
         origin = getattr(writer, "origin", None) if keep is not None else None
-        for ex in run:
+        for exchanges in run.batches():
             if origin is not None:   # as tshark -Y: times stay relative to the first exchange
-                origin(ex)
+                origin(exchanges[0])
                 origin = None
-            if ex.index > written and (
-                    keep is None or keep(dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex))))):
-                writer.write(ex)
+            if written or keep is not None:
+                exchanges = [ex for ex in exchanges if ex.index > written and (keep is None or keep(
+                    dict(zip(EXCHANGE_COLUMN_NAMES, exchange_row(ex)))))]
+            writer.write_all(exchanges)
         writer.close()
     finally:
         progress.done()
