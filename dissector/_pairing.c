@@ -1,4 +1,4 @@
-/* A connection's messages paired at the headers level, compiled: session.Session.py_frame (the
+/* A connection's messages paired, compiled: session.Session.py_frame (the
  * pure-Python twin, with _request, _response and _paired) says what this does. On message-dense
  * traffic the session's Python was a fifth of the header level's time.
  *
@@ -8,8 +8,10 @@
  * MAX_IN_FLIGHT_BYTES bound the requests in flight, read at each request): a
  * request whose header request_head reads (or _head_size read when the message started) goes in
  * flight; a response answering the oldest request in flight with a plain header (v0, or v1
- * without tagged fields) makes its Exchange, handed to the session's _emit. Everything else
- * (the bodies levels, raw SASL tokens, a header request_head leaves to the full parse, a
+ * without tagged fields) makes its Exchange, handed to the session's _emit. At the bodies
+ * levels the session's decoder (decoding.BodyDecoder: its request, response and summarize, as
+ * the twin calls them) decodes each message on the way, any response header. Everything else
+ * (raw SASL tokens, a header request_head leaves to the full parse, a
  * response out of order or too short, SaslHandshake and ApiVersions answers, a request already
  * holding issues) goes to the twin's own methods at the same point. `flexible` is the first
  * flexible response version of each api key (None: never), indexed by api key. The _Pending and
@@ -33,8 +35,9 @@ static Py_ssize_t known;
 #define NAMES(X) X(_decoder) X(_raw_sasl) X(_parsed) X(_sasl) X(_inflight) X(_inflight_bytes) \
     X(_raw_tokens) X(connection) X(_emit) X(direction) X(data) X(acks) X(frame) X(api_key) \
     X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
-    X(py_frame) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
-    X(MAX_IN_FLIGHT_BYTES) X(py_head_size)
+    X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
+    X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) \
+    X(response_msg) X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED)
 NAMES(SLOT_DECLARE)
 
 /* The objects made in place (_attrs.h slots_new) when their classes have these members. */
@@ -118,8 +121,54 @@ static PyObject *pop(PyObject *session)
     return pending;
 }
 
-/* Session._request */
-static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
+/* [session._rebase(i, frame) for i in issues] appended to `to`: 0, or -1 with an error */
+static int rebased(PyObject *session, PyObject *issues, PyObject *frame, PyObject *to)
+{
+    PyObject *it = PyObject_GetIter(issues), *i;
+    if (it == NULL)
+        return -1;
+    while ((i = PyIter_Next(it)) != NULL) {
+        PyObject *r = PyObject_CallMethodObjArgs(session, s__rebase.name, i, frame, NULL);
+        Py_DECREF(i);
+        if (r == NULL || PyList_Append(to, r) < 0) {
+            Py_XDECREF(r);
+            break;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* The bodies levels' decoding of a request in flight (Session._request's): pending.msg, and
+ * its issues rebased as the pending request's own. 0, or -1 with an error raised. */
+static int decode_request(PyObject *decoder, PyObject *session, PyObject *pending,
+                          PyObject *frame, PyObject *data, PyObject *head)
+{
+    PyObject *args[8] = {decoder, data, PyTuple_GET_ITEM(head, 0), PyTuple_GET_ITEM(head, 1),
+                         PyTuple_GET_ITEM(head, 2), PyTuple_GET_ITEM(head, 3),
+                         PyTuple_GET_ITEM(head, 4), PyTuple_GET_ITEM(head, 5)};
+    PyObject *msg = PyObject_VectorcallMethod(s_request.name, args, 8, NULL);
+    if (msg == NULL || attr_set(&s_msg, pending, msg) < 0) {
+        Py_XDECREF(msg);
+        return -1;
+    }
+    PyObject *issues = PyObject_GetAttr(msg, s_issues.name), *own = NULL;
+    Py_DECREF(msg);
+    int any = issues == NULL ? -1 : PyObject_IsTrue(issues);
+    int rc = any;
+    if (any > 0) {
+        own = PyList_New(0);
+        rc = own == NULL || rebased(session, issues, frame, own) < 0
+            || attr_set(&s_issues, pending, own) < 0 ? -1 : 0;
+    }
+    Py_XDECREF(issues);
+    Py_XDECREF(own);
+    return rc;
+}
+
+/* Session._request (`decoder`: the session's, None at the headers level) */
+static PyObject *request(PyObject *session, PyObject *frame, PyObject *data, PyObject *decoder)
 {
     PyObject *head = attr_get(&s__parsed, session);
     if (head == NULL)
@@ -182,6 +231,8 @@ static PyObject *request(PyObject *session, PyObject *frame, PyObject *data)
         Py_DECREF(acks);
     }
     PyBuffer_Release(&view);
+    if (decoder != Py_None && decode_request(decoder, session, pending, frame, data, head) < 0)
+        goto done;
     inflight = attr_get(&s__inflight, session);
     long long used;
     PyObject *bytes = inflight == NULL ? NULL : attr_get(&s__inflight_bytes, session);
@@ -224,8 +275,57 @@ done:
     return result;
 }
 
-/* Session._paired for a plain response header; else the twin's */
-static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, PyObject *data)
+/* The bodies levels' decoding of an answer (Session._paired's): ex.response_msg, its issues
+ * rebased onto the exchange's, the summary columns, the status of an exchange with errors. 0, or
+ * -1 with an error raised. */
+static int decode_response(PyObject *decoder, PyObject *session, PyObject *ex, PyObject *frame,
+                           PyObject *data, PyObject *key, PyObject *version, PyObject *msg)
+{
+    PyObject *args[5] = {decoder, data, key, version, msg};
+    PyObject *resp = PyObject_VectorcallMethod(s_response.name, args, 5, NULL);
+    if (resp == NULL || attr_set(&s_response_msg, ex, resp) < 0) {
+        Py_XDECREF(resp);
+        return -1;
+    }
+    PyObject *issues = PyObject_GetAttr(resp, s_issues.name);
+    Py_DECREF(resp);
+    int any = issues == NULL ? -1 : PyObject_IsTrue(issues);
+    PyObject *all = any > 0 ? attr_get(&s_issues, ex) : NULL;
+    if (any < 0 || (any > 0 && (all == NULL || !PyList_Check(all)
+                                || rebased(session, issues, frame, all) < 0))) {
+        if (all != NULL && !PyList_Check(all))
+            PyErr_SetString(PyExc_TypeError, "an exchange's issues are a list");
+        Py_XDECREF(issues);
+        Py_XDECREF(all);
+        return -1;
+    }
+    Py_XDECREF(issues);
+    if (call_none(PyObject_CallMethodOneArg(decoder, s_summarize.name, ex)) < 0) {
+        Py_XDECREF(all);
+        return -1;
+    }
+    /* the request's issues went to the twin: only these can make the exchange malformed */
+    int rc = 0;
+    for (Py_ssize_t i = 0; all != NULL && i < PyList_GET_SIZE(all) && rc == 0; i++) {
+        PyObject *severity = PyObject_GetAttr(PyList_GET_ITEM(all, i), s_severity.name);
+        PyObject *error = severity == NULL ? NULL : PyObject_GetAttr(limits, s_ERROR.name);
+        int bad = error == NULL ? -1 : PyObject_RichCompareBool(severity, error, Py_EQ);
+        Py_XDECREF(severity);
+        Py_XDECREF(error);
+        if (bad) {
+            PyObject *status = bad < 0 ? NULL : PyObject_GetAttr(limits, s_MALFORMED.name);
+            rc = status == NULL || attr_set(&s_status, ex, status) < 0 ? -1 : 1;
+            Py_XDECREF(status);
+        }
+    }
+    Py_XDECREF(all);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Session._paired for a plain response header (any header at the bodies levels, where the
+ * decoder reads it); else the twin's */
+static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, PyObject *data,
+                        PyObject *decoder)
 {
     PyObject *key = NULL, *version = NULL, *issues = NULL, *ex = NULL, *result = NULL;
     PyObject *req = NULL, *corr = NULL, *client = NULL, *msg = NULL, *conn = NULL;
@@ -240,7 +340,7 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
     int has_issues = PyObject_IsTrue(issues);
     if (has_issues < 0)
         goto done;
-    if (plain && !has_issues) {
+    if (plain && !has_issues && decoder == Py_None) {
         int v1 = 0 <= api_key && api_key < known && flexible[api_key] >= 0
             && api_version >= flexible[api_key];
         if (v1) {   /* tagged fields after the correlation id: none is the plain case */
@@ -272,7 +372,8 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
                               issues};
         ex = PyObject_Vectorcall(exchange_class, args, 11, NULL);
     }
-    if (ex == NULL)
+    if (ex == NULL || (decoder != Py_None
+                       && decode_response(decoder, session, ex, frame, data, key, version, msg) < 0))
         goto done;
     result = PyObject_CallMethodOneArg(session, s__emit.name, ex);
 done:
@@ -289,7 +390,7 @@ done:
 }
 
 /* Session._response */
-static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
+static PyObject *response(PyObject *session, PyObject *frame, PyObject *data, PyObject *decoder)
 {
     PyObject *tokens = attr_get(&s__raw_tokens, session);
     int raw = tokens == NULL ? -1 : PyObject_IsTrue(tokens);
@@ -330,7 +431,7 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data)
     PyObject *pending = pop(session);
     if (pending == NULL)
         return NULL;
-    PyObject *r = paired(session, pending, frame, data);
+    PyObject *r = paired(session, pending, frame, data, decoder);
     Py_DECREF(pending);
     return r;
 }
@@ -400,27 +501,25 @@ static PyObject *session_frame(PyObject *session, PyObject *frame)
     PyObject *decoder = attr_get(&s__decoder, session);
     if (decoder == NULL)
         return NULL;
-    int bodies = decoder != Py_None;
-    Py_DECREF(decoder);
-    if (bodies)
-        return to_twin(session, s_py_frame.name, frame, NULL);
     long long direction;
-    if (get_ll(&s_direction, frame, &direction) < 0)
+    PyObject *data = get_ll(&s_direction, frame, &direction) < 0 ? NULL
+        : attr_get(&s_data, frame);
+    if (data == NULL) {
+        Py_DECREF(decoder);
         return NULL;
-    PyObject *data = attr_get(&s_data, frame);
-    if (data == NULL)
-        return NULL;
+    }
     PyObject *r;
     if (direction == 0) {
         PyObject *sasl = attr_get(&s__raw_sasl, session);
         int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
         Py_XDECREF(sasl);
         r = raw < 0 ? NULL : raw ? to_twin(session, s__request.name, frame, NULL)
-            : request(session, frame, data);
+            : request(session, frame, data, decoder);
     } else {
-        r = response(session, frame, data);
+        r = response(session, frame, data, decoder);
     }
     Py_DECREF(data);
+    Py_DECREF(decoder);
     return r;
 }
 

@@ -212,7 +212,7 @@ class Session:
 
     def py_frame(self, frame) -> None:
         """A message of the connection, in the order of its direction. `_pairing.c` is the same
-        compiled for the headers level's common cases (it hands the rest to the methods here)."""
+        compiled for the common cases, at every level (it hands the rest to the methods here)."""
         if frame.direction == REQUEST:
             self._request(frame)
         else:

@@ -80,7 +80,7 @@ def _capture(path, level):
     return run
 
 
-@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("level", LEVELS + ("records",))
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_captures(monkeypatch, twin, path, level):
     compiled, twins = _both(monkeypatch, twin, _capture(path, level))
