@@ -20,7 +20,7 @@ from .files import open_capture
 from .layers import LT_ETHERNET, LT_IPV4, LT_LOOP, LT_NULL, LT_RAW, LT_RAW_ALIASES, LT_SLL, LT_SLL2
 from .pcap import MAX_RECORD, pcap_header
 from .pcapng import pcapng_batches
-from ..tcp.batch import settle
+from ..tcp import batch
 
 try:
     from ._walk import Walker
@@ -59,7 +59,7 @@ def scan(path, packet_no, flows, other, into):
 
 
 def _walker(flows, other):
-    return Walker(flows, other, settle, LINKS)
+    return Walker(flows, other, batch.settle, LINKS)
 
 
 def _pcap(chunks, n, flows, other, into):

@@ -29,12 +29,16 @@
 #define TRUST_SIZE (64 << 10)
 
 static PyObject *Frame, *fill, *frame_buffer, *finished;   /* model.Frame, dissector.framebuf */
+/* budget.Budget and framing.Framer, and the methods of theirs done in place (budget_reserve,
+ * budget_release, settle's took) while the classes keep them */
+static PyObject *Budget, *Framer, *reserve_fn, *release_fn, *took_fn;
 
 #define NAMES(X) X(last_pkt) X(last_ts) X(base) X(next) X(held) X(done) X(fin) X(last_data) \
     X(waiting) X(settle) X(answers) X(acked) X(segment) X(framer) X(sink) X(frame) X(connection) \
     X(direction) X(max_frame) X(_head) X(budget) X(reserve) X(release) X(offset) X(_room) \
     X(_buf) X(_kept) X(_need) X(_state) X(_start) X(_first_pkt) X(_first_ts) X(_last_pkt) \
-    X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn)
+    X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn) X(used) \
+    X(big_size) X(limit) X(big) X(over) X(took) X(pinned)
 NAMES(SLOT_DECLARE)
 
 /* model.Frame's members, set in place (_attrs.h slots_new) where it has exactly these */
@@ -51,10 +55,17 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *flow, *conn, *mine, *peer, *pinned, *waiting, *acked, *segment;
     /* mine's framer and what it keeps from its start */
-    PyObject *framer, *emit, *connection, *direction, *head, *reserve, *release;
+    PyObject *framer, *emit, *connection, *direction, *head, *budget, *reserve, *release;
     long long max_frame;
-    int dir;
+    int budget_in_place;   /* budget is a Budget whose reserve and release are Budget's */
 } Handler;
+
+/* cls's attribute `name` is `fn` (a method not replaced), for an object of exactly cls */
+static int keeps(PyObject *o, PyObject *cls, Slot *name, PyObject *fn)
+{
+    return Py_IS_TYPE(o, (PyTypeObject *)cls)
+        && _PyType_Lookup((PyTypeObject *)cls, name->name) == fn;
+}
 
 /* -- attributes ------------------------------------------------------------------------------- */
 
@@ -85,6 +96,71 @@ static int as_u32(PyObject *v, uint32_t *out)
 static int fill_at(PyObject *buf, long long at, PyObject *src, Py_ssize_t start, Py_ssize_t stop)
 {
     return call_none(PyObject_CallFunction(fill, "OLOnn", buf, at, src, start, stop));
+}
+
+/* -- the budget ------------------------------------------------------------------------------ */
+
+/* A Budget's used, big_size and limit when all are ints that fit, in place: 1; 0 when not */
+static int budget_ints(PyObject *b, long long *used, long long *big_size, long long *limit)
+{
+    PyObject **u = slot_at(&s_used, b), **g = slot_at(&s_big_size, b), **l = slot_at(&s_limit, b);
+    if (u == NULL || g == NULL || l == NULL || *u == NULL || *g == NULL || *l == NULL
+            || !PyLong_CheckExact(*u) || !PyLong_CheckExact(*g) || !PyLong_CheckExact(*l))
+        return 0;
+    int o1, o2, o3;
+    *used = PyLong_AsLongLongAndOverflow(*u, &o1);
+    *big_size = PyLong_AsLongLongAndOverflow(*g, &o2);
+    *limit = PyLong_AsLongLongAndOverflow(*l, &o3);
+    return !o1 && !o2 && !o3 && *used > -(1LL << 62) && *used < (1LL << 62);
+}
+
+/* budget.reserve(holder, size): Budget.reserve done here for a Budget */
+static int budget_reserve(Handler *h, PyObject *holder, long long size)
+{
+    PyObject *b = h->budget;
+    long long used, big_size, limit;
+    if (!h->budget_in_place || size < 0 || size > (1LL << 40)
+            || !budget_ints(b, &used, &big_size, &limit)) {
+        PyObject *n = PyLong_FromLongLong(size);
+        int r = n == NULL ? -1 : call_none(PyObject_CallFunctionObjArgs(h->reserve, holder, n,
+                                                                        NULL));
+        Py_XDECREF(n);
+        return r;
+    }
+    used += size;
+    if (set_ll(&s_used, b, used) < 0)
+        return -1;
+    if (size >= big_size) {
+        PyObject *big = attr_get(&s_big, b);
+        int r = big == NULL ? -1 : PyObject_SetItem(big, holder, Py_None);
+        Py_XDECREF(big);
+        if (r < 0)
+            return -1;
+    }
+    if (used > limit)
+        return call_none(PyObject_CallMethodNoArgs(b, s_over.name));
+    return 0;
+}
+
+/* budget.release(holder, size): Budget.release done here for a Budget */
+static int budget_release(Handler *h, PyObject *holder, PyObject *size_obj)
+{
+    PyObject *b = h->budget;
+    long long used, big_size, limit, size;
+    int overflow;
+    size = PyLong_CheckExact(size_obj) ? PyLong_AsLongLongAndOverflow(size_obj, &overflow) : -1;
+    if (!h->budget_in_place || size < 0 || size > (1LL << 40)
+            || !budget_ints(b, &used, &big_size, &limit))
+        return call_none(PyObject_CallFunctionObjArgs(h->release, holder, size_obj, NULL));
+    if (set_ll(&s_used, b, used - size) < 0)
+        return -1;
+    if (size >= big_size) {
+        PyObject *big = attr_get(&s_big, b);
+        int r = big == NULL ? -1 : PyObject_DelItem(big, holder);
+        Py_XDECREF(big);
+        return r;
+    }
+    return 0;
 }
 
 /* -- Framer.feed and _take ---------------------------------------------------------------------- */
@@ -183,12 +259,7 @@ static int start_frame(Handler *h, PyObject *data, const char *p, Py_ssize_t pos
     Py_DECREF(k);
     if (r < 0 || set_ll(&s__room, f, size - (n - pos - 4)) < 0 || set_ll(&s__state, f, BODY) < 0)
         return -1;
-    PyObject *size_obj = PyLong_FromLongLong(size);
-    if (size_obj == NULL)
-        return -1;
-    r = call_none(PyObject_CallFunctionObjArgs(h->reserve, f, size_obj, NULL));
-    Py_DECREF(size_obj);
-    return r;
+    return budget_reserve(h, f, size);
 }
 
 /* _take's _BODY case at p[pos:n]: the frame in progress continues, and may end here. Returns
@@ -225,8 +296,7 @@ static Py_ssize_t continue_frame(Handler *h, PyObject *data, Py_ssize_t pos, Py_
         return -1;
     }
     PyObject *need_obj = attr_get(&s__need, f);
-    if (need_obj == NULL
-            || call_none(PyObject_CallFunctionObjArgs(h->release, f, need_obj, NULL)) < 0) {
+    if (need_obj == NULL || budget_release(h, f, need_obj) < 0) {
         Py_XDECREF(need_obj);
         Py_DECREF(whole);
         return -1;
@@ -496,6 +566,7 @@ static int Handler_traverse(Handler *h, visitproc visit, void *arg)
     Py_VISIT(h->connection);
     Py_VISIT(h->direction);
     Py_VISIT(h->head);
+    Py_VISIT(h->budget);
     Py_VISIT(h->reserve);
     Py_VISIT(h->release);
     return 0;
@@ -516,6 +587,7 @@ static int Handler_clear(Handler *h)
     Py_CLEAR(h->connection);
     Py_CLEAR(h->direction);
     Py_CLEAR(h->head);
+    Py_CLEAR(h->budget);
     Py_CLEAR(h->reserve);
     Py_CLEAR(h->release);
     return 0;
@@ -560,7 +632,7 @@ static PyObject *handler(PyObject *Py_UNUSED(module), PyObject *args)
     h->acked = attr_get(&s_acked, peer);
     h->segment = attr_get(&s_segment, mine);
     h->framer = attr_get(&s_framer, mine);
-    h->emit = h->connection = h->direction = h->head = h->reserve = h->release = NULL;
+    h->emit = h->connection = h->direction = h->head = h->budget = h->reserve = h->release = NULL;
     PyObject_GC_Track(h);
     if (h->conn == NULL || h->waiting == NULL || h->acked == NULL || h->segment == NULL
             || h->framer == NULL)
@@ -574,9 +646,11 @@ static PyObject *handler(PyObject *Py_UNUSED(module), PyObject *args)
     PyObject *budget = attr_get(&s_budget, f);
     if (budget == NULL)
         goto fail;
+    h->budget = budget;
     h->reserve = attr_get(&s_reserve, budget);
     h->release = attr_get(&s_release, budget);
-    Py_DECREF(budget);
+    h->budget_in_place = keeps(budget, Budget, &s_reserve, reserve_fn)
+        && keeps(budget, Budget, &s_release, release_fn);
     h->connection = attr_get(&s_connection, f);
     h->direction = attr_get(&s_direction, f);
     h->head = attr_get(&s__head, f);
@@ -594,11 +668,67 @@ static PyObject *in_place(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)
     return PyBool_FromLong(frame_in_place);
 }
 
+/* -- a run settled (tcp.batch) -------------------------------------------------------------- */
+
+/* o.name = o.name + by (op: PyNumber_Add or PyNumber_Subtract) */
+static int bump(Slot *name, PyObject *o, PyObject *by, binaryfunc op)
+{
+    PyObject *v = attr_get(name, o);
+    PyObject *w = v == NULL ? NULL : op(v, by);
+    Py_XDECREF(v);
+    int r = w == NULL ? -1 : attr_set(name, o, w);
+    Py_XDECREF(w);
+    return r;
+}
+
+/* settle(flows, flow, stream, taken, pkt, ts, last): tcp.batch.py_settle, with Framer.took
+ * done here for a Framer */
+static PyObject *settle(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "settle(flows, flow, stream, taken, pkt, ts, last)");
+        return NULL;
+    }
+    PyObject *flows = args[0], *flow = args[1], *stream = args[2], *taken = args[3];
+    PyObject *pkt = args[4], *ts = args[5], *last = args[6];
+    PyObject *framer = attr_get(&s_framer, stream);
+    if (framer == NULL)
+        return NULL;
+    int r;
+    if (keeps(framer, Framer, &s_took, took_fn))   /* Framer.took */
+        r = bump(&s_offset, framer, taken, PyNumber_Add) < 0
+            || bump(&s__room, framer, taken, PyNumber_Subtract) < 0
+            || attr_set(&s__last_pkt, framer, pkt) < 0
+            || attr_set(&s__last_ts, framer, ts) < 0 ? -1 : 0;
+    else
+        r = call_none(PyObject_CallMethodObjArgs(framer, s_took.name, taken, pkt, ts, NULL));
+    Py_DECREF(framer);
+    if (r < 0 || attr_set(&s_last_data, stream, last) < 0
+            || bump(&s_next, stream, taken, PyNumber_Add) < 0)
+        return NULL;
+    if (!PyBytes_CheckExact(last)) {
+        PyObject *pinned = attr_get(&s_pinned, flows);
+        r = pinned == NULL ? -1 : PySet_Check(pinned) ? PySet_Add(pinned, stream)
+            : call_none(PyObject_CallMethod(pinned, "add", "O", stream));
+        Py_XDECREF(pinned);
+        if (r < 0)
+            return NULL;
+    }
+    PyObject *conn = attr_set(&s_last_pkt, flow, pkt) < 0 ? NULL : attr_get(&s_conn, flow);
+    r = conn == NULL ? -1 : attr_set(&s_last_ts, conn, ts);
+    Py_XDECREF(conn);
+    if (r < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"in_place", in_place, METH_NOARGS, "in_place() -> whether a Frame is made without its "
      "__init__ call"},
     {"handler", handler, METH_VARARGS,
      "handler(flow, mine, peer, pinned) -> handle(pkt, ts, seq, ack, flags, payload)"},
+    {"settle", (PyCFunction)(void (*)(void))settle, METH_FASTCALL,
+     "settle(flows, flow, stream, taken, pkt, ts, last): tcp.batch.py_settle"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -626,8 +756,15 @@ NAMES(SLOT_INTERN)
     if ((Frame = attr_of("dissector.model", "Frame")) == NULL
             || (fill = attr_of("dissector.framebuf", "fill")) == NULL
             || (frame_buffer = attr_of("dissector.framebuf", "frame_buffer")) == NULL
-            || (finished = attr_of("dissector.framebuf", "finished")) == NULL)
+            || (finished = attr_of("dissector.framebuf", "finished")) == NULL
+            || (Budget = attr_of("dissector.budget", "Budget")) == NULL
+            || (Framer = attr_of("dissector.framing", "Framer")) == NULL
+            || !PyType_Check(Budget) || !PyType_Check(Framer))
         return NULL;
+    /* the methods as the classes define them */
+    reserve_fn = Py_XNewRef(_PyType_Lookup((PyTypeObject *)Budget, s_reserve.name));
+    release_fn = Py_XNewRef(_PyType_Lookup((PyTypeObject *)Budget, s_release.name));
+    took_fn = Py_XNewRef(_PyType_Lookup((PyTypeObject *)Framer, s_took.name));
     for (int i = 0; i < FRAME_MEMBERS; i++) {
         if ((frame_slot[i].name = PyUnicode_InternFromString(frame_names[i])) == NULL)
             return NULL;

@@ -25,9 +25,9 @@ from .flows import INDIRECT, PLAIN, pack_ports
 from .reassembly import ACK, ACK_HORIZON, MASK
 
 
-def settle(flows, flow, stream, taken, pkt, ts, last):
+def py_settle(flows, flow, stream, taken, pkt, ts, last):
     """Count a run's segments (`taken` bytes, the last one, payload `last`, in packet `pkt` at
-    `ts`) as their handler calls would have."""
+    `ts`) as their handler calls would have. tcp/_handler.c's settle is the same compiled."""
     stream.framer.took(taken, pkt, ts)
     stream.last_data = last
     stream.next += taken
@@ -110,3 +110,9 @@ def feed_columns(flows, out, columns, emitted):
             emitted.extend([pkt] * (len(out) - before))
     if run and room != r_room:
         settle(flows, flow, stream, r_room - room, r_pkt, r_ts, last)
+
+
+try:
+    from ._handler import settle
+except ImportError:   # no compiler where it was installed: the same in Python
+    settle = py_settle

@@ -1,5 +1,6 @@
 """The compiled per-message paths of the header level against their Python twins: the segment
-handler (tcp/_handler.c; twin tcp.flows.py_handler with Framer.feed) and the pairing
+handler (tcp/_handler.c; twin tcp.flows.py_handler with Framer.feed, Budget.reserve and release,
+and tcp.batch.py_settle with Framer.took) and the pairing
 (_pairing.c; twins Session.py_frame and py_head_size). Each is replaced by its twin alone and the run compared: the
 same exchanges, frames, issues and connections on the real captures and on damaged ones, and on
 random segment streams that reach every state of the framer (a size prefix cut by a segment's
@@ -15,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from dissector import decoding, session
 from dissector.pipeline import Dissector, dissect
-from dissector.tcp import flows
+from dissector.tcp import batch, flows
 from tests.fuzz.atheris_targets import _SEG, segments
 from tests.fuzz.support import (REAL, REAL_PORTS, bounded, exchange_key, fuzz_settings, mutate,
                                 packets, write_pcap)
@@ -28,6 +29,7 @@ def use_twin(m, which):
     """Make monkeypatch context `m` run the named compiled path's twin instead."""
     if which == "handler":
         m.setattr(flows, "compiled_handler", None)
+        m.setattr(batch, "settle", batch.py_settle)
     elif which == "decoder":
         for name in ("request", "response", "summarize"):
             m.setattr(decoding.BodyDecoder, name, getattr(decoding.BodyDecoder, "py_" + name))
@@ -112,12 +114,15 @@ def test_damaged_captures(monkeypatch, tmp_path_factory, twin, which, seed, leve
     assert compiled == twins
 
 
-def segment_run(data, level):
+def segment_run(data, level, limit=None):
     """A run of the segments `data` describes (atheris_targets.segments), fed as the Spark job
     feeds them (Dissector.feed_segments: every live segment through its handler), returning
-    what a reader sees."""
+    what a reader sees; `limit`: the buffer budget's (frames in progress given up past it)."""
     def run():
         d = Dissector(REAL_PORTS, level=level)
+        if limit is not None:
+            d._flows.budget.limit = limit
+            d._flows.budget.big_size = max(limit >> 10, 1)
         cols = [[] for _ in range(10)]
         for segment in segments(data):
             for col, v in zip(cols, segment[:9] + (memoryview(segment[9]),)):
@@ -173,9 +178,10 @@ def _sized(rnd, message):
 
 
 @fuzz_settings(40)
-@given(seed=st.integers(0, 2**32), level=st.sampled_from(LEVELS))
+@given(seed=st.integers(0, 2**32), level=st.sampled_from(LEVELS),
+       limit=st.sampled_from([None, None, 100, 3000, 20000]))
 @bounded(60)
-def test_segment_streams(monkeypatch, twin, seed, level):
+def test_segment_streams(monkeypatch, twin, seed, level, limit):
     rnd = random.Random(seed)
     pairs = _exchanges(rnd, 12)
     streams = [b"".join(pair[side] for pair in pairs) for side in (0, 1)]
@@ -203,7 +209,7 @@ def test_segment_streams(monkeypatch, twin, seed, level):
         parts.append(_SEG.pack(side << 7 | flags, step, len(chunk)) + chunk)
         sent[side] += len(chunk)
         last[side] = len(chunk)
-    compiled, twins = _both(monkeypatch, twin, segment_run(b"".join(parts), level))
+    compiled, twins = _both(monkeypatch, twin, segment_run(b"".join(parts), level, limit))
     assert compiled == twins
 
 
