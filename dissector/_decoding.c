@@ -18,6 +18,8 @@
 #include <structmember.h>
 #include <stdint.h>
 
+#include "_attrs.h"
+
 #define API_VERSIONS 18
 #define KEYS 1024
 
@@ -27,12 +29,16 @@ static Py_ssize_t known;
 
 #define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
     X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
-    X(set_sums) X(summarize) X(request_msg) X(response_msg) X(summary) X(topics) \
-    X(partitions) X(records) X(records_bytes) X(uncompressed_bytes) X(error_code) \
-    X(error_codes) X(throttle_time_ms) X(api_key) X(partition_count) X(record_count) \
-    X(records_uncompressed_bytes) X(error_count)
-#define DECLARE(n) static PyObject *s_##n;
-NAMES(DECLARE)
+    X(set_sums) X(summarize) X(summary) X(topics) X(partitions) X(records) X(records_bytes) \
+    X(uncompressed_bytes) X(error_code) X(error_codes) X(throttle_time_ms)
+/* the Exchange's (x_: a Slot is bound to one class at a time) */
+#define EXCHANGE_NAMES(X) X(request_msg) X(response_msg) X(topics) X(partition_count) \
+    X(api_key) X(record_count) X(records_bytes) X(records_uncompressed_bytes) X(error_code) \
+    X(error_count) X(throttle_time_ms)
+#define X_DECLARE(n) static Slot x_##n;
+#define X_INTERN(n) if ((x_##n.name = PyUnicode_InternFromString(#n)) == NULL) return NULL;
+EXCHANGE_NAMES(X_DECLARE)
+NAMES(SLOT_DECLARE)
 
 /* The slots of Message and Summary, in their __init__'s order. */
 enum { M_API_KEY, M_API_VERSION, M_CORRELATION_ID, M_CLIENT_ID, M_HEADER_TAGS, M_BODY,
@@ -102,7 +108,7 @@ static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject 
     }
     if (k < 0 || k >= 4096 || v < 0 || v >= 256)
         Py_RETURN_NONE;
-    PyObject *walks = PyObject_GetAttr(self, s__walks);
+    PyObject *walks = attr_get(&s__walks, self);
     if (walks == NULL)
         return NULL;
     PyObject *at = PyLong_FromLong(k << 9 | v << 1 | response), *w = NULL;
@@ -118,7 +124,7 @@ static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject 
     }
     if (PyErr_Occurred())
         goto done;
-    PyObject *r = PyObject_CallMethodObjArgs(self, s__walkable, response ? Py_True : Py_False,
+    PyObject *r = PyObject_CallMethodObjArgs(self, s__walkable.name, response ? Py_True : Py_False,
                                              key, version, NULL);
     if (r == NULL)
         goto done;
@@ -150,27 +156,27 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
 {
     PyObject *budget = NULL, *names = NULL, *full = NULL, *set_sums = NULL, *walked = NULL;
     PyObject *issues = NULL, *summary = NULL, *result = NULL, *limit = NULL;
-    if ((limit = PyObject_GetAttr(self, s_max_uncompressed)) == NULL
+    if ((limit = attr_get(&s_max_uncompressed, self)) == NULL
             || (budget = PyList_New(1)) == NULL)
         goto done;
     PyList_SET_ITEM(budget, 0, limit);   /* one budget a message, as the twin's _walk_bytes */
     limit = NULL;
-    if (PyObject_SetAttr(self, s__budget, budget) < 0
-            || (names = PyObject_GetAttr(self, s_topic_names)) == NULL
-            || (full = PyObject_GetAttr(self, s_full_records)) == NULL
-            || (set_sums = PyObject_GetAttr(module, s_set_sums)) == NULL
+    if (attr_set(&s__budget, self, budget) < 0
+            || (names = attr_get(&s_topic_names, self)) == NULL
+            || (full = attr_get(&s_full_records, self)) == NULL
+            || (set_sums = PyObject_GetAttr(module, s_set_sums.name)) == NULL
             || (issues = PyList_New(0)) == NULL)
         goto done;
     PyObject *args[9] = {PyTuple_GET_ITEM(w, 0), data, offset, PyTuple_GET_ITEM(w, 1),
                          response ? Py_True : Py_False, names, set_sums, full, budget};
-    walked = PyObject_VectorcallMethod(s_summarize, args, 9, NULL);
+    walked = PyObject_VectorcallMethod(s_summarize.name, args, 9, NULL);
     if (walked == NULL) {   /* malformed, or a layout it cannot walk: decoded instead */
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             goto done;
         PyErr_Clear();
         PyObject *rest[10] = {data, PyTuple_GET_ITEM(w, 2), response ? Py_True : Py_False, key,
                               version, corr, client ? client : Py_None, tags, offset, issues};
-        result = to_twin(self, s__decoded, rest, 10);
+        result = to_twin(self, s__decoded.name, rest, 10);
         goto done;
     }
     if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 10) {
@@ -184,7 +190,7 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
     if (end < PyBytes_GET_SIZE(data) || !PyList_CheckExact(bad_sets)
             || PyList_GET_SIZE(bad_sets) > 0) {   /* issues to add: the twin's */
         PyObject *rest[3] = {data, walked, issues};
-        summary = to_twin(self, s__walked, rest, 3);
+        summary = to_twin(self, s__walked.name, rest, 3);
     } else {
         static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9};
         PyObject *values[S_SLOTS];
@@ -221,11 +227,11 @@ done:
 static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[6]))
-        return to_twin(self, s_py_request, args, nargs);
+        return to_twin(self, s_py_request.name, args, nargs);
     PyObject *w = walkable(self, 0, args[1], args[2]);
     if (w == NULL || w == Py_None) {
         Py_XDECREF(w);
-        return PyErr_Occurred() ? NULL : to_twin(self, s_py_request, args, nargs);
+        return PyErr_Occurred() ? NULL : to_twin(self, s_py_request.name, args, nargs);
     }
     PyObject *msg = walked_message(self, w, 0, args[0], args[1], args[2], args[3], args[4],
                                    args[5], args[6]);
@@ -237,7 +243,7 @@ static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs < 3 || nargs > 4 || !PyBytes_CheckExact(args[0]))
-        return to_twin(self, s_py_response, args, nargs);
+        return to_twin(self, s_py_response.name, args, nargs);
     PyObject *data = args[0], *key = args[1], *version = args[2];
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data);
@@ -246,14 +252,14 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     if (w == Py_None || n < 4) {
         Py_DECREF(w);
-        return to_twin(self, s_py_response, args, nargs);
+        return to_twin(self, s_py_response.name, args, nargs);
     }
     /* walkable: the api key and version are ints in range */
     long k = PyLong_AsLong(key), v = PyLong_AsLong(version);
     int v1 = k != API_VERSIONS && k < known && flexible[k] >= 0 && v >= flexible[k];
     if (v1 && !(n > 4 && p[4] == 0)) {   /* tagged fields in the header: the twin's */
         Py_DECREF(w);
-        return to_twin(self, s_py_response, args, nargs);
+        return to_twin(self, s_py_response.name, args, nargs);
     }
     PyObject *corr = PyLong_FromLong((int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
                                                | ((uint32_t)p[2] << 8) | p[3]));
@@ -267,33 +273,33 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return msg;
 }
 
-/* x.summary for a message x, or None */
-static PyObject *summary_of(PyObject *ex, PyObject *which)
+/* ex.<which>.summary, or None where there is no message */
+static PyObject *summary_of(PyObject *ex, Slot *which)
 {
-    PyObject *msg = PyObject_GetAttr(ex, which);
+    PyObject *msg = attr_get(which, ex);
     if (msg == NULL || msg == Py_None)
         return msg;
-    PyObject *s = PyObject_GetAttr(msg, s_summary);
+    PyObject *s = attr_get(&s_summary, msg);
     Py_DECREF(msg);
     return s;
 }
 
-static int set_to(PyObject *o, PyObject *name, PyObject *v)   /* steals v */
+static int set_to(PyObject *o, Slot *name, PyObject *v)   /* steals v */
 {
     if (v == NULL)
         return -1;
-    int rc = PyObject_SetAttr(o, name, v);
+    int rc = attr_set(name, o, v);
     Py_DECREF(v);
     return rc;
 }
 
 /* s.name if s is not None and it is true, else NULL with *picked 0 (an error: -1) */
-static PyObject *true_attr(PyObject *s, PyObject *name, int *picked)
+static PyObject *true_attr(PyObject *s, Slot *name, int *picked)
 {
     *picked = 0;
     if (s == Py_None)
         return NULL;
-    PyObject *v = PyObject_GetAttr(s, name);
+    PyObject *v = attr_get(name, s);
     int t = v == NULL ? -1 : PyObject_IsTrue(v);
     if (t <= 0) {
         Py_XDECREF(v);
@@ -306,7 +312,7 @@ static PyObject *true_attr(PyObject *s, PyObject *name, int *picked)
 
 /* ex.topics or ex.partition_count: the request's when true, else the response's, else [] or 0
  * (`list`: which) */
-static int either(PyObject *ex, PyObject *req, PyObject *resp, PyObject *name, PyObject *slot,
+static int either(PyObject *ex, PyObject *req, PyObject *resp, Slot *name, Slot *column,
                   int list)
 {
     int picked;
@@ -314,15 +320,14 @@ static int either(PyObject *ex, PyObject *req, PyObject *resp, PyObject *name, P
     if (picked < 0)
         return -1;
     if (v == NULL)
-        v = resp != Py_None ? PyObject_GetAttr(resp, name) : list ? PyList_New(0)
-                                                                  : PyLong_FromLong(0);
-    return set_to(ex, slot, v);
+        v = resp != Py_None ? attr_get(name, resp) : list ? PyList_New(0) : PyLong_FromLong(0);
+    return set_to(ex, column, v);
 }
 
 /* self = self + x.name: 0, or -1 with an error raised */
-static int add_attr(PyObject **sum, PyObject *x, PyObject *name)
+static int add_attr(PyObject **sum, PyObject *x, Slot *name)
 {
-    PyObject *v = PyObject_GetAttr(x, name);
+    PyObject *v = attr_get(name, x);
     if (v == NULL)
         return -1;
     Py_SETREF(*sum, PyNumber_Add(*sum, v));
@@ -342,11 +347,11 @@ static int record_columns(PyObject *ex, PyObject *req, PyObject *resp)
             goto done;
         if (x == Py_None)
             continue;
-        if (add_attr(&count, x, s_records) < 0 || add_attr(&size, x, s_records_bytes) < 0)
+        if (add_attr(&count, x, &s_records) < 0 || add_attr(&size, x, &s_records_bytes) < 0)
             goto done;
         if (unc == Py_None)
             continue;
-        PyObject *v = PyObject_GetAttr(x, s_uncompressed_bytes);
+        PyObject *v = attr_get(&s_uncompressed_bytes, x);
         if (v == NULL)
             goto done;
         if (v == Py_None)
@@ -358,9 +363,9 @@ static int record_columns(PyObject *ex, PyObject *req, PyObject *resp)
     }
     if (count == NULL || size == NULL || unc == NULL)
         goto done;
-    rc = set_to(ex, s_record_count, Py_NewRef(count)) < 0
-        || set_to(ex, s_records_bytes, Py_NewRef(size)) < 0
-        || set_to(ex, s_records_uncompressed_bytes, Py_NewRef(unc)) < 0 ? -1 : 0;
+    rc = set_to(ex, &x_record_count, Py_NewRef(count)) < 0
+        || set_to(ex, &x_records_bytes, Py_NewRef(size)) < 0
+        || set_to(ex, &x_records_uncompressed_bytes, Py_NewRef(unc)) < 0 ? -1 : 0;
 done:
     Py_XDECREF(count);
     Py_XDECREF(size);
@@ -371,23 +376,23 @@ done:
 /* BodyDecoder.summarize(ex) */
 static PyObject *summarize(PyObject *self, PyObject *ex)
 {
-    PyObject *req = summary_of(ex, s_request_msg), *resp = NULL, *result = NULL;
+    PyObject *req = summary_of(ex, &x_request_msg), *resp = NULL, *result = NULL;
     PyObject *top = NULL, *codes = NULL, *api_key = NULL;
-    if (req == NULL || (resp = summary_of(ex, s_response_msg)) == NULL)
+    if (req == NULL || (resp = summary_of(ex, &x_response_msg)) == NULL)
         goto done;
     if (req != Py_None || resp != Py_None) {
-        if (either(ex, req, resp, s_topics, s_topics, 1) < 0
-                || either(ex, req, resp, s_partitions, s_partition_count, 0) < 0)
+        if (either(ex, req, resp, &s_topics, &x_topics, 1) < 0
+                || either(ex, req, resp, &s_partitions, &x_partition_count, 0) < 0)
             goto done;
-        if ((api_key = PyObject_GetAttr(ex, s_api_key)) == NULL)
+        if ((api_key = attr_get(&x_api_key, ex)) == NULL)
             goto done;
         int records = PySet_Contains(record_apis, api_key);
         if (records < 0 || (records && record_columns(ex, req, resp) < 0))
             goto done;
     }
     if (resp != Py_None) {
-        if ((top = PyObject_GetAttr(resp, s_error_code)) == NULL
-                || (codes = PyObject_GetAttr(resp, s_error_codes)) == NULL)
+        if ((top = attr_get(&s_error_code, resp)) == NULL
+                || (codes = attr_get(&s_error_codes, resp)) == NULL)
             goto done;
         int t = PyObject_IsTrue(top), any = t ? 0 : PyObject_IsTrue(codes);
         if (t < 0 || any < 0)
@@ -395,9 +400,9 @@ static PyObject *summarize(PyObject *self, PyObject *ex)
         PyObject *error = t ? Py_NewRef(top) : any ? PySequence_GetItem(codes, 0)
                                                    : PyLong_FromLong(0);
         Py_ssize_t count = PyObject_Length(codes);
-        if (set_to(ex, s_error_code, error) < 0 || count < 0
-                || set_to(ex, s_error_count, PyLong_FromSsize_t(count)) < 0
-                || set_to(ex, s_throttle_time_ms, PyObject_GetAttr(resp, s_throttle_time_ms)) < 0)
+        if (set_to(ex, &x_error_code, error) < 0 || count < 0
+                || set_to(ex, &x_error_count, PyLong_FromSsize_t(count)) < 0
+                || set_to(ex, &x_throttle_time_ms, attr_get(&s_throttle_time_ms, resp)) < 0)
             goto done;
     }
     result = Py_NewRef(Py_None);
@@ -469,7 +474,7 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, .m_name = "dissec
 
 PyMODINIT_FUNC PyInit__decoding(void)
 {
-#define INTERN(n) if ((s_##n = PyUnicode_InternFromString(#n)) == NULL) return NULL;
-    NAMES(INTERN)
+    NAMES(SLOT_INTERN)
+    EXCHANGE_NAMES(X_INTERN)
     return PyModule_Create(&module_def);
 }

@@ -44,6 +44,8 @@ class Summary:
 
 class BodyDecoder:
     """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
+    __slots__ = ("full_records", "keep_bodies", "max_uncompressed", "topic_names", "_budget",
+                 "_entries", "_walks")
 
     def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True):
         self.full_records = records

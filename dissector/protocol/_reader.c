@@ -923,11 +923,23 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
             && S.throttle != NULL) {
         if (sum_struct(&c, &p, s, &S) < 0)
             malformed();
-        else
-            out = Py_BuildValue("(nOOOLLLNOO)", p, S.errs, S.topics, S.bad_sets, S.parts, S.nrec,
-                                S.nbytes, S.unc_known ? PyLong_FromLongLong(S.unc)
-                                                      : Py_NewRef(Py_None),
-                                S.top_error, S.throttle);
+        else {
+            PyObject *items[10] = {
+                PyLong_FromSsize_t(p), Py_NewRef(S.errs), Py_NewRef(S.topics),
+                Py_NewRef(S.bad_sets), PyLong_FromLongLong(S.parts),
+                PyLong_FromLongLong(S.nrec), PyLong_FromLongLong(S.nbytes),
+                S.unc_known ? PyLong_FromLongLong(S.unc) : Py_NewRef(Py_None),
+                Py_NewRef(S.top_error), Py_NewRef(S.throttle)};
+            out = PyTuple_New(10);
+            for (int i = 0; i < 10; i++) {
+                if (out != NULL && items[i] != NULL)
+                    PyTuple_SET_ITEM(out, i, items[i]);
+                else {
+                    Py_XDECREF(items[i]);
+                    Py_CLEAR(out);
+                }
+            }
+        }
     }
     Py_XDECREF(c.view);
     Py_XDECREF(S.errs);

@@ -344,9 +344,18 @@ static PyObject *set_sums(PyObject *module, PyObject *const *args, Py_ssize_t na
         PyBuffer_Release(&view);
         if (fast < 0)
             return NULL;
-        if (fast)
-            return Py_BuildValue("(LnN)", count, n,
-                                 unc < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(unc));
+        if (fast) {
+            PyObject *items[3] = {PyLong_FromLongLong(count), PyLong_FromSsize_t(n),
+                                  unc < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(unc)};
+            PyObject *out = items[0] && items[1] && items[2] ? PyTuple_New(3) : NULL;
+            for (int i = 0; i < 3; i++) {
+                if (out != NULL)
+                    PyTuple_SET_ITEM(out, i, items[i]);
+                else
+                    Py_XDECREF(items[i]);
+            }
+            return out;
+        }
     }
     PyErr_Clear();   /* not one contiguous buffer: walk_set's fallback says */
     PyObject *rs = walk_set(module, args, nargs);
