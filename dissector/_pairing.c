@@ -33,11 +33,11 @@ static int flexible[KEYS];   /* first flexible response version, or -1 */
 static Py_ssize_t known;
 
 #define NAMES(X) X(_decoder) X(_raw_sasl) X(_parsed) X(_sasl) X(_inflight) X(_inflight_bytes) \
-    X(_raw_tokens) X(connection) X(_emit) X(direction) X(data) X(acks) X(frame) X(api_key) \
-    X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) X(popleft) X(append) \
-    X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
-    X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) \
-    X(response_msg) X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED)
+    X(_raw_tokens) X(connection) X(_emit) X(_exchanges) X(output) X(index) X(direction) X(data) \
+    X(acks) X(frame) X(api_key) X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) \
+    X(popleft) X(append) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
+    X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) X(response_msg) \
+    X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED)
 NAMES(SLOT_DECLARE)
 
 /* The objects made in place (_attrs.h slots_new) when their classes have these members. */
@@ -53,6 +53,7 @@ static const char *const exchange_names[] = {
 static Slot exchange_slot[EXCHANGE_MEMBERS];
 static Slot *exchange_members[EXCHANGE_MEMBERS];
 static int pending_in_place, exchange_in_place;
+static PyObject *numbering;   /* pipeline.Dissector._emit, done in place (emit) */
 
 static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
 {
@@ -95,6 +96,33 @@ static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t p
     if (acks_at(p, n, pos, version, &pos) < 0 || pos < 0 || pos + 2 > n)
         Py_RETURN_NONE;
     return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
+}
+
+/* session._emit(ex); where that is pipeline.Dissector._emit, done here: the exchange numbered
+ * and queued on the dissector's output */
+static PyObject *emit(PyObject *session, PyObject *ex)
+{
+    PyObject *to = attr_get(&s__emit, session);
+    if (to == NULL)
+        return NULL;
+    if (numbering == NULL || !PyMethod_Check(to) || PyMethod_GET_FUNCTION(to) != numbering) {
+        PyObject *r = PyObject_CallOneArg(to, ex);
+        Py_DECREF(to);
+        return r;
+    }
+    PyObject *d = PyMethod_GET_SELF(to), *one = PyLong_FromLong(1);
+    PyObject *n = NULL, *out = NULL, *r = NULL;
+    PyObject *count = one == NULL ? NULL : attr_get(&s__exchanges, d);
+    if (count != NULL && (n = PyNumber_Add(count, one)) != NULL
+            && attr_set(&s__exchanges, d, n) == 0 && attr_set(&s_index, ex, n) == 0
+            && (out = attr_get(&s_output, d)) != NULL)
+        r = PyObject_CallMethodOneArg(out, s_append.name, ex);
+    Py_XDECREF(one);
+    Py_XDECREF(count);
+    Py_XDECREF(n);
+    Py_XDECREF(out);
+    Py_DECREF(to);
+    return r;
 }
 
 /* Session._pop: the oldest request in flight, its bytes no longer counted */
@@ -375,7 +403,7 @@ static PyObject *paired(PyObject *session, PyObject *pending, PyObject *frame, P
     if (ex == NULL || (decoder != Py_None
                        && decode_response(decoder, session, ex, frame, data, key, version, msg) < 0))
         goto done;
-    result = PyObject_CallMethodOneArg(session, s__emit.name, ex);
+    result = emit(session, ex);
 done:
     Py_XDECREF(key);
     Py_XDECREF(version);
@@ -571,7 +599,15 @@ static PyObject *in_place(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)
                          exchange_in_place ? Py_True : Py_False);
 }
 
+static PyObject *number_in_place(PyObject *Py_UNUSED(module), PyObject *fn)
+{
+    Py_XSETREF(numbering, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"number_in_place", number_in_place, METH_O,
+     "number_in_place(Dissector._emit): an exchange handed to it is numbered and queued here"},
     {"in_place", in_place, METH_NOARGS,
      "in_place() -> whether (_Pending, Exchange) are made without their __init__ call"},
     {"configure", configure, METH_VARARGS,

@@ -82,6 +82,7 @@ class Dissector:
         return False
 
     def _emit(self, exchange):
+        """A session's exchange, numbered and queued (_pairing.c does the same in place)."""
         self._exchanges += 1
         exchange.index = self._exchanges
         self.output.append(exchange)
@@ -182,6 +183,13 @@ class Dissector:
         become unanswered)."""
         self._flows.flush()
         self.tls.finish()
+
+
+try:
+    from ._pairing import number_in_place
+    number_in_place(Dissector._emit)
+except ImportError:   # no compiler where it was installed
+    pass
 
 
 class Dissection:
