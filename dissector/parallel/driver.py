@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from bisect import bisect_left, bisect_right
+from itertools import chain
 from operator import attrgetter
 from types import SimpleNamespace
 
@@ -165,7 +165,7 @@ class _Parent:
                 g = self.gid[w]
                 emitted = [g[c] for c in ends]
             keys.append(emitted)
-        positions = [_places(keys, w) for w in range(self.jobs)]
+        positions = _places(keys)
         n = sum(len(k) for k in keys)
         first = self.exchanges + 1
         self.places[chunk] = (first, n, positions)
@@ -186,19 +186,20 @@ class _Parent:
         self.written = first + n - 1
 
 
-def _places(keys, w):
-    """Where worker w's exchanges go among all of a chunk's, each list of `keys` sorted: the
-    order of a stable merge (between equal keys, the lower worker's first). The i-th goes after
-    its i predecessors and the other workers' exchanges before it."""
-    own = keys[w]
-    others = [(k, bisect_right if v < w else bisect_left) for v, k in enumerate(keys)
-              if v != w and k]
-    if not others:
-        return list(range(len(own)))
-    if len(others) == 1:
-        (k, before), = others
-        return [i + before(k, key) for i, key in enumerate(own)]
-    return [i + sum(before(k, key) for k, before in others) for i, key in enumerate(own)]
+def _places(keys):
+    """Per worker, where its exchanges go among all of a chunk's, each list of `keys` sorted: the
+    order of a stable merge (between equal keys, the lower worker's first), by one stable sort
+    of all the keys, in which each worker's are a run already (a binary search per exchange
+    took twice as long)."""
+    flat = list(chain.from_iterable(keys))
+    at = [0] * len(flat)
+    for i, j in enumerate(sorted(range(len(flat)), key=flat.__getitem__)):
+        at[j] = i
+    places, lo = [], 0
+    for k in keys:
+        places.append(at[lo:lo + len(k)])
+        lo += len(k)
+    return places
 
 
 class Checks:
