@@ -2,7 +2,7 @@
 writes, or hands the row to the slow path (the csv module) alike, on random rows: None, ints of
 any size, floats (nan, inf, -0.0), text with commas, quotes and line breaks, booleans, timestamps
 across and past the years 1-9999 and past 64 bits (the compiled one leaves those to the slow
-path), topic lists."""
+path), topic lists, and millionths (a latency's ns / 1e6) of every size."""
 import csv
 import io
 import math
@@ -28,8 +28,11 @@ timestamps = st.one_of(
     st.integers(-2**63, 2**63 - 1), st.integers(-2**80, 2**80),
     st.sampled_from([-62135596800 * NS, -62135596800 * NS - 1, 253402300799 * NS + NS - 1,
                      253402300800 * NS, -1, 0, 951782400 * NS, 4107542399 * NS + 5]))
+# the latency columns: ns / 1e6 (the compiled line writes those without the general repr)
+millionths = st.builds(lambda n, k: n * 10**k / 1e6, st.integers(-10**16, 10**16),
+                       st.integers(0, 3))
 values = st.one_of(
-    st.none(), st.integers(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+    st.none(), st.integers(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), millionths,
     st.sampled_from([0.1, -0.0, 1e16, 1e-7, 123456789.125, math.inf]),
     st.text(), st.text(alphabet="ab,\"\r\n;"), st.booleans())
 
@@ -59,3 +62,10 @@ def test_compiled_line_is_the_python_line(case):
         assert slow.getvalue() == expected
     else:
         assert line == expected
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(millionths, st.integers(-10**6, 10**6).map(lambda n: n / 1e6),
+                 st.floats(-1e10, 1e10)))
+def test_floats_as_repr_writes_them(x):
+    assert compiled_line()((x,), (), 0) == repr(x) + "\n"
