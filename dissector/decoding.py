@@ -19,7 +19,9 @@ from .protocol.embedded import SPECIAL
 from .protocol.generated.apis import APIS
 from .protocol.headers import parse_response_header
 from .protocol.message import Message
-from .records.record_set import set_sums, walk_set
+from .protocol import readers
+from .records import record_set
+from .records.record_set import py_set_sums, set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
 
@@ -243,6 +245,10 @@ def _walk_entry(learn, api_key, api_version):
     schema = tables(api_key)[learn][api_version][1]   # tables' index 1: responses
     entry = _WALKS[learn, api_key, api_version] = (schema[0], walker(schema))
     return entry
+
+
+if readers.COMPILED and set_sums is not py_set_sums:   # its common case done by the byte walk
+    readers.sums_in_place(set_sums, record_set.checks_crc())
 
 
 def _flexible_responses() -> tuple:

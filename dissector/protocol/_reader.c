@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../records/_batchsums.h"
+
 enum { K_INT8, K_INT16, K_INT32, K_INT64, K_UINT16, K_UINT32, K_FLOAT64, K_BOOL, K_UUID,
        K_STRING, K_BYTES, K_RECORDS, K_STRUCT, K_ARRAY, K_NONE };
 static const char *kind_names[] = {"int8", "int16", "int32", "int64", "uint16", "uint32",
@@ -505,10 +507,16 @@ enum { M_TOPIC = 1, M_PARTITION = 2, M_NAME = 4, M_ID = 8 };
 typedef struct {
     PyObject *errs, *topics, *names, *decode_set, *full, *budget, *bad_sets;
     int learn;
+    int in_place;         /* decode_set is set_sums headers-only: its common case done here */
     long long parts, nrec, nbytes, unc;
     int unc_known;        /* false once a compressed batch's size is unknown (None) */
     PyObject *top_error, *throttle;
 } Sum;
+
+/* records/_headers.c set_sums, whose common case (batch_sums) the walk does in place, and
+ * whether it checks the CRC (sums_in_place) */
+static PyObject *in_place_sums;
+static int in_place_crc;
 
 static PyObject *s_int, *s_record_count, *s_size, *s_batches, *s_codec, *s_uncompressed_size,
     *s_issues;
@@ -659,6 +667,21 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
     int role = s->roles[i];
     if (role == R_SKIP)
         return skip_field(c, p, s, i, NULL);
+    if (role == R_RECORDS && S->in_place) {   /* set_sums' common case, with no view made */
+        Py_ssize_t q = *p;
+        long long n, count, unc;
+        if (length(c, &q, f->compact, 1, &n) == 0 && 0 <= n && n <= c->end - q
+                && batch_sums(c->b + q, (Py_ssize_t)n, in_place_crc, &count, &unc)) {
+            *p = q + (Py_ssize_t)n;
+            S->nrec += count;
+            S->nbytes += n;
+            if (unc < 0)
+                S->unc_known = 0;
+            else if (S->unc_known)
+                S->unc += unc;
+            return 0;
+        }   /* else read and handed to decode_set, which says what */
+    }
     if (role == R_NODE) {
         if (f->kind == K_STRUCT) {
             int here = present(c, p, f->nullable);
@@ -914,10 +937,14 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
              .end = PyBytes_GET_SIZE(args[0]), .budget = default_budget};
     if (p < 0 || p > c.end)
         return malformed();
+    int full = PyObject_IsTrue(args[6]);
+    if (full < 0)
+        return NULL;
     Sum S = {.errs = PyList_New(0), .topics = PyList_New(0), .bad_sets = PyList_New(0),
              .names = args[4], .decode_set = args[5], .full = args[6], .budget = args[7],
              .learn = learn, .unc_known = 1, .top_error = top_value(s, err_def),
-             .throttle = top_value(s, thr_def)};
+             .throttle = top_value(s, thr_def),
+             .in_place = !full && in_place_sums != NULL && args[5] == in_place_sums};
     PyObject *out = NULL;
     if (S.errs != NULL && S.topics != NULL && S.bad_sets != NULL && S.top_error != NULL
             && S.throttle != NULL) {
@@ -1043,7 +1070,21 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *sums_in_place(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *fn;
+    int crc;
+    if (!PyArg_ParseTuple(args, "Op:sums_in_place", &fn, &crc))
+        return NULL;
+    Py_XSETREF(in_place_sums, Py_NewRef(fn));
+    in_place_crc = crc;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"sums_in_place", sums_in_place, METH_VARARGS,
+     "sums_in_place(set_sums, crc): the summary walk does set_sums' common case itself where it "
+     "is the walk's decode_set (records/_batchsums.h; `crc`: whether set_sums checks the CRC)"},
     {"configure", configure, METH_VARARGS,
      "configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, MAX_ELEMENTS): primitives' "
      "default-struct marker, UUID cache and builder, the error to raise, the default budget"},

@@ -10,11 +10,11 @@ from __future__ import annotations
 from .primitives import DEFAULT_STRUCT, MAX_ELEMENTS, UUIDS, Malformed, uuid_at
 
 try:
-    from ._reader import Reader, configure
+    from ._reader import Reader, configure, sums_in_place
     configure(DEFAULT_STRUCT, UUIDS, uuid_at, Malformed, MAX_ELEMENTS)
     COMPILED = True
 except ImportError:
-    Reader = None
+    Reader = sums_in_place = None
     COMPILED = False
 
 

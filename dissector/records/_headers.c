@@ -14,6 +14,8 @@
 #include <structmember.h>
 #include <stdint.h>
 
+#include "_batchsums.h"
+
 #define HEADER_SIZE 61
 #define MIN_LENGTH (HEADER_SIZE - 12)
 
@@ -240,47 +242,6 @@ static PyObject *walk_set(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     return PyObject_Vectorcall(walk_fallback, call, 1, fallback_kwnames);
 }
 
-/* The sums the summary walk takes of a v2-only set's batch headers, with the checks `headers`
- * makes: 1 with *count, *unc (-1: unknown, a compressed batch) set; 0 where the set holds
- * anything that would make an Issue (the RecordSet then says what); -1 on an error. */
-static int sums(const unsigned char *b, Py_ssize_t n, long long *count, long long *unc)
-{
-    Py_ssize_t pos = 0;
-    *count = *unc = 0;
-    while (pos < n) {
-        if (n - pos < 17)
-            break;   /* truncated: no issue at this level */
-        int64_t length = be(b + pos + 8, 4);
-        if (b[pos + 16] != 2 || length < MIN_LENGTH)
-            return 0;
-        Py_ssize_t size = (Py_ssize_t)length + 12;
-        if (pos + size > n)
-            break;
-        const unsigned char *h = b + pos;
-        int64_t records = be(h + 57, 4);
-        if (records < 0)
-            return 0;
-        if (walk_crc != Py_None) {   /* the CRC of the batch after its crc field */
-            PyObject *part = PyMemoryView_FromMemory((char *)h + 21, size - 21, PyBUF_READ);
-            PyObject *got = part == NULL ? NULL : PyObject_CallOneArg(walk_crc, part);
-            Py_XDECREF(part);
-            if (got == NULL)
-                return -1;
-            unsigned long crc = PyLong_AsUnsignedLong(got);
-            Py_DECREF(got);
-            if (crc == (unsigned long)-1 && PyErr_Occurred())
-                return -1;
-            if (crc != (unsigned long)(uint32_t)be(h + 17, 4))
-                return 0;
-        }
-        *count += records;
-        if (*unc >= 0)   /* a compressed batch's size is not known without decompressing it */
-            *unc = (be(h + 21, 2) & 7) == 0 ? *unc + size : -1;
-        pos += size;
-    }
-    return 1;
-}
-
 /* A headers-only RecordSet's sums as set_sums gives them, or the set itself when it holds
  * issues (a new reference; rs's is taken). */
 static PyObject *sums_of(PyObject *rs)
@@ -339,11 +300,9 @@ static PyObject *set_sums(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_buffer view;
     if (!records && PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) == 0) {
         long long count, unc;
-        int fast = sums(view.buf, view.len, &count, &unc);
+        int fast = batch_sums(view.buf, view.len, walk_crc != Py_None, &count, &unc);
         Py_ssize_t n = view.len;
         PyBuffer_Release(&view);
-        if (fast < 0)
-            return NULL;
         if (fast) {
             PyObject *items[3] = {PyLong_FromLongLong(count), PyLong_FromSsize_t(n),
                                   unc < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(unc)};

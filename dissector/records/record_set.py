@@ -86,10 +86,16 @@ def py_set_sums(data, records, budget):
     return rs.record_count, rs.size, unc
 
 
+def checks_crc() -> bool:
+    """Whether the headers-only walk checks each v2 batch's CRC, as record_batch.decode does:
+    not at all without the fast library."""
+    return record_batch.ACCELERATED
+
+
 if walk_set is None:
     walk_set, set_sums = py_walk_set, py_set_sums
-else:   # the CRC as record_batch.decode checks it (not at all without the fast library)
-    _configure_walk_set(Batch, RecordSet, record_batch.crc32c if record_batch.ACCELERATED else None,
+else:
+    _configure_walk_set(Batch, RecordSet, record_batch.crc32c if checks_crc() else None,
                         decode_record_set)
 
 
