@@ -134,7 +134,7 @@ def measure(path, port, rounds, workdir, log=print, keylog=None, extra=None):
 
 def kernels():
     """Which hot loops run compiled in this install (pure-Python fallbacks otherwise)."""
-    from dissector import framebuf, output, session, tables
+    from dissector import decoding, framebuf, output, session, tables
     from dissector.capture import fast
     from dissector.protocol import readers
     from dissector.records import record_batch, record_set
@@ -148,7 +148,7 @@ def kernels():
             f"headers {how(record_set.v2_headers is not None)}, CSV rows {how(output.COMPILED)}, "
             f"flow handler {how(flows.compiled_handler is not None)}, exchange rows "
             f"{how(tables.exchange_row is not tables.py_exchange_row)}, pairing "
-            f"{how(session.PAIRING_COMPILED)}")
+            f"{how(session.PAIRING_COMPILED)}, body decoder {how(decoding.COMPILED)}")
 
 
 def report(path, runs, counts, packets, log=print, targets=TARGETS, labels=None):

@@ -3,16 +3,15 @@
  * this does. On message-dense traffic the Python between the session and the compiled summary
  * walk (Reader.summarize) was most of the bodies level's own time.
  *
- * configure(decoder_class, message_class, summary_class, flexible, record_apis, module) -> the
- * methods request, response and summarize for decoder_class. request and response take the
+ * configure(decoder_class, message_class, summary_class, record_apis, module) -> the methods
+ * request, response and summarize for decoder_class. request and response take the
  * common case: a body whose layout is walked on its bytes (the decoder's _walkable, asked once
  * per direction, api key and version and kept in its `_walks`), and for a response a plain header
  * (v0, or v1 without tagged fields); they make the same Message and Summary the twin makes
  * (their classes' slots set here). Everything else goes to the twin from its start (nothing has
  * happened yet), a walk that fails to the twin's `_decoded` (the body decoded and walked, as the
- * twin does then), trailing bytes and record sets with issues to its `_walked`. `flexible` is
- * the first flexible response version of each api key (None: never), indexed by api key;
- * `module` is decoding, whose set_sums is read at each walk. */
+ * twin does then), trailing bytes and record sets with issues to its `_walked`. `module` is
+ * decoding, whose set_sums is read at each walk. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -20,12 +19,7 @@
 
 #include "_attrs.h"
 
-#define API_VERSIONS 18
-#define KEYS 1024
-
-static PyObject *message_class, *summary_class, *record_apis, *module;
-static int flexible[KEYS];   /* first flexible response version, or -1 */
-static Py_ssize_t known;
+static PyObject *message_class, *summary_class, *record_apis, *module, *one;
 
 #define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
     X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
@@ -95,8 +89,8 @@ static PyObject *to_twin(PyObject *self, PyObject *name, PyObject *const *args, 
     return PyObject_VectorcallMethod(name, stack, (size_t)(n + 1), NULL);
 }
 
-/* The decoder's (reader, plan, entry) for bodies walked on their bytes: a new reference, or
- * Py_None for the twin (NULL with an error raised). */
+/* The decoder's (reader, plan, entry, response header version) for bodies walked on their
+ * bytes: a new reference, or Py_None for the twin (NULL with an error raised). */
 static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject *version)
 {
     if (!PyLong_CheckExact(key) || !PyLong_CheckExact(version))
@@ -141,8 +135,8 @@ static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject 
 done:
     Py_XDECREF(at);
     Py_DECREF(walks);
-    if (w != NULL && w != Py_None && (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) != 3)) {
-        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry)");
+    if (w != NULL && w != Py_None && (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) != 4)) {
+        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry, version)");
         Py_CLEAR(w);
     }
     return w;
@@ -254,9 +248,11 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(w);
         return to_twin(self, s_py_response.name, args, nargs);
     }
-    /* walkable: the api key and version are ints in range */
-    long k = PyLong_AsLong(key), v = PyLong_AsLong(version);
-    int v1 = k != API_VERSIONS && k < known && flexible[k] >= 0 && v >= flexible[k];
+    int v1 = PyObject_RichCompareBool(PyTuple_GET_ITEM(w, 3), one, Py_EQ);
+    if (v1 < 0) {
+        Py_DECREF(w);
+        return NULL;
+    }
     if (v1 && !(n > 4 && p[4] == 0)) {   /* tagged fields in the header: the twin's */
         Py_DECREF(w);
         return to_twin(self, s_py_response.name, args, nargs);
@@ -426,24 +422,10 @@ static PyMethodDef summarize_def = {"summarize", (PyCFunction)summarize, METH_O,
 
 static PyObject *configure(PyObject *Py_UNUSED(m), PyObject *args)
 {
-    PyObject *decoder_class, *message, *summary, *table, *apis, *mod;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O", &PyType_Type, &decoder_class, &PyType_Type,
-                          &message, &PyType_Type, &summary, &PyTuple_Type, &table,
-                          &PyFrozenSet_Type, &apis, &mod))
+    PyObject *decoder_class, *message, *summary, *apis, *mod;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyType_Type, &decoder_class, &PyType_Type,
+                          &message, &PyType_Type, &summary, &PyFrozenSet_Type, &apis, &mod))
         return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(table);
-    if (n > KEYS) {
-        PyErr_SetString(PyExc_ValueError, "configure: at most 1024 api keys");
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyTuple_GET_ITEM(table, i);
-        long f = v == Py_None ? -1 : PyLong_AsLong(v);
-        if (f == -1 && PyErr_Occurred())
-            return NULL;
-        flexible[i] = (int)f;
-    }
-    known = n;
     if (slot_offsets(message, message_slots, M_SLOTS, message_off) < 0
             || slot_offsets(summary, summary_slots, S_SLOTS, summary_off) < 0)
         return NULL;
@@ -464,7 +446,7 @@ static PyObject *configure(PyObject *Py_UNUSED(m), PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(decoder_class, message_class, summary_class, flexible, record_apis, module) "
+     "configure(decoder_class, message_class, summary_class, record_apis, module) "
      "-> the methods request, response and summarize"},
     {NULL, NULL, 0, NULL},
 };
@@ -476,5 +458,7 @@ PyMODINIT_FUNC PyInit__decoding(void)
 {
     NAMES(SLOT_INTERN)
     EXCHANGE_NAMES(X_INTERN)
+    if ((one = PyLong_FromLong(1)) == NULL)
+        return NULL;
     return PyModule_Create(&module_def);
 }

@@ -16,8 +16,7 @@ import sys
 from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
 from .protocol.embedded import SPECIAL
-from .protocol.generated.apis import APIS
-from .protocol.headers import parse_response_header
+from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
 from .protocol import readers
 from .records import record_set
@@ -124,15 +123,17 @@ class BodyDecoder:
         return msg
 
     def _walkable(self, response, api_key, api_version):
-        """For `_decoding.c`: (whether to keep the answer, (reader, plan, table entry) when the
-        bodies of (direction, api key, version) are walked on their bytes, else None)."""
+        """For `_decoding.c`: (whether to keep the answer, (reader, plan, table entry, the
+        response header's version) when the bodies of (direction, api key, version) are walked
+        on their bytes, else None)."""
         key = (bool(response), api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
         if entry is None or self.keep_bodies:
             return key in self._entries, None
         walk_plan = plan(entry[1])
-        usable = walk_plan is not None and hasattr(entry[0], "summarize")
-        return True, (entry[0], walk_plan, entry) if usable else None
+        if walk_plan is None or not hasattr(entry[0], "summarize"):
+            return True, None
+        return True, (entry[0], walk_plan, entry, response_header_version(api_key, api_version))
 
     def _entry(self, key):
         """The table entry the bodies of one (direction, api key, version) are read with straight
@@ -251,15 +252,10 @@ if readers.COMPILED and set_sums is not py_set_sums:   # its common case done by
     readers.sums_in_place(set_sums, record_set.checks_crc())
 
 
-def _flexible_responses() -> tuple:
-    """The first flexible response version of each api key (None: never), indexed by api key."""
-    return tuple(APIS[k][4] if k in APIS else None for k in range(max(APIS) + 1))
-
-
 try:
     from ._decoding import configure as _configure
     BodyDecoder.request, BodyDecoder.response, BodyDecoder.summarize = _configure(
-        BodyDecoder, Message, Summary, _flexible_responses(), RECORD_APIS, sys.modules[__name__])
+        BodyDecoder, Message, Summary, RECORD_APIS, sys.modules[__name__])
     COMPILED = True
 except ImportError:   # no compiler where it was installed: the twins
     COMPILED = False

@@ -20,10 +20,8 @@ from dissector.protocol.generated.apis import APIS
 from dissector.protocol.headers import request_header_version, response_header_version
 from dissector.protocol.message import Message
 from tests.protocol.encoder import body_uuids, encode, random_body
+from tests.session.test_summary_bytes import PAIRS, _damaged
 from tests.support import require_compiled
-
-PAIRS = [(k, v, d) for k in sorted(APIS) if tables(k) is not None
-         for d in (0, 1) for v in sorted(tables(k)[d])]
 
 
 @pytest.fixture(autouse=True)
@@ -89,15 +87,6 @@ def _framed(key, version, direction, body, rnd):
     if request_header_version(key, version) == 2:
         head += tags
     return head + body
-
-
-def _damaged(data, rnd):
-    yield data[:rnd.randrange(len(data))]
-    flipped = bytearray(data)
-    flipped[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
-    yield bytes(flipped)
-    at = rnd.randrange(len(data) + 1)
-    yield data[:at] + bytes([rnd.randrange(256)]) + data[at:]
 
 
 @pytest.mark.parametrize("key,version,direction", PAIRS,
