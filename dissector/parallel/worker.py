@@ -5,7 +5,8 @@ reads the whole capture; "chunk" below means such a step) it
 sends the parent what the chunk made, keyed by packet (`keys`), and goes on without waiting;
 when the parent has numbered a chunk (global exchange numbers and connection ids: `numbers`),
 the worker renders that chunk's exchanges with the command's `render` (numbers in place) and
-sends the pieces. Exchanges wait in `held` until then: a few chunks' worth.
+sends the pieces (it looks for numbers after every file chunk). Exchanges wait in `held` until
+then: a step's worth and a little.
 
 Connection ids are swapped in for the rendering only: the flow table keys its live
 connections by their local ids.
@@ -78,6 +79,8 @@ class _Worker:
                 for i, _ in enumerate(scan(path, d.packets, d._flows, d._packet, d), 1):
                     if i % STEP_CHUNKS == 0:
                         self.end_chunk(path)
+                    elif self.held:   # numbers in: rendered now, not a step later
+                        self.serve(block=False)
                 self.end_chunk(path)
             except CaptureError as exc:   # what Dissection does: the next file goes on
                 self.errors.append(str(exc))
