@@ -143,7 +143,8 @@ done:
 }
 
 /* The message whose body at data[offset:] the entry `w` walks (what the twin does once its
- * header is read): `client` NULL for a response, `tags` the header's tagged fields. */
+ * header is read): `client` NULL for a response, `tags` the header's tagged fields (NULL: none,
+ * a response's plain header: a new {} where one is needed). */
 static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObject *data,
                                 PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
                                 PyObject *tags, PyObject *offset)
@@ -168,9 +169,11 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             goto done;
         PyErr_Clear();
+        PyObject *none = tags == NULL ? PyDict_New() : Py_NewRef(tags);
         PyObject *rest[10] = {data, PyTuple_GET_ITEM(w, 2), response ? Py_True : Py_False, key,
-                              version, corr, client ? client : Py_None, tags, offset, issues};
-        result = to_twin(self, s__decoded.name, rest, 10);
+                              version, corr, client ? client : Py_None, none, offset, issues};
+        result = none == NULL ? NULL : to_twin(self, s__decoded.name, rest, 10);
+        Py_XDECREF(none);
         goto done;
     }
     if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 10) {
@@ -195,7 +198,7 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
     if (summary == NULL)
         goto done;
     /* Message's header_tags: `header_tags or {}` */
-    int has_tags = PyObject_IsTrue(tags);
+    int has_tags = tags == NULL ? 0 : PyObject_IsTrue(tags);
     PyObject *own_tags = has_tags < 0 ? NULL : has_tags ? Py_NewRef(tags) : PyDict_New();
     if (own_tags == NULL)
         goto done;
@@ -259,13 +262,12 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     PyObject *corr = PyLong_FromLong((int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
                                                | ((uint32_t)p[2] << 8) | p[3]));
-    PyObject *offset = PyLong_FromLong(v1 ? 5 : 4), *tags = PyDict_New(), *msg = NULL;
-    if (corr != NULL && offset != NULL && tags != NULL)
-        msg = walked_message(self, w, 1, data, key, version, corr, NULL, tags, offset);
+    PyObject *offset = PyLong_FromLong(v1 ? 5 : 4), *msg = NULL;
+    if (corr != NULL && offset != NULL)
+        msg = walked_message(self, w, 1, data, key, version, corr, NULL, NULL, offset);
     Py_DECREF(w);
     Py_XDECREF(corr);
     Py_XDECREF(offset);
-    Py_XDECREF(tags);
     return msg;
 }
 
