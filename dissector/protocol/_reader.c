@@ -54,6 +54,8 @@ struct Schema {
     int mode;
     Py_ssize_t name_def, id_def;
     int *roles;           /* per field, then tagged field: an R_* code (R_NODE: see the child) */
+    int *run_bytes;       /* per field: the bytes of the fixed-size skipped fields from it on */
+    int *run_end;         /* per field: the field after that run (both in roles' allocation) */
 };
 
 static PyObject *default_struct;   /* primitives.DEFAULT_STRUCT */
@@ -800,9 +802,18 @@ static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
     if ((s->name_def >= 0 && (w.name = fresh(&s->defaults[s->name_def])) == NULL)
             || (s->id_def >= 0 && (w.id = fresh(&s->defaults[s->id_def])) == NULL))
         goto done;
-    for (Py_ssize_t i = 0; i < s->nfields; i++)
+    for (Py_ssize_t i = 0; i < s->nfields; ) {
+        if (s->run_bytes[i] > 0) {   /* skipped fixed-size fields: checked as one */
+            if (s->run_bytes[i] > c->end - *p)
+                goto done;
+            *p += s->run_bytes[i];
+            i = s->run_end[i];
+            continue;
+        }
         if (sum_field(c, p, s, i, &w) < 0)
             goto done;
+        i++;
+    }
     if (s->flexible && walk_tags(c, p, s, sum_field, NULL, &w) < 0)
         goto done;
     rc = (w.name != NULL || w.id != NULL) ? name_topic(s, &w) : 0;
@@ -827,8 +838,10 @@ static int set_plan(Schema *s, PyObject *node)
     if (PyErr_Occurred() || s->name_def >= s->ndefaults || s->id_def >= s->ndefaults)
         return -1;
     PyMem_Free(s->roles);
-    if ((s->roles = PyMem_Calloc(n + 1, sizeof(int))) == NULL)
+    if ((s->roles = PyMem_Calloc(n + 1 + 2 * s->nfields, sizeof(int))) == NULL)
         return -1;
+    s->run_bytes = s->roles + n + 1;
+    s->run_end = s->run_bytes + s->nfields;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PyTuple_GET_ITEM(roles, i);
         Field *f = &s->fields[i];
@@ -842,6 +855,13 @@ static int set_plan(Schema *s, PyObject *node)
         if (role < R_SKIP || role >= R_NODE)
             return -1;
         s->roles[i] = (int)role;
+    }
+    for (Py_ssize_t i = s->nfields - 1; i >= 0; i--) {   /* runs of skipped fixed-size fields */
+        Field *f = &s->fields[i];
+        int fixed = s->roles[i] == R_SKIP && f->kind <= K_UUID;
+        int next = i + 1 < s->nfields && s->run_bytes[i + 1] > 0;
+        s->run_bytes[i] = fixed ? min_size[f->kind] + (next ? s->run_bytes[i + 1] : 0) : 0;
+        s->run_end[i] = fixed ? (next ? s->run_end[i + 1] : (int)i + 1) : 0;
     }
     return 0;
 }
