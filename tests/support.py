@@ -22,6 +22,12 @@ def _missing(what):
     pytest.skip(msg)
 
 
+def require(ok, what):
+    """A condition of the system a test needs (`what` says which), or skip (locally) / fail (CI)."""
+    if not ok:
+        _missing(what)
+
+
 def require_tool(name):
     """Path of an executable on PATH, or skip (locally) / fail (CI)."""
     path = shutil.which(name)

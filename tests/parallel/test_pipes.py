@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dissector.parallel.pipes import PIPE_SIZE, Workers
+from tests.support import require
 
 
 def _echo(w, link):
@@ -48,8 +49,8 @@ def test_big_messages_arrive_whole_and_in_order():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are Linux's")
 def test_pipes_hold_a_step():
-    if int(Path("/proc/sys/fs/pipe-max-size").read_text()) < PIPE_SIZE:
-        pytest.skip("this system's pipes are limited below PIPE_SIZE")
+    require(int(Path("/proc/sys/fs/pipe-max-size").read_text()) >= PIPE_SIZE,
+            "pipes of PIPE_SIZE bytes (/proc/sys/fs/pipe-max-size)")
     got = _run([])
     for w in (0, 1):
         assert got[w] == [("sizes", [PIPE_SIZE, PIPE_SIZE])]
