@@ -37,7 +37,7 @@ static Py_ssize_t known;
     X(acks) X(frame) X(api_key) X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) \
     X(popleft) X(append) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
     X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) X(response_msg) \
-    X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED)
+    X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED) X(emitted) X(walker) X(n)
 NAMES(SLOT_DECLARE)
 
 /* The objects made in place (_attrs.h slots_new) when their classes have these members. */
@@ -98,8 +98,25 @@ static PyObject *produce_acks(const unsigned char *p, Py_ssize_t n, Py_ssize_t p
     return PyLong_FromLong((int16_t)((p[pos] << 8) | p[pos + 1]));
 }
 
+/* d.emitted.append(d.walker.n) when the dissector's `emitted` is not None (a worker's note) */
+static int note_packet(PyObject *d)
+{
+    PyObject *emitted = attr_get(&s_emitted, d);
+    if (emitted == NULL || emitted == Py_None) {
+        Py_XDECREF(emitted);
+        return emitted == NULL ? -1 : 0;
+    }
+    PyObject *walker = attr_get(&s_walker, d);
+    PyObject *n = walker == NULL ? NULL : attr_get(&s_n, walker);
+    PyObject *r = n == NULL ? NULL : PyObject_CallMethodOneArg(emitted, s_append.name, n);
+    Py_XDECREF(walker);
+    Py_XDECREF(n);
+    Py_DECREF(emitted);
+    return call_none(r);
+}
+
 /* session._emit(ex); where that is pipeline.Dissector._emit, done here: the exchange numbered
- * and queued on the dissector's output */
+ * and queued on the dissector's output, its packet noted when asked */
 static PyObject *emit(PyObject *session, PyObject *ex)
 {
     PyObject *to = attr_get(&s__emit, session);
@@ -115,8 +132,10 @@ static PyObject *emit(PyObject *session, PyObject *ex)
     PyObject *count = one == NULL ? NULL : attr_get(&s__exchanges, d);
     if (count != NULL && (n = PyNumber_Add(count, one)) != NULL
             && attr_set(&s__exchanges, d, n) == 0 && attr_set(&s_index, ex, n) == 0
-            && (out = attr_get(&s_output, d)) != NULL)
-        r = PyObject_CallMethodOneArg(out, s_append.name, ex);
+            && (out = attr_get(&s_output, d)) != NULL
+            && (r = PyObject_CallMethodOneArg(out, s_append.name, ex)) != NULL
+            && note_packet(d) < 0)
+        Py_CLEAR(r);
     Py_XDECREF(one);
     Py_XDECREF(count);
     Py_XDECREF(n);

@@ -14,6 +14,11 @@ packet can claim 100 MB): holders of at least `big_size` register in `big` (at m
 fit), where the largest is whenever there is one; only when every holder is smaller are all of
 them (`members`, given by the flow table) ranked, and the eighth given up then takes many packets
 to refill. The per-frame cost is an addition and a comparison or two.
+
+`peak` is the most `used` reached since it was last set: wherever a holder makes `used` grow it
+raises `peak` too. One process never reads it; the workers of dissector.parallel report it per
+chunk, and the parent checks that their peaks together stay within the limit (then no worker
+gave anything up that one process would not have).
 """
 from __future__ import annotations
 
@@ -25,11 +30,11 @@ def _buffered(holder):
 
 
 class Budget:
-    __slots__ = ("limit", "used", "members", "busy", "big", "big_size")
+    __slots__ = ("limit", "used", "peak", "members", "busy", "big", "big_size")
 
     def __init__(self, limit=None, members=tuple):
         self.limit = BUFFER_BUDGET if limit is None else limit
-        self.used = 0
+        self.used = self.peak = 0
         self.members = members  # () -> every current holder (framers and reassemblers)
         self.busy = False       # a holder is mid-way through handing data on: give-ups wait
         self.big = {}           # holders of at least big_size bytes, in the order they grew
@@ -37,10 +42,12 @@ class Budget:
 
     def reserve(self, holder, size):
         """`holder` now keeps `size` more bytes for one frame (a frame's body as it is announced)."""
-        self.used += size
+        used = self.used = self.used + size
+        if used > self.peak:
+            self.peak = used
         if size >= self.big_size:
             self.big[holder] = None
-        if self.used > self.limit:
+        if used > self.limit:
             self.over()
 
     def release(self, holder, size):

@@ -543,6 +543,8 @@ class Framer:
         """The bytes kept while looking for a frame start are now slen."""
         b = self.budget
         b.used += slen - self._slen
+        if b.used > b.peak:
+            b.peak = b.used
         self._slen = slen
         if slen >= b.big_size:
             b.big[self] = None

@@ -48,6 +48,7 @@ class Dissector:
         self.packets = 0
         self.bytes = 0
         self.walker = None             # the packet walker of the file being read (capture.fast)
+        self.emitted = None            # a list: per exchange queued, the walker's packet then
         self._exchanges = 0
         self._decoder = None
         if level != "headers":
@@ -82,10 +83,13 @@ class Dissector:
         return False
 
     def _emit(self, exchange):
-        """A session's exchange, numbered and queued (_pairing.c does the same in place)."""
+        """A session's exchange, numbered and queued, and the packet it completed in noted if
+        `emitted` is a list (_pairing.c does the same in place)."""
         self._exchanges += 1
         exchange.index = self._exchanges
         self.output.append(exchange)
+        if self.emitted is not None:
+            self.emitted.append(self.walker.n)
 
     def add_issue(self, issue: Issue) -> None:
         self.issue_count += 1

@@ -10,55 +10,19 @@ reach `flows.add` are dropped here. The time of every packet still reaches the f
 What it notes, by the packet being handled (the walker's `n`; AT_END during the final flush):
 the packet each exchange completed in (`emitted`), each connection opened in (`opened`), each
 capture-level issue was added in (`issued`), and the topic ids looked up in vain (`misses`).
+`emitted` is Dissector._emit's note and the budget's `peak` Budget's own, so that both stay on
+their compiled paths (the pairing's numbering, the flow handler's reserve and release).
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..budget import Budget
 from ..capture.layers import tcp_segment
 from ..pipeline import Dissector
 from ..tcp.flows import direct_key
 
 AT_END = 1 << 62   # the "packet" of what the final flush makes
 _BEFORE, _ENDING = SimpleNamespace(n=0), SimpleNamespace(n=AT_END)   # walkers of no file
-
-
-class PeakBudget(Budget):
-    """The shared budget of buffered bytes, noting the most it held since `peak` was reset:
-    the parent checks that the workers' peaks together stay within the limit (then no worker
-    gave anything up that one process would not have). `reserve` and `release` (a frame's
-    bytes: nearly every change) are Budget's on the slot behind `used`, without a property call
-    for each of their reads and writes."""
-    __slots__ = ("_used", "peak")
-
-    def __init__(self):
-        self._used = self.peak = 0
-        super().__init__()
-
-    def reserve(self, holder, size):
-        used = self._used = self._used + size
-        if used > self.peak:
-            self.peak = used
-        if size >= self.big_size:
-            self.big[holder] = None
-        if used > self.limit:
-            self.over()
-
-    def release(self, holder, size):
-        self._used -= size
-        if size >= self.big_size:
-            del self.big[holder]
-
-    @property
-    def used(self):
-        return self._used
-
-    @used.setter
-    def used(self, value):
-        self._used = value
-        if value > self.peak:
-            self.peak = value
 
 
 class Names(dict):
@@ -107,8 +71,7 @@ class Part(Dissector):
         self._table_new = flows._new
         flows.add = self._add            # the walker and the flow table's own replays call these
         flows._new = self._new
-        flows.budget = self.budget = PeakBudget()
-        self.budget.members = flows._streams
+        self.budget = flows.budget   # its peak is reported per chunk (parallel.worker)
         if self._decoder is not None:
             self._decoder.topic_names = self.names = Names(self)
         else:
@@ -122,12 +85,6 @@ class Part(Dissector):
     def _open(self, connection):
         self.opened.append((connection, self.now()))
         return super()._open(connection)
-
-    def _emit(self, exchange):   # Dissector._emit in one call (a subclass is not done in C)
-        self.emitted.append(self.walker.n)
-        self._exchanges += 1
-        exchange.index = self._exchanges
-        self.output.append(exchange)
 
     def add_issue(self, issue) -> None:
         kept = len(self.issues)

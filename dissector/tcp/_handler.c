@@ -37,7 +37,7 @@ static PyObject *Budget, *Framer, *reserve_fn, *release_fn, *took_fn;
     X(waiting) X(settle) X(answers) X(acked) X(segment) X(framer) X(sink) X(frame) X(connection) \
     X(direction) X(max_frame) X(_head) X(budget) X(reserve) X(release) X(offset) X(_room) \
     X(_buf) X(_kept) X(_need) X(_state) X(_start) X(_first_pkt) X(_first_ts) X(_last_pkt) \
-    X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn) X(used) \
+    X(_last_ts) X(_probation) X(_hdr) X(_replay) X(_run_replay) X(_take) X(conn) X(used) X(peak) \
     X(big_size) X(limit) X(big) X(over) X(took) X(pinned)
 NAMES(SLOT_DECLARE)
 
@@ -100,27 +100,31 @@ static int fill_at(PyObject *buf, long long at, PyObject *src, Py_ssize_t start,
 
 /* -- the budget ------------------------------------------------------------------------------ */
 
-/* A Budget's used, big_size and limit when all are ints that fit, in place: 1; 0 when not */
-static int budget_ints(PyObject *b, long long *used, long long *big_size, long long *limit)
+/* A Budget's used, peak, big_size and limit when all are ints that fit, in place: 1; 0 when not */
+static int budget_ints(PyObject *b, long long *used, long long *peak, long long *big_size,
+                       long long *limit)
 {
-    PyObject **u = slot_at(&s_used, b), **g = slot_at(&s_big_size, b), **l = slot_at(&s_limit, b);
-    if (u == NULL || g == NULL || l == NULL || *u == NULL || *g == NULL || *l == NULL
-            || !PyLong_CheckExact(*u) || !PyLong_CheckExact(*g) || !PyLong_CheckExact(*l))
+    PyObject **u = slot_at(&s_used, b), **p = slot_at(&s_peak, b), **g = slot_at(&s_big_size, b),
+             **l = slot_at(&s_limit, b);
+    if (u == NULL || p == NULL || g == NULL || l == NULL || *u == NULL || *p == NULL
+            || *g == NULL || *l == NULL || !PyLong_CheckExact(*u) || !PyLong_CheckExact(*p)
+            || !PyLong_CheckExact(*g) || !PyLong_CheckExact(*l))
         return 0;
-    int o1, o2, o3;
+    int o1, o2, o3, o4;
     *used = PyLong_AsLongLongAndOverflow(*u, &o1);
+    *peak = PyLong_AsLongLongAndOverflow(*p, &o4);
     *big_size = PyLong_AsLongLongAndOverflow(*g, &o2);
     *limit = PyLong_AsLongLongAndOverflow(*l, &o3);
-    return !o1 && !o2 && !o3 && *used > -(1LL << 62) && *used < (1LL << 62);
+    return !o1 && !o2 && !o3 && !o4 && *used > -(1LL << 62) && *used < (1LL << 62);
 }
 
 /* budget.reserve(holder, size): Budget.reserve done here for a Budget */
 static int budget_reserve(Handler *h, PyObject *holder, long long size)
 {
     PyObject *b = h->budget;
-    long long used, big_size, limit;
+    long long used, peak, big_size, limit;
     if (!h->budget_in_place || size < 0 || size > (1LL << 40)
-            || !budget_ints(b, &used, &big_size, &limit)) {
+            || !budget_ints(b, &used, &peak, &big_size, &limit)) {
         PyObject *n = PyLong_FromLongLong(size);
         int r = n == NULL ? -1 : call_none(PyObject_CallFunctionObjArgs(h->reserve, holder, n,
                                                                         NULL));
@@ -128,7 +132,7 @@ static int budget_reserve(Handler *h, PyObject *holder, long long size)
         return r;
     }
     used += size;
-    if (set_ll(&s_used, b, used) < 0)
+    if (set_ll(&s_used, b, used) < 0 || (used > peak && set_ll(&s_peak, b, used) < 0))
         return -1;
     if (size >= big_size) {
         PyObject *big = attr_get(&s_big, b);
@@ -146,11 +150,11 @@ static int budget_reserve(Handler *h, PyObject *holder, long long size)
 static int budget_release(Handler *h, PyObject *holder, PyObject *size_obj)
 {
     PyObject *b = h->budget;
-    long long used, big_size, limit, size;
+    long long used, peak, big_size, limit, size;
     int overflow;
     size = PyLong_CheckExact(size_obj) ? PyLong_AsLongLongAndOverflow(size_obj, &overflow) : -1;
     if (!h->budget_in_place || size < 0 || size > (1LL << 40)
-            || !budget_ints(b, &used, &big_size, &limit))
+            || !budget_ints(b, &used, &peak, &big_size, &limit))
         return call_none(PyObject_CallFunctionObjArgs(h->release, holder, size_obj, NULL));
     if (set_ll(&s_used, b, used - size) < 0)
         return -1;

@@ -256,6 +256,8 @@ class Reassembler:
         self.held_bytes += added
         b = self.budget
         b.used += added
+        if b.used > b.peak:
+            b.peak = b.used
         if self.held_bytes >= b.big_size:
             b.big[self] = None
 
@@ -284,6 +286,8 @@ class Reassembler:
         finally:
             b.busy = busy
             b.used += self.held_bytes - before
+            if b.used > b.peak:
+                b.peak = b.used
             if self.held_bytes < b.big_size:
                 b.big.pop(self, None)
 

@@ -265,7 +265,10 @@ class TlsStream:
                 self._pieces = [(0, pkt, ts)]
                 self._state = _BODY
                 self._used += need    # a record is never near the budget's big_size
-                self.budget.used += need
+                b = self.budget
+                b.used += need
+                if b.used > b.peak:
+                    b.peak = b.used
                 return
             elif st == _BODY:
                 take = min(self._need - self._got, n - pos)
@@ -589,6 +592,8 @@ class TlsStream:
         self._used += delta
         b = self.budget
         b.used += delta
+        if b.used > b.peak:
+            b.peak = b.used
         if self._used >= b.big_size:
             b.big[self] = None
         elif b.big:

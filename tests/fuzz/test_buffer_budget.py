@@ -10,6 +10,7 @@ import struct
 from hypothesis import given, strategies as st
 
 from dissector import budget as budget_module, framing
+from dissector.budget import Budget
 from dissector.pipeline import Dissector
 from dissector.tcp.reassembly import ACK, SYN, Reassembler
 from tests.tcp.fakes import PSH, request, response
@@ -51,6 +52,7 @@ def _books(d):
     b = d._flows.budget
     streams = d._flows._streams()
     assert b.used == sum(h.buffered() for h in streams) and b.used <= b.limit and not b.busy
+    assert b.peak >= b.used
     # what each counts: a framer its frame in progress or the bytes it keeps while looking
     # for a frame start, a reassembler its held data, a direction not yet decided TLS or
     # plaintext (dissector.tls.sniff) the traffic it keeps meanwhile
@@ -175,17 +177,11 @@ def test_hostile_claims_do_not_rank_every_stream(monkeypatch):
     assert 0 < given_up < 100 and len(done) + given_up == 1000
 
 
-@fuzz_settings(60)
-@given(seed=st.integers(0, 2**32), limit=st.integers(1, 40_000), swap=st.floats(0, 0.5),
-       drop=st.floats(0, 0.3))
-def test_random_streams_keep_the_books(monkeypatch, seed, limit, swap, drop):
-    """Three connections sending random frames in random segments, some out of order, some lost
-    (the broker's acks then declare the holes: the framers resynchronise), under a tiny budget:
-    no exception, and after every segment the budget's count is exactly what its holders hold
-    and within the limit; nothing is left counted at the end."""
-    monkeypatch.setattr(budget_module, "BUFFER_BUDGET", limit)
+def _random_streams(d, seed, swap, drop, each):
+    """Three connections of `d` sending random frames in random segments, some out of order, some
+    lost (the broker's acks then declare the holes: the framers resynchronise); each() after
+    every segment."""
     rnd = random.Random(seed)
-    d = Dissector((9092,))
     conns = [_Conn(d, i, 10 * i + 1) for i in range(3)]
     plan = []
     for i, conn in enumerate(conns):
@@ -213,9 +209,70 @@ def test_random_streams_keep_the_books(monkeypatch, seed, limit, swap, drop):
             ip, port = _client(i)
             d.feed_segment(pkt, pkt, B, ip, 9092, port, 5000, 1000 + sent[i], ACK, b"")
         pkt += 1
-        _books(d)
+        each()
+
+
+@fuzz_settings(60)
+@given(seed=st.integers(0, 2**32), limit=st.integers(1, 40_000), swap=st.floats(0, 0.5),
+       drop=st.floats(0, 0.3))
+def test_random_streams_keep_the_books(monkeypatch, seed, limit, swap, drop):
+    """Random streams (_random_streams) under a tiny budget: no exception, and after every
+    segment the budget's count is exactly what its holders hold and within the limit; nothing is
+    left counted at the end."""
+    monkeypatch.setattr(budget_module, "BUFFER_BUDGET", limit)
+    d = Dissector((9092,))
+    _random_streams(d, seed, swap, drop, lambda: _books(d))
     d.finish()
     assert _books(d).used == 0 and not d._flows._live
+
+
+class _Watched(Budget):
+    """A Budget that sees every write of `used` (a property: the compiled handler's in-place
+    reserve steps aside for it), `most` the largest since it was last set."""
+    __slots__ = ("_used", "most")
+
+    def __init__(self):
+        self._used = self.most = 0
+        super().__init__()
+
+    @property
+    def used(self):
+        return self._used
+
+    @used.setter
+    def used(self, value):
+        self._used = value
+        self.most = max(self.most, value)
+
+
+@fuzz_settings(40)
+@given(seed=st.integers(0, 2**32), limit=st.integers(1, 40_000), swap=st.floats(0, 0.5),
+       drop=st.floats(0, 0.3))
+def test_the_peak_is_the_most_held(monkeypatch, seed, limit, swap, drop):
+    """`peak` is the most `used` reached since it was last set (as a parallel worker sets it at
+    each chunk's end), however `used` grew (the compiled handler's in-place reserve, holders
+    adding to it): after every segment it is what a budget seeing every write of `used` found,
+    and the give-ups are the same."""
+    monkeypatch.setattr(budget_module, "BUFFER_BUDGET", limit)
+    runs = []
+    for watched in (False, True):
+        d = Dissector((9092,))
+        if watched:
+            d._flows.budget = _Watched()
+            d._flows.budget.members = d._flows._streams
+        b, peaks = d._flows.budget, []
+
+        def each(b=b, peaks=peaks, watched=watched):
+            assert not watched or b.peak == b.most
+            peaks.append(b.peak)
+            if len(peaks) % 7 == 0:
+                b.peak = b.used
+                if watched:
+                    b.most = b.used
+        _random_streams(d, seed, swap, drop, each)
+        d.finish()
+        runs.append((peaks, [(i.code, i.frame) for i in d.issues]))
+    assert runs[0] == runs[1]
 
 
 def test_many_connections_in_big_frames_stay_within_the_budget():

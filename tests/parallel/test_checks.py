@@ -1,7 +1,7 @@
 """What the parallel run checks to be sure it makes what one process makes: topic ids looked up
 in vain are noted by both body walkers (the compiled reader's and the Python one), a foreign
-flow's packets are skipped by both packet walkers, the parent's checks (driver.Checks) and the
-budget's peak they check (part.PeakBudget)."""
+flow's packets are skipped by both packet walkers, the parent's checks (driver.Checks). The
+budget's peak they check: tests/fuzz/test_buffer_budget.py."""
 from __future__ import annotations
 
 import random
@@ -11,10 +11,10 @@ from operator import itemgetter
 
 import pytest
 
-from dissector.budget import BUFFER_BUDGET, Budget
+from dissector.budget import BUFFER_BUDGET
 from dissector.decoding import BodyDecoder
 from dissector.parallel.driver import Checks, _places
-from dissector.parallel.part import Names, PeakBudget
+from dissector.parallel.part import Names
 from dissector.protocol import readers
 from dissector.protocol.decode import tables
 from tests.protocol.encoder import body_uuids, encode, random_body
@@ -95,48 +95,3 @@ def test_places_are_a_stable_merge():
         for at, (_, w) in enumerate(merged):
             expected[w].append(at)
         assert _places(keys) == expected, keys
-
-
-class _Holder:
-    def __init__(self, budget, log, name):
-        self.budget, self.log, self.name, self.held = budget, log, name, 0
-
-    def buffered(self):
-        return self.held
-
-    def give_up(self):
-        self.log.append(self.name)
-        self.budget.used -= self.held
-        self.held = 0
-
-
-def test_peak_budget_is_the_budget_noting_its_peak():
-    """PeakBudget's own reserve and release do what Budget's do (the same give-ups at the same
-    steps), and `peak` is the most it held, through them and through `used` alike."""
-    rnd = random.Random(5)
-    for _ in range(300):
-        steps = [(rnd.randrange(4), rnd.choice((1, 50, 300, 2000))) for _ in range(30)]
-        seen = []
-        for budget in (Budget(limit=4096), PeakBudget()):
-            budget.limit, budget.big_size = 4096, 256
-            log = []
-            holders = [_Holder(budget, log, i) for i in range(4)]
-            budget.members = lambda holders=holders: holders
-            most = 0
-            for i, size in steps:
-                h, before = holders[i], budget.used
-                if i >= 2:   # a reassembler: adds to `used` itself
-                    h.held += size
-                    budget.used += size
-                    most = max(most, before + size)
-                elif h.held:   # a framer's frame complete
-                    budget.release(h, h.held)
-                    h.held = 0
-                else:   # a framer's frame announced
-                    h.held = size
-                    budget.reserve(h, size)
-                    most = max(most, before + size)
-                seen.append((tuple(log), budget.used))
-            if isinstance(budget, PeakBudget):
-                assert budget.peak == most
-        assert seen[:len(steps)] == seen[len(steps):]
