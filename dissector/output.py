@@ -105,7 +105,10 @@ class JsonlWriter:
         self.out.write(self.line(ex))
 
     def write_all(self, exchanges) -> None:
-        self.out.write("".join(map(self.line, exchanges)))
+        self.out.write("".join(self.lines(exchanges)))
+
+    def lines(self, exchanges) -> list:
+        return list(map(self.line, exchanges))
 
     def line(self, ex) -> str:
         rec = exchange_record(ex)
@@ -170,11 +173,14 @@ class CsvWriter:
     def write(self, ex) -> None:
         self.out.write(self.line(ex))
 
-    def write_all(self, exchanges, row=exchange_row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> None:
-        """The lines of `exchanges` in one write: `line` for each, with its common case inline."""
+    def write_all(self, exchanges) -> None:
+        """The lines of `exchanges` in one write."""
+        self.out.write("".join(self.lines(exchanges)))
+
+    def lines(self, exchanges, row=exchange_row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:
+        """`line` of each exchange, its common case inline (no Python call per exchange)."""
         line = self.line
-        self.out.write("".join([csv_line(row(ex), ts_at, topics_at) or line(ex)
-                                for ex in exchanges]))
+        return [csv_line(row(ex), ts_at, topics_at) or line(ex) for ex in exchanges]
 
     def line(self, ex) -> str:
         row = exchange_row(ex)

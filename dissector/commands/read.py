@@ -88,6 +88,8 @@ def _parallel(args, jobs, writer, keep, progress, keylog):
         import io
         w = make_writer(fmt, io.StringIO(), bodies=bodies, show_secrets=secrets)
         piece = w.tail if fmt == "text" else w.line
+        if fmt != "text" and keep is None:   # every exchange a line: the writer's own loop
+            return w.lines
 
         def rendered(exchanges):
             pieces = [piece(ex) if keep is None or keep(
