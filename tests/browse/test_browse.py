@@ -354,6 +354,7 @@ def test_runs_in_a_plain_terminal_and_quits_on_q(capture):
                     return
     try:
         pump(60, b"12 exchanges")
+        pump(60, b"Produce v9")   # the rows may be painted after the status line that counts them
         assert b"12 exchanges" in text() and b"Produce v9" in text(), text()[-3000:]
         os.write(master, b"q")
         assert proc.wait(30) == 0
