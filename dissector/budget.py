@@ -15,9 +15,10 @@ fit), where the largest is whenever there is one; only when every holder is smal
 them (`members`, given by the flow table) ranked, and the eighth given up then takes many packets
 to refill. The per-frame cost is an addition and a comparison or two.
 
-`peak` is the most `used` reached since it was last set: wherever a holder makes `used` grow it
-raises `peak` too. One process never reads it; the workers of dissector.parallel report it per
-chunk, and the parent checks that their peaks together stay within the limit (then no worker
+`peak` is the most `used` reached since it was last set: holders make `used` grow through `add`
+or `reserve`, which raise `peak` too (the compiled flow handler does the same in place). One
+process never reads it; the workers of dissector.parallel report it per chunk, and the parent
+checks that their peaks together stay within the limit (then no worker
 gave anything up that one process would not have).
 """
 from __future__ import annotations
@@ -49,6 +50,13 @@ class Budget:
             self.big[holder] = None
         if used > self.limit:
             self.over()
+
+    def add(self, n):
+        """A holder keeps `n` more bytes (fewer if negative), raising `peak` where `used` grows;
+        its registration in `big` is the holder's to keep."""
+        used = self.used = self.used + n
+        if used > self.peak:
+            self.peak = used
 
     def release(self, holder, size):
         """The frame `reserve` announced is complete and handed on."""

@@ -542,9 +542,7 @@ class Framer:
     def _resize(self, slen):
         """The bytes kept while looking for a frame start are now slen."""
         b = self.budget
-        b.used += slen - self._slen
-        if b.used > b.peak:
-            b.peak = b.used
+        b.add(slen - self._slen)
         self._slen = slen
         if slen >= b.big_size:
             b.big[self] = None

@@ -255,9 +255,7 @@ class Reassembler:
             added += b - a
         self.held_bytes += added
         b = self.budget
-        b.used += added
-        if b.used > b.peak:
-            b.peak = b.used
+        b.add(added)
         if self.held_bytes >= b.big_size:
             b.big[self] = None
 
@@ -285,9 +283,7 @@ class Reassembler:
                 self.next = e
         finally:
             b.busy = busy
-            b.used += self.held_bytes - before
-            if b.used > b.peak:
-                b.peak = b.used
+            b.add(self.held_bytes - before)
             if self.held_bytes < b.big_size:
                 b.big.pop(self, None)
 

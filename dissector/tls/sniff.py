@@ -144,9 +144,7 @@ class Pair:
             return
         self.kept += n
         b = self.budget
-        b.used += n
-        if b.used > b.peak:
-            b.peak = b.used
+        b.add(n)
         s = self.sniffs[0]   # the holder of the pair's bytes for the budget (see Sniff.buffered)
         if s is not None:
             if self.kept >= b.big_size:

@@ -265,10 +265,7 @@ class TlsStream:
                 self._pieces = [(0, pkt, ts)]
                 self._state = _BODY
                 self._used += need    # a record is never near the budget's big_size
-                b = self.budget
-                b.used += need
-                if b.used > b.peak:
-                    b.peak = b.used
+                self.budget.add(need)
                 return
             elif st == _BODY:
                 take = min(self._need - self._got, n - pos)
@@ -591,9 +588,7 @@ class TlsStream:
             return
         self._used += delta
         b = self.budget
-        b.used += delta
-        if b.used > b.peak:
-            b.peak = b.used
+        b.add(delta)
         if self._used >= b.big_size:
             b.big[self] = None
         elif b.big:
