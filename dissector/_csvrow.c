@@ -7,7 +7,11 @@
  * ISO 8601 with nanoseconds (empty outside the years 1-9999), the list at `topics_at` joined by
  * ";", anything else as str() gives it. None when a value needs CSV quoting (a comma, a quote
  * or a line break in it), a timestamp is not an int of 64 bits or a string has no UTF-8: the
- * caller takes the slow path. Written straight into one buffer: no string per value. */
+ * caller takes the slow path. Written straight into one buffer: no string per value.
+ *
+ * csv_line(row, ts_at, topics_at, holes) -> tuple of str or None: the same line cut at the
+ * columns `holes` (ascending), their values left out: len(holes) + 1 pieces between which those
+ * values go (a parallel run's workers write lines before they know the numbers in them). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -221,10 +225,33 @@ static int put_value(Buf *o, PyObject *v, int is_ts, int is_topics)
     return rc;
 }
 
+/* The line's pieces between the holes (cut at offsets `cuts`), each decoded on its own: a cut
+ * is next to a comma, never inside a character. */
+static PyObject *pieces(const Buf *o, const Py_ssize_t *cuts, Py_ssize_t k)
+{
+    PyObject *out = PyTuple_New(k + 1);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j <= k; j++) {
+        Py_ssize_t from = j ? cuts[j - 1] : 0, to = j < k ? cuts[j] : o->n;
+        PyObject *piece = PyUnicode_DecodeUTF8(o->b + from, to - from, "strict");
+        if (piece == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, j, piece);
+    }
+    return out;
+}
+
+#define MAX_HOLES 8
+
 static PyObject *csv_line(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "csv_line(row: tuple, ts_at: tuple, topics_at: int)");
+    if ((nargs != 3 && nargs != 4) || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])
+            || (nargs == 4 && !PyTuple_Check(args[3]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "csv_line(row: tuple, ts_at: tuple, topics_at: int[, holes: tuple])");
         return NULL;
     }
     PyObject *row = args[0], *ts_at = args[1];
@@ -232,6 +259,23 @@ static PyObject *csv_line(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     if (topics_at == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(row), k = PyTuple_GET_SIZE(ts_at), next_ts = 0;
+    Py_ssize_t holes[MAX_HOLES], cuts[MAX_HOLES], nholes = 0, next_hole = 0;
+    if (nargs == 4) {
+        nholes = PyTuple_GET_SIZE(args[3]);
+        if (nholes > MAX_HOLES) {
+            PyErr_SetString(PyExc_ValueError, "csv_line: at most 8 holes");
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < nholes; j++) {
+            holes[j] = PyNumber_AsSsize_t(PyTuple_GET_ITEM(args[3], j), PyExc_OverflowError);
+            if (holes[j] == -1 && PyErr_Occurred())
+                return NULL;
+            if (holes[j] < 0 || holes[j] >= n || (j && holes[j] <= holes[j - 1])) {
+                PyErr_SetString(PyExc_ValueError, "csv_line: holes are ascending columns");
+                return NULL;
+            }
+        }
+    }
     Buf o = {.n = 0, .cap = sizeof o.small};
     o.b = o.small;
     PyObject *line = NULL;
@@ -251,6 +295,10 @@ static PyObject *csv_line(PyObject *Py_UNUSED(module), PyObject *const *args, Py
                 goto done;
             o.b[o.n++] = ',';
         }
+        if (next_hole < nholes && holes[next_hole] == i) {   /* its value left out */
+            cuts[next_hole++] = o.n;
+            continue;
+        }
         int rc = put_value(&o, PyTuple_GET_ITEM(row, i), is_ts, i == topics_at);
         if (rc < 0)
             goto done;
@@ -263,7 +311,7 @@ static PyObject *csv_line(PyObject *Py_UNUSED(module), PyObject *const *args, Py
     if (room(&o, 1) < 0)
         goto done;
     o.b[o.n++] = '\n';
-    line = PyUnicode_DecodeUTF8(o.b, o.n, "strict");
+    line = nargs == 4 ? pieces(&o, cuts, nholes) : PyUnicode_DecodeUTF8(o.b, o.n, "strict");
 done:
     if (o.b != o.small)
         PyMem_Free(o.b);
@@ -272,7 +320,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"csv_line", (PyCFunction)(void (*)(void))csv_line, METH_FASTCALL,
-     "csv_line(row, ts_at, topics_at) -> str or None"},
+     "csv_line(row, ts_at, topics_at[, holes]) -> str, tuple of str (with holes) or None"},
     {NULL}
 };
 

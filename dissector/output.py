@@ -129,6 +129,8 @@ class JsonlWriter:
 
 _TS_AT = tuple(i for i, name in enumerate(EXCHANGE_COLUMN_NAMES) if name in TIMESTAMP_COLUMNS)
 _TOPICS_AT = EXCHANGE_COLUMN_NAMES.index("topics")
+# the numbers a parallel run's parent gives (dissector.parallel), in column order
+NUMBER_HOLES = (EXCHANGE_COLUMN_NAMES.index("connection_id"), EXCHANGE_COLUMN_NAMES.index("exchange"))
 
 
 def csv_values(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:
@@ -143,13 +145,25 @@ def csv_values(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:
     return values
 
 
-def plain_line(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> str | None:
+def plain_line(row, ts_at=_TS_AT, topics_at=_TOPICS_AT, holes=None):
     """The CSV line of exchange_row's values (csv_values) when none needs quoting (no comma,
-    quote or line break in one), else None. _csvrow.csv_line is the same compiled."""
-    line = ",".join(map(str, csv_values(row, ts_at, topics_at)))
+    quote or line break in one), else None. With `holes` (ascending columns): the line's
+    len(holes) + 1 pieces, cut where those columns' values, left out, go. _csvrow.csv_line is
+    the same compiled."""
+    if holes is not None:
+        if len(holes) > 8 or any(not 0 <= h < len(row) for h in holes) or any(
+                a >= b for a, b in zip(holes, holes[1:])):
+            raise ValueError("csv_line: holes are ascending columns (at most 8)")
+        row = tuple(None if i in holes else v for i, v in enumerate(row))
+    values = list(map(str, csv_values(row, ts_at, topics_at)))
+    line = ",".join(values)
     if line.count(",") != len(row) - 1 or '"' in line or "\r" in line or "\n" in line:
         return None
-    return line + "\n"
+    line += "\n"
+    if holes is None:
+        return line
+    cuts = [sum(len(v) + 1 for v in values[:h]) for h in holes]
+    return tuple(line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)]))
 
 
 try:
@@ -181,6 +195,12 @@ class CsvWriter:
         """`line` of each exchange, its common case inline (no Python call per exchange)."""
         line = self.line
         return [csv_line(row(ex), ts_at, topics_at) or line(ex) for ex in exchanges]
+
+    def drafts(self, exchanges, row=exchange_row, ts_at=_TS_AT, topics_at=_TOPICS_AT,
+               holes=NUMBER_HOLES) -> list:
+        """Per exchange, its line but for its connection id and number: the three pieces around
+        them (csv_line's), or None for a line that needs quoting (`line` writes it whole)."""
+        return [csv_line(row(ex), ts_at, topics_at, holes) for ex in exchanges]
 
     def line(self, ex) -> str:
         row = exchange_row(ex)

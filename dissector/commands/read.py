@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 from ..output import FORMATS, make_writer
 from ..session import LEVELS
@@ -88,6 +89,8 @@ def _parallel(args, jobs, writer, keep, progress, keylog):
         import io
         w = make_writer(fmt, io.StringIO(), bodies=bodies, show_secrets=secrets)
         piece = w.tail if fmt == "text" else w.line
+        if fmt == "csv" and keep is None:   # drafted as they complete, numbered later
+            return SimpleNamespace(draft=w.drafts, late=w.lines)
         if fmt != "text" and keep is None:   # every exchange a line: the writer's own loop
             return w.lines
 

@@ -42,8 +42,11 @@ def _gzip(path) -> bool:
 
 class Plan:
     """What the workers do: dissect `paths` like dissect() and render each chunk's exchanges
-    with `render()()` (called once in each worker: a function of a list of numbered exchanges
-    returning one piece per exchange, None for none)."""
+    with `render()` (called once in each worker): a function of a list of numbered exchanges
+    returning one piece per exchange, None for none; or, to render them as they complete,
+    an object with that function as `late` and `draft(exchanges)`, returning per exchange its
+    piece but for its connection id and number, as the three strings around them (the number
+    after the id), or None where `late` renders it once numbered."""
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
                  max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,

@@ -255,6 +255,9 @@ def target_csvrow():
         row = tuple(row)
         got = _outcome(csv_line, row, tuple(ts_at), topics_at)
         assert got == _outcome(plain_line, row, tuple(ts_at), topics_at), (row, got)
+        holes = tuple(x % (len(row) + 2) - 1 for x in data[40:44])   # some out of range
+        got = _outcome(csv_line, row, tuple(ts_at), topics_at, holes)
+        assert got == _outcome(plain_line, row, tuple(ts_at), topics_at, holes), (row, holes)
     return one
 
 

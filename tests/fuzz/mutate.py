@@ -102,7 +102,10 @@ def direct_calls(count: int, rnd: random.Random) -> None:
             elif which == 2:
                 row = tuple(rnd.choice((None, 0, -1, 1 << 62, 1.5, "a,b", "x", "\"", [], ["t"],
                                         raw)) for _ in range(rnd.randint(0, 12)))
-                csv_line(row, tuple(sorted(rnd.sample(range(12), 3))), rnd.randrange(-1, 13))
+                args = [row, tuple(sorted(rnd.sample(range(12), 3))), rnd.randrange(-1, 13)]
+                if rnd.random() < 0.5:   # holes, in or out of order and range
+                    args.append(tuple(rnd.randrange(-1, 14) for _ in range(rnd.randrange(10))))
+                csv_line(*args)
             elif which == 3:
                 segment_run(raw, rnd.choice(("headers", "bodies")))()
             elif which == 4:

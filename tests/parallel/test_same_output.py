@@ -186,3 +186,24 @@ def test_hundreds_of_connections_in_flight(tmp_path, capsys):
     built = corpus.build(path, 200 * source.stat().st_size, src=str(source), parallel=200)
     assert built.replicas >= 150
     same(outputs(tmp_path, capsys, path, "--format", "csv", "--level", "bodies"))
+
+
+def test_lines_that_need_quoting_among_drafted_ones(tmp_path, capsys):
+    """CSV lines are drafted as exchanges complete and numbered later; those that need quoting
+    (a comma, quote or line break in a client id) are rendered whole once numbered: in their
+    places among the others, with their numbers."""
+    from tests.analysis.build import Capture, ms, request_bytes, response_bytes
+    cap = Capture()
+    ids = ["plain", 'say "hi"', "a,b", "two\nlines", "also-plain"]
+    conns = [cap.connection(client_ip=f"10.0.1.{i + 1}", client_port=40000 + i, ts=ms(i))
+             for i in range(len(ids))]
+    for n in range(40):   # the clients' exchanges interleaved
+        conn, client_id = conns[n % len(conns)], ids[(n // 3) % len(ids)]
+        conn.request(ms(100 + n * 10), request_bytes(18, 0, n, client_id=client_id))
+        conn.response(ms(103 + n * 10), response_bytes(n, b"\0\0\0\0\0\0"))
+    path = cap.write(tmp_path / "quoting.pcap")
+    results = outputs(tmp_path, capsys, path, "--format", "csv", "--port", "9092")
+    same(results)
+    text = results[0][1].decode()
+    assert text.count('"say ""hi"""') > 3 and text.count('"a,b"') > 3
+    assert len(text.splitlines()) > 40
