@@ -130,7 +130,7 @@ class JsonlWriter:
 _TS_AT = tuple(i for i, name in enumerate(EXCHANGE_COLUMN_NAMES) if name in TIMESTAMP_COLUMNS)
 _TOPICS_AT = EXCHANGE_COLUMN_NAMES.index("topics")
 # the numbers a parallel run's parent gives (dissector.parallel), in column order
-NUMBER_HOLES = (EXCHANGE_COLUMN_NAMES.index("connection_id"), EXCHANGE_COLUMN_NAMES.index("exchange"))
+NUMBER_HOLES = tuple(map(EXCHANGE_COLUMN_NAMES.index, ("connection_id", "exchange")))
 
 
 def csv_values(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:

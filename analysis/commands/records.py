@@ -9,6 +9,8 @@ a fifth of the CPU time of Parquet, 1 MiB a third of CSV's). Nothing here import
 """
 from __future__ import annotations
 
+import os
+import stat
 import sys
 
 from dissector.cli import PLUGIN_HELP
@@ -67,7 +69,13 @@ def run(args) -> int:
                 write = out.write if out else _stdout()
                 if args.format == "csv":
                     write((",".join(RECORD_COLUMN_NAMES) + "\n").encode())
-                result, count, written = _parallel(args, dissection, progress, write)
+                placed = None
+                if out and stat.S_ISREG(os.fstat(out.fileno()).st_mode):
+                    out.flush()   # the workers write from here on (dissector.parallel.placing)
+                    placed = out.fileno()
+                result, count, written = _parallel(args, dissection, progress, write, placed)
+                if placed is not None:
+                    out.seek(0, os.SEEK_END)   # after what they wrote
                 if result is None:
                     result = dissection
                     count += _write_text((ex for ex in dissection if ex.index > written),
@@ -83,11 +91,12 @@ def run(args) -> int:
     return report_errors(result)
 
 
-def _parallel(args, dissection, progress, write):
+def _parallel(args, dissection, progress, write, placed=None):
     """The records of --jobs N worker processes (dissector.parallel), each exchange's rendered
-    by a worker and written here in order: (the run, records written, exchanges written), the
-    run None when one process is to write the rest (one job, or after dissector.parallel's
-    checks stopped the workers)."""
+    by a worker and written here in order, or with `placed` (the output's file descriptor) by
+    the workers into the file: (the run, records written, exchanges written), the run None
+    when one process is to write the rest (one job, or after dissector.parallel's checks
+    stopped the workers)."""
     from dissector.parallel import jobs_for
     ports, auto = parse_ports(args.port)
     jobs = jobs_for(args.jobs, args.captures, auto)
@@ -114,10 +123,13 @@ def _parallel(args, dissection, progress, write):
         return lambda exchanges: [rendered(ex) for ex in exchanges]
 
     def written(pieces, _first):
+        if placed is not None:   # the records counted here, written by the workers
+            count[0] += sum(n for n in pieces if n is not None)
+            return
         count[0] += sum(n for n, _ in pieces)
         write(("" if fmt == "text" else b"").join(text for _, text in pieces))
     plan = Plan(args.captures, render, jobs, ports, level="records", max_frame=args.max_frame,
-                keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
+                keylog=dissection.dissector.tls.keylog, by=args.jobs_by, out=placed)
     try:
         return run(plan, written, progress), count[0], 0
     except Diverged as exc:

@@ -5,10 +5,12 @@ connections it owns (part.py: decided at a flow's first packet, by the client's 
 a client's connections, which share topic ids, stay together; `by="connection"` spreads every
 connection). Per chunk of the files (the same in every worker), the workers send what they made
 keyed by the packet it happened in; the parent (`run`) numbers exchanges and connections as the
-single process does (number.py) and hands the numbers back; the workers render their exchanges
-with them and the parent writes the pieces in order. Output is byte-identical to one process.
+single process does (driver.py) and hands the numbers back; the workers render their exchanges
+with them and the parent writes the pieces in order (or, into a regular file, tells each worker
+where its pieces go and the workers write them: placing.py). Output is byte-identical to one
+process.
 
-What one process shares between connections is checked at every chunk (number.Checks): the
+What one process shares between connections is checked at every chunk (driver.Checks): the
 buffer budget, the flow table's caps, topic ids learned on one connection and looked up on
 another. Where the workers could have differed from one process, `run` raises `Diverged`
 (saying how many exchanges were written) and the caller dissects again in one process,

@@ -20,7 +20,8 @@ from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_QUIET
 from .part import AT_END
 from .pipes import Workers
-from .worker import DONE, FAILED, KEYS, NUMBERS, PIECES, work
+from .placing import offsets
+from .worker import DONE, FAILED, KEYS, NUMBERS, OFFSETS, PIECES, WROTE, work
 
 
 class Diverged(Exception):
@@ -58,9 +59,15 @@ def run(plan, write, progress=None) -> Result:
         workers.start(plan.jobs, lambda w, link: work(w, plan, link))
         started = time.process_time()
         parent = _Parent(plan, workers, write, progress)
-        while len(parent.done) < plan.jobs:
-            for msg in workers.messages():
-                parent.handle(msg)
+        try:
+            while len(parent.done) < plan.jobs:
+                for msg in workers.messages():
+                    parent.handle(msg)
+                if parent.stopping is not None and parent.to_ack == parent.stopping[0]:
+                    raise Diverged(parent.written, parent.stopping[1])
+        finally:
+            if plan.out is not None:   # after what is in the file
+                os.lseek(plan.out, parent.at, os.SEEK_SET)
         _note_cpu(before, started, parent.result.cpu)
         return parent.result
     finally:
@@ -98,6 +105,13 @@ class _Parent:
         self.gid = [{} for _ in range(plan.jobs)]   # per worker: local connection id -> global
         self.checks = Checks(plan.jobs)
         self.capture_level = {}   # worker -> (its keyed issues, its connections): plan.tables
+        # with plan.out (placing.py): where the next piece goes, and the chunks placed but not
+        # yet written by every worker (chunk -> [its last number, workers done with it])
+        self.out = plan.out
+        self.at = os.lseek(plan.out, 0, os.SEEK_CUR) if plan.out is not None else 0
+        self.placed = {}
+        self.to_ack = 0
+        self.stopping = None   # (chunk, why) once the workers may have differed: plan.out
 
     def handle(self, msg):
         kind, w = msg[0], msg[1]
@@ -107,7 +121,8 @@ class _Parent:
             raise exc
         if kind == KEYS:
             self.keys.setdefault(msg[2], {})[w] = msg
-            while len(self.keys.get(self.to_number, ())) == self.jobs:
+            while (self.stopping is None
+                   and len(self.keys.get(self.to_number, ())) == self.jobs):
                 self.number(self.keys.pop(self.to_number))
                 self.to_number += 1
         elif kind == PIECES:
@@ -115,6 +130,11 @@ class _Parent:
             while len(self.pieces.get(self.to_write, ())) == self.jobs:
                 self.flush(self.pieces.pop(self.to_write))
                 self.to_write += 1
+        elif kind == WROTE:
+            self.placed[msg[2]][1] += 1
+            while self.placed.get(self.to_ack, (0, 0))[1] == self.jobs:
+                self.written = self.placed.pop(self.to_ack)[0]
+                self.to_ack += 1
         elif kind == DONE:
             self.done.add(w)
             self.workers.finished(w)
@@ -147,7 +167,10 @@ class _Parent:
             raise RuntimeError(f"workers disagree on where chunk {chunk} ends: {sorted(marks)}")
         why = self.checks.chunk([msgs[w] for w in range(self.jobs)])
         if why is not None:
-            raise Diverged(self.written, why)
+            if self.out is None:
+                raise Diverged(self.written, why)
+            self.stopping = chunk, why   # raised once what is placed is written (run)
+            return
         # connections: in the order they opened
         opened = sorted((at, w, i) for w in range(self.jobs)
                         for i, (_lid, at) in enumerate(msgs[w][6]))
@@ -182,8 +205,18 @@ class _Parent:
         for w in range(self.jobs):
             for at, piece in zip(positions[w], pieces[w]):
                 out[at] = piece
-        self.write(out, first)
-        self.written = first + n - 1
+        if self.out is None:
+            self.write(out, first)
+            self.written = first + n - 1
+            return
+        # each piece (what `write` gets, its size): the sizes placed one after another
+        sizes = [0 if p is None else p[1] for p in out]
+        places = offsets(sizes, self.at)
+        self.at += sum(sizes)
+        for w in range(self.jobs):
+            self.workers.put(w, (OFFSETS, self.to_write, [places[at] for at in positions[w]]))
+        self.placed[self.to_write] = [first + n - 1, 0]
+        self.write([None if p is None else p[0] for p in out], first)
 
 
 def _places(keys):

@@ -46,11 +46,13 @@ class Plan:
     returning one piece per exchange, None for none; or, to render them as they complete,
     an object with that function as `late` and `draft(exchanges)`, returning per exchange its
     piece but for its connection id and number, as the three strings around them (the number
-    after the id), or None where `late` renders it once numbered."""
+    after the id), or None where `late` renders it once numbered. With `out` (the file
+    descriptor of a regular file, at the place to write from), each piece is (what the
+    parent's write gets, bytes the worker writes there itself: placing.py)."""
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
                  max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,
-                 by="client"):
+                 by="client", out=None):
         self.paths = [os.fspath(p) for p in paths]
         self.render = render
         self.jobs = jobs
@@ -62,6 +64,7 @@ class Plan:
         self.keylog = keylog   # a dissector.tls KeyLog (each worker has its copy)
         self.tables = tables   # the run's result also has `issues` and `connections`
         self.by = by
+        self.out = out
 
     def owns(self, me):
         """owns(src, dst, sport, dport) for worker `me`, asked at each new flow's first packet

@@ -25,6 +25,7 @@ from ..capture.errors import CaptureError
 from ..capture.fast import scan
 from ..model import ERROR, Issue
 from .part import AT_END, Part
+from .placing import write_at
 
 STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between its reports
 # The cyclic collector's first threshold in a worker. The exchanges held for their numbers (up
@@ -33,6 +34,7 @@ STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between i
 # every step scanned them, a tenth of a worker's CPU. Cyclic garbage stays bounded by it.
 GC_THRESHOLD = 200_000
 KEYS, NUMBERS, PIECES, DONE, FAILED = "keys", "numbers", "pieces", "done", "failed"
+OFFSETS, WROTE = "offsets", "wrote"   # with Plan.out (placing.py)
 
 
 def work(me, plan, link):
@@ -76,6 +78,7 @@ class _Worker:
         self.drafts = []    # the step's drafts so far (or exchanges rendered once numbered)
         self.cids = []      # their connections' (local) ids
         self.late = []      # where the exchanges are in `drafts`
+        self.unplaced = {}  # with plan.out: chunk -> its pieces' bytes, until their offsets come
         self.chunk = 0
         self.held = {}      # chunk -> (its exchanges, the connections opened in it)
         self.gid = {}       # local connection id -> global id
@@ -91,7 +94,7 @@ class _Worker:
                         self.take()
                     if i % STEP_CHUNKS == 0:
                         self.end_chunk(path)
-                    elif self.held:   # numbers in: rendered now, not a step later
+                    elif self.held or self.unplaced:   # numbers in: rendered now, not later
                         self.serve(block=False)
                 self.end_chunk(path)
             except CaptureError as exc:   # what Dissection does: the next file goes on
@@ -102,7 +105,7 @@ class _Worker:
                 self.end_chunk(path)
         d.finish()
         self.end_chunk(None)
-        while self.held:
+        while self.held or self.unplaced:
             self.serve(block=True)
         issues = connections = None
         if self.plan.tables:
@@ -177,13 +180,21 @@ class _Worker:
         self.serve(block=False)
 
     def serve(self, block):
-        """Render the chunks the parent has numbered (block: wait for one)."""
+        """Render the chunks the parent has numbered and write those it has placed (block: wait
+        for one message)."""
         while True:
             msg = self.link.get(block)
             if msg is None:
                 if block:   # the parent stopped
                     raise _Stopped
                 return
+            if msg[0] == OFFSETS:
+                _, chunk, places = msg
+                write_at(self.plan.out, self.unplaced.pop(chunk), places)
+                self.link.put((WROTE, self.me, chunk))
+                if block:
+                    return
+                continue
             _, chunk, indices, gids = msg
             exchanges, cids, late, opened = self.held.pop(chunk)
             self.gid.update(zip(opened, gids))
@@ -191,6 +202,9 @@ class _Worker:
                 pieces = self.numbered(exchanges, indices)
             else:
                 pieces = self.filled(exchanges, cids, late, indices)
+            if self.plan.out is not None:   # the parent gets the rest and the sizes
+                self.unplaced[chunk] = [None if p is None else p[1] for p in pieces]
+                pieces = [None if p is None else (p[0], len(p[1])) for p in pieces]
             self.link.put((PIECES, self.me, chunk, pieces))
             if block:
                 return
