@@ -1,10 +1,11 @@
 """`--jobs 1` against `--jobs N` on the same capture, alternating in one run: the scaling.
 
     python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400 [--mix bulk|dense]]
-                                      [--jobs 2] [--rounds 5] [--levels bodies,records]
+                                      [--jobs 2] [--rounds 5] [--levels bodies,records,table]
 
-Each round runs `kafka-dissect read CORPUS --level L --format csv --jobs J` for every level, one
-process then N, and checks that the two outputs are byte-identical. Reported per level, medians
+Each round runs `kafka-dissect read CORPUS --level L --format csv --jobs J` for every level, and
+for "table" the records table (`kafka-dissect records CORPUS --format csv`), one process then N,
+and checks that the two outputs are byte-identical. Reported per level, medians
 over the rounds: wall and CPU time (user + system of the command and its workers), the wall
 scaling (one process's wall over N's) and the CPU bound: one process's CPU over the CPU on the
 critical path of N, which is the parent's CPU until its workers started plus the larger of the
@@ -34,11 +35,15 @@ from benchmarks.measure import machine, run, settle, warm_bytecode  # noqa: E402
 TARGET = 1.7   # with 2 workers on a 2-CPU machine (issue 20)
 
 
+TABLE = "table"   # the records table: `records --format csv`
+
+
 def read_cmd(path, port, level, jobs, out):
     script = Path(sys.executable).parent / "kafka-dissect"
     cli = [str(script)] if script.exists() else [sys.executable, "-m", "dissector"]
-    return cli + ["read", str(path), "--port", str(port), "--level", level, "--format", "csv",
-                  "--out", str(out), "--jobs", str(jobs)]
+    what = ["records"] if level == TABLE else ["read", "--level", level]
+    return cli + what + [str(path), "--port", str(port), "--format", "csv", "--out", str(out),
+                         "--jobs", str(jobs)]
 
 
 def measure(path, port, levels, jobs, rounds, tmp, log=print):
@@ -116,7 +121,8 @@ def main(argv=None):
     ap.add_argument("--mix", choices=sorted(C.MIXES), default="bulk")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--levels", default="bodies,records")
+    ap.add_argument("--levels", default=f"bodies,records,{TABLE}",
+                    help=f"read's levels, and {TABLE} for the records table")
     ap.add_argument("--keep", action="store_true", help="keep the corpus that was built")
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     args = ap.parse_args(argv)

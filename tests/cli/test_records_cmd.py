@@ -58,3 +58,33 @@ def test_no_pandas_on_the_streaming_paths(tmp_path, fmt):
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "text"])
+def test_no_pyarrow_on_the_text_paths(tmp_path, fmt):
+    """Records as text need no tables: the command starts without pyarrow (0.2 s of a run)."""
+    import subprocess
+    import sys
+    code = ("import sys; from dissector.cli import main; "
+            f"main(['records', {str(CAPTURES / 'codecs.pcap')!r}, '--format', {fmt!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyarrow'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "out").stat().st_size > 1000
+
+
+def test_the_analysis_entry_points_load_on_first_use():
+    """`analysis.load` is the function however the package was first imported (its submodule
+    of the same name imported first included)."""
+    import subprocess
+    import sys
+    for first in ("import analysis.load", "from analysis.load import collect", "import analysis",
+                  "from analysis import Tables"):
+        code = (f"{first}; import analysis; from analysis import load, load_parquet, TABLES; "
+                "print(callable(load), callable(analysis.load), analysis.load is load, "
+                "load.__module__, TABLES[0], callable(load_parquet))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        assert out.stdout.split() == ["True", "True", "True", "analysis.load", "exchanges",
+                                      "True"], first
