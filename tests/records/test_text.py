@@ -130,3 +130,14 @@ def test_a_json_line_is_json_dumps_of_the_row():
                                          None, 0, None, "", [{"key": "\x7f\\", "value": None}],
                                          -1, -1, -1, False, False, None]))
     assert text.jsonl_chunk(cols) == (json.dumps(row, separators=(",", ":")) + "\n").encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(), st.booleans(), st.floats(),
+                          st.text(), st.text(alphabet='ab ,"\r\n\t')), min_size=2, max_size=9))
+def test_batch_fields_as_csv_writer_writes_them(values):
+    """The batch fields joined directly where none needs quoting, else by csv.writer: always
+    what csv.writer writes for the row."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["" if v is None else v for v in values])
+    assert text._csv_fields(values) == out.getvalue()[:-1]
