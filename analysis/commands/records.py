@@ -18,7 +18,7 @@ from dissector.commands.common import (add_capture_options, add_jobs_option, add
                                        open_dissection, parse_ports, report_errors,
                                        report_undecrypted)
 from dissector.output import iso_ns
-from dissector.records.columns import record_chunks
+from dissector.records.columns import record_chunks, sourced_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
 from dissector.text_safety import escape
 
@@ -108,19 +108,26 @@ def _parallel(args, dissection, progress, write, placed=None):
 
     def render():   # in each worker: (records, their text) per exchange
         import io
+        if fmt == "text":
+            def rendered(ex):
+                buf = io.StringIO()
+                return _text(record_rows(ex), buf), buf.getvalue()
+            return lambda exchanges: [rendered(ex) for ex in exchanges]
         from dissector.records.text import csv_chunk, jsonl_chunk
         chunk = csv_chunk if fmt == "csv" else jsonl_chunk
 
-        def rendered(ex):
-            if fmt == "text":
-                buf = io.StringIO()
-                return _text(record_rows(ex), buf), buf.getvalue()
-            parts, n = [], 0
-            for cols in record_chunks([ex], ROW_GROUP, TEXT_CHUNK_BYTES):
-                parts.append(chunk(cols))
-                n += cols.rows
-            return n, b"".join(parts)
-        return lambda exchanges: [rendered(ex) for ex in exchanges]
+        def pieces(exchanges):   # a chunk's exchanges together, cut apart where each ends
+            counts, texts = [0] * len(exchanges), [[] for _ in exchanges]
+            for cols, sources in sourced_chunks(exchanges, ROW_GROUP, TEXT_CHUNK_BYTES):
+                ends = []
+                data = chunk(cols, ends)
+                start = 0
+                for (i, n), end in zip(sources, ends):
+                    counts[i] += n
+                    texts[i].append(data[start:end])
+                    start = end
+            return [(n, b"".join(t)) for n, t in zip(counts, texts)]
+        return pieces
 
     def written(pieces, _first):
         if placed is not None:   # the records counted here, written by the workers

@@ -3,12 +3,15 @@
  * straight from the column buffers, without a Python object per record. The tests compare the
  * two on every shipped capture and on random rows.
  *
- * csv_text(buffers, pre, mid, post) / jsonl_text(...) -> bytes. `buffers`: the bytearrays of
+ * csv_text(buffers, pre, mid, post[, ends]) / jsonl_text(...) -> bytes. `buffers`: the bytearrays of
  * records.columns.BUFFERS; pre, mid, post: lists of bytes, one each per batch, written around a
  * row's fields (they hold the batch fields, rendered by csv.writer or json.dumps). Keys and
  * values are written as base64, timestamps (ns) as UTC ISO 8601 with nanoseconds, headers as
  * json.dumps writes the list of {"key", "value"} dicts (ASCII only: \uXXXX escapes), doubled
- * quotes around it in CSV. ValueError when the buffers do not hold what columns.py writes. */
+ * quotes around it in CSV. ValueError when the buffers do not hold what columns.py writes.
+ * `ends`, a list, gets the length of the text so far after each run of one batch's rows (in
+ * RecordColumns a batch's rows are one run: a parallel run's worker cuts the text between its
+ * exchanges there). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -243,9 +246,9 @@ static int put_bytes_obj(Buf *o, PyObject *list, Py_ssize_t i)
 
 static PyObject *text(PyObject *args, int csv)
 {
-    PyObject *buffers, *pre, *mid, *post;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyTuple_Type, &buffers, &PyList_Type, &pre,
-                          &PyList_Type, &mid, &PyList_Type, &post))
+    PyObject *buffers, *pre, *mid, *post, *ends = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!|O!", &PyTuple_Type, &buffers, &PyList_Type, &pre,
+                          &PyList_Type, &mid, &PyList_Type, &post, &PyList_Type, &ends))
         return NULL;
     if (PyTuple_GET_SIZE(buffers) != NBUF) {
         PyErr_SetString(PyExc_TypeError, "one bytearray per column buffer");
@@ -327,6 +330,13 @@ static PyObject *text(PyObject *args, int csv)
             goto fail;
         if (put_bytes_obj(&o, post, batch) < 0)
             goto fail;
+        if (ends != NULL && (r + 1 == rows || i32(&c[BATCH_INDEX], r + 1) != batch)) {
+            PyObject *end = PyLong_FromSsize_t(o.n);
+            int rc = end == NULL ? -1 : PyList_Append(ends, end);
+            Py_XDECREF(end);
+            if (rc < 0)
+                goto fail;
+        }
     }
     PyObject *result = PyBytes_FromStringAndSize(o.b, o.n);
     PyMem_Free(o.b);
@@ -349,8 +359,9 @@ static PyObject *jsonl_text(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"csv_text", csv_text, METH_VARARGS, "csv_text(buffers, pre, mid, post) -> bytes"},
-    {"jsonl_text", jsonl_text, METH_VARARGS, "jsonl_text(buffers, pre, mid, post) -> bytes"},
+    {"csv_text", csv_text, METH_VARARGS, "csv_text(buffers, pre, mid, post[, ends]) -> bytes"},
+    {"jsonl_text", jsonl_text, METH_VARARGS,
+     "jsonl_text(buffers, pre, mid, post[, ends]) -> bytes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -359,12 +359,21 @@ CHUNK_BYTES = 4 << 20
 def record_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
     """The records of `exchanges` as RecordColumns of about `rows` rows or `data_bytes` bytes
     each (cut between batches): what a streaming writer holds at a time."""
-    cols = RecordColumns()
-    for ex in exchanges:
-        for head, batch in exchange_batches(ex, topic_names):
-            cols.add_batch(head, batch)
-            if cols.rows >= rows or cols.data_bytes >= data_bytes:
-                yield cols
-                cols = RecordColumns()
-    if cols.rows:
+    for cols, _ in sourced_chunks(exchanges, rows, data_bytes, topic_names):
         yield cols
+
+
+def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
+    """record_chunks' RecordColumns, each with its batches' sources: per batch (the index of
+    its exchange in `exchanges`, its records)."""
+    cols, sources = RecordColumns(), []
+    for i, ex in enumerate(exchanges):
+        for head, batch in exchange_batches(ex, topic_names):
+            n = cols.add_batch(head, batch)
+            if n:
+                sources.append((i, n))
+            if cols.rows >= rows or cols.data_bytes >= data_bytes:
+                yield cols, sources
+                cols, sources = RecordColumns(), []
+    if cols.rows:
+        yield cols, sources

@@ -28,19 +28,20 @@ _TS_TYPE = _NAMES.index("timestamp_type")
 _TAIL = _NAMES[9:]     # producer_id .. batch_crc_ok: after the headers
 
 
-def csv_chunk(cols) -> bytes:
-    """The rows of `cols` (RecordColumns) as CSV lines (no header line)."""
+def csv_chunk(cols, ends=None) -> bytes:
+    """The rows of `cols` (RecordColumns) as CSV lines (no header line); `ends` (a list) gets
+    where each batch's lines end (the text's length after them)."""
     pre, mid, post = [], [], []
     for b in cols.batches:
         head, tail = _csv_fields(b[:8]), _csv_fields(b[9:])
         pre.append((head + ",").encode())
         mid.append(("," + ("" if b[_TS_TYPE] is None else str(b[_TS_TYPE])) + ",").encode())
         post.append(("," + tail + "\n").encode())
-    return csv_text(cols.buffers, pre, mid, post)
+    return csv_text(cols.buffers, pre, mid, post, *(() if ends is None else (ends,)))
 
 
-def jsonl_chunk(cols) -> bytes:
-    """The rows of `cols` as JSON lines."""
+def jsonl_chunk(cols, ends=None) -> bytes:
+    """The rows of `cols` as JSON lines; `ends` as csv_chunk's."""
     pre, mid, post = [], [], []
     for b in cols.batches:
         head = json.dumps(dict(zip(_HEAD, b[:8])), separators=(",", ":"))
@@ -48,7 +49,7 @@ def jsonl_chunk(cols) -> bytes:
         pre.append((head[:-1] + ',"offset":').encode())
         mid.append((',"timestamp_type":' + json.dumps(b[_TS_TYPE]) + ',"key":').encode())
         post.append(("," + tail[1:] + "\n").encode())
-    return jsonl_text(cols.buffers, pre, mid, post)
+    return jsonl_text(cols.buffers, pre, mid, post, *(() if ends is None else (ends,)))
 
 
 def _csv_fields(values) -> str:
@@ -97,11 +98,25 @@ def _b64(value):
     return None if value is None else base64.b64encode(value).decode("ascii")
 
 
-def py_csv_text(buffers, pre, mid, post) -> bytes:
+def _ended(rows, out, ends):
+    """`rows` (_rows'), appending len(out) to `ends` (unless None) after each run of one
+    batch's rows."""
+    last = None
+    for row in rows:
+        if ends is not None and last is not None and row[0] != last:
+            ends.append(len(out))
+        last = row[0]
+        yield row
+    if ends is not None and last is not None:
+        ends.append(len(out))
+
+
+def py_csv_text(buffers, pre, mid, post, ends=None) -> bytes:
     """CSV lines of the rows in `buffers`: pre[b], offset, timestamp, mid[b], key, value,
-    headers, post[b] for a row of batch b (pre, mid and post: bytes holding the commas)."""
+    headers, post[b] for a row of batch b (pre, mid and post: bytes holding the commas);
+    `ends` (a list) gets the length of the text after each run of one batch's rows."""
     out = bytearray()
-    for b, offset, ts, key, value, headers in _rows(buffers):
+    for b, offset, ts, key, value, headers in _ended(_rows(buffers), out, ends):
         hs = json.dumps([{"key": k, "value": _b64(v)} for k, v in headers])
         hs = '"' + hs.replace('"', '""') + '"' if '"' in hs else hs
         out += pre[b]
@@ -112,12 +127,13 @@ def py_csv_text(buffers, pre, mid, post) -> bytes:
     return bytes(out)
 
 
-def py_jsonl_text(buffers, pre, mid, post) -> bytes:
+def py_jsonl_text(buffers, pre, mid, post, ends=None) -> bytes:
     """JSON lines of the rows in `buffers`: pre[b] (up to '"offset":'), offset, timestamp,
-    mid[b] (from ',"timestamp_type":' to '"key":'), key, value, headers, post[b]."""
+    mid[b] (from ',"timestamp_type":' to '"key":'), key, value, headers, post[b]; `ends` as
+    py_csv_text's."""
     out = bytearray()
     dumps = json.dumps
-    for b, offset, ts, key, value, headers in _rows(buffers):
+    for b, offset, ts, key, value, headers in _ended(_rows(buffers), out, ends):
         hs = dumps([{"key": k, "value": _b64(v)} for k, v in headers], separators=(",", ":"))
         out += pre[b]
         out += f"{dumps(offset)},\"timestamp\":{dumps(iso_ns(ts))}".encode()

@@ -79,10 +79,20 @@ def columns(batches, rows):
 @given(st.lists(BATCH, min_size=2, max_size=2), ROWS)
 def test_random_rows_are_written_alike_and_read_back(compiled, batches, rows):
     cols = columns(batches, rows)
+    runs = sum(1 for i, r in enumerate(rows) if i == 0 or r[0] % 2 != rows[i - 1][0] % 2)
     for fmt, fn in (("csv", "csv_text"), ("jsonl", "jsonl_text")):
         pre_mid_post = _pieces(cols, fmt)
         py = getattr(text, f"py_{fn}")(cols.buffers, *pre_mid_post)
         assert getattr(compiled, fn)(cols.buffers, *pre_mid_post) == py
+        ends, py_ends = [], []   # where each run of one batch's rows ends
+        assert getattr(compiled, fn)(cols.buffers, *pre_mid_post, ends) == py
+        assert getattr(text, f"py_{fn}")(cols.buffers, *pre_mid_post, py_ends) == py
+        assert ends == py_ends and len(ends) == runs and ends == sorted(ends)
+        assert ends[-1:] == ([len(py)] if rows else [])
+        if fmt == "jsonl":   # a line per row: the runs' line counts
+            cuts = [0, *ends]
+            sizes = [py[a:b].count(b"\n") for a, b in zip(cuts, cuts[1:])]
+            assert sum(sizes) == len(rows) and all(sizes)
     lines = text.py_jsonl_text(cols.buffers, *_pieces(cols, "jsonl")).decode().splitlines()
     got = [json.loads(line) for line in lines]
     assert [r["key"] for r in got] == [None if k is None else base64.b64encode(k).decode()
