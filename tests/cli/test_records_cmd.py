@@ -48,30 +48,28 @@ def test_text_shows_printable_values(capsys):
     assert "codec-zstd[" in out and "key='key-" in out and "value=" in out
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
-def test_no_pandas_on_the_streaming_paths(tmp_path, fmt):
+def _loaded(tmp_path, fmt, package):
+    """The modules of `package` loaded by `records --format fmt` (in a fresh interpreter)."""
     import subprocess
     import sys
     code = ("import sys; from dissector.cli import main; "
             f"main(['records', {str(CAPTURES / 'codecs.pcap')!r}, '--format', {fmt!r}, "
             f"'--out', {str(tmp_path / 'out')!r}]); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas'))")
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] == {package!r}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "out").stat().st_size > 1000
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_no_pandas_on_the_streaming_paths(tmp_path, fmt):
+    assert _loaded(tmp_path, fmt, "pandas") == "[]"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "text"])
 def test_no_pyarrow_on_the_text_paths(tmp_path, fmt):
     """Records as text need no tables: the command starts without pyarrow (0.2 s of a run)."""
-    import subprocess
-    import sys
-    code = ("import sys; from dissector.cli import main; "
-            f"main(['records', {str(CAPTURES / 'codecs.pcap')!r}, '--format', {fmt!r}, "
-            f"'--out', {str(tmp_path / 'out')!r}]); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyarrow'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-    assert (tmp_path / "out").stat().st_size > 1000
+    assert _loaded(tmp_path, fmt, "pyarrow") == "[]"
 
 
 def test_the_analysis_entry_points_load_on_first_use():
