@@ -2,6 +2,8 @@
 Wireshark, all driven from the keyboard (the footer lists the keys)."""
 from __future__ import annotations
 
+import select
+import sys
 import threading
 
 from rich.text import Text
@@ -19,6 +21,7 @@ from .rows import ExchangeRows
 
 DECODE_DELAY_S = 0.05   # a tree is decoded once the cursor rests, not for every row passed
 EXPANDED_DEPTH = 2      # tree levels open when an exchange is selected
+TERMINAL_CHECK_S = 1.0  # how often the browser looks whether its terminal is still there
 
 
 class BrowseApp(App):
@@ -74,6 +77,16 @@ class BrowseApp(App):
         self.query_one(ExchangeList).focus()
         self._update_status()
         self.run_worker(self._run_feed, thread=True, exclusive=True, name="source")
+        if not self.is_headless:
+            self.set_interval(TERMINAL_CHECK_S, self._check_terminal)
+
+    def _check_terminal(self) -> None:
+        """Quit once the terminal is gone. Its hang-up reaches a browser that is in the
+        terminal's session as SIGHUP; one started in a session of its own (a harness, a
+        service) would go on, Textual's input thread reading the end of the file in a loop
+        (most of a CPU)."""
+        if terminal_gone(sys.__stdin__):
+            self.exit()
 
     def _run_feed(self) -> None:
         try:
@@ -271,3 +284,15 @@ class BrowseApp(App):
         part = self._parts.get(direction)
         if part is not None:
             self.query_one(HexView).show(part[0].data, offset, offset + length, part[1])
+
+
+def terminal_gone(stream) -> bool:
+    """Whether the terminal `stream` reads from was hung up (the other end of its
+    pseudo-terminal closed: it is no longer a terminal then, os.isatty says)."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLIN)
+        return any(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                   for _, events in poller.poll(0))
+    except (AttributeError, ValueError, OSError):   # closed, or no stdin at all
+        return True

@@ -322,47 +322,79 @@ def test_rows_coloured_by_status(capture):
     asyncio.run(go())
 
 
+class _Terminal:
+    """The real command on a pseudo-terminal, in a session of its own: `pump` reads what it
+    draws until a text shows, `text()` is what was drawn without the escape sequences."""
+
+    def __init__(self, capture):
+        import os
+        import pty
+        import subprocess
+        import sys
+
+        from tests.support import ROOT
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dissector", "browse", str(capture)], cwd=ROOT, stdin=slave,
+            stdout=slave, stderr=slave, start_new_session=True,
+            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"})
+        os.close(slave)
+        self.screen = b""
+
+    def text(self):
+        import re
+        return re.sub(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b[@-_]", b"", self.screen)
+
+    def pump(self, seconds, until):
+        import os
+        import select
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and until not in self.text():
+            if select.select([self.master], [], [], 0.1)[0]:
+                try:
+                    self.screen += os.read(self.master, 65536)
+                except OSError:
+                    return
+
+    def drawn(self):
+        self.pump(60, b"12 exchanges")
+        self.pump(60, b"Produce v9")   # the rows may be painted after the status line counting them
+        assert b"12 exchanges" in self.text() and b"Produce v9" in self.text(), \
+            self.text()[-3000:]
+
+    def close(self):
+        import os
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if self.master is not None:
+            os.close(self.master)
+
+
 def test_runs_in_a_plain_terminal_and_quits_on_q(capture):
     """The real command on a pseudo-terminal, as over SSH: it draws, and q ends it cleanly."""
     import os
-    import pty
-    import select
-    import subprocess
-    import sys
-
-    from tests.support import ROOT
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "dissector", "browse", str(capture)], cwd=ROOT,
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80",
-                                 "LINES": "24"})
-    os.close(slave)
-    screen = b""
-
-    def text():   # what was drawn, without the escape sequences that position and colour it
-        import re
-        return re.sub(rb"\x1b\[[0-9;?<>=$]*[ -/]*[@-~]|\x1b[@-_]", b"", screen)
-
-    def pump(seconds, until):
-        nonlocal screen
-        end = time.monotonic() + seconds
-        while time.monotonic() < end and until not in text():
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    screen += os.read(master, 65536)
-                except OSError:
-                    return
+    term = _Terminal(capture)
     try:
-        pump(60, b"12 exchanges")
-        pump(60, b"Produce v9")   # the rows may be painted after the status line that counts them
-        assert b"12 exchanges" in text() and b"Produce v9" in text(), text()[-3000:]
-        os.write(master, b"q")
-        assert proc.wait(30) == 0
+        term.drawn()
+        os.write(term.master, b"q")
+        assert term.proc.wait(30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        os.close(master)
+        term.close()
+
+
+def test_ends_when_its_terminal_goes_away(capture):
+    """The terminal closed under a browser in a session of its own (no SIGHUP reaches it): it
+    ends within seconds instead of reading the end of its input in a loop."""
+    import os
+    term = _Terminal(capture)
+    try:
+        term.drawn()
+        os.close(term.master)
+        term.master = None
+        assert term.proc.wait(15) == 0
+    finally:
+        term.close()
 
 
 def test_not_a_terminal_and_bad_arguments_are_usage_errors(capture, capsys):
