@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from itertools import groupby
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
@@ -120,13 +121,16 @@ def _parallel(args, dissection, progress, write, placed=None):
             counts, texts = [0] * len(exchanges), [[] for _ in exchanges]
             for cols, sources in sourced_chunks(exchanges, ROW_GROUP, TEXT_CHUNK_BYTES):
                 ends = []
-                data = chunk(cols, ends)
-                start = 0
-                for (i, n), end in zip(sources, ends):
-                    counts[i] += n
-                    texts[i].append(data[start:end])
-                    start = end
-            return [(n, b"".join(t)) for n, t in zip(counts, texts)]
+                data = memoryview(chunk(cols, ends))
+                start = 0   # an exchange's batches are one run of the text
+                for i, run in groupby(zip(sources, ends), key=lambda source_end: source_end[0][0]):
+                    run = list(run)
+                    counts[i] += sum(n for (_, n), _ in run)
+                    texts[i].append(data[start:run[-1][1]])
+                    start = run[-1][1]
+            # views of the text where the workers write it themselves (no copy), else bytes
+            return [(n, t[0] if placed is not None and len(t) == 1 else b"".join(t))
+                    for n, t in zip(counts, texts)]
         return pieces
 
     def written(pieces, _first):
