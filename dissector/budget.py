@@ -43,12 +43,10 @@ class Budget:
 
     def reserve(self, holder, size):
         """`holder` now keeps `size` more bytes for one frame (a frame's body as it is announced)."""
-        used = self.used = self.used + size
-        if used > self.peak:
-            self.peak = used
+        self.add(size)
         if size >= self.big_size:
             self.big[holder] = None
-        if used > self.limit:
+        if self.used > self.limit:
             self.over()
 
     def add(self, n):

@@ -145,6 +145,15 @@ def csv_values(row, ts_at=_TS_AT, topics_at=_TOPICS_AT) -> list:
     return values
 
 
+def plain_join(texts) -> str | None:
+    """The strings `texts` joined by commas when none needs CSV quoting (no comma, quote or
+    line break in one), else None."""
+    line = ",".join(texts)
+    if line.count(",") != len(texts) - 1 or '"' in line or "\r" in line or "\n" in line:
+        return None
+    return line
+
+
 def plain_line(row, ts_at=_TS_AT, topics_at=_TOPICS_AT, holes=None):
     """The CSV line of exchange_row's values (csv_values) when none needs quoting (no comma,
     quote or line break in one), else None. With `holes` (ascending columns): the line's
@@ -156,8 +165,8 @@ def plain_line(row, ts_at=_TS_AT, topics_at=_TOPICS_AT, holes=None):
             raise ValueError("csv_line: holes are ascending columns (at most 8)")
         row = tuple(None if i in holes else v for i, v in enumerate(row))
     values = list(map(str, csv_values(row, ts_at, topics_at)))
-    line = ",".join(values)
-    if line.count(",") != len(row) - 1 or '"' in line or "\r" in line or "\n" in line:
+    line = plain_join(values)
+    if line is None:
         return None
     line += "\n"
     if holes is None:

@@ -17,7 +17,7 @@ import io
 import json
 import struct
 
-from ..output import iso_ns
+from ..output import iso_ns, plain_join
 from .columns import BATCH_COLUMNS
 
 _I32 = struct.Struct("<i")
@@ -57,9 +57,8 @@ def _csv_fields(values) -> str:
     which fields are quoted: the row writers' "\n", taken off here). Where none needs quoting,
     joined here: a writer made per call was most of the time of the records table's batch
     fields, twice a batch."""
-    text = ",".join(["" if v is None else str(v) for v in values])
-    if (text.count(",") == len(values) - 1 and '"' not in text and "\r" not in text
-            and "\n" not in text):
+    text = plain_join(["" if v is None else str(v) for v in values])
+    if text is not None:
         return text
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow(["" if v is None else v for v in values])
