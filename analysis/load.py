@@ -108,19 +108,32 @@ class _Collector:
         self.keep = keep
 
     def add(self, ex) -> None:
-        rows = self.rows(ex)
-        if rows is not None:
-            self.add_rows(rows)
-            if self.want_records:
-                self.records.add_exchange(ex)
+        row = self.row(ex)
+        if row is None:
+            return
+        self.exchanges.append(row)
+        self.partitions.add_exchange(ex)   # straight into its columns: no piece to copy
+        for issue in ex.issues:
+            self.issues.append(issue_row(issue))
+        self.count(row, ex.request.length if ex.request is not None else 0,
+                   ex.response.length if ex.response is not None else 0)
+        if self.want_records:
+            self.records.add_exchange(ex)
+
+    def row(self, ex):
+        """The exchange's row; None when the filter leaves it out."""
+        row = exchange_row(ex) + exchange_extras(ex)
+        if self.keep is not None and not self.keep(dict(zip(EXCHANGE_NAMES, row))):
+            return None
+        return row
 
     def rows(self, ex):
         """What one exchange adds but its records: its row, its partitions rows (a
         PartitionPiece, or None), issue rows and request and response sizes; None when the
         filter leaves it out (a parallel run's workers make these, the parent adds them:
         dissector.parallel)."""
-        row = exchange_row(ex) + exchange_extras(ex)
-        if self.keep is not None and not self.keep(dict(zip(EXCHANGE_NAMES, row))):
+        row = self.row(ex)
+        if row is None:
             return None
         return (row, exchange_piece(ex), [issue_row(issue) for issue in ex.issues],
                 ex.request.length if ex.request is not None else 0,
@@ -133,6 +146,10 @@ class _Collector:
             self.partitions.add(partitions)
         for irow in issues:
             self.issues.append(irow)
+        self.count(row, request_bytes, response_bytes)
+
+    def count(self, row, request_bytes, response_bytes) -> None:
+        """The exchange in its connection's totals."""
         stats = self.conn_stats.get(row[0])   # connection_id
         if stats is None:
             stats = self.conn_stats[row[0]] = [0, 0, 0, []]
