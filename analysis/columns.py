@@ -6,9 +6,11 @@ is cut every `BATCH_ROWS` rows or once its values reach about `BATCH_BYTES` in m
 per value (a Python object and its list slot) plus the length of strings and binaries (record keys
 and values). That size is summed over the rows added since the last look, not on each append;
 the next look comes halfway to the budget at the mean row size so far (at most CHECK_EVERY rows
-on). A full batch is either kept (in-memory tables: `table()` concatenates the batches) or handed
-to a sink such as ParquetSink (streaming export: memory bounded by one batch per table). Names in
-CATEGORICAL are dictionary-encoded, which pandas shows as categories.
+on). Rows made elsewhere (a parallel run's workers) come as Arrow arrays with each row's size
+(`extend`), and are cut where the same rows appended one by one would have been. A full batch
+is either kept (in-memory tables: `table()` concatenates the batches) or handed to a sink such
+as ParquetSink (streaming export: memory bounded by one batch per table). Names in CATEGORICAL
+are dictionary-encoded, which pandas shows as categories.
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ BATCH_ROWS = 65536
 BATCH_BYTES = 8 << 20
 VALUE_COST = 32   # measured: ~1.5 kB of Python objects per 41-column exchange row
 CHECK_EVERY = 1024
+UNCUT = 1 << 62   # a budget for builders that hold rows for another's extend()
 _SIZED = ("string", "binary")
+_TEXT = (str, bytes)
 
 
 def table_schema(columns) -> pa.Schema:
@@ -51,6 +55,7 @@ class ColumnBuilder:
         self._batch_bytes = batch_bytes or BATCH_BYTES
         self._chunks = []     # kept batches (no sink): one list of plain arrays each
         self._done = 0        # rows in earlier batches
+        self.handed = False   # rows given to extend()
         self._new_lists()
 
     def _new_lists(self):
@@ -60,35 +65,80 @@ class ColumnBuilder:
         self._check_at = 1    # the first row gives a first size estimate
         self._measured = 0    # rows whose size is counted in _bytes
         self._bytes = 0
+        self._parts = []      # extend(): pending rows as slices of arrays, one list per part
+        self._part_rows = 0
+        self._sizes = []      # extend(): each pending row's payload
 
     def __len__(self):
-        return self._done + len(self._first)
+        return self._done + len(self._first) + self._part_rows
 
     def append(self, row) -> None:
         """Append one row given as a sequence of values in column order."""
         for add, value in zip(self._appends, row, strict=True):
             add(value)
-        if len(self._first) >= self._check_at:
-            self._check()
-
-    def _check(self) -> None:
         rows = len(self._first)
-        start, self._measured = self._measured, rows
-        self._bytes += (rows - start) * self._row_cost
-        for i in self._sized:
-            self._bytes += _payload(self._lists[i], start, rows)
-        if rows >= self._batch_rows or self._bytes >= self._batch_bytes:
+        if rows >= self._check_at and self._full(rows, self._list_payload):
             self._cut()
-            return
+
+    def extend(self, arrays, sizes) -> None:
+        """Append rows given as Arrow arrays in column order (made by `arrays()` elsewhere)
+        and each row's payload (`payloads()`); once `handed` so, not with append() but with
+        extend_rows()."""
+        self.handed = True
+        i, n = 0, len(sizes)
+        while i < n:
+            j = min(n, i + self._check_at - self._part_rows)
+            self._parts.append([a.slice(i, j - i) for a in arrays])
+            self._sizes += sizes[i:j]
+            self._part_rows += j - i
+            i = j
+            if self._part_rows >= self._check_at and self._full(self._part_rows,
+                                                                self._sizes_payload):
+                self._cut()
+
+    def extend_rows(self, rows) -> None:
+        """extend() with rows given as sequences of values in column order."""
+        held = ColumnBuilder(self.columns, batch_rows=UNCUT, batch_bytes=UNCUT)
+        for row in rows:
+            held.append(row)
+        self.extend(*held.arrays())
+
+    def _list_payload(self, start, stop):
+        return sum(_payload(self._lists[i], start, stop) for i in self._sized)
+
+    def _sizes_payload(self, start, stop):
+        return sum(self._sizes[start:stop])
+
+    def _full(self, rows, payload) -> bool:
+        """The look at `rows` pending rows (payload(start, stop): their strings' and binaries'
+        lengths): whether the batch is full; if not, when to look next."""
+        start, self._measured = self._measured, rows
+        self._bytes += (rows - start) * self._row_cost + payload(start, rows)
+        if rows >= self._batch_rows or self._bytes >= self._batch_bytes:
+            return True
         ahead = int((self._batch_bytes - self._bytes) * rows / self._bytes / 2)
         self._check_at = min(rows + max(1, min(ahead, CHECK_EVERY)), self._batch_rows)
+        return False
+
+    def arrays(self) -> tuple[list, list]:
+        """The pending rows as plain Arrow arrays, one per column, and each row's payload, for
+        another builder's extend(); the builder is empty after."""
+        sizes = payloads(self._lists, self._sized)
+        arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
+        self._new_lists()
+        return arrays, sizes
 
     def _cut(self) -> None:
         """Turn the pending rows into one batch (kept or handed to the sink)."""
-        if not self._first:
+        if self._parts:
+            arrays = [pa.concat_arrays([part[i] for part in self._parts])
+                      for i in range(len(self._types))]
+            self._done += self._part_rows
+        elif self._first:
+            arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
+            self._done += len(self._first)
+        else:
             return
-        arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
-        self._done += len(self._first)
         self._new_lists()
         if self._sink is None:
             self._chunks.append(arrays)
@@ -115,12 +165,18 @@ class ColumnBuilder:
 
 
 def _payload(values, start, stop) -> int:
-    """Length of the non-empty str/bytes values in values[start:stop] (a damaged body may put
-    another type there: counted as nothing)."""
-    try:
-        return sum(map(len, filter(None, values[start:stop])))
-    except TypeError:
-        return sum(len(v) for v in values[start:stop] if isinstance(v, (str, bytes)))
+    """Length of the str/bytes values in values[start:stop] (a damaged body may put another
+    type there: counted as nothing), row by row: a range's is the sum of its rows'."""
+    return sum([len(v) for v in values[start:stop] if isinstance(v, _TEXT)])
+
+
+def payloads(lists, sized) -> list:
+    """Each row's payload in column lists `lists`, of the columns `sized`, as _payload counts."""
+    rows = len(lists[0]) if lists else 0
+    if not sized:
+        return [0] * rows
+    return [sum([len(v) for v in values if isinstance(v, _TEXT)])
+            for values in zip(*(lists[i] for i in sized))]
 
 
 def _array(values, typ) -> pa.Array:

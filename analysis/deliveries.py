@@ -130,13 +130,19 @@ def deliveries(t) -> pd.DataFrame:
     rec = pd.DataFrame({"p": rows, "offset": prod["first_offset"].to_numpy("int64")[rows] + within})
     rec["topic"] = prod["topic"].astype("object").to_numpy()[rows]
     rec["partition"] = prod["partition"].to_numpy("int64", na_value=-1)[rows]
-    rec["req_ts"] = prod["request_ts"].to_numpy()[rows]
+    rec["req_ts"] = _instants(prod["request_ts"])[rows]
     rec["ex"] = prod["exchange"].to_numpy("int64")[rows]
     # an offset claimed twice (a retried Produce answered with its first offsets): the first
     rec = rec.sort_values(["req_ts", "ex"], kind="stable") \
         .drop_duplicates(["topic", "partition", "offset"]).reset_index(drop=True)
     pairs = _pairs(rec, _fetched(t))
     return _table(prod, rec, pairs)
+
+
+def _instants(column) -> np.ndarray:
+    """A timestamp column as datetime64[ns] for sorting (to_numpy() gives Timestamp objects,
+    which pandas then converts back, a third of the table's time)."""
+    return column.to_numpy("datetime64[ns]", na_value=np.datetime64("NaT"))
 
 
 def _pairs(rec: pd.DataFrame, fetch: pd.DataFrame):
@@ -173,7 +179,7 @@ def _table(prod, rec, pairs) -> pd.DataFrame:
     rec_idx, fetch_idx, fetch = pairs
     d = pd.DataFrame({"r": rec_idx, "f": fetch_idx})
     if len(d):
-        d["ts"] = fetch["response_end_ts"].to_numpy()[fetch_idx]
+        d["ts"] = _instants(fetch["response_end_ts"])[fetch_idx]
         d["consumer"] = fetch["consumer"].to_numpy()[fetch_idx]
         d["fx"] = fetch["exchange"].to_numpy("int64")[fetch_idx]
         d = d.sort_values(["ts", "fx"], kind="stable")

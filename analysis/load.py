@@ -18,7 +18,7 @@ from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
-from .partition_columns import PartitionTable, exchange_piece
+from .partition_columns import PartitionTable
 from .records_table import RECORD_TABLE_COLUMNS, RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
                      exchange_columns, issue_columns)
@@ -115,7 +115,7 @@ class _Collector:
         self.partitions.add_exchange(ex)   # straight into its columns: no piece to copy
         for issue in ex.issues:
             self.issues.append(issue_row(issue))
-        self.count(row, ex.request.length if ex.request is not None else 0,
+        self.count(row[0], row[_CLIENT_ID], ex.request.length if ex.request is not None else 0,
                    ex.response.length if ex.response is not None else 0)
         if self.want_records:
             self.records.add_exchange(ex)
@@ -127,42 +127,24 @@ class _Collector:
             return None
         return row
 
-    def rows(self, ex):
-        """What one exchange adds but its records: its row, its partitions rows (a
-        PartitionPiece, or None), issue rows and request and response sizes; None when the
-        filter leaves it out (a parallel run's workers make these, the parent adds them:
-        dissector.parallel)."""
-        row = self.row(ex)
-        if row is None:
-            return None
-        return (row, exchange_piece(ex), [issue_row(issue) for issue in ex.issues],
-                ex.request.length if ex.request is not None else 0,
-                ex.response.length if ex.response is not None else 0)
-
-    def add_rows(self, rows) -> None:
-        row, partitions, issues, request_bytes, response_bytes = rows
-        self.exchanges.append(row)
-        if partitions is not None:
-            self.partitions.add(partitions)
-        for irow in issues:
-            self.issues.append(irow)
-        self.count(row, request_bytes, response_bytes)
-
-    def count(self, row, request_bytes, response_bytes) -> None:
-        """The exchange in its connection's totals."""
-        stats = self.conn_stats.get(row[0])   # connection_id
+    def count(self, connection_id, client_id, request_bytes, response_bytes) -> None:
+        """An exchange in its connection's totals."""
+        stats = self.conn_stats.get(connection_id)
         if stats is None:
-            stats = self.conn_stats[row[0]] = [0, 0, 0, []]
+            stats = self.conn_stats[connection_id] = [0, 0, 0, []]
         stats[0] += 1
         stats[1] += request_bytes
         stats[2] += response_bytes
-        client_id = row[_CLIENT_ID]
         if client_id is not None and client_id not in stats[3]:
             stats[3].append(client_id)
 
     def finish(self, run, capture: str) -> None:
-        for issue in run.issues:
-            self.issues.append(issue_row(issue))
+        rows = [issue_row(issue) for issue in run.issues]
+        if self.issues.handed:   # a parallel run's (parallel_tables)
+            self.issues.extend_rows(rows)
+        else:
+            for row in rows:
+                self.issues.append(row)
         conns = ColumnBuilder(CONNECTION_COLUMNS, self.sinks.get("connections"))
         for c in run.connections:
             s = self.conn_stats.get(c.connection_id, (0, 0, 0, []))
@@ -236,17 +218,19 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
 
 
 def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
-    """The exchanges' rows made by `jobs` worker processes, added to `col` in order."""
+    """The exchanges' rows made by `jobs` worker processes (parallel_tables), added to `col`
+    in order."""
+    import pandas  # noqa: F401  pyarrow imports it at its first pa.array: once, not per worker
     from dissector.parallel import Plan, run
 
-    def render():   # in each worker
-        rows = _Collector(False, keep).rows
-        return lambda exchanges: [rows(ex) for ex in exchanges]
+    from .parallel_tables import WorkerTables, add_step
 
-    def write(pieces, _first):
-        for rows in pieces:
-            if rows is not None:
-                col.add_rows(rows)
+    def render():   # in each worker
+        return WorkerTables(_Collector(False, keep).row, table_columns("exchanges"),
+                            table_columns("issues"), _CLIENT_ID).render
+
+    def write(tokens, _first, whose, shared):
+        add_step(col, tokens, whose, shared)
     plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True, **kwargs)
     return run(plan, write, progress)
 

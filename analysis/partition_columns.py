@@ -9,8 +9,8 @@ The exchange's own columns (the table's first HEAD) are kept once per exchange a
 index, as the records table does with its batch fields. PartitionTable cuts a batch at the
 budget of analysis.columns (BATCH_ROWS rows, or BATCH_BYTES at VALUE_COST a value) and hands it
 to a sink (streaming export) or keeps it for table(), as its ColumnBuilder does for the other
-tables. A parallel run's workers make a PartitionPiece per exchange (exchange_piece) that the
-parent adds.
+tables. A parallel run's workers hand theirs over as arrays (arrays(), extend():
+analysis.parallel_tables).
 """
 from __future__ import annotations
 
@@ -103,30 +103,12 @@ def _pad(column, rows):
 
 
 class PartitionPiece:
-    """One exchange's rows made elsewhere (a parallel run's worker): `head` (its HEAD column
+    """One exchange's rows made by the specification (partition_rows): `head` (its HEAD column
     values), `rows` (how many) and `columns` {column: values} for the row columns it fills."""
     __slots__ = ("head", "rows", "columns")
 
     def __init__(self, head, rows, columns):
         self.head, self.rows, self.columns = head, rows, columns
-
-
-def exchange_piece(ex) -> PartitionPiece | None:
-    """The exchange's partitions rows as a PartitionPiece; None when it has none."""
-    if ex.api_key not in SIDES:
-        return None
-    req, resp = _bodies(ex)
-    if req is None and resp is None:
-        return None
-    cols = [[] for _ in range(_WIDTH)]
-    try:
-        n = walk_exchange(cols, 0, ex, req, resp)
-    except (Irregular, AttributeError, TypeError):
-        return _from_rows(partition_rows(ex))
-    if not n:
-        return None
-    return PartitionPiece(exchange_head(ex, req), n,
-                          {i: column for i, column in enumerate(cols) if column})
 
 
 def _from_rows(rows) -> PartitionPiece | None:
@@ -144,9 +126,9 @@ _ENCODE = tuple(name in CATEGORICAL for name, _ in PARTITION_COLUMNS)
 
 
 class PartitionTable:
-    """The partitions table fed exchange by exchange (add_exchange; add for a piece made
-    elsewhere). `sink(record_batch)` receives each full batch (and the last on finish());
-    without one they are kept for table(). len() counts the rows so far."""
+    """The partitions table fed exchange by exchange (add_exchange), or with rows made in
+    another table (extend). `sink(record_batch)` receives each full batch (and the last on
+    finish()); without one they are kept for table(). len() counts the rows so far."""
 
     def __init__(self, sink=None, batch_rows=None):
         self.schema = _SCHEMA
@@ -162,6 +144,7 @@ class PartitionTable:
         self._head_index = array("i")
         self._cols = [[] for _ in range(_WIDTH)]   # the row columns (from HEAD on)
         self._rows = 0
+        self._parts = []   # extend(): pending rows as slices of arrays, one list per part
 
     def __len__(self):
         return self._done + self._rows
@@ -200,10 +183,33 @@ class PartitionTable:
         if self._rows >= self._batch_rows:
             self._cut()
 
-    def _cut(self) -> None:
+    def extend(self, arrays, counts) -> None:
+        """Append rows given as Arrow arrays in column order (made by `arrays()` elsewhere) of
+        exchanges with `counts` rows each, in order; not mixed with the other adds."""
+        start = end = 0
+        for n in counts:
+            end += n
+            self._rows += n
+            if self._rows >= self._batch_rows:   # where _added cuts
+                self._parts.append([a.slice(start, end - start) for a in arrays])
+                start = end
+                self._cut()
+        if end > start:
+            self._parts.append([a.slice(start, end - start) for a in arrays])
+
+    def arrays(self) -> list:
+        """The pending rows as plain Arrow arrays, one per column, for another table's
+        extend(); the table is empty after."""
+        arrays = self._pending()
+        self._new()
+        return arrays
+
+    def _pending(self) -> list:
         n = self._rows
+        if self._parts:
+            return [pa.concat_arrays([part[i] for part in self._parts]) for i in range(_WIDTH)]
         if not n:
-            return
+            return [pa.array([], type=typ) for typ in _TYPES]
         take = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self._head_index)])
         heads = list(zip(*self._heads))
         arrays = [_array(list(heads[i]), _TYPES[i]).take(take) for i in range(HEAD)]
@@ -211,7 +217,13 @@ class PartitionTable:
         for column in cols[HEAD:]:
             _pad(column, n)
         cols[_ERR_NAME] = _error_names(cols[_ERR])
-        arrays += [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
+        return arrays + [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
+
+    def _cut(self) -> None:
+        n = self._rows
+        if not n:
+            return
+        arrays = self._pending()
         self._done += n
         self._new()
         if self._sink is None:

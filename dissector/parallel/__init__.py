@@ -16,9 +16,9 @@ another. Where the workers could have differed from one process, `run` raises `D
 (saying how many exchanges were written) and the caller dissects again in one process,
 skipping those. `--port auto` and single-job runs go the single-process way from the start.
 """
-from .plan import Plan, cores, jobs_for
+from .plan import Plan, Shared, cores, jobs_for
 
-__all__ = ["Diverged", "Plan", "cores", "jobs_for", "run"]
+__all__ = ["Diverged", "Plan", "Shared", "cores", "jobs_for", "run"]
 
 
 def __getattr__(name):

@@ -21,6 +21,7 @@ from ..tcp.flows import MAX_QUIET
 from .part import AT_END
 from .pipes import Workers
 from .placing import offsets
+from .plan import Shared
 from .worker import DONE, FAILED, KEYS, NUMBERS, OFFSETS, PIECES, WROTE, work
 
 
@@ -52,7 +53,8 @@ class Result:
 def run(plan, write, progress=None) -> Result:
     """Dissect plan.paths with plan.jobs workers; `write(pieces, first)` gets each chunk's
     pieces in exchange order (None for an exchange rendered as nothing), `first` the number of
-    the chunk's first exchange; `progress(path, bytes)` as dissect()'s. Raises Diverged."""
+    the chunk's first exchange (for Shared pieces also `whose` and `shared`: plan.Shared);
+    `progress(path, bytes)` as dissect()'s. Raises Diverged."""
     before = time.process_time()
     workers = Workers()
     try:
@@ -205,6 +207,14 @@ class _Parent:
         for w in range(self.jobs):
             for at, piece in zip(positions[w], pieces[w]):
                 out[at] = piece
+        if isinstance(pieces[0], Shared):   # every worker renders alike
+            whose = [0] * n
+            for w in range(1, self.jobs):
+                for at in positions[w]:
+                    whose[at] = w
+            self.write(out, first, whose, [pieces[w].shared for w in range(self.jobs)])
+            self.written = first + n - 1
+            return
         if self.out is None:
             self.write(out, first)
             self.written = first + n - 1

@@ -40,15 +40,23 @@ def _gzip(path) -> bool:
         return False
 
 
+class Shared(list):
+    """A render's pieces (one per exchange) with one value for all of them, `shared` (one step's
+    rows in columns, say): the parent's write then gets (pieces, first, whose, shared), `whose`
+    the worker of each piece and `shared` each worker's value, in worker order."""
+    shared = None
+
+
 class Plan:
     """What the workers do: dissect `paths` like dissect() and render each chunk's exchanges
     with `render()` (called once in each worker): a function of a list of numbered exchanges
-    returning one piece per exchange, None for none; or, to render them as they complete,
-    an object with that function as `late` and `draft(exchanges)`, returning per exchange its
-    piece but for its connection id and number, as the three strings around them (the number
-    after the id), or None where `late` renders it once numbered. With `out` (the file
-    descriptor of a regular file, at the place to write from), each piece is (what the
-    parent's write gets, bytes the worker writes there itself: placing.py)."""
+    returning one piece per exchange, None for none (or a Shared list of them); or, to render
+    them as they complete, an object with that function as `late` and `draft(exchanges)`,
+    returning per exchange its piece but for its connection id and number, as the three
+    strings around them (the number after the id), or None where `late` renders it once
+    numbered. With `out` (the file descriptor of a regular file, at the place to write from),
+    each piece is (what the parent's write gets, bytes the worker writes there itself:
+    placing.py)."""
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
                  max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,

@@ -53,6 +53,37 @@ def test_batches_cut_by_rows_and_by_bytes():
         assert pa.types.is_dictionary(t.schema.field("topic").type)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_handed_over_as_arrays_are_cut_where_appended_ones_are(seed):
+    """A parallel run's parent gets rows as arrays and their payloads (made by a worker's
+    builder) in pieces of any size; its batches are those of the rows appended one by one,
+    damaged values (not str or bytes where those go) included."""
+    import random
+    rng = random.Random(seed)
+    rows = [(i, rng.choice([f"t{i % 5}" * rng.randrange(40), None, 7, ["a"] * 900]),
+             rng.choice([bytes(rng.randrange(3000)), b"", None, "text", 5]),
+             [f"t{i % 3}"]) for i in range(600)]
+    appended, handed = [], []
+    one = columns.ColumnBuilder(COLUMNS, appended.append, batch_rows=64, batch_bytes=50_000)
+    for r in rows:
+        one.append(r)
+    one.finish()
+    worker = columns.ColumnBuilder(COLUMNS, batch_rows=1 << 40, batch_bytes=1 << 40)
+    parent = columns.ColumnBuilder(COLUMNS, handed.append, batch_rows=64, batch_bytes=50_000)
+    at = 0
+    while at < len(rows):
+        step = rng.randrange(1, 150)
+        for r in rows[at:at + step]:
+            worker.append(r)
+        parent.extend(*worker.arrays())
+        at += step
+    parent.finish()
+    assert len(appended) > 5
+    assert [b.num_rows for b in handed] == [b.num_rows for b in appended]
+    assert all(a.equals(b) for a, b in zip(handed, appended))
+    assert len(parent) == len(one) == len(rows)
+
+
 def test_in_memory_table_is_one_chunk_with_one_dictionary():
     b = columns.ColumnBuilder(COLUMNS, batch_rows=4)
     for r in _rows(10, 3) + [("not an int", "t9", b"x", [])]:   # a damaged value -> null

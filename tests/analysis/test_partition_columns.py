@@ -55,20 +55,29 @@ def test_every_capture_gives_the_row_by_row_table(exchanges):
     for name, exs in exchanges:
         expected = row_by_row_table(exs)
         table = PC.PartitionTable(batch_rows=97)   # several batches
-        pieces = PC.PartitionTable()               # a parallel run's parent
-        batches = []
+        batches, handed = [], []
         sunk = PC.PartitionTable(batches.append, batch_rows=50)
-        for ex in exs:
+        # a parallel run: a worker's table hands over its rows every few exchanges, the
+        # parent's cuts its batches where `sunk` did
+        worker, counts = PC.PartitionTable(batch_rows=1 << 40), []
+        parent = PC.PartitionTable(handed.append, batch_rows=50)
+        for i, ex in enumerate(exs):
             table.add_exchange(ex)
             sunk.add_exchange(ex)
-            piece = PC.exchange_piece(ex)
-            if piece is not None:
-                pieces.add(piece)
+            before = len(worker)
+            worker.add_exchange(ex)
+            if len(worker) > before:
+                counts.append(len(worker) - before)
+            if i % 7 == 6 or i == len(exs) - 1:
+                parent.extend(worker.arrays(), counts)
+                counts = []
         sunk.finish()
+        parent.finish()
         assert table.table().equals(expected), name
-        assert pieces.table().equals(expected), name
-        assert len(table) == len(pieces) == len(sunk) == expected.num_rows, name
+        assert len(table) == len(sunk) == len(parent) == expected.num_rows, name
         assert all(b.schema == expected.schema for b in batches), name
+        assert [b.num_rows for b in handed] == [b.num_rows for b in batches], name
+        assert all(a.equals(b) for a, b in zip(handed, batches)), name
         streamed = pa.Table.from_batches(batches, expected.schema) if batches else None
         if streamed is not None:
             assert streamed.cast(expected.schema).to_pylist() == expected.to_pylist(), name

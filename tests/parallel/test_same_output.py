@@ -133,6 +133,26 @@ def test_stats_and_export(tmp_path, capsys, name):
                               "exchange != 4"))
 
 
+def test_export_cuts_its_row_groups_where_one_process_does(tmp_path, capsys, monkeypatch):
+    """The workers hand the parent their rows in columns; its Parquet row groups (cut by rows
+    and by bytes) are one process's, byte for byte."""
+    import pyarrow.parquet as pq
+
+    from analysis import columns
+    monkeypatch.setattr(columns, "BATCH_ROWS", 1000)
+    monkeypatch.setattr(columns, "BATCH_BYTES", 40_000)
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == "librdkafka_produce_consume.pcap")
+    capture = tmp_path / "interleaved.pcap"   # a dozen clients at once, on both workers
+    corpus.build(capture, 12 * source.stat().st_size, src=str(source), parallel=12)
+    results = analysis_outputs(tmp_path, capsys, "export", capture)
+    same(results)
+    out = tmp_path / "export1"
+    groups = {name: pq.ParquetFile(out / f"{name}.parquet").metadata.num_row_groups
+              for name in ("exchanges", "partitions")}
+    assert min(groups.values()) > 5, groups
+
+
 def records_outputs(tmp_path, capsys, *argv):
     results = []
     for extra in (["--jobs", "1"], ["--jobs", "2", "--jobs-by", "connection"]):
