@@ -1,6 +1,6 @@
 """benchmarks/jobs_scaling.py runs end to end on a shipped capture (its numbers are not checked:
-only that it compares the outputs, measures both levels and the records table and says its
-verdict)."""
+only that it compares the outputs, measures both levels, the records table and export, and
+says its verdict)."""
 import re
 import subprocess
 import sys
@@ -16,9 +16,10 @@ def test_jobs_scaling_runs():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "outputs byte-identical" in out
-    for level in ("bodies", "records", "table"):
+    for level in ("bodies", "records", "table", "export"):
         assert re.search(rf"^{level} +2 +[\d.]+ +[\d.]+ +[\d.]+x +[\d.]+ +[\d.]+x$", out, re.M), out
     assert re.search(r"^verdict: --jobs 2: bodies [\d.]+x wall \([\d.]+x CPU bound\), records "
                      r"[\d.]+x wall \([\d.]+x CPU bound\), table [\d.]+x wall \([\d.]+x CPU "
-                     r"bound\); target 1.7x with 2 workers: "
-                     r"(met|MISSED) on wall time$", out, re.M), out
+                     r"bound\), export [\d.]+x wall \([\d.]+x CPU bound\); target 1.7x with 2 "
+                     r"workers \(bodies, records, table\): (met|MISSED) on wall time$", out,
+                     re.M), out
