@@ -28,17 +28,24 @@ _BATCH_TYPES = tuple(arrow_type(kind) for _, kind in BATCH_COLUMNS)
 _BATCH_INDEX = {name: i for i, (name, _) in enumerate(BATCH_COLUMNS)}
 _CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
 _HEADER = arrow_type("list<struct<key: string, value: binary>>")
+OWN = ("offset", "timestamp", "key", "value", "headers")   # a record's own columns
 
 
 def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
     """The rows of `cols` as one RecordBatch in RECORD_TABLE_COLUMNS order. The arrays share the
     buffers' memory (the bytearrays must not grow afterwards) unless `copy`: then they are copies
     of exactly their size (bytearrays keep up to twice what they hold)."""
-    n = cols.rows
     buf = (lambda b: pa.py_buffer(bytes(b))) if copy else pa.py_buffer
-    take = pa.Array.from_buffers(pa.int32(), n, [None, buf(cols.batch_index)])
+    take = pa.Array.from_buffers(pa.int32(), cols.rows, [None, buf(cols.batch_index)])
     batch = [_batch_column(cols.batches, i, typ).take(take)
              for i, typ in enumerate(_BATCH_TYPES)]
+    return _assembled(own_columns(cols, buf), batch)
+
+
+def own_columns(cols: RecordColumns, buf=pa.py_buffer) -> dict:
+    """The records' own columns (OWN: name -> array) over the buffers of `cols` (`buf` wraps
+    each)."""
+    n = cols.rows
 
     def binary(valid, offsets, data, typ=pa.binary()):
         return pa.Array.from_buffers(typ, n, [buf(valid), buf(offsets), buf(data)])
@@ -51,7 +58,7 @@ def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
                                                       buf(cols.hvalue_offsets),
                                                       buf(cols.hvalue_data)])],
         fields=list(_HEADER.value_type))
-    own = {
+    return {
         "offset": pa.Array.from_buffers(pa.int64(), n, [buf(cols.offset_valid),
                                                         buf(cols.offset)]),
         "timestamp": pa.Array.from_buffers(arrow_type("timestamp"), n,
@@ -61,9 +68,23 @@ def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
         "headers": pa.ListArray.from_buffers(_HEADER, n, [None, buf(cols.header_offsets)],
                                              children=[struct]),
     }
+
+
+def _assembled(own, batch) -> pa.RecordBatch:
+    """The table's batch from the records' own columns (OWN: name -> array) and the batch
+    columns (repeated per record), the trace context parsed from the headers."""
     arrays = [own[name] if name in own else batch[_BATCH_INDEX[name]]
               for name, _ in RECORD_COLUMNS]
     return pa.RecordBatch.from_arrays(arrays + trace_columns(own["headers"]), schema=SCHEMA)
+
+
+def assembled(own, heads, batch_index) -> pa.RecordBatch:
+    """record_batch() of records given as arrays elsewhere: `own` (name -> array, OWN), the
+    batch fields of their batches (`heads`) and each record's batch there (an array("i"))."""
+    take = pa.Array.from_buffers(pa.int32(), len(batch_index),
+                                 [None, pa.py_buffer(batch_index)])
+    return _assembled(own, [_batch_column(heads, i, typ).take(take)
+                            for i, typ in enumerate(_BATCH_TYPES)])
 
 
 def _batch_column(batches, i, typ):

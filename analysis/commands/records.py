@@ -51,8 +51,7 @@ def run(args) -> int:
     result = dissection
     try:
         if args.format == "parquet":
-            from ..records_table import write_parquet
-            count = write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES)
+            result, count = _parquet(args, dissection, progress)
         elif args.format == "text":
             out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
             try:
@@ -90,6 +89,36 @@ def run(args) -> int:
         print(f"{count} records -> {args.out}", file=sys.stderr)
     report_undecrypted(result.dissector.tls)
     return report_errors(result)
+
+
+def _parquet(args, dissection, progress):
+    """The records into a Parquet file: (the run, records written). By --jobs N workers
+    (analysis.parallel_records), else, or from the start when dissector.parallel's checks stop
+    them, by one process (a row group would straddle where they stopped)."""
+    from dissector.parallel import jobs_for
+
+    from ..records_table import write_parquet
+    ports, auto = parse_ports(args.port)
+    jobs = jobs_for(args.jobs, args.captures, auto)
+    if jobs > 1:
+        import pyarrow.parquet as pq
+
+        from dissector.parallel import Diverged, Plan, run
+
+        from ..parallel_records import Writer, render
+        from ..records_table import SCHEMA
+        plan = Plan(args.captures, lambda: render, jobs, ports, level="records",
+                    max_frame=args.max_frame, keylog=dissection.dissector.tls.keylog,
+                    by=args.jobs_by)
+        try:
+            with pq.ParquetWriter(args.out, SCHEMA) as parquet:
+                writer = Writer(parquet.write_batch, ROW_GROUP, ROW_GROUP_BYTES)
+                result = run(plan, writer.write, progress)
+                writer.finish()
+            return result, writer.count
+        except Diverged:
+            pass
+    return dissection, write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES)
 
 
 def _parallel(args, dissection, progress, write, placed=None):

@@ -163,7 +163,7 @@ def records_outputs(tmp_path, capsys, *argv):
     return results
 
 
-@pytest.mark.parametrize("fmt", ["text", "csv", "jsonl"])
+@pytest.mark.parametrize("fmt", ["text", "csv", "jsonl", "parquet"])
 def test_records(tmp_path, capsys, monkeypatch, fmt):
     capture = next(c for c in CAPTURES if c.name == "codecs.mss1448.pcap")
     same(records_outputs(tmp_path, capsys, capture, "--format", fmt))
@@ -180,6 +180,23 @@ def test_records(tmp_path, capsys, monkeypatch, fmt):
         return "forced" if len(checked) == 3 else None
     monkeypatch.setattr(driver.Checks, "chunk", chunk)
     same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
+
+
+def test_records_parquet_row_groups_where_one_process_cuts_them(tmp_path, capsys, monkeypatch):
+    """The workers send the records as arrays; the parent's row groups (cut by records and by
+    bytes, across the workers' steps) are one process's, byte for byte."""
+    import pyarrow.parquet as pq
+
+    from analysis.commands import records as records_cmd
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == "codecs.pcap")
+    capture = tmp_path / "interleaved.pcap"   # a dozen clients at once, on both workers
+    corpus.build(capture, 12 * source.stat().st_size, src=str(source), parallel=12)
+    for rows, data_bytes in ((50, 1 << 30), (1 << 20, 8000)):
+        monkeypatch.setattr(records_cmd, "ROW_GROUP", rows)
+        monkeypatch.setattr(records_cmd, "ROW_GROUP_BYTES", data_bytes)
+        same(records_outputs(tmp_path, capsys, capture, "--format", "parquet"))
+        assert pq.ParquetFile(tmp_path / "records1").metadata.num_row_groups > 10
 
 
 def test_tls_with_and_without_the_key_log(tmp_path, capsys):
