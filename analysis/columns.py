@@ -200,9 +200,18 @@ class ParquetSink:
     """Writes each batch it is given as one row group of a Parquet file."""
 
     def __init__(self, path, schema: pa.Schema):
+        self._path, self._schema = path, schema
+        self._open()
+
+    def _open(self):
         import pyarrow.parquet as pq
-        self._writer = pq.ParquetWriter(path, schema)
+        self._writer = pq.ParquetWriter(self._path, self._schema)
         self.rows = 0
+
+    def reset(self) -> None:
+        """Start the file again, empty."""
+        self._writer.close()
+        self._open()
 
     def __call__(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)

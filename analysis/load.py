@@ -189,7 +189,7 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
             sinks=None, keylog=None, jobs=1):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
     exchanges; `sinks` as for _Collector; `keylog` as for keylog_or_default; jobs: worker
-    processes (dissector.parallel; one at the records level). Returns (collector, dissection)."""
+    processes (dissector.parallel). Returns (collector, dissection)."""
     from dissector.pipeline import dissect   # imported here: the core's heavy part
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
@@ -200,19 +200,19 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
                   keylog=keylog_or_default(keylog), **kwargs)
     col = _Collector(level == "records", keep, sinks)
     capture = ", ".join(os.path.basename(p) for p in paths)
-    written = 0
-    if jobs > 1 and level != "records" and not auto:
+    if jobs > 1 and not auto:
         from dissector.parallel import Diverged
         try:
             result = _parallel(paths, ports, level, keep, progress, col, jobs,
                                run.dissector.tls.keylog, **kwargs)
             col.finish(result, capture)
             return col, result
-        except Diverged as exc:   # one process from the start, after what is collected
-            written = exc.written
+        except Diverged:   # one process from the start: its batches are cut elsewhere
+            for sink in col.sinks.values():
+                sink.reset()
+            col = _Collector(level == "records", keep, sinks)
     for ex in run:
-        if ex.index > written:
-            col.add(ex)
+        col.add(ex)
     col.finish(run, capture)
     return col, run
 
@@ -227,7 +227,7 @@ def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
 
     def render():   # in each worker
         return WorkerTables(_Collector(False, keep).row, table_columns("exchanges"),
-                            table_columns("issues"), _CLIENT_ID).render
+                            table_columns("issues"), _CLIENT_ID, col.want_records).render
 
     def write(tokens, _first, whose, shared):
         add_step(col, tokens, whose, shared)

@@ -97,6 +97,7 @@ class Writer:
         own = {name: pa.concat_arrays([arrays[i].slice(start, n)
                                        for arrays, start, n in self.parts])
                for i, name in enumerate(OWN)}
-        self.sink(assembled(own, self.heads, self.batch_index))
+        batch = assembled(own, self.heads, self.batch_index)
         self.count += self.rows
         self._new()
+        self.sink(batch)

@@ -18,18 +18,21 @@ from dissector.parallel import Shared
 from dissector.tables import issue_row
 
 from .columns import UNCUT, ColumnBuilder
+from .parallel_records import render as record_arrays
 from .partition_columns import PartitionTable
 
 
 class WorkerTables:
     """In a worker: render(exchanges) gives a Shared token per exchange, None for one the filter
     leaves out, else (its partitions rows, its issue rows, connection id, client id, request
-    bytes, response bytes); `shared` is the step's rows: ((exchange arrays, their payloads),
-    partition arrays, (issue arrays, their payloads))."""
+    bytes, response bytes, its record batches); `shared` is the step's rows: ((exchange arrays,
+    their payloads), partition arrays, (issue arrays, their payloads), the records as
+    parallel_records shares them, or None without `records`)."""
 
-    def __init__(self, row, exchange_columns, issue_columns, client_id):
+    def __init__(self, row, exchange_columns, issue_columns, client_id, records=False):
         self.row = row   # the exchange's row, None when left out (load._Collector.row)
         self.client_id = client_id
+        self.records = records
         # they hold a whole step: the parent's builders cut the batches
         self.exchanges = ColumnBuilder(exchange_columns, batch_rows=UNCUT, batch_bytes=UNCUT)
         self.issues = ColumnBuilder(issue_columns, batch_rows=UNCUT, batch_bytes=UNCUT)
@@ -38,11 +41,13 @@ class WorkerTables:
     def render(self, exchanges) -> Shared:
         tokens = Shared()
         partitions = self.partitions
+        kept = []
         for ex in exchanges:
             row = self.row(ex)
             if row is None:
                 tokens.append(None)
                 continue
+            kept.append(len(tokens))
             self.exchanges.append(row)
             before = len(partitions)
             partitions.add_exchange(ex)
@@ -51,8 +56,15 @@ class WorkerTables:
             tokens.append((len(partitions) - before, len(ex.issues), row[0],
                            row[self.client_id],
                            ex.request.length if ex.request is not None else 0,
-                           ex.response.length if ex.response is not None else 0))
-        tokens.shared = (self.exchanges.arrays(), partitions.arrays(), self.issues.arrays())
+                           ex.response.length if ex.response is not None else 0, 0))
+        records = None
+        if self.records:
+            batches = record_arrays([exchanges[i] for i in kept])
+            for i, n in zip(kept, batches):
+                tokens[i] = tokens[i][:6] + (n,)
+            records = batches.shared
+        tokens.shared = (self.exchanges.arrays(), partitions.arrays(), self.issues.arrays(),
+                         records)
         return tokens
 
 
@@ -70,7 +82,7 @@ def add_step(col, tokens, whose, shared) -> None:
     for token, w in zip(tokens, whose):
         if token is None:
             continue
-        parts, issues, connection_id, client_id, request_bytes, response_bytes = token
+        parts, issues, connection_id, client_id, request_bytes, response_bytes, _ = token
         at = starts[w]
         ex_at.append(at[0])
         at[0] += 1
@@ -88,6 +100,8 @@ def add_step(col, tokens, whose, shared) -> None:
         col.partitions.extend(_arrays_taken([s[1] for s in shared], part_at), part_counts)
     if issue_at:
         col.issues.extend(*_taken([s[2] for s in shared], issue_at))
+    if col.want_records:
+        col.records.write([t and t[6] for t in tokens], None, whose, [s[3] for s in shared])
 
 
 def _taken(parts, at):

@@ -139,9 +139,25 @@ class RecordTable:
         self._cols = RecordColumns()
         self._batches = []
         self._done = 0
+        self._parallel = None   # a parallel_records.Writer: write()
 
     def __len__(self):
-        return self._done + self._cols.rows
+        return self._done + self._cols.rows + (self._parallel.rows if self._parallel else 0)
+
+    def write(self, tokens, first, whose, shared) -> None:
+        """A parallel run's records (analysis.parallel_records), cut as add_exchange cuts;
+        not mixed with add_exchange."""
+        if self._parallel is None:
+            from .parallel_records import Writer
+            self._parallel = Writer(self._built, self._rows, self._bytes)
+        self._parallel.write(tokens, first, whose, shared)
+
+    def _built(self, batch) -> None:
+        self._done += batch.num_rows
+        if self._sink is None:
+            self._batches.append(batch)
+        else:
+            self._sink(batch)
 
     def add_exchange(self, ex) -> None:
         for head, batch in exchange_batches(ex):
@@ -162,11 +178,13 @@ class RecordTable:
             self._sink(record_batch(cols))
 
     def finish(self) -> None:
+        if self._parallel is not None:
+            self._parallel.finish()
         self._cut()
 
     def table(self) -> pa.Table:
         """The kept batches as one table (chunks, not concatenated), one dictionary for all."""
-        self._cut()
+        self.finish()
         return pa.Table.from_batches(self._batches, schema=SCHEMA).unify_dictionaries()
 
 

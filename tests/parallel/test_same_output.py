@@ -133,24 +133,55 @@ def test_stats_and_export(tmp_path, capsys, name):
                               "exchange != 4"))
 
 
+def _interleaved(tmp_path, name):
+    """A dozen clients of a shipped capture at once: connections on both workers."""
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == name)
+    capture = tmp_path / "interleaved.pcap"
+    corpus.build(capture, 12 * source.stat().st_size, src=str(source), parallel=12)
+    return capture
+
+
 def test_export_cuts_its_row_groups_where_one_process_does(tmp_path, capsys, monkeypatch):
     """The workers hand the parent their rows in columns; its Parquet row groups (cut by rows
-    and by bytes) are one process's, byte for byte."""
+    and by bytes; the records' by records and bytes) are one process's, byte for byte."""
     import pyarrow.parquet as pq
 
-    from analysis import columns
+    from analysis import columns, records_table
     monkeypatch.setattr(columns, "BATCH_ROWS", 1000)
     monkeypatch.setattr(columns, "BATCH_BYTES", 40_000)
-    from benchmarks import corpus
-    source = next(c for c in CAPTURES if c.name == "librdkafka_produce_consume.pcap")
-    capture = tmp_path / "interleaved.pcap"   # a dozen clients at once, on both workers
-    corpus.build(capture, 12 * source.stat().st_size, src=str(source), parallel=12)
-    results = analysis_outputs(tmp_path, capsys, "export", capture)
+    monkeypatch.setattr(records_table, "CHUNK_ROWS", 1000)
+    monkeypatch.setattr(records_table, "CHUNK_BYTES", 8000)
+    capture = _interleaved(tmp_path, "librdkafka_produce_consume.pcap")
+    results = analysis_outputs(tmp_path, capsys, "export", capture, "--level", "records")
     same(results)
     out = tmp_path / "export1"
     groups = {name: pq.ParquetFile(out / f"{name}.parquet").metadata.num_row_groups
-              for name in ("exchanges", "partitions")}
+              for name in ("exchanges", "partitions", "records")}
     assert min(groups.values()) > 5, groups
+
+
+def test_tables_of_a_run_the_checks_stop_are_one_process_s(tmp_path, capsys, monkeypatch):
+    """Where the workers may differ from one process, the tables are made again by one
+    process from the start (the files begun again: some batches were written)."""
+    from analysis import columns, records_table
+    monkeypatch.setattr(columns, "BATCH_ROWS", 20)
+    monkeypatch.setattr(records_table, "CHUNK_ROWS", 50)
+    capture = _interleaved(tmp_path, "codecs.pcap")
+    parts = rotate(capture, tmp_path / "rotated", 5)
+    expected = {command: analysis_outputs(tmp_path, capsys, command, *parts, "--level",
+                                          "records")[0] for command in ("export", "stats")}
+    checked = []
+
+    def chunk(self, msgs):
+        checked.append(len(msgs))
+        return "forced" if len(checked) == 3 else None
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    for command in ("export", "stats"):
+        checked.clear()
+        results = analysis_outputs(tmp_path, capsys, command, *parts, "--level", "records")
+        assert len(checked) == 3
+        same([expected[command]] + results)
 
 
 def records_outputs(tmp_path, capsys, *argv):
@@ -188,10 +219,7 @@ def test_records_parquet_row_groups_where_one_process_cuts_them(tmp_path, capsys
     import pyarrow.parquet as pq
 
     from analysis.commands import records as records_cmd
-    from benchmarks import corpus
-    source = next(c for c in CAPTURES if c.name == "codecs.pcap")
-    capture = tmp_path / "interleaved.pcap"   # a dozen clients at once, on both workers
-    corpus.build(capture, 12 * source.stat().st_size, src=str(source), parallel=12)
+    capture = _interleaved(tmp_path, "codecs.pcap")
     for rows, data_bytes in ((50, 1 << 30), (1 << 20, 8000)):
         monkeypatch.setattr(records_cmd, "ROW_GROUP", rows)
         monkeypatch.setattr(records_cmd, "ROW_GROUP_BYTES", data_bytes)
