@@ -236,7 +236,7 @@ def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
 
 
 def load(paths, port=None, records=False, filter=None, level=None, progress=None,
-         keylog=None) -> Tables:
+         keylog=None, jobs=1) -> Tables:
     """Dissect one or more captures (read in order as one capture, like the CLI) into Tables.
 
     port: a port number, a list of them, or "auto" (default 9092). records=True decodes every
@@ -244,7 +244,9 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
     (dissector.filters), e.g. 'api_name == "Fetch" and latency_ms > 100'. level: "headers"
     for a fast load without bodies (no partitions, errors or topics), default "bodies" (or
     "records" when records=True). keylog: TLS key log file(s) (NSS format) to decrypt TLS
-    connections with, a path or a list of them (default: $SSLKEYLOGFILE, if set).
+    connections with, a path or a list of them (default: $SSLKEYLOGFILE, if set). jobs: worker
+    processes to split the captures over by connection (dissector.parallel); the tables are
+    the same whatever their number.
     """
     if level is None:
         level = "records" if records else "bodies"
@@ -252,7 +254,8 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
     if filter:
         from dissector.filters import compile_filter
         keep = compile_filter(filter)
-    col, run = collect(paths, port, level=level, keep=keep, progress=progress, keylog=keylog)
+    col, run = collect(paths, port, level=level, keep=keep, progress=progress, keylog=keylog,
+                       jobs=jobs)
     return Tables(col.arrow(), run.errors)
 
 

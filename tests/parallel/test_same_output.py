@@ -161,6 +161,15 @@ def test_export_cuts_its_row_groups_where_one_process_does(tmp_path, capsys, mon
     assert min(groups.values()) > 5, groups
 
 
+def test_load_with_workers_gives_the_same_tables(tmp_path):
+    import analysis
+    capture = _interleaved(tmp_path, "librdkafka_produce_consume.pcap")
+    one, two = (analysis.load(capture, records=True, jobs=jobs) for jobs in (1, 2))
+    for name in analysis.TABLES:
+        assert two.arrow[name].equals(one.arrow[name]), name
+    assert len(one.records) > 1000 and len(one.partitions) > 500
+
+
 def test_tables_of_a_run_the_checks_stop_are_one_process_s(tmp_path, capsys, monkeypatch):
     """Where the workers may differ from one process, the tables are made again by one
     process from the start (the files begun again: some batches were written)."""
