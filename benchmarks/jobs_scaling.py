@@ -2,12 +2,12 @@
 
     python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400 [--mix bulk|dense]]
                                       [--jobs 2] [--rounds 5]
-                                      [--levels bodies,records,table,export]
+                                      [--levels bodies,records,table,parquet,export]
 
 Each round runs `kafka-dissect read CORPUS --level L --format csv --jobs J` for every level, for
-"table" the records table (`kafka-dissect records CORPUS --format csv`) and for "export" the
-Parquet tables (`kafka-dissect export CORPUS --out DIR`, what stats and report load too), one
-process then N, and checks that the two outputs are byte-identical. Reported per level, medians
+"table" and "parquet" the records table (`kafka-dissect records CORPUS --format csv|parquet`)
+and for "export" the Parquet tables (`kafka-dissect export CORPUS --out DIR`, what stats and
+report load too), one process then N, and checks that the two outputs are byte-identical. Reported per level, medians
 over the rounds: wall and CPU time (user + system of the command and its workers), the wall
 scaling (one process's wall over N's) and the CPU bound: one process's CPU over the CPU on the
 critical path of N, which is the parent's CPU until its workers started plus the larger of the
@@ -39,9 +39,10 @@ from benchmarks.measure import machine, run, settle, warm_bytecode  # noqa: E402
 TARGET = 1.7   # with 2 workers on a 2-CPU machine (issue 20)
 
 
-TABLE = "table"     # the records table: `records --format csv`
-EXPORT = "export"   # the Parquet tables: `export --out DIR`
-TARGETED = ("bodies", "records", TABLE)
+TABLE = "table"       # the records table: `records --format csv`
+PARQUET = "parquet"   # and as Parquet: `records --format parquet`
+EXPORT = "export"     # the Parquet tables: `export --out DIR`
+TARGETED = ("bodies", "records", TABLE, PARQUET)
 
 
 def read_cmd(path, port, level, jobs, out):
@@ -50,8 +51,9 @@ def read_cmd(path, port, level, jobs, out):
     if level == EXPORT:
         return cli + ["export", str(path), "--port", str(port), "--out", str(out),
                       "--jobs", str(jobs)]
-    what = ["records"] if level == TABLE else ["read", "--level", level]
-    return cli + what + [str(path), "--port", str(port), "--format", "csv", "--out", str(out),
+    what = ["records"] if level in (TABLE, PARQUET) else ["read", "--level", level]
+    return cli + what + [str(path), "--port", str(port), "--format",
+                         "parquet" if level == PARQUET else "csv", "--out", str(out),
                          "--jobs", str(jobs)]
 
 
@@ -81,7 +83,7 @@ def measure(path, port, levels, jobs, rounds, tmp, log=print):
         for level in levels:
             outs = {}
             for j in (1, jobs):
-                out = Path(tmp) / (f"{level}-{j}" if level == EXPORT else f"{level}-{j}.csv")
+                out = Path(tmp) / (f"{level}-{j}" if level == EXPORT else f"{level}-{j}.out")
                 # the last round's output goes first, untimed: truncating it as the command
                 # opens it (the records table: 680 MB on the bulk corpus) took 0.3-0.5 s
                 _remove(out)
@@ -151,9 +153,9 @@ def main(argv=None):
     ap.add_argument("--mix", choices=sorted(C.MIXES), default="bulk")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--levels", default=f"bodies,records,{TABLE},{EXPORT}",
-                    help=f"read's levels, {TABLE} for the records table, {EXPORT} for the "
-                         "Parquet tables")
+    ap.add_argument("--levels", default=f"bodies,records,{TABLE},{PARQUET},{EXPORT}",
+                    help=f"read's levels, {TABLE} and {PARQUET} for the records table as CSV "
+                         f"and as Parquet, {EXPORT} for the Parquet tables")
     ap.add_argument("--keep", action="store_true", help="keep the corpus that was built")
     ap.add_argument("--quick", action="store_true", help="2 rounds")
     args = ap.parse_args(argv)

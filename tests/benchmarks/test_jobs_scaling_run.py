@@ -16,10 +16,10 @@ def test_jobs_scaling_runs():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "outputs byte-identical" in out
-    for level in ("bodies", "records", "table", "export"):
+    for level in ("bodies", "records", "table", "parquet", "export"):
         assert re.search(rf"^{level} +2 +[\d.]+ +[\d.]+ +[\d.]+x +[\d.]+ +[\d.]+x$", out, re.M), out
     assert re.search(r"^verdict: --jobs 2: bodies [\d.]+x wall \([\d.]+x CPU bound\), records "
                      r"[\d.]+x wall \([\d.]+x CPU bound\), table [\d.]+x wall \([\d.]+x CPU "
-                     r"bound\), export [\d.]+x wall \([\d.]+x CPU bound\); target 1.7x with 2 "
-                     r"workers \(bodies, records, table\): (met|MISSED) on wall time$", out,
-                     re.M), out
+                     r"bound\), parquet [\d.]+x wall \([\d.]+x CPU bound\), export [\d.]+x "
+                     r"wall \([\d.]+x CPU bound\); target 1.7x with 2 workers \(bodies, records, "
+                     r"table, parquet\): (met|MISSED) on wall time$", out, re.M), out
