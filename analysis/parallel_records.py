@@ -18,20 +18,20 @@ from dissector.parallel import Shared
 from dissector.records.columns import sourced_chunks
 
 from .columns import UNCUT
-from .records_table import OWN, assembled, own_columns
+from .records_table import OWN, assembled, batch_fields, own_columns
 
 
 def render(exchanges) -> Shared:
     """In a worker: a Shared token per exchange (how many of its batches have records); shared
-    is (OWN arrays, each batch's fields, records and bytes)."""
+    is (OWN arrays, the batches' fields as arrays, each batch's records and bytes)."""
     tokens = Shared([0] * len(exchanges))
-    tokens.shared = (None, [], [], [])
+    tokens.shared = (None, None, [], [])
     for cols, sources in sourced_chunks(exchanges, UNCUT, UNCUT):   # one: never cut
         for i, _ in sources:
             tokens[i] += 1
         rows = [n for _, n in sources]
         own = own_columns(cols)
-        tokens.shared = ([own[name] for name in OWN], cols.batches, rows,
+        tokens.shared = ([own[name] for name in OWN], batch_fields(cols.batches), rows,
                          _batch_bytes(cols, rows))
     return tokens
 
@@ -64,8 +64,9 @@ class Writer:
         self._new()
 
     def _new(self):
-        self.parts = []   # (OWN arrays, first record, records): runs of one worker's records
-        self.heads = []
+        self.parts = []     # [OWN arrays, first record, records]: runs of a worker's records
+        self.fields = []    # [field arrays, first batch, batches]: and of their batches
+        self.batches = 0
         self.batch_index = array("i")
         self.rows = self.bytes = 0
 
@@ -73,18 +74,15 @@ class Writer:
         batch = [0] * len(shared)    # per worker: its next batch
         record = [0] * len(shared)   # and that batch's first record
         for batches, w in zip(tokens, whose):
-            arrays, heads, rows, sizes = shared[w]
+            arrays, fields, rows, sizes = shared[w]
             for _ in range(batches or 0):
                 b, start, n = batch[w], record[w], rows[batch[w]]
                 batch[w] += 1
                 record[w] += n
-                parts = self.parts
-                if parts and parts[-1][0] is arrays and parts[-1][1] + parts[-1][2] == start:
-                    parts[-1][2] += n
-                else:
-                    parts.append([arrays, start, n])
-                self.batch_index.extend([len(self.heads)] * n)
-                self.heads.append(heads[b])
+                _run(self.parts, arrays, start, n)
+                _run(self.fields, fields, b, 1)
+                self.batch_index.extend([self.batches] * n)
+                self.batches += 1
                 self.rows += n
                 self.bytes += sizes[b]
                 if self.rows >= self.max_rows or self.bytes >= self.max_bytes:
@@ -94,10 +92,22 @@ class Writer:
         """The records so far as a row group."""
         if not self.rows:
             return
-        own = {name: pa.concat_arrays([arrays[i].slice(start, n)
-                                       for arrays, start, n in self.parts])
-               for i, name in enumerate(OWN)}
-        batch = assembled(own, self.heads, self.batch_index)
+        own = dict(zip(OWN, _joined(self.parts)))
+        batch = assembled(own, _joined(self.fields), self.batch_index)
         self.count += self.rows
         self._new()
         self.sink(batch)
+
+
+def _run(runs, arrays, start, n) -> None:
+    """Rows start..start+n of `arrays` after `runs`: the last run grown when they follow it."""
+    if runs and runs[-1][0] is arrays and runs[-1][1] + runs[-1][2] == start:
+        runs[-1][2] += n
+    else:
+        runs.append([arrays, start, n])
+
+
+def _joined(runs) -> list:
+    """The rows of `runs`, one array per column."""
+    return [pa.concat_arrays([arrays[i].slice(start, n) for arrays, start, n in runs])
+            for i in range(len(runs[0][0]))]

@@ -78,16 +78,28 @@ def _assembled(own, batch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays + trace_columns(own["headers"]), schema=SCHEMA)
 
 
-def assembled(own, heads, batch_index) -> pa.RecordBatch:
+def assembled(own, fields, batch_index) -> pa.RecordBatch:
     """record_batch() of records given as arrays elsewhere: `own` (name -> array, OWN), the
-    batch fields of their batches (`heads`) and each record's batch there (an array("i"))."""
+    fields of their batches (batch_fields()) and each record's batch there (an array("i"))."""
     take = pa.Array.from_buffers(pa.int32(), len(batch_index),
                                  [None, pa.py_buffer(batch_index)])
-    return _assembled(own, [_batch_column(heads, i, typ).take(take)
-                            for i, typ in enumerate(_BATCH_TYPES)])
+    return _assembled(own, [_encoded(i, column).take(take) for i, column in enumerate(fields)])
+
+
+def batch_fields(batches) -> list:
+    """The batch fields of `batches` (one row each) as plain arrays, one per BATCH_COLUMNS."""
+    return [_batch_plain(batches, i, typ) for i, typ in enumerate(_BATCH_TYPES)]
 
 
 def _batch_column(batches, i, typ):
+    return _encoded(i, _batch_plain(batches, i, typ))
+
+
+def _encoded(i, column):
+    return column.dictionary_encode() if BATCH_COLUMNS[i][0] in CATEGORICAL else column
+
+
+def _batch_plain(batches, i, typ):
     """Column i of the batch rows, from buffers too (pa.array on a list imports pandas); a
     damaged body's value of the wrong type or out of range is null, as in analysis.columns."""
     name, kind = BATCH_COLUMNS[i]
@@ -125,8 +137,7 @@ def _batch_column(batches, i, typ):
             except OverflowError:
                 values.append(0)
         buffers = [valid, values]
-    arr = pa.Array.from_buffers(typ, n, [pa.py_buffer(b) for b in buffers])
-    return arr.dictionary_encode() if name in CATEGORICAL else arr
+    return pa.Array.from_buffers(typ, n, [pa.py_buffer(b) for b in buffers])
 
 
 class RecordTable:
