@@ -9,8 +9,6 @@ columns and trace context as record_batch does: the file is byte for byte one pr
 """
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 import pyarrow as pa
 
@@ -55,59 +53,92 @@ def _batch_bytes(cols, rows) -> list:
 
 class Writer:
     """In the parent: the workers' steps (write) as row groups of at most `rows` records or
-    about `data_bytes` (record_chunks' cut) handed to `sink`; `count` the records so far."""
+    about `data_bytes` (record_chunks' cut) handed to `sink`; `count` the records so far. The
+    batches are followed in numpy arrays, not one by one: on dense traffic a batch holds a
+    record or two, and a Python step per batch was most of the parent's time."""
 
     def __init__(self, sink, rows, data_bytes):
         self.sink = sink
         self.max_rows, self.max_bytes = rows, data_bytes
         self.count = 0
+        self.sources = []   # the workers' steps' (OWN arrays, field arrays); None once used
         self._new()
 
     def _new(self):
-        self.parts = []     # [OWN arrays, first record, records]: runs of a worker's records
-        self.fields = []    # [field arrays, first batch, batches]: and of their batches
-        self.batches = 0
-        self.batch_index = array("i")
+        self.pending = []   # arrays of (source, batch there, its first record, its records)
         self.rows = self.bytes = 0
 
     def write(self, tokens, _first, whose, shared) -> None:
-        batch = [0] * len(shared)    # per worker: its next batch
-        record = [0] * len(shared)   # and that batch's first record
-        for batches, w in zip(tokens, whose):
-            arrays, fields, rows, sizes = shared[w]
-            for _ in range(batches or 0):
-                b, start, n = batch[w], record[w], rows[batch[w]]
-                batch[w] += 1
-                record[w] += n
-                _run(self.parts, arrays, start, n)
-                _run(self.fields, fields, b, 1)
-                self.batch_index.extend([self.batches] * n)
-                self.batches += 1
-                self.rows += n
-                self.bytes += sizes[b]
-                if self.rows >= self.max_rows or self.bytes >= self.max_bytes:
-                    self.finish()
+        counts = np.fromiter((t or 0 for t in tokens), np.int64, len(tokens))
+        owner = np.repeat(np.asarray(whose, np.int64), counts)   # each batch's worker, in order
+        total = len(owner)
+        if not total:
+            return
+        self._forget()
+        source, batch, first, rows, sizes = (np.empty(total, np.int64) for _ in range(5))
+        for w, (arrays, fields, counted, sized) in enumerate(shared):
+            mine = np.flatnonzero(owner == w)
+            if len(mine):
+                counted = np.asarray(counted, np.int64)
+                source[mine] = len(self.sources)
+                self.sources.append((arrays, fields))
+                batch[mine] = np.arange(len(mine))
+                first[mine] = np.cumsum(counted) - counted
+                rows[mine] = counted
+                sizes[mine] = sized
+        at = 0
+        while at < total:   # cut where record_chunks does: after the batch that fills it
+            held_rows = self.rows + np.cumsum(rows[at:])
+            held_bytes = self.bytes + np.cumsum(sizes[at:])
+            full = np.flatnonzero((held_rows >= self.max_rows) | (held_bytes >= self.max_bytes))
+            end = at + int(full[0]) + 1 if len(full) else total
+            self.pending.append((source[at:end], batch[at:end], first[at:end], rows[at:end]))
+            self.rows, self.bytes = int(held_rows[end - at - 1]), int(held_bytes[end - at - 1])
+            at = end
+            if len(full):
+                self.finish()
+
+    def _forget(self) -> None:
+        """Let go of the steps no pending batch is from."""
+        live = {int(s) for chunk in self.pending for s in np.unique(chunk[0])}
+        for s in range(len(self.sources)):
+            if s not in live:
+                self.sources[s] = None
 
     def finish(self) -> None:
         """The records so far as a row group."""
         if not self.rows:
             return
-        own = dict(zip(OWN, _joined(self.parts)))
-        batch = assembled(own, _joined(self.fields), self.batch_index)
+        source, batch, first, rows = (np.concatenate(x) for x in zip(*self.pending))
+        records = int(rows.sum())
+        starts = np.repeat(np.cumsum(rows) - rows, rows)
+        record = np.repeat(first, rows) + (np.arange(records) - starts)   # in its step
+        record_source = np.repeat(source, rows)
+        own_parts, field_parts = [], []
+        record_at, batch_at = np.empty(records, np.int64), np.empty(len(batch), np.int64)
+        for s in np.unique(source):   # the records and batches used of each step, sliced
+            arrays, fields = self.sources[s]
+            _slice(own_parts, arrays, record, record_source == s, record_at)
+            _slice(field_parts, fields, batch, source == s, batch_at)
+        own = dict(zip(OWN, _gathered(own_parts, record_at)))
+        index = np.repeat(np.arange(len(batch), dtype=np.int32), rows)
+        table_batch = assembled(own, _gathered(field_parts, batch_at), index)
         self.count += self.rows
         self._new()
-        self.sink(batch)
+        self.sink(table_batch)
 
 
-def _run(runs, arrays, start, n) -> None:
-    """Rows start..start+n of `arrays` after `runs`: the last run grown when they follow it."""
-    if runs and runs[-1][0] is arrays and runs[-1][1] + runs[-1][2] == start:
-        runs[-1][2] += n
-    else:
-        runs.append([arrays, start, n])
+def _slice(parts, arrays, rows, mask, at) -> None:
+    """The slice of `arrays` from the first to the last of rows[mask] added to `parts`; where
+    those rows are in all of `parts` written in `at`."""
+    used = rows[mask]
+    lo, hi = int(used.min()), int(used.max()) + 1
+    at[mask] = used - lo + sum(len(p[0]) for p in parts)
+    parts.append([a.slice(lo, hi - lo) for a in arrays])
 
 
-def _joined(runs) -> list:
-    """The rows of `runs`, one array per column."""
-    return [pa.concat_arrays([arrays[i].slice(start, n) for arrays, start, n in runs])
-            for i in range(len(runs[0][0]))]
+def _gathered(parts, at) -> list:
+    """Rows `at` of `parts` joined, one array per column."""
+    at = np.ascontiguousarray(at, np.int64)
+    index = pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
+    return [pa.concat_arrays([p[i] for p in parts]).take(index) for i in range(len(parts[0]))]
