@@ -10,7 +10,9 @@ of one table, never concatenated, so the frame's buffers are the only copy).
 from __future__ import annotations
 
 from array import array
+from itertools import accumulate
 
+import numpy as np
 import pyarrow as pa
 
 from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
@@ -102,7 +104,37 @@ def _encoded(i, column):
 def _batch_plain(batches, i, typ):
     """Column i of the batch rows, from buffers too (pa.array on a list imports pandas); a
     damaged body's value of the wrong type or out of range is null, as in analysis.columns."""
-    name, kind = BATCH_COLUMNS[i]
+    values = [b[i] for b in batches]
+    whole = _whole(values, BATCH_COLUMNS[i][1])
+    if whole is not None:
+        return pa.Array.from_buffers(typ, len(values), [None] + [pa.py_buffer(b) for b in whole])
+    return _checked(batches, i, typ)
+
+
+def _whole(values, kind):
+    """The buffers of `values` when each is of the column's type (and in range, and text
+    ASCII), else None: built without a Python step per value, which the batches of dense
+    traffic (a record or two each) made a tenth of the records table's time."""
+    types = set(map(type, values))
+    try:
+        if kind == "string":
+            if types == {str}:
+                data = "".join(values)
+                if data.isascii():
+                    return array("i", accumulate(map(len, values), initial=0)), data.encode()
+        elif kind == "bool":
+            if types == {bool}:
+                return (np.packbits(np.array(values, bool), bitorder="little"),)
+        elif types == {int}:
+            return (array(_CODES[kind], values),)
+    except OverflowError:   # a value out of the column's range: checked one by one
+        pass
+    return None
+
+
+def _checked(batches, i, typ):
+    """_batch_plain one value at a time."""
+    kind = BATCH_COLUMNS[i][1]
     n = len(batches)
     valid = bytearray((n + 7) >> 3)
     if kind == "string":

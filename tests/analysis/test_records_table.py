@@ -48,3 +48,26 @@ def test_load_keeps_the_chunks_and_one_dictionary():
     assert len({tuple(c.dictionary.to_pylist()) for c in topic.chunks}) == 1
     assert tables.records["topic"].value_counts()["codec-zstd"] > 0
     assert tables.records["value"].dropna().map(len).max() > 100_000
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batch_fields_in_one_go_are_those_value_by_value(seed):
+    """A batch column whose values are all of its type (in range, text ASCII) is built in one
+    go; any other value sends it value by value (damaged: null). Both give the same array."""
+    import random
+
+    from analysis import records_table as RT
+    from dissector.records.columns import BATCH_COLUMNS
+    rng = random.Random(seed)
+    odd = [None, True, 1 << 70, -1 << 70, "x", "é", "\ud800", 3.5, b"b"]
+    plain = {"string": lambda: rng.choice(["t", "topic-1", "", "x" * 40]),
+             "bool": lambda: rng.random() < 0.5}
+    for i, (_, kind) in enumerate(BATCH_COLUMNS):
+        typ = RT._BATCH_TYPES[i]
+        for damaged in (False, True):
+            values = [plain.get(kind, lambda: rng.randrange(-100, 100))() for _ in range(50)]
+            if damaged:
+                values[rng.randrange(50)] = rng.choice(odd)
+            heads = [tuple(v if j == i else None for j in range(len(BATCH_COLUMNS)))
+                     for v in values]
+            assert RT._batch_plain(heads, i, typ).equals(RT._checked(heads, i, typ)), (kind, values)
