@@ -49,20 +49,29 @@ def _add_commands(sub, wanted) -> None:
         else:
             sub.add_parser(name, add_help=False)
     if wanted in CORE_COMMANDS:
-        return   # reading the installed entry points costs 30 ms a run: only when needed
+        return   # reading the installed entry points costs 30-70 ms a run: only when needed
+    if wanted in PLUGIN_HELP:   # ours (in the same distribution): imported by name, as above
+        _plugin(wanted, lambda: import_module(f"analysis.commands.{wanted}"), sub)
+        return
     from importlib.metadata import entry_points
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if ep.name in CORE_COMMANDS:
             continue
         if ep.name == wanted:
-            try:
-                ep.load().add_parser(sub)
-                continue
-            except ImportError as exc:
-                raise UsageError(f"the {ep.name!r} command needs a package that is not installed "
-                                 f"({exc.name}); install kafka-dissector with its extras") from None
+            _plugin(ep.name, ep.load, sub)
+            continue
         summary = PLUGIN_HELP.get(ep.name, f"(see kafka-dissect {ep.name} --help)")
         sub.add_parser(ep.name, help=summary, add_help=False)
+
+
+def _plugin(name, load, sub) -> None:
+    """The parser of plug-in command `name`, whose module load() imports."""
+    try:
+        module = load()
+    except ImportError as exc:
+        raise UsageError(f"the {name!r} command needs a package that is not installed "
+                         f"({exc.name}); install kafka-dissector with its extras") from None
+    module.add_parser(sub)
 
 
 def _formatter(prog):
