@@ -30,6 +30,18 @@ def outputs(tmp_path, capsys, *argv):
     return results
 
 
+def stopped_at(monkeypatch, n) -> list:
+    """The parallel runs' checks made to stop the workers at their nth chunk; the list they
+    note each chunk in."""
+    checked = []
+
+    def chunk(self, msgs):
+        checked.append(len(msgs))
+        return "forced" if len(checked) == n else None
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    return checked
+
+
 def same(results):
     first = results[0]
     assert first[1], "nothing written"
@@ -79,12 +91,7 @@ def test_a_damaged_capture_stops_alike(tmp_path, capsys):
 def test_a_run_that_may_differ_is_finished_in_one_process(tmp_path, capsys, monkeypatch):
     capture = next(c for c in CAPTURES if c.name == "transactions.mss1448.pcap")
     parts = rotate(capture, tmp_path / "rotated", 6)   # a step per file
-    checked = []
-
-    def chunk(self, msgs):
-        checked.append(len(msgs))
-        return "forced" if len(checked) == 4 else None
-    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    checked = stopped_at(monkeypatch, 4)
     for fmt in ("text", "jsonl"):
         checked.clear()
         same(outputs(tmp_path, capsys, *parts, "--format", fmt))
@@ -180,12 +187,7 @@ def test_tables_of_a_run_the_checks_stop_are_one_process_s(tmp_path, capsys, mon
     parts = rotate(capture, tmp_path / "rotated", 5)
     expected = {command: analysis_outputs(tmp_path, capsys, command, *parts, "--level",
                                           "records")[0] for command in ("export", "stats")}
-    checked = []
-
-    def chunk(self, msgs):
-        checked.append(len(msgs))
-        return "forced" if len(checked) == 3 else None
-    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    checked = stopped_at(monkeypatch, 3)
     for command in ("export", "stats"):
         checked.clear()
         results = analysis_outputs(tmp_path, capsys, command, *parts, "--level", "records")
@@ -213,12 +215,7 @@ def test_records(tmp_path, capsys, monkeypatch, fmt):
     results = records_outputs(tmp_path, capsys, *parts, "--format", fmt)
     same(results)
     assert results[0][0] == 2
-    checked = []
-
-    def chunk(self, msgs):   # the workers stopped: one process writes the rest
-        checked.append(len(msgs))
-        return "forced" if len(checked) == 3 else None
-    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    stopped_at(monkeypatch, 3)   # the workers stopped: one process writes the rest
     same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
 
 
