@@ -160,9 +160,11 @@ def test_export_peak_rss_flat_when_the_capture_doubles(tmp_path):
     corpus.build(large, 60_000_000, src=CAPTURES / "codecs.pcap")
     rss_small = _export_rss_mb(small, small.with_suffix(""))
     rss_large = _export_rss_mb(large, large.with_suffix(""))
-    if rss_large - rss_small >= 15:
-        # a peak moves by ~10 MB from run to run on a busy machine: the least of two runs each
-        # (a growth with the capture's size stays)
+    for _ in range(2):
+        if rss_large - rss_small < 15:
+            break
+        # a peak moves by ~10 MB from run to run on a busy machine: the least of up to three
+        # runs each (a growth with the capture's size stays)
         rss_small = min(rss_small, _export_rss_mb(small, small.with_suffix("")))
         rss_large = min(rss_large, _export_rss_mb(large, large.with_suffix("")))
     print(f"export peak RSS: {rss_small:.1f} MB (N), {rss_large:.1f} MB (2N)")
