@@ -18,6 +18,12 @@ from dissector.records.columns import sourced_chunks
 from .columns import UNCUT
 from .records_table import OWN, assembled, batch_fields, own_columns
 
+# Records into Parquet in one process unless --jobs says otherwise: the workers send the parent
+# every record's bytes, which it alone encodes; on large records (bulk traffic) that is as much
+# work as the decoding, and two workers ran no faster than one process, or slower
+# (benchmarks/README.md, Every core).
+RECORDS_JOBS = 1
+
 
 def render(exchanges) -> Shared:
     """In a worker: a Shared token per exchange (how many of its batches have records); shared

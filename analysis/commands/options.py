@@ -25,9 +25,15 @@ def add_analysis_options(p) -> None:
 
 
 def jobs_of(args, auto) -> int:
-    """--jobs, or its default for these captures (dissector.parallel.jobs_for)."""
+    """--jobs, or its default for these captures (dissector.parallel.jobs_for); one process
+    at the records level (RECORDS_JOBS)."""
     from dissector.parallel import jobs_for
-    return jobs_for(args.jobs, args.captures, auto)
+
+    from ..parallel_records import RECORDS_JOBS
+    requested = args.jobs
+    if requested is None and args.level == "records":
+        requested = RECORDS_JOBS
+    return jobs_for(requested, args.captures, auto)
 
 
 def load_from_args(args) -> Tables:
