@@ -55,7 +55,7 @@ class ColumnBuilder:
         self._batch_bytes = batch_bytes or BATCH_BYTES
         self._chunks = []     # kept batches (no sink): one list of plain arrays each
         self._done = 0        # rows in earlier batches
-        self.handed = False   # rows given to extend()
+        self._handed = False  # rows given to extend(): later rows go the same way
         self._new_lists()
 
     def _new_lists(self):
@@ -82,9 +82,9 @@ class ColumnBuilder:
 
     def extend(self, arrays, sizes) -> None:
         """Append rows given as Arrow arrays in column order (made by `arrays()` elsewhere)
-        and each row's payload (`payloads()`); once `handed` so, not with append() but with
-        extend_rows()."""
-        self.handed = True
+        and each row's payload (`payloads()`); rows added after go by append_rows(), not
+        append()."""
+        self._handed = True
         i, n = 0, len(sizes)
         while i < n:
             j = min(n, i + self._check_at - self._part_rows)
@@ -96,12 +96,15 @@ class ColumnBuilder:
                                                                 self._sizes_payload):
                 self._cut()
 
-    def extend_rows(self, rows) -> None:
-        """extend() with rows given as sequences of values in column order."""
-        held = ColumnBuilder(self.columns, batch_rows=UNCUT, batch_bytes=UNCUT)
+    def append_rows(self, rows) -> None:
+        """Append rows given as sequences of values in column order, after the rows extend()
+        was given if it was."""
+        held = ColumnBuilder(self.columns, batch_rows=UNCUT, batch_bytes=UNCUT) \
+            if self._handed else self
         for row in rows:
             held.append(row)
-        self.extend(*held.arrays())
+        if held is not self:
+            self.extend(*held.arrays())
 
     def _list_payload(self, start, stop):
         return sum(_payload(self._lists[i], start, stop) for i in self._sized)
@@ -164,10 +167,15 @@ class ColumnBuilder:
         return pa.Table.from_arrays(self._encoded(arrays), schema=self.schema)
 
 
+def _text_length(values) -> int:
+    """Length of the str/bytes among `values` (a damaged body may put another type there:
+    counted as nothing)."""
+    return sum([len(v) for v in values if isinstance(v, _TEXT)])
+
+
 def _payload(values, start, stop) -> int:
-    """Length of the str/bytes values in values[start:stop] (a damaged body may put another
-    type there: counted as nothing), row by row: a range's is the sum of its rows'."""
-    return sum([len(v) for v in values[start:stop] if isinstance(v, _TEXT)])
+    """_text_length of values[start:stop]: a range's is the sum of its rows'."""
+    return _text_length(values[start:stop])
 
 
 def payloads(lists, sized) -> list:
@@ -175,8 +183,7 @@ def payloads(lists, sized) -> list:
     rows = len(lists[0]) if lists else 0
     if not sized:
         return [0] * rows
-    return [sum([len(v) for v in values if isinstance(v, _TEXT)])
-            for values in zip(*(lists[i] for i in sized))]
+    return list(map(_text_length, zip(*(lists[i] for i in sized))))
 
 
 def _array(values, typ) -> pa.Array:

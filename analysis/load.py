@@ -139,12 +139,7 @@ class _Collector:
             stats[3].append(client_id)
 
     def finish(self, run, capture: str) -> None:
-        rows = [issue_row(issue) for issue in run.issues]
-        if self.issues.handed:   # a parallel run's (parallel_tables)
-            self.issues.extend_rows(rows)
-        else:
-            for row in rows:
-                self.issues.append(row)
+        self.issues.append_rows(issue_row(issue) for issue in run.issues)
         conns = ColumnBuilder(CONNECTION_COLUMNS, self.sinks.get("connections"))
         for c in run.connections:
             s = self.conn_stats.get(c.connection_id, (0, 0, 0, []))

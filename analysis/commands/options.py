@@ -25,15 +25,13 @@ def add_analysis_options(p) -> None:
 
 
 def jobs_of(args, auto) -> int:
-    """--jobs, or its default for these captures (dissector.parallel.jobs_for); one process
-    at the records level (RECORDS_JOBS)."""
+    """--jobs, or its default for these captures (dissector.parallel.jobs_for; at the records
+    level parallel_records.records_jobs)."""
+    if args.level == "records":
+        from ..parallel_records import records_jobs
+        return records_jobs(args.jobs, args.captures, auto)
     from dissector.parallel import jobs_for
-
-    from ..parallel_records import RECORDS_JOBS
-    requested = args.jobs
-    if requested is None and args.level == "records":
-        requested = RECORDS_JOBS
-    return jobs_for(requested, args.captures, auto)
+    return jobs_for(args.jobs, args.captures, auto)
 
 
 def load_from_args(args) -> Tables:
