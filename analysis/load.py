@@ -300,13 +300,16 @@ def write_derived(directory) -> None:
 
 def _read_columns(path, columns, api_keys=None) -> pa.Table:
     """`columns` of the Parquet table at `path` (only the rows of `api_keys` when given), read
-    batch by batch: pq.read_table reads ahead on threads, ~30 MB more at the peak."""
+    batch by batch on this thread: pq.read_table reads ahead on threads, ~30 MB more at the
+    peak, and iter_batches's own threads kept another ~20 MB (export's peak then grew with the
+    capture)."""
     import pyarrow.compute as pc
     schema = pq.read_schema(path)
     schema = pa.schema([schema.field(c) for c in columns])
     keys = None if api_keys is None else pa.array(api_keys, schema.field("api_key").type)
     parts = [batch if keys is None else batch.filter(pc.is_in(batch.column("api_key"), keys))
-             for batch in pq.ParquetFile(path).iter_batches(columns=list(columns))]
+             for batch in pq.ParquetFile(path).iter_batches(columns=list(columns),
+                                                            use_threads=False)]
     return pa.Table.from_batches(parts, schema=schema).unify_dictionaries()
 
 
