@@ -13,7 +13,10 @@ scaling (one process's wall over N's) and the CPU bound: one process's CPU over 
 critical path of N, which is the parent's CPU until its workers started plus the larger of the
 busiest worker's CPU and the rest of the run's CPU shared by N CPUs (on N idle CPUs the wall
 time cannot be less). Wall time is the measure; on a shared machine it is the neighbours' as
-much as ours, so the bound is printed beside it. The last line is the verdict on the target.
+much as ours, so the bound is printed beside it, and the machine's own scaling: each round
+also runs N copies of the one-process command side by side (independent work, nothing to
+merge), and N times one process's wall over theirs is what the machine gives N processes:
+the ceiling of any split of the work. The last line is the verdict on the target.
 The target is for the levels of issue 20 (bodies, records, the records table); export's
 scaling is printed beside them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it) and
 deleted afterwards unless --keep is given; --quick takes 2 rounds.
@@ -34,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from benchmarks import corpus as C  # noqa: E402
-from benchmarks.measure import machine, run, settle, warm_bytecode  # noqa: E402
+from benchmarks.measure import machine, run, settle, side_by_side, warm_bytecode  # noqa: E402
 
 TARGET = 1.7   # with 2 workers on a 2-CPU machine (issue 20)
 
@@ -43,6 +46,7 @@ TABLE = "table"       # the records table: `records --format csv`
 PARQUET = "parquet"   # and as Parquet: `records --format parquet`
 EXPORT = "export"     # the Parquet tables: `export --out DIR`
 TARGETED = ("bodies", "records", TABLE, PARQUET)
+TWINS = "twins"       # N copies of the one-process run at once: the machine's own scaling
 
 
 def read_cmd(path, port, level, jobs, out):
@@ -104,6 +108,15 @@ def measure(path, port, levels, jobs, rounds, tmp, log=print):
                     f"critical path cpu {path_cpu:6.2f} s{parts}")
             if not _same(outs[1], outs[jobs]):
                 raise SystemExit(f"{level}: --jobs {jobs} wrote other bytes than --jobs 1")
+            twins = [Path(tmp) / f"{level}-twin{k}" for k in range(jobs)]
+            for out in twins:
+                _remove(out)
+            wall = side_by_side([read_cmd(path, port, level, 1, out) for out in twins])
+            runs.setdefault((level, TWINS), []).append(wall)
+            log(f"round {i + 1}/{rounds} {level:8} {jobs} x --jobs 1 side by side: "
+                f"wall {wall:6.2f} s")
+            for out in twins:
+                _remove(out)
     return runs
 
 
@@ -119,9 +132,10 @@ def report(path, runs, levels, jobs, log=print):
     """Print the table and the verdict; returns whether the target was met (wall time)."""
     log(f"corpus: {path} {path.stat().st_size / 1e6:.1f} MB; machine: {machine()}")
     log(f"rounds: {len(runs[levels[0], 1])}, alternating; medians; outputs byte-identical")
+    twins = {level: statistics.median(runs.pop((level, TWINS))) for level in levels}
     runs = {k: ([r for r, _ in v], [c for _, c in v]) for k, v in runs.items()}
     log(f"{'level':8} {'jobs':>4} {'wall s':>7} {'cpu s':>7} {'scaling':>8} {'path cpu s':>10} "
-        f"{'bound':>6}")
+        f"{'bound':>6} {'machine':>8}")
     verdicts, met = [], True
     for level in levels:
         one = statistics.median(r.wall for r in runs[level, 1][0])
@@ -131,13 +145,17 @@ def report(path, runs, levels, jobs, log=print):
             cpu = statistics.median(r.cpu for r in runs[level, j][0])
             path_cpu = statistics.median(runs[level, j][1])
             scaling, bound = one / wall, one_cpu / path_cpu
+            ceiling = j * one / twins[level]
             log(f"{level:8} {j:>4} {wall:7.2f} {cpu:7.2f} {scaling:7.2f}x {path_cpu:10.2f} "
-                f"{bound:5.2f}x")
+                f"{bound:5.2f}x {ceiling if j != 1 else 1.0:7.2f}x")
         if level in TARGETED:
             met &= scaling >= TARGET
-        verdicts.append(f"{level} {scaling:.2f}x wall ({bound:.2f}x CPU bound)")
+        verdicts.append(f"{level} {scaling:.2f}x wall ({bound:.2f}x CPU bound, "
+                        f"{ceiling:.2f}x machine)")
     log("scaling: median wall with one process / with N; bound: median CPU with one process / "
-        "median CPU on the critical path with N (the scaling idle CPUs allow)")
+        "median CPU on the critical path with N (the scaling idle CPUs allow); machine: N x "
+        "median wall with one process / median wall of N one-process runs side by side (the "
+        "scaling the machine gives N independent processes, the ceiling of any split)")
     target = (f"target {TARGET}x with 2 workers ({', '.join(TARGETED)}): "
               f"{'met' if met else 'MISSED'} on wall time"
               if jobs == 2 else "no target for this many workers")

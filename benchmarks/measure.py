@@ -71,6 +71,24 @@ def run(cmd, stdout=os.devnull, stderr_path=os.devnull, timeout=3600):
     return Run(wall, usage.ru_utime + usage.ru_stime, rss_mb, proc.returncode, text)
 
 
+def side_by_side(cmds, timeout=3600) -> float:
+    """Start every command of `cmds` at once (outputs discarded); the wall seconds until the
+    last has ended. Raises if one fails."""
+    start = time.perf_counter()
+    procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=installed_env()) for cmd in cmds]
+    try:
+        for proc in procs:
+            if proc.wait(timeout=max(0.0, start + timeout - time.perf_counter())) != 0:
+                raise RuntimeError(f"{' '.join(proc.args)} failed ({proc.returncode})")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return time.perf_counter() - start
+
+
 def settle(path):
     """Drop the capture from the page cache and read it back once: then it is cached as a
     capture on disk is when read (the kernel's read-ahead fills large folios), whatever its
