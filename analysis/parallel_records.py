@@ -18,20 +18,6 @@ from dissector.records.columns import sourced_chunks
 from .columns import UNCUT
 from .records_table import OWN, assembled, batch_fields, own_columns
 
-# Records into Parquet in one process unless --jobs says otherwise: the workers send the parent
-# every record's bytes, which it alone encodes; on large records (bulk traffic) that is as much
-# work as the decoding, and two workers ran no faster than one process, or slower
-# (benchmarks/README.md, Every core).
-RECORDS_JOBS = 1
-
-
-def records_jobs(requested, paths, auto) -> int:
-    """How many processes put records into Parquet: --jobs, else RECORDS_JOBS
-    (dissector.parallel.jobs_for)."""
-    from dissector.parallel import jobs_for
-    return jobs_for(RECORDS_JOBS if requested is None else requested, paths, auto)
-
-
 def render(exchanges) -> Shared:
     """In a worker: a Shared token per exchange (how many of its batches have records); shared
     is (OWN arrays, the batches' fields as arrays, each batch's records and bytes)."""

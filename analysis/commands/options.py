@@ -25,11 +25,7 @@ def add_analysis_options(p) -> None:
 
 
 def jobs_of(args, auto) -> int:
-    """--jobs, or its default for these captures (dissector.parallel.jobs_for; at the records
-    level parallel_records.records_jobs)."""
-    if args.level == "records":
-        from ..parallel_records import records_jobs
-        return records_jobs(args.jobs, args.captures, auto)
+    """--jobs, or its default for these captures (dissector.parallel.jobs_for)."""
     from dissector.parallel import jobs_for
     return jobs_for(args.jobs, args.captures, auto)
 

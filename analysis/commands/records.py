@@ -93,13 +93,13 @@ def run(args) -> int:
 
 def _parquet(args, dissection, progress):
     """The records into a Parquet file: (the run, records written). By --jobs N workers
-    (analysis.parallel_records; one by default: records_jobs), else, or from the start
-    when dissector.parallel's checks stop them, by one process (a row group would straddle
-    where they stopped)."""
-    from ..parallel_records import records_jobs
+    (analysis.parallel_records), else, or from the start when dissector.parallel's checks
+    stop them, by one process (a row group would straddle where they stopped)."""
+    from dissector.parallel import jobs_for
+
     from ..records_table import write_parquet
     ports, auto = parse_ports(args.port)
-    jobs = records_jobs(args.jobs, args.captures, auto)
+    jobs = jobs_for(args.jobs, args.captures, auto)
     if jobs > 1:
         import pyarrow.parquet as pq
 

@@ -50,8 +50,7 @@ def keylog_from(args):
 def add_jobs_option(p) -> None:
     p.add_argument("--jobs", type=int, metavar="N",
                    help="worker processes (default: one per core for captures over 64 MiB in "
-                        "all, else 1; 1 for records into Parquet); the output is the same "
-                        "whatever N")
+                        "all, else 1); the output is the same whatever N")
     # how connections are spread over the workers (tests): by client address, or each alone
     p.add_argument("--jobs-by", choices=("client", "connection"), default="client",
                    help=argparse.SUPPRESS)

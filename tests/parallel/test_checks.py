@@ -81,12 +81,11 @@ def test_how_many_jobs(tmp_path, monkeypatch):
     assert plan.jobs_for(None, [big, packed]) == 1   # every worker would decompress it all
     assert plan.jobs_for(None, [big], auto=True) == 1
     assert plan.jobs_for(3, [small]) == 3 and plan.jobs_for(0, [big]) == 1
-    # the tables at the records level: one process unless asked (their records' bytes would
-    # all go through the parent)
+    # the tables at every level, records included
     from types import SimpleNamespace
 
     from analysis.commands.options import jobs_of
-    for level, default in (("bodies", 4), ("records", 1)):
+    for level, default in (("bodies", 4), ("records", 4)):
         assert jobs_of(SimpleNamespace(jobs=None, captures=[big], level=level), False) == default
         assert jobs_of(SimpleNamespace(jobs=2, captures=[big], level=level), False) == 2
 
