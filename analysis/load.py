@@ -8,7 +8,10 @@ captures grow.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
+import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -215,19 +218,47 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
 def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
     """The exchanges' rows made by `jobs` worker processes (parallel_tables), added to `col`
     in order."""
-    import pandas  # noqa: F401  pyarrow imports it at its first pa.array: once, not per worker
     from dissector.parallel import Plan, run
 
     from .parallel_tables import WorkerTables, add_step
+    warming = []
 
     def render():   # in each worker
+        _without_pandas()
         return WorkerTables(_Collector(False, keep).row, table_columns("exchanges"),
                             table_columns("issues"), _CLIENT_ID, col.want_records).render
 
     def write(tokens, _first, whose, shared):
+        if not warming:
+            warming.append(_import_meanwhile("pandas"))
         add_step(col, tokens, whose, shared)
     plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True, **kwargs)
     return run(plan, write, progress)
+
+
+def _without_pandas():
+    """In a worker: pyarrow imports pandas, if it can, at its first pa.array, only to ask
+    whether the values are a pandas object (they never are here); 0.4 s a worker. A parent
+    that has pandas already (a notebook) gave it to the workers too."""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """An import finder for which pandas is not there (pyarrow then goes on without it)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is not imported in a worker", name=name)
+        return None
+
+
+def _import_meanwhile(name):
+    """Import module `name` on a thread (the parent while its workers run: the derived tables
+    need pandas at the end, and before the workers started its import held them up)."""
+    thread = threading.Thread(target=importlib.import_module, args=(name,), daemon=True)
+    thread.start()
+    return thread
 
 
 def load(paths, port=None, records=False, filter=None, level=None, progress=None,
