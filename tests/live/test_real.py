@@ -26,7 +26,10 @@ KEY_COLUMNS = ("client_ip", "client_port", "broker_port", "api_key", "api_name",
                "correlation_id", "client_id", "request_bytes", "response_bytes", "error_code",
                "error_count", "topics", "partition_count", "record_count", "status", "issue_count")
 TS_COLUMNS = ("request_ts", "request_end_ts", "response_ts", "response_end_ts")
-TS_TOLERANCE_NS = 1_000_000
+# Each packet socket stamps its own copy of a packet as the kernel hands it over: microseconds
+# apart on an idle machine, but once more than 1 ms in a full test run on two busy CPUs. 20 ms
+# still tells a wrong unit, epoch or packet.
+TS_TOLERANCE_NS = 20_000_000
 
 
 def _read(path, port):
