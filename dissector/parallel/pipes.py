@@ -44,8 +44,11 @@ _SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", None)   # Linux only
 
 
 def _frame(msg) -> bytes:
-    data = dumps(msg, _PROTOCOL)
-    return _LEN.pack(len(data) + 1) + b"\0" + data
+    return _inband(dumps(msg, _PROTOCOL))
+
+
+def _inband(data) -> bytes:
+    return _LEN.pack(len(data) + 1) + bytes((_INBAND,)) + data
 
 
 def _shared_frame(msg, sock):
@@ -54,24 +57,37 @@ def _shared_frame(msg, sock):
     buffers = []
     data = dumps(msg, _PROTOCOL, buffer_callback=buffers.append)
     if not buffers:
-        return _LEN.pack(len(data) + 1) + b"\0" + data
+        return _inband(data)
     raws = [b.raw() for b in buffers]
     sizes = [r.nbytes for r in raws]
     if sum(sizes) < SHARED_FROM:
         return _frame(msg)
-    try:
-        fd = os.memfd_create("kafka-dissect", os.MFD_CLOEXEC)
-    except OSError:   # out of descriptors or memory files: through the pipe
+    fd = _memory_file(raws)
+    if fd is None:
         return _frame(msg)
     try:
-        for raw in raws:
-            while raw:
-                raw = raw[os.write(fd, raw):]
         socket.send_fds(sock, [b"f"], [fd])
     finally:
         os.close(fd)   # the one in flight keeps the file
     head = _COUNT.pack(len(sizes)) + b"".join(map(_LEN.pack, sizes))
     return _LEN.pack(1 + len(head) + len(data)) + bytes((_SHARED,)) + head + data
+
+
+def _memory_file(raws):
+    """A memory file holding the buffers `raws` one after another (its descriptor), or None
+    where none can be made or filled (no memory files, descriptors or memory left)."""
+    try:
+        fd = os.memfd_create("kafka-dissect", os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for raw in raws:
+            while raw:
+                raw = raw[os.write(fd, raw):]
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _mapped(sock, sizes):
