@@ -8,7 +8,8 @@ keyed by the packet it happened in; the parent (`run`) numbers exchanges and con
 single process does (driver.py) and hands the numbers back; the workers render their exchanges
 with them and the parent writes the pieces in order (or, into a regular file, tells each worker
 where its pieces go and the workers write them: placing.py). Output is byte-identical to one
-process.
+process. The messages go through pipes, the workers' large column buffers (Arrow's, numpy's)
+through shared memory where the system has it (pipes.py).
 
 What one process shares between connections is checked at every chunk (driver.Checks): the
 buffer budget, the flow table's caps, topic ids learned on one connection and looked up on
