@@ -94,6 +94,8 @@ def _mapped(sock, sizes):
     """The buffers of a _SHARED frame: views of the memory file received on `sock`, mapped
     copy-on-write (what is built on them may be written; the worker's file stays as it was)."""
     _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    if not fds:   # dropped by the kernel: this process is out of file descriptors
+        raise RuntimeError("a worker's columns did not arrive (out of file descriptors?)")
     try:
         view = memoryview(mmap.mmap(fds[0], sum(sizes), access=mmap.ACCESS_COPY))
     finally:
