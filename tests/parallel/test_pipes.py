@@ -109,3 +109,11 @@ def test_columns_arrive_equal_through_shared_memory_or_the_pipe(monkeypatch):
 
 def _refuse(*_):
     raise OSError("no memory files here")
+
+
+def test_a_memory_file_the_kernel_dropped_is_a_clear_error(monkeypatch):
+    """recv_fds gives no descriptor when this process has none left (the kernel drops it)."""
+    from dissector.parallel import pipes
+    monkeypatch.setattr(pipes.socket, "recv_fds", lambda *a: (b"f", [], 0, None))
+    with pytest.raises(RuntimeError, match="out of file descriptors"):
+        pipes._mapped(None, [8])
