@@ -25,8 +25,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..html_report import write   # matplotlib is only needed here
     tables = load_from_args(args)
+    from ..html_report import write   # pandas: with workers, imported while they run
     write(tables, args.html, title=args.title,
           sources=[os.path.basename(p) for p in args.captures], top=args.top)
     print(f"{len(tables.exchanges)} exchanges -> {args.html}", file=sys.stderr)

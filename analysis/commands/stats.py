@@ -31,11 +31,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..summary import sections
     if args.width is not None and args.width < 20:
         from dissector.cli import UsageError
         raise UsageError("--width must be 20 columns or more")
     tables = load_from_args(args)
+    from ..summary import sections   # pandas: with workers, imported while they run
     parts = sections(tables, top=args.top)
     {"text": _text, "json": _json, "csv": _csv, "markdown": _markdown}[args.format](args, parts)
     return report_errors(tables)
