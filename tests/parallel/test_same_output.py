@@ -3,6 +3,7 @@ and level of `read`, connections dealt by client address (the default) and one b
 captures read as one, a damaged capture, and a run the checks stop (finished in one process)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,19 @@ def test_lines_that_need_quoting_among_drafted_ones(tmp_path, capsys):
     text = results[0][1].decode()
     assert text.count('"say ""hi"""') > 3 and text.count('"a,b"') > 3
     assert len(text.splitlines()) > 40
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memory files are Linux's")
+def test_columns_through_shared_memory_give_the_same_files(tmp_path, capsys, monkeypatch):
+    """Every message's columns through memory files (large ones do on a large capture; the
+    shipped ones are small): the records' Parquet and the exported tables are one process's."""
+    from dissector.parallel import pipes
+    monkeypatch.setattr(pipes, "SHARED_FROM", 1)
+    mapped = []
+    real = pipes._mapped
+    monkeypatch.setattr(pipes, "_mapped", lambda *a: mapped.append(1) or real(*a))
+    capture = _interleaved(tmp_path, "codecs.pcap")
+    same(records_outputs(tmp_path, capsys, capture, "--format", "parquet"))
+    records = len(mapped)
+    same(analysis_outputs(tmp_path, capsys, "export", capture, "--level", "records"))
+    assert records >= 2 and len(mapped) >= records + 2   # each worker's, at least
