@@ -221,7 +221,7 @@ def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
     from dissector.parallel import Plan, run
 
     from .parallel_tables import WorkerTables, add_step
-    warming = []
+    importing = None   # pandas, on a thread once the workers run
 
     def render():   # in each worker
         _without_pandas()
@@ -229,8 +229,9 @@ def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
                             table_columns("issues"), _CLIENT_ID, col.want_records).render
 
     def write(tokens, _first, whose, shared):
-        if not warming:
-            warming.append(_import_meanwhile("pandas"))
+        nonlocal importing
+        if importing is None:
+            importing = _import_meanwhile("pandas")
         add_step(col, tokens, whose, shared)
     plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True, **kwargs)
     return run(plan, write, progress)

@@ -18,6 +18,7 @@ from dissector.records.columns import sourced_chunks
 from .columns import UNCUT
 from .records_table import OWN, assembled, batch_fields, own_columns
 
+
 def render(exchanges) -> Shared:
     """In a worker: a Shared token per exchange (how many of its batches have records); shared
     is (OWN arrays, the batches' fields as arrays, each batch's records and bytes)."""
