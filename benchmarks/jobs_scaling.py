@@ -8,18 +8,18 @@ Each round runs `kafka-dissect read CORPUS --level L --format csv --jobs J` for 
 "table" and "parquet" the records table (`kafka-dissect records CORPUS --format csv|parquet`)
 and for "export" the Parquet tables (`kafka-dissect export CORPUS --out DIR`, what stats and
 report load too), one process then N, and checks that the two outputs are byte-identical.
-Reported per level, medians over the rounds: wall and CPU time (user + system of the command
-and its workers), the wall scaling (one process's wall over N's) and the CPU bound: one process's CPU over the CPU on the
-critical path of N, which is the parent's CPU until its workers started plus the larger of the
-busiest worker's CPU and the rest of the run's CPU shared by N CPUs (on N idle CPUs the wall
-time cannot be less). Wall time is the measure; on a shared machine it is the neighbours' as
-much as ours, so the bound is printed beside it, and the machine's own scaling: each round
-also runs N copies of the one-process command side by side (independent work, nothing to
-merge), and N times one process's wall over theirs is what the machine gives N processes:
-the ceiling of any split of the work. The last line is the verdict on the target.
-The target is for the levels of issue 20 (bodies, records, the records table); export's
-scaling is printed beside them. Without --corpus, the corpus is built (benchmarks/corpus.py, as
-vs_tshark builds it) and deleted afterwards unless --keep is given; --quick takes 2 rounds.
+Reported per level, medians over the rounds: wall and CPU time (user + system of the command and
+its workers), the wall scaling (one process's wall over N's) and the CPU bound: one process's
+CPU over the CPU on the critical path of N, which is the parent's CPU until its workers started
+plus the larger of the busiest worker's CPU and the rest of the run's CPU shared by N CPUs (on N
+idle CPUs the wall time cannot be less). Wall time is the measure; on a shared machine it is the
+neighbours' as much as ours, so the bound is printed beside it, and the machine's own scaling:
+each round also runs N copies of the one-process command side by side (independent work, nothing
+to merge), and N times one process's wall over theirs is what the machine gives N processes: the
+ceiling of any split of the work. The last line is the verdict on the target. The target is for
+the levels of issue 20 (bodies, records, the records table); export's scaling is printed beside
+them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it) and
+deleted afterwards unless --keep is given; --quick takes 2 rounds.
 """
 from __future__ import annotations
 
