@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from ..budget import BUFFER_BUDGET
 from ..pipeline import MAX_KEPT_ISSUES
-from ..tcp.flows import MAX_QUIET
+from ..tcp.flows import MAX_CLOSED, MAX_LIVE, MAX_QUIET
 from .part import AT_END
 from .pipes import Workers
 from .placing import offsets
@@ -245,12 +245,20 @@ def _places(keys):
     return places
 
 
+# flows in a parallel run's capture: each worker remembers every flow's owner (about 1 kB a
+# flow between its maps), which the single process's caps do not bound
+MAX_FLOWS = 1 << 15
+CAPS = (MAX_QUIET, MAX_LIVE, MAX_CLOSED)   # in the order of FlowTable.peaks
+
+
 class Checks:
     """Whether the workers, each with only its connections, can have differed from one process
     (a reason, else None), chunk by chunk:
     - the buffer budget (256 MiB shared by all connections): the workers' peaks in a chunk
       together within it;
-    - the flow table's caps: fewer flows in all than the smallest (MAX_QUIET), so none is hit;
+    - the flow table's caps: the workers' most quiet, live and closed flows at once in a chunk,
+      together, within their caps, so none is hit; and at most MAX_FLOWS flows in all, for what
+      the workers remember of every flow (which worker owns it: part.Part) lasts the run;
     - topic ids (Fetch v13+ names topics by id, learnt from responses on any connection): no
       id looked up in vain by one worker that another had learnt by then (by the start of the
       chunk it learnt it in), and no id learnt with two names."""
@@ -267,10 +275,13 @@ class Checks:
             return "TLS without the cryptography package (noted once for all connections)"
         if sum(m[9] for m in msgs) > BUFFER_BUDGET:
             return "buffered bytes may have passed the shared budget"
+        for kind, cap in enumerate(CAPS):
+            if sum(m[14][kind] for m in msgs) > cap:
+                return "more flows at once than the flow table's cap"
         for w, m in enumerate(msgs):
             self.flows[w] = m[10]
-        if sum(self.flows) > MAX_QUIET:
-            return "more flows than the flow table's smallest cap"
+        if sum(self.flows) > MAX_FLOWS:
+            return f"more than {MAX_FLOWS} flows"
         for w, m in enumerate(msgs):
             for key, name in m[7]:
                 by = self.learnt.setdefault(key, {})

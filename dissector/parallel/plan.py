@@ -7,6 +7,9 @@ import struct
 from ..pipeline import DEFAULT_PORTS, MAX_FRAME
 
 PARALLEL_FROM = 64 << 20   # captures this large (in all) get every core by default
+# a client's flows stay on its worker until that has this many more than another: then it
+# moves to that one. Without it, a capture of one client host (or of loopback) is one worker's.
+SPREAD = 16
 _PORT = struct.Struct("!H").pack
 
 
@@ -76,10 +79,12 @@ class Plan:
 
     def owns(self, me):
         """owns(src, dst, sport, dport) for worker `me`, asked at each new flow's first packet
-        (the same packets, in the same order, in every worker): a client (or with by="connection"
-        a flow) seen for the first time goes to the worker with the fewest flows so far (the
-        lowest between equals), its later flows to the same worker, so that every worker
-        decides alike and each gets its share. Dealing clients round the workers in turn would
+        (the same packets, in the same order, in every worker, so that every worker decides
+        alike): a client (its address; with by="connection", a flow) seen for the first time
+        goes to the worker with the fewest flows so far (the lowest between equals), its later
+        flows to the same worker (they share topic ids: apart, a lookup of one learnt on the
+        other worker stops the run), until that worker has SPREAD flows more than the one with
+        the fewest: the client moves there. Dealing clients round the workers in turn would
         ignore how many connections each opens: clients alternating many and few line up with
         the turns."""
         ports, jobs = self.ports, self.jobs
@@ -95,9 +100,10 @@ class Plan:
             else:
                 a, b = src + _PORT(sport), dst + _PORT(dport)
                 key = min(a, b) + max(a, b)
+            fewest = flows.index(min(flows))
             worker = dealt.get(key)
-            if worker is None:
-                worker = dealt[key] = flows.index(min(flows))
+            if worker is None or flows[worker] - flows[fewest] >= SPREAD:
+                worker = dealt[key] = fewest
             flows[worker] += 1
             return worker == me
         return owns

@@ -153,6 +153,9 @@ class FlowTable:
         self._unsure = OrderedDict()  # pending flows with data, oldest first...
         self._unsure_bytes = 0        # ...and their pending payload
         self._last_pkt = 0
+        # the most quiet, live and closed flows at once since last reset: what a parallel run's
+        # parent checks against their caps (dissector.parallel)
+        self.peaks = [0, 0, 0]
         self.evicted = {"quiet": 0, "unsure": 0, "unsure_bytes": 0, "live": 0, "closed": 0,
                         "rows": 0}
 
@@ -378,6 +381,8 @@ class FlowTable:
             self._direct(flow)
             if self._first_data is not None:
                 self._first_data(conn)
+        if len(self._live) > self.peaks[1]:
+            self.peaks[1] = len(self._live)
         self._shed_live()
         for pkt, ts, side, seq, ack, flags, payload in pending:
             if flow.state != _LIVE:
@@ -524,6 +529,8 @@ class FlowTable:
         if len(closed) > MAX_CLOSED:
             self.evicted["closed"] += 1
             self._unlink(closed.popleft())
+        if len(closed) > self.peaks[2]:
+            self.peaks[2] = len(closed)
         self._deadline()
 
     def _unlink(self, flow):
@@ -560,8 +567,14 @@ class FlowTable:
             self._deadline()
         elif len(quiet) > MAX_QUIET:
             self._evict(next(iter(quiet)), "quiet")
+        if len(quiet) > self.peaks[0]:
+            self.peaks[0] = len(quiet)
         self._last_pkt = pkt
         return flow
+
+    def held(self) -> list:
+        """How many quiet, live and closed flows there are (the `peaks` now)."""
+        return [len(self._quiet), len(self._live), len(self._closed)]
 
     def _reused(self, flow, side, seq, flags):
         """Does this SYN on a known tuple start a new connection?"""

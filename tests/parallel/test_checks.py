@@ -13,7 +13,7 @@ import pytest
 
 from dissector.budget import BUFFER_BUDGET
 from dissector.decoding import BodyDecoder
-from dissector.parallel.driver import Checks, _places
+from dissector.parallel.driver import CAPS, MAX_FLOWS, Checks, _places
 from dissector.parallel.part import Names
 from dissector.protocol import readers
 from dissector.protocol.decode import tables
@@ -47,9 +47,9 @@ def test_topic_ids_looked_up_in_vain(keep_bodies):
         assert ("orders" in msg.summary.topics) is bool(known)
 
 
-def _msg(mark, learnt=(), misses=(), peak=0, flows=1):
+def _msg(mark, learnt=(), misses=(), peak=0, flows=1, held=(1, 1, 1)):
     return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None, 0,
-            False)
+            False, list(held))
 
 
 def test_checks():
@@ -65,7 +65,15 @@ def test_checks():
                                            _msg(5, learnt=[("id", "b")])])
     assert "budget" in Checks(2).chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
                                         _msg(5, peak=BUFFER_BUDGET // 2)])
-    assert "flows" in Checks(2).chunk([_msg(5, flows=3000), _msg(5, flows=3000)])
+    # flows at once: the caps one process has; flows in all: what the workers remember
+    many = [_msg(5, flows=3000, held=(2000, 2000, 2000))] * 2
+    assert Checks(2).chunk(many) is None
+    for kind, cap in enumerate(CAPS):
+        held = [[1, 1, 1], [1, 1, 1]]
+        held[0][kind], held[1][kind] = cap // 2 + 1, cap // 2
+        assert "at once" in Checks(2).chunk([_msg(5, held=h) for h in held])
+    half = MAX_FLOWS // 2
+    assert "flows" in Checks(2).chunk([_msg(5, flows=half + 1), _msg(5, flows=half)])
 
 
 def test_how_many_jobs(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """Which worker owns a flow (Plan.owns): asked at every flow's first packet in every worker, the
-workers agree on one owner each, a client's flows stay together, and the flows are shared out by
-how many each worker has, not by turns."""
+workers agree on one owner each, a client's flows stay together unless its worker gets too far
+ahead (one client host is shared out), and the flows are shared out by how many each worker has,
+not by turns."""
 from __future__ import annotations
 
 import random
@@ -8,6 +9,7 @@ import random
 import pytest
 
 from dissector.parallel import Plan
+from dissector.parallel.plan import SPREAD
 
 BROKER = bytes((10, 0, 0, 1))
 
@@ -34,13 +36,29 @@ def test_one_owner_each_and_a_clients_flows_together(jobs, by):
     got = owners(flows, jobs, by)
     assert all(len(w) == 1 for w in got)
     counts = [sum(w == [j] for w in got) for j in range(jobs)]
-    if by == "client":
-        seen = {}
+    if by == "client":   # a client moves only from a worker SPREAD flows ahead of another
+        seen, held, moves = {}, [0] * jobs, 0
         for (src, dst, sport, _), (w,) in zip(flows, got):
             c = dst if sport == 9092 else src
-            assert seen.setdefault(c, w) == w
+            if seen.setdefault(c, w) != w:
+                assert held[seen[c]] - min(held) >= SPREAD
+                assert held[w] == min(held)
+                seen[c], moves = w, moves + 1
+            held[w] += 1
+        assert moves < 20
     else:   # every flow dealt on its own: as even as can be
         assert max(counts) - min(counts) <= 1
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_one_client_host_is_shared_out(jobs):
+    """Every flow from one address (one client host, or loopback): moved on at every SPREAD
+    flows of difference, so the workers stay that close."""
+    flows = [(client(1), BROKER, port, 9092) for port in range(40000, 40500)]
+    got = owners(flows, jobs)
+    assert all(len(w) == 1 for w in got)
+    counts = [sum(w == [j] for w in got) for j in range(jobs)]
+    assert max(counts) - min(counts) <= SPREAD, counts
 
 
 def test_clients_alternating_many_and_few_connections_are_shared_out():

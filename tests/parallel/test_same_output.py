@@ -295,3 +295,46 @@ def test_columns_through_shared_memory_give_the_same_files(tmp_path, capsys, mon
     records = len(mapped)
     same(analysis_outputs(tmp_path, capsys, "export", capture, "--level", "records"))
     assert records >= 2 and len(mapped) >= records + 2   # each worker's, at least
+
+
+def _reasons(monkeypatch) -> list:
+    """What the parallel runs' checks say, chunk by chunk (None: nothing)."""
+    said = []
+    real = driver.Checks.chunk
+
+    def chunk(self, msgs):
+        said.append(real(self, msgs))
+        return said[-1]
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    return said
+
+
+def _replicas(tmp_path, parallel):
+    """kafka_python.pcap replicated 60 times, `parallel` replicas in flight at once."""
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == "kafka_python.pcap")
+    path = tmp_path / f"replicas{parallel}.pcap"
+    corpus.build(path, 60 * source.stat().st_size, src=str(source), parallel=parallel)
+    return path
+
+
+def test_more_flows_in_all_than_a_cap_but_never_at_once(tmp_path, capsys, monkeypatch):
+    """The caps bound flows at once: a capture with more flows in all than the quiet cap, a
+    few at a time, is dissected in parallel to the end."""
+    from dissector.tcp import flows
+    monkeypatch.setattr(flows, "MAX_QUIET", 12)
+    monkeypatch.setattr(driver, "CAPS", (12, flows.MAX_LIVE, flows.MAX_CLOSED))
+    said = _reasons(monkeypatch)
+    same(outputs(tmp_path, capsys, _replicas(tmp_path, 1), "--format", "csv"))
+    assert said and not any(said)
+
+
+def test_more_flows_at_once_than_a_cap_are_one_process_s(tmp_path, capsys, monkeypatch):
+    """More closed flows lingering at once than the (lowered) cap: one process forgets the
+    oldest, so the parallel run stops and the rest is one process's."""
+    from dissector.tcp import flows
+    monkeypatch.setattr(flows, "MAX_CLOSED", 40)
+    monkeypatch.setattr(driver, "CAPS", (flows.MAX_QUIET, flows.MAX_LIVE, 40))
+    said = _reasons(monkeypatch)
+    same(outputs(tmp_path, capsys, _replicas(tmp_path, 8), "--format", "csv"))
+    assert any(s and "at once" in s for s in said)
