@@ -91,9 +91,28 @@ _KEY_VERSION = struct.Struct(">hh")
 _RANGE = struct.Struct(">hhh")
 
 
+# ApiVersions answers read so far, by version and body: every connection asks first, and a
+# cluster's brokers answer alike (a capture of a reconnecting client spent a seventh of its
+# time reading the same answer). Read-only: the sessions share them.
+_RANGES_READ = {}
+_RANGES_KEPT = 64
+
+
 def _api_ranges(data, api_version) -> dict | None:
     """{api key: (min, max)} of a successful ApiVersions response (its header is always v0:
     the correlation id alone), or None when it is an error or cannot be read."""
+    key = (api_version, bytes(data[4:]))
+    try:
+        return _RANGES_READ[key]
+    except KeyError:
+        pass
+    if len(_RANGES_READ) >= _RANGES_KEPT:
+        _RANGES_READ.clear()
+    ranges = _RANGES_READ[key] = _read_ranges(data, api_version)
+    return ranges
+
+
+def _read_ranges(data, api_version) -> dict | None:
     try:
         if _INT16.unpack_from(data, 4)[0] != 0:
             return None
