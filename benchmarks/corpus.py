@@ -1,6 +1,6 @@
 """Build a large benchmark capture from real Kafka traffic, streaming.
 
-    python benchmarks/corpus.py [--size-mb 400] [--out benchmarks/corpus/corpus.pcap]
+    python benchmarks/corpus.py [--size-mb 400] [--out benchmarks/corpus/corpus.pcap] [--one-host]
 
 The source is real traffic that tshark 4.0's Kafka dissector decodes fully: kafka-python with
 api_version=(2, 5) (Produce v8, Fetch v11, Metadata v9, ApiVersions v3, group and offset APIs at
@@ -16,7 +16,8 @@ The corpus replicates the source's connections until it reaches the requested si
 its own client address (127.x.y.z), its own sequence numbers (a per-replica, per-direction shift,
 wrapping around 2**32 for some) and its own time (replicas run in groups of PARALLEL that overlap
 in time, so many connections are in flight at once, and each group starts after the previous
-one). Every packet is re-segmented to a 1448-byte MSS on Ethernet with valid IPv4 and TCP
+one); with --one-host every client is 127.1.0.1 instead, each connection on its own port, as
+a capture taken on a client host (or on loopback) shows them. Every packet is re-segmented to a 1448-byte MSS on Ethernet with valid IPv4 and TCP
 checksums (captures/resegment.py). The broker is 127.0.0.1:9092 in the corpus. Only one group of
 replicas is held in memory at a time (a few packets each): the output is written as it is made.
 """
@@ -176,17 +177,36 @@ def _shifted(packets, port, seq_shift, ts_shift):
         yield ts + ts_shift, linktype, bytes(buf)
 
 
-def _remapper(replica, port):
-    """Move replica r's client to 127.a.b.c (distinct per replica) and the broker to port 9092."""
+def _remapper(replica, port, ports=None):
+    """Move replica r's client to 127.a.b.c (distinct per replica) and the broker to port 9092;
+    with `ports` (an iterator of client ports), the client to 127.1.0.1 and each of its
+    connections to the next port instead: one client host."""
     n = replica + 1
     client = bytes((127, 1 + (n >> 16) % 254, (n >> 8) & 0xFF, n & 0xFF))
     broker = bytes((127, 0, 0, 1))
+    moved = {}
+    if ports is not None:
+        client = bytes((127, 1, 0, 1))
+
+    def client_port(p):
+        if ports is None:
+            return p
+        if p not in moved:
+            moved[p] = next(ports)
+        return moved[p]
 
     def remap(src, dst, sport, dport):
         if dport == port:
-            return client, broker, sport, PORT
-        return broker, client, PORT, dport
+            return client, broker, client_port(sport), PORT
+        return broker, client, PORT, client_port(dport)
     return remap
+
+
+def _client_ports():
+    """Ephemeral ports in turn (a port comes back after 28,000 connections: a new SYN then
+    starts a new connection on the tuple, as on a real host)."""
+    while True:
+        yield from range(32768, 60999)
 
 
 class Built:
@@ -201,9 +221,10 @@ class Built:
                 f"{self.replicas} replicas of the source, built in {self.seconds:.1f} s")
 
 
-def build(out, size_bytes, src="bulk", mss=MSS, parallel=PARALLEL):
+def build(out, size_bytes, src="bulk", mss=MSS, parallel=PARALLEL, one_host=False):
     """Write a corpus of at least size_bytes replicating `src` (see source()) to `out` (classic
-    pcap, Ethernet); returns Built."""
+    pcap, Ethernet); returns Built. one_host: every replica's client on one address (a capture
+    taken on a client host, or on loopback), its connections on their own ports."""
     start = time.monotonic()
     packets, port = source(src)
     replica_bytes = sum(16 + len(p[2]) for p in packets)
@@ -212,6 +233,7 @@ def build(out, size_bytes, src="bulk", mss=MSS, parallel=PARALLEL):
     out.parent.mkdir(parents=True, exist_ok=True)
     rnd = random.Random(9)
     written = n_packets = replica = t_base = 0
+    ports = _client_ports() if one_host else None
     with open(out, "wb", buffering=1 << 20) as f:
         w = PcapWriter(f, LT_ETHERNET)
         while written < size_bytes:
@@ -223,7 +245,7 @@ def build(out, size_bytes, src="bulk", mss=MSS, parallel=PARALLEL):
                 shift = (rnd.getrandbits(32), rnd.getrandbits(32))
                 ts_shift = t_base + k * 7_919_000  # the group's replicas overlap in time
                 streams.append(resegment(_shifted(packets, port, shift, ts_shift), mss,
-                                         remap=_remapper(r, port)))
+                                         remap=_remapper(r, port, ports)))
             t_base += span
             for ts, frame in heapq.merge(*streams, key=lambda p: p[0]):
                 w.write(ts, frame)
@@ -273,6 +295,8 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=CORPUS_DIR / "corpus.pcap")
     ap.add_argument("--mix", choices=sorted(MIXES), default="bulk",
                     help="the source traffic (default bulk)")
+    ap.add_argument("--one-host", action="store_true",
+                    help="every client on one address (a client host's capture), not one each")
     ap.add_argument("--remake-source", action="store_true",
                     help="capture the source traffic again (root, tcpdump, tansu)")
     ap.add_argument("--check", action="store_true",
@@ -280,7 +304,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.remake_source:
         make_source(args.mix)
-    built = build(args.out, int(args.size_mb * 1e6), args.mix)
+    built = build(args.out, int(args.size_mb * 1e6), args.mix, one_host=args.one_host)
     print(built)
     if args.check:
         counts = check_checksums(built.path)

@@ -1,6 +1,7 @@
 """`--jobs 1` against `--jobs N` on the same capture, alternating in one run: the scaling.
 
-    python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400 [--mix bulk|dense]]
+    python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400 [--mix bulk|dense]
+                                      [--one-host]]
                                       [--jobs 2] [--rounds 5]
                                       [--levels bodies,records,table,parquet,export]
 
@@ -169,6 +170,8 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=C.PORT)
     ap.add_argument("--size-mb", type=float, default=400)
     ap.add_argument("--mix", choices=sorted(C.MIXES), default="bulk")
+    ap.add_argument("--one-host", action="store_true",
+                    help="build the corpus with every client on one address (corpus.build)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--levels", default=f"bodies,records,{TABLE},{PARQUET},{EXPORT}",
@@ -186,8 +189,11 @@ def main(argv=None):
         path = args.corpus
         if path is None:
             name = "corpus.pcap" if args.mix == "bulk" else f"corpus-{args.mix}.pcap"
+            if args.one_host:
+                name = name.replace(".pcap", "-one-host.pcap")
             path = (C.CORPUS_DIR if args.keep else Path(tmp)) / name
-            print(f"built {C.build(path, int(args.size_mb * 1e6), args.mix)}")
+            built = C.build(path, int(args.size_mb * 1e6), args.mix, one_host=args.one_host)
+            print(f"built {built}")
         settle(path)
         runs = measure(path, args.port, levels, args.jobs, args.rounds, tmp)
         report(path, runs, levels, args.jobs)

@@ -103,3 +103,17 @@ def test_each_replica_carries_the_source_exchanges(built):
     assert len(got) == built.replicas * len(want)
     for (ip, port), seq in got.items():
         assert seq == want[port], (ip, port)
+
+
+def test_one_host_puts_every_client_on_one_address_with_its_own_ports(tmp_path):
+    require_module("dpkt")
+    built = corpus.build(tmp_path / "one.pcap", SIZE_IN_SOURCES * SOURCE.stat().st_size,
+                         src=str(SOURCE), one_host=True)
+    packets = list(_packets(built.path))
+    assert {p[1][0] for p in packets} == {bytes((127, 1, 0, 1))}
+    source_rows, _ = _rows(SOURCE, _source_port())
+    rows, issues = _rows(built.path, corpus.PORT)
+    connections = {(r["client_ip"], r["client_port"]) for r in source_rows}
+    assert issues == []
+    assert len({r["client_port"] for r in rows}) == built.replicas * len(connections)
+    assert len(rows) == built.replicas * len(source_rows)

@@ -338,3 +338,22 @@ def test_more_flows_at_once_than_a_cap_are_one_process_s(tmp_path, capsys, monke
     said = _reasons(monkeypatch)
     same(outputs(tmp_path, capsys, _replicas(tmp_path, 8), "--format", "csv"))
     assert any(s and "at once" in s for s in said)
+
+
+def test_one_client_host_is_shared_by_the_workers(tmp_path, capsys, monkeypatch):
+    """Every client on one address (a capture on a client host, or on loopback): its
+    connections are shared out, not all one worker's, and the output is one process's."""
+    from benchmarks import corpus
+    source = next(c for c in CAPTURES if c.name == "librdkafka_produce_consume.pcap")
+    path = tmp_path / "one-host.pcap"
+    corpus.build(path, 150 * source.stat().st_size, src=str(source), one_host=True)
+    opened = [0, 0]
+    real = driver.Checks.chunk
+
+    def chunk(self, msgs):
+        for w, m in enumerate(msgs):
+            opened[w] += len(m[6])
+        return real(self, msgs)
+    monkeypatch.setattr(driver.Checks, "chunk", chunk)
+    same(outputs(tmp_path, capsys, path, "--format", "csv", "--level", "records"))
+    assert min(opened) > 0.4 * sum(opened), opened
