@@ -7,9 +7,12 @@ import struct
 from ..pipeline import DEFAULT_PORTS, MAX_FRAME
 
 PARALLEL_FROM = 64 << 20   # captures this large (in all) get every core by default
-# a client's flows stay on its worker until that has this many more than another: then it
-# moves to that one. Without it, a capture of one client host (or of loopback) is one worker's.
+# a client's flows stay on its worker until that has this many more than another: then they
+# are dealt one by one. Without it, a capture of one client host (or of loopback) is one
+# worker's; with moves of the client from worker to worker, 20% more work for one of two
+# (bulk traffic: connections of very different sizes, dealt in runs).
 SPREAD = 16
+_ONE_BY_ONE = -1
 _PORT = struct.Struct("!H").pack
 
 
@@ -84,7 +87,8 @@ class Plan:
         goes to the worker with the fewest flows so far (the lowest between equals), its later
         flows to the same worker (they share topic ids: apart, a lookup of one learnt on the
         other worker stops the run), until that worker has SPREAD flows more than the one with
-        the fewest: the client moves there. Dealing clients round the workers in turn would
+        the fewest: from then on each of the client's flows goes to the worker with the fewest,
+        as with by="connection". Dealing clients round the workers in turn would
         ignore how many connections each opens: clients alternating many and few line up with
         the turns."""
         ports, jobs = self.ports, self.jobs
@@ -100,10 +104,12 @@ class Plan:
             else:
                 a, b = src + _PORT(sport), dst + _PORT(dport)
                 key = min(a, b) + max(a, b)
-            fewest = flows.index(min(flows))
             worker = dealt.get(key)
-            if worker is None or flows[worker] - flows[fewest] >= SPREAD:
-                worker = dealt[key] = fewest
+            if worker is None:
+                worker = dealt[key] = flows.index(min(flows))
+            elif worker == _ONE_BY_ONE or flows[worker] - min(flows) >= SPREAD:
+                dealt[key] = _ONE_BY_ONE
+                worker = flows.index(min(flows))
             flows[worker] += 1
             return worker == me
         return owns
