@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from ..budget import BUFFER_BUDGET
 from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_CLOSED, MAX_LIVE, MAX_QUIET
-from .part import AT_END
+from .part import AT_END, MAX_FLOWS
 from .pipes import Workers
 from .placing import offsets
 from .plan import Shared
@@ -245,9 +245,6 @@ def _places(keys):
     return places
 
 
-# flows in a parallel run's capture: each worker remembers every flow's owner (about 1 kB a
-# flow between its maps), which the single process's caps do not bound
-MAX_FLOWS = 1 << 15
 CAPS = (MAX_QUIET, MAX_LIVE, MAX_CLOSED)   # in the order of FlowTable.peaks
 
 
@@ -257,8 +254,8 @@ class Checks:
     - the buffer budget (256 MiB shared by all connections): the workers' peaks in a chunk
       together within it;
     - the flow table's caps: the workers' most quiet, live and closed flows at once in a chunk,
-      together, within their caps, so none is hit; and at most MAX_FLOWS flows in all, for what
-      the workers remember of every flow (which worker owns it: part.Part) lasts the run;
+      together, within their caps, so none is hit; and at most MAX_FLOWS flows in all (what
+      the workers remember of each flow lasts the run: part.MAX_FLOWS);
     - topic ids (Fetch v13+ names topics by id, learnt from responses on any connection): no
       id looked up in vain by one worker that another had learnt by then (by the start of the
       chunk it learnt it in), and no id learnt with two names."""
@@ -266,7 +263,6 @@ class Checks:
     def __init__(self, jobs):
         self.jobs = jobs
         self.start = 1      # the first packet of the chunk being checked
-        self.flows = [0] * jobs
         self.learnt = {}    # topic id -> {worker: (first packet of the chunk, name)}
 
     def chunk(self, msgs):
@@ -278,9 +274,7 @@ class Checks:
         for kind, cap in enumerate(CAPS):
             if sum(m[14][kind] for m in msgs) > cap:
                 return "more flows at once than the flow table's cap"
-        for w, m in enumerate(msgs):
-            self.flows[w] = m[10]
-        if sum(self.flows) > MAX_FLOWS:
+        if msgs[0][10] > MAX_FLOWS:   # the flows decided: the same in every worker
             return f"more than {MAX_FLOWS} flows"
         for w, m in enumerate(msgs):
             for key, name in m[7]:

@@ -22,6 +22,11 @@ from ..pipeline import Dissector
 from ..tcp.flows import direct_key
 
 AT_END = 1 << 62   # the "packet" of what the final flush makes
+# flows whose owner a worker remembers (two keys each in `_mine`, and another worker's in the
+# flow table's `direct` too: about 1 kB a flow, which one process's caps do not bound). Every
+# worker decides every flow, so all reach this at the same packet: past it they remember no
+# new flow (its packets dropped) and the parent stops the run at the step's end.
+MAX_FLOWS = 1 << 15
 _BEFORE, _ENDING = SimpleNamespace(n=0), SimpleNamespace(n=AT_END)   # walkers of no file
 
 
@@ -63,14 +68,12 @@ class Part(Dissector):
         self.emitted = []    # per exchange in `output`: the packet it completed in
         self.opened = []     # (connection, packet) per connection opened
         self.issued = []     # per issue added to `issues`: the packet
-        self.flows_made = 0
+        self.overflowed = False   # more than MAX_FLOWS flows
         self._owns = owns
         self._mine = {}      # (src, dst, sport, dport), both ways -> whether owned
         flows = self._flows
         self._table_add = flows.add
-        self._table_new = flows._new
-        flows.add = self._add            # the walker and the flow table's own replays call these
-        flows._new = self._new
+        flows.add = self._add            # the walker and the flow table's own replays call this
         self.budget = flows.budget   # its peak is reported per chunk (parallel.worker)
         if self._decoder is not None:
             self._decoder.topic_names = self.names = Names(self)
@@ -92,9 +95,9 @@ class Part(Dissector):
         if len(self.issues) != kept:
             self.issued.append(self.now())
 
-    def _new(self, key, pkt, ts):
-        self.flows_made += 1
-        return self._table_new(key, pkt, ts)
+    def flows_seen(self) -> int:
+        """The flows decided so far (the same in every worker), MAX_FLOWS + 1 past the limit."""
+        return MAX_FLOWS + 1 if self.overflowed else len(self._mine) // 2
 
     # -- what is dropped -------------------------------------------------------------------------
 
@@ -102,6 +105,9 @@ class Part(Dissector):
         key = (src, dst, sport, dport)
         mine = self._mine.get(key)
         if mine is None:
+            if len(self._mine) >= 2 * MAX_FLOWS:
+                self.overflowed = True
+                return
             mine = self._mine[key] = self._mine[(dst, src, dport, sport)] = self._owns(
                 src, dst, sport, dport)
             if not mine:

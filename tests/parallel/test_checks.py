@@ -13,7 +13,8 @@ import pytest
 
 from dissector.budget import BUFFER_BUDGET
 from dissector.decoding import BodyDecoder
-from dissector.parallel.driver import CAPS, MAX_FLOWS, Checks, _places
+from dissector.parallel.driver import CAPS, Checks, _places
+from dissector.parallel.part import MAX_FLOWS
 from dissector.parallel.part import Names
 from dissector.protocol import readers
 from dissector.protocol.decode import tables
@@ -72,8 +73,9 @@ def test_checks():
         held = [[1, 1, 1], [1, 1, 1]]
         held[0][kind], held[1][kind] = cap // 2 + 1, cap // 2
         assert "at once" in Checks(2).chunk([_msg(5, held=h) for h in held])
-    half = MAX_FLOWS // 2
-    assert "flows" in Checks(2).chunk([_msg(5, flows=half + 1), _msg(5, flows=half)])
+    # flows decided (every worker the same): past MAX_FLOWS, what they remember stopped growing
+    assert Checks(2).chunk([_msg(5, flows=MAX_FLOWS)] * 2) is None
+    assert "flows" in Checks(2).chunk([_msg(5, flows=MAX_FLOWS + 1)] * 2)
 
 
 def test_how_many_jobs(tmp_path, monkeypatch):
@@ -110,3 +112,17 @@ def test_places_are_a_stable_merge():
         for at, (_, w) in enumerate(merged):
             expected[w].append(at)
         assert _places(keys) == expected, keys
+
+
+def test_a_worker_remembers_at_most_max_flows(monkeypatch):
+    """Flows past MAX_FLOWS are neither decided nor remembered: what a worker keeps of a flood
+    of new flows stays bounded, and it says so."""
+    from dissector.parallel import part
+    monkeypatch.setattr(part, "MAX_FLOWS", 50)
+    asked = []
+    p = part.Part(lambda *flow: asked.append(flow) or False, 1, (9092,))
+    client = bytes((10, 0, 0, 2))
+    for port in range(1000, 1200):
+        p._add(port, port, client, bytes((10, 0, 0, 1)), port, 9092, 1, 0, 2, b"")
+    assert len(asked) == 50 and len(p._mine) == 100
+    assert p.overflowed and p.flows_seen() == 51

@@ -357,3 +357,14 @@ def test_one_client_host_is_shared_by_the_workers(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(driver.Checks, "chunk", chunk)
     same(outputs(tmp_path, capsys, path, "--format", "csv", "--level", "records"))
     assert min(opened) > 0.4 * sum(opened), opened
+
+
+def test_more_flows_than_the_workers_remember_are_one_process_s(tmp_path, capsys, monkeypatch):
+    """Past MAX_FLOWS flows (lowered here) the workers remember no new flow and the run is
+    finished by one process: the same output."""
+    from dissector.parallel import part
+    monkeypatch.setattr(part, "MAX_FLOWS", 100)
+    monkeypatch.setattr(driver, "MAX_FLOWS", 100)
+    said = _reasons(monkeypatch)
+    same(outputs(tmp_path, capsys, _replicas(tmp_path, 8), "--format", "csv"))
+    assert any(s and "more than 100 flows" in s for s in said)
