@@ -2,8 +2,9 @@
 
 Connections are independent, so each worker (worker.py) reads the whole capture and dissects the
 connections it owns (part.py: decided at a flow's first packet, by the client's address, so that
-a client's connections, which share topic ids, stay together; `by="connection"` spreads every
-connection). Per chunk of the files (the same in every worker), the workers send what they made
+a client's connections, which share topic ids, stay together unless one client has so many that
+its worker gets ahead, as on a capture of one client host: plan.Plan.owns; `by="connection"`
+spreads every connection). Per chunk of the files (the same in every worker), the workers send what they made
 keyed by the packet it happened in; the parent (`run`) numbers exchanges and connections as the
 single process does (driver.py) and hands the numbers back; the workers render their exchanges
 with them and the parent writes the pieces in order (or, into a regular file, tells each worker
@@ -12,7 +13,8 @@ process. The messages go through pipes, the workers' large column buffers (Arrow
 through shared memory where the system has it (pipes.py).
 
 What one process shares between connections is checked at every chunk (driver.Checks): the
-buffer budget, the flow table's caps, topic ids learned on one connection and looked up on
+buffer budget, the flow table's caps (flows at once), how many flows the workers remember (all
+of them, for the run: part.MAX_FLOWS), topic ids learned on one connection and looked up on
 another. Where the workers could have differed from one process, `run` raises `Diverged`
 (saying how many exchanges were written) and the caller dissects again in one process,
 skipping those. `--port auto` and single-job runs go the single-process way from the start.
