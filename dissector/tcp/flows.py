@@ -526,11 +526,11 @@ class FlowTable:
         flow.closed_ts = _last_ts(flow)
         closed = self._closed
         closed.append(flow)
+        if len(closed) > self.peaks[2]:   # before the cap: a peak past it says it was hit
+            self.peaks[2] = len(closed)
         if len(closed) > MAX_CLOSED:
             self.evicted["closed"] += 1
             self._unlink(closed.popleft())
-        if len(closed) > self.peaks[2]:
-            self.peaks[2] = len(closed)
         self._deadline()
 
     def _unlink(self, flow):
@@ -563,12 +563,12 @@ class FlowTable:
         self._table[(dst, src, dport, sport)] = (flow, 1)
         quiet = self._quiet
         quiet[flow] = None
+        if len(quiet) > self.peaks[0]:   # before the cap: a peak past it says it was hit
+            self.peaks[0] = len(quiet)
         if len(quiet) == 1:
             self._deadline()
         elif len(quiet) > MAX_QUIET:
             self._evict(next(iter(quiet)), "quiet")
-        if len(quiet) > self.peaks[0]:
-            self.peaks[0] = len(quiet)
         self._last_pkt = pkt
         return flow
 

@@ -296,3 +296,24 @@ def test_random_traffic_keeps_the_books(monkeypatch, ops, auto):
         _check(t)
     t.flush()
     assert not t._live and not t._table and not t._quiet and not t._unsure
+
+
+def test_peaks_say_when_a_cap_was_hit(monkeypatch):
+    """FlowTable.peaks (what a parallel run's parent checks against the caps) count a flow past
+    a cap before the cap sheds it: a table that hit the cap reports more than the cap."""
+    monkeypatch.setattr(flows, "MAX_QUIET", 6)
+    t, _ = _table(keep=False)
+    for i in range(5):
+        _syn(t, i, i)
+    assert t.peaks[0] == 5 and t.evicted["quiet"] == 0
+    for i in range(5, 9):
+        _syn(t, i, i)
+    assert t.peaks[0] == 7 and t.evicted["quiet"] == 3
+    t.peaks = t.held()
+    assert t.peaks[0] == 6
+    monkeypatch.setattr(flows, "MAX_CLOSED", 3)
+    for i in range(9, 14):   # refused: closed, lingering
+        _syn(t, i, i)
+        ip, port = _client(i)
+        t.add(100 + i, i, B, ip, 9092, port, 7000, 1001, RST | ACK, b"")
+    assert t.peaks[2] == 4 and t.evicted["closed"] == 2
