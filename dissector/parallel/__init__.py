@@ -5,12 +5,12 @@ connections it owns (part.py: decided at a flow's first packet, by the client's 
 a client's connections, which share topic ids, stay together unless one client has so many that
 its worker gets ahead, as on a capture of one client host: plan.Plan.owns; `by="connection"`
 spreads every connection). Per chunk of the files (the same in every worker), the workers send
-what they made keyed by the packet it happened in; the parent (`run`) numbers exchanges and connections as the
-single process does (driver.py) and hands the numbers back; the workers render their exchanges
-with them and the parent writes the pieces in order (or, into a regular file, tells each worker
-where its pieces go and the workers write them: placing.py). Output is byte-identical to one
-process. The messages go through pipes, the workers' large column buffers (Arrow's, numpy's)
-through shared memory where the system has it (pipes.py).
+what they made keyed by the packet it happened in; the parent (`run`) numbers exchanges and
+connections as the single process does (driver.py) and hands the numbers back; the workers
+render their exchanges with them and the parent writes the pieces in order (or, into a regular
+file, tells each worker where its pieces go and the workers write them: placing.py). Output is
+byte-identical to one process. The messages go through pipes, the workers' large column buffers
+(Arrow's, numpy's) through shared memory where the system has it (pipes.py).
 
 What one process shares between connections is checked at every chunk (driver.Checks): the
 buffer budget, the flow table's caps (flows at once), how many flows the workers remember (all
