@@ -17,9 +17,10 @@ its own client address (127.x.y.z), its own sequence numbers (a per-replica, per
 wrapping around 2**32 for some) and its own time (replicas run in groups of PARALLEL that overlap
 in time, so many connections are in flight at once, and each group starts after the previous
 one); with --one-host every client is 127.1.0.1 instead, each connection on its own port, as
-a capture taken on a client host (or on loopback) shows them. Every packet is re-segmented to a 1448-byte MSS on Ethernet with valid IPv4 and TCP
-checksums (captures/resegment.py). The broker is 127.0.0.1:9092 in the corpus. Only one group of
-replicas is held in memory at a time (a few packets each): the output is written as it is made.
+a capture taken on a client host (or on loopback) shows them. Every packet is re-segmented to a
+1448-byte MSS on Ethernet with valid IPv4 and TCP checksums (captures/resegment.py). The broker
+is 127.0.0.1:9092 in the corpus. Only one group of replicas is held in memory at a time (a few
+packets each): the output is written as it is made.
 """
 from __future__ import annotations
 
