@@ -96,11 +96,14 @@ _RANGE = struct.Struct(">hhh")
 # time reading the same answer). Read-only: the sessions share them.
 _RANGES_READ = {}
 _RANGES_KEPT = 64
+_RANGES_LARGEST = 4096   # bytes of an answer kept as a key (a real one is under 2 kB)
 
 
 def _api_ranges(data, api_version) -> dict | None:
     """{api key: (min, max)} of a successful ApiVersions response (its header is always v0:
     the correlation id alone), or None when it is an error or cannot be read."""
+    if len(data) > _RANGES_LARGEST:
+        return _read_ranges(data, api_version)
     key = (api_version, bytes(data[4:]))
     try:
         return _RANGES_READ[key]

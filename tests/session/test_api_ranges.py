@@ -1,6 +1,6 @@
 """The api version ranges of an ApiVersions answer (session._api_ranges), read once per distinct
 answer: the same ranges whatever the correlation id, each answer its own, and the answers kept
-bounded however many distinct ones a capture holds."""
+bounded however many distinct ones, and however large, a capture holds."""
 from __future__ import annotations
 
 import struct
@@ -8,11 +8,19 @@ import struct
 from dissector import session
 
 
+def _uvarint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
 def answer(corr, ranges, version=3, error=0):
     """An ApiVersions response (header v0) with `ranges` {key: (min, max)}."""
     out = struct.pack(">ih", corr, error)
     if version >= 3:
-        out += bytes([len(ranges) + 1])
+        out += _uvarint(len(ranges) + 1)
         for key, (lo, hi) in ranges.items():
             out += struct.pack(">hhh", key, lo, hi) + b"\0"
         return out + struct.pack(">i", 0) + b"\0"   # throttle, no tags
@@ -39,3 +47,8 @@ def test_many_distinct_answers_are_kept_bounded():
         ranges = {0: (0, n % 30000), 1: (1, 2)}
         assert session._api_ranges(answer(n, ranges), 3) == ranges
         assert len(session._RANGES_READ) <= session._RANGES_KEPT
+    # a large answer (a hostile one can be a frame's size) is read, not kept
+    session._RANGES_READ.clear()
+    many = {k: (0, k) for k in range(1000)}
+    assert session._api_ranges(answer(1, many), 3) == many
+    assert not session._RANGES_READ
