@@ -65,6 +65,8 @@ class Pair:
             return True
         if self.plain[0] or self.plain[1]:
             return False
+        if not (self._since[0] or self._since[1]):   # nothing to look at (a flow that never
+            return False if final or self.kafka else None   # carried data): as the loop says
         wait = False
         kafka = self.kafka
         for d in (0, 1):
