@@ -9,7 +9,7 @@ import random
 import pytest
 
 from dissector.parallel import Plan
-from dissector.parallel.plan import SPREAD
+from dissector.parallel.plan import SLACK, SPREAD
 
 BROKER = bytes((10, 0, 0, 1))
 
@@ -44,7 +44,7 @@ def test_one_owner_each_and_a_clients_flows_together(jobs, by):
                 assert held[seen[c]] - min(held) >= SPREAD
                 spread.add(c)
             if c in spread:   # then dealt one by one
-                assert held[w] == min(held)
+                assert held[w] - min(held) < SLACK
             held[w] += 1
         assert len(spread) < 10
     else:   # every flow dealt on its own: as even as can be
@@ -54,15 +54,25 @@ def test_one_owner_each_and_a_clients_flows_together(jobs, by):
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_one_client_host_is_shared_out(jobs):
     """Every flow from one address (one client host, or loopback): its first SPREAD flows on
-    one worker, then each to the worker with the fewest."""
+    one worker, then each to a worker within SLACK flows of the fewest."""
     flows = [(client(1), BROKER, port, 9092) for port in range(40000, 40500)]
     got = owners(flows, jobs)
+    assert all(len(w) == 1 for w in got)
     assert got[:SPREAD] == [[0]] * SPREAD
     held = [SPREAD] + [0] * (jobs - 1)
     for (w,) in got[SPREAD:]:
-        assert held[w] == min(held)
+        assert held[w] - min(held) < SLACK
         held[w] += 1
-    assert max(held) - min(held) <= 1
+    assert max(held) - min(held) <= SLACK
+
+
+def test_one_host_repeating_its_connections_is_not_dealt_in_turns():
+    """A client host opening a heavy and a light connection, again and again: dealt in strict
+    turns every heavy one would go to one worker; by the hash, about half to each."""
+    flows = [(client(1), BROKER, port, 9092) for port in range(40000, 40800)]
+    got = owners(flows, 2)[SPREAD:]
+    heavy = [w for (w,) in got[::2]]
+    assert 0.4 < heavy.count(0) / len(heavy) < 0.6
 
 
 def test_clients_alternating_many_and_few_connections_are_shared_out():
