@@ -50,3 +50,6 @@ bench: system-deps setup
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix dense
 	$(PY) benchmarks/vs_tshark_tls.py --size-mb 150 --rounds 3
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 5
+	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --levels bodies,records
+	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --one-host \
+		--levels bodies,records
