@@ -53,7 +53,7 @@ def brokers(t) -> pd.DataFrame:
     ctrl = ads["controller_id"].dropna()
     latest = ctrl.iloc[-1] if len(ctrl) else None
     out["controller"] = out.index == latest
-    conns = connection_brokers(t)
+    conns = connection_brokers(t, ads)
     reached = conns.groupby("node_id")["connection_id"].count() if len(conns) else pd.Series()
     out["connections"] = reached.reindex(out.index).fillna(0).astype(int)
     return out.reset_index()[cols].sort_values("node_id").reset_index(drop=True)
@@ -85,16 +85,16 @@ def _addresses(ads: pd.DataFrame) -> dict:
             if h is not None and not pd.isna(p)}
 
 
-def connection_brokers(t) -> pd.DataFrame:
+def connection_brokers(t, ads=None) -> pd.DataFrame:
     """Every connection with the node id of the broker whose advertised address it reached
     (missing when no response advertised it), and whether it carried only what a client sends
-    to a bootstrap address."""
+    to a bootstrap address. `ads`: _advertisements(t), where the caller has it already."""
     c = t.connections
     cols = ["connection_id", "client_ip", "client_port", "broker_ip", "broker_port", "node_id",
             "bootstrap_only", "client_ids"]
     if c.empty:
         return pd.DataFrame(columns=cols)
-    where = _addresses(_advertisements(t))
+    where = _addresses(_advertisements(t) if ads is None else ads)
     node = [where.get((str(ip), int(port))) for ip, port in zip(c["broker_ip"], c["broker_port"])]
     out = c.assign(node_id=pd.array(node, dtype="Int32"), bootstrap_only=_bootstrap_only(t))
     return out[cols].reset_index(drop=True)
@@ -125,7 +125,7 @@ def misconfigurations(t) -> pd.DataFrame:
     ads = _advertisements(t)
     if ads.empty:
         return pd.DataFrame(columns=cols)
-    conns = connection_brokers(t)
+    conns = connection_brokers(t, ads)
     rows = []
     unknown = conns[conns["node_id"].isna()]
     for (ip, port), g in unknown.groupby(["broker_ip", "broker_port"], observed=True):

@@ -105,7 +105,7 @@ class _Parent:
         self.written = 0     # written (the last number out)
         self.connections = 0
         self.gid = [{} for _ in range(plan.jobs)]   # per worker: local connection id -> global
-        self.checks = Checks(plan.jobs)
+        self.checks = Checks()
         self.capture_level = {}   # worker -> (its keyed issues, its connections): plan.tables
         # with plan.out (placing.py): where the next piece goes, and the chunks placed but not
         # yet written by every worker (chunk -> [its last number, workers done with it])
@@ -260,8 +260,7 @@ class Checks:
       id looked up in vain by one worker that another had learnt by then (by the start of the
       chunk it learnt it in), and no id learnt with two names."""
 
-    def __init__(self, jobs):
-        self.jobs = jobs
+    def __init__(self):
         self.start = 1      # the first packet of the chunk being checked
         self.learnt = {}    # topic id -> {worker: (first packet of the chunk, name)}
 

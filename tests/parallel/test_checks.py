@@ -54,28 +54,28 @@ def _msg(mark, learnt=(), misses=(), peak=0, flows=1, held=(1, 1, 1)):
 
 
 def test_checks():
-    c = Checks(2)
+    c = Checks()
     assert c.chunk([_msg(100, learnt=[("id", "t")]), _msg(100)]) is None
     # worker 1 looks up what worker 0 learnt in an earlier step: one process would have known
-    c2 = Checks(2)
+    c2 = Checks()
     c2.chunk([_msg(100, learnt=[("id", "t")]), _msg(100)])
     assert "another worker" in c2.chunk([_msg(200), _msg(200, misses=[("id", 150)])])
     # looked up in vain where it learnt it itself later: as one process
     assert c.chunk([_msg(200, misses=[("x", 120)]), _msg(200, learnt=[("y", "u")])]) is None
-    assert "two names" in Checks(2).chunk([_msg(5, learnt=[("id", "a")]),
+    assert "two names" in Checks().chunk([_msg(5, learnt=[("id", "a")]),
                                            _msg(5, learnt=[("id", "b")])])
-    assert "budget" in Checks(2).chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
+    assert "budget" in Checks().chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
                                         _msg(5, peak=BUFFER_BUDGET // 2)])
     # flows at once: the caps one process has; flows in all: what the workers remember
     many = [_msg(5, flows=3000, held=(2000, 2000, 2000))] * 2
-    assert Checks(2).chunk(many) is None
+    assert Checks().chunk(many) is None
     for kind, cap in enumerate(CAPS):
         held = [[1, 1, 1], [1, 1, 1]]
         held[0][kind], held[1][kind] = cap // 2 + 1, cap // 2
-        assert "at once" in Checks(2).chunk([_msg(5, held=h) for h in held])
+        assert "at once" in Checks().chunk([_msg(5, held=h) for h in held])
     # flows decided (every worker the same): past MAX_FLOWS, what they remember stopped growing
-    assert Checks(2).chunk([_msg(5, flows=MAX_FLOWS)] * 2) is None
-    assert "flows" in Checks(2).chunk([_msg(5, flows=MAX_FLOWS + 1)] * 2)
+    assert Checks().chunk([_msg(5, flows=MAX_FLOWS)] * 2) is None
+    assert "flows" in Checks().chunk([_msg(5, flows=MAX_FLOWS + 1)] * 2)
 
 
 def test_how_many_jobs(tmp_path, monkeypatch):
