@@ -20,7 +20,7 @@ from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_CLOSED, MAX_LIVE, MAX_QUIET
 from .part import AT_END, MAX_FLOWS
 from .pipes import Workers
-from .placing import offsets
+from .placing import offsets, reserver
 from .plan import Shared
 from .worker import DONE, FAILED, KEYS, NUMBERS, OFFSETS, PIECES, WROTE, work
 
@@ -111,6 +111,7 @@ class _Parent:
         # yet written by every worker (chunk -> [its last number, workers done with it])
         self.out = plan.out
         self.at = os.lseek(plan.out, 0, os.SEEK_CUR) if plan.out is not None else 0
+        self.reserve = reserver() if plan.out is not None else None
         self.placed = {}
         self.to_ack = 0
         self.stopping = None   # (chunk, why) once the workers may have differed: plan.out
@@ -222,7 +223,9 @@ class _Parent:
         # each piece (what `write` gets, its size): the sizes placed one after another
         sizes = [0 if p is None else p[1] for p in out]
         places = offsets(sizes, self.at)
-        self.at += sum(sizes)
+        total = sum(sizes)
+        self.reserve(self.out, self.at, total)
+        self.at += total
         for w in range(self.jobs):
             self.workers.put(w, (OFFSETS, self.to_write, [places[at] for at in positions[w]]))
         self.placed[self.to_write] = [first + n - 1, 0]

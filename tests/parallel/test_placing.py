@@ -58,3 +58,44 @@ def test_records_to_a_pipe(tmp_path):
     one = run(1)
     assert one.count(b"\n") > 100
     assert run(2) == one
+
+
+def test_a_chunk_reserved_ahead_then_written(tmp_path):
+    path = tmp_path / "out"
+    path.write_bytes(b"head")
+    pieces = [b"x" * 5000, b"y" * 70000, b"z" * 3]
+    places = placing.offsets([len(p) for p in pieces], 4)
+    reserve = placing.reserver()
+    with open(path, "r+b") as f:
+        reserved = reserve(f.fileno(), 4, sum(map(len, pieces)))
+        if sys.platform == "linux":   # every local file system of Linux has fallocate
+            assert reserved
+        if reserved:
+            st = os.stat(path)
+            assert st.st_size == 4 + 75003 and st.st_blocks * 512 >= 75003
+            assert path.read_bytes() == b"head" + bytes(75003)
+        placing.write_at(f.fileno(), pieces, places)
+    assert path.read_bytes() == b"head" + b"".join(pieces)
+
+
+def test_a_failed_reservation_is_not_tried_again(tmp_path, monkeypatch):
+    calls = []
+
+    def refused(fd, mode, at, size):   # a file system without fallocate, or a full disk
+        calls.append((at, size))
+        return -1
+    monkeypatch.setattr(placing, "_fallocate", lambda: refused)
+    reserve = placing.reserver()
+    path = tmp_path / "out"
+    path.write_bytes(b"")
+    with open(path, "r+b") as f:
+        assert not reserve(f.fileno(), 0, 100)
+        assert not reserve(f.fileno(), 100, 100)
+        assert not reserve(f.fileno(), 200, 0)
+    assert calls == [(0, 100)]
+    assert path.read_bytes() == b""
+
+
+def test_without_fallocate_nothing_is_reserved(monkeypatch):
+    monkeypatch.setattr(placing, "_fallocate", lambda: None)
+    assert not placing.reserver()(0, 0, 100)
