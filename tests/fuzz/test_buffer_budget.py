@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 from dissector import budget as budget_module, framing
 from dissector.budget import Budget
 from dissector.pipeline import Dissector
+from dissector.tcp import flows
 from dissector.tcp.reassembly import ACK, SYN, Reassembler
 from tests.tcp.fakes import PSH, request, response
 
@@ -55,13 +56,16 @@ def _books(d):
     assert b.peak >= b.used
     # what each counts: a framer its frame in progress or the bytes it keeps while looking
     # for a frame start, a reassembler its held data, a direction not yet decided TLS or
-    # plaintext (dissector.tls.sniff) the traffic it keeps meanwhile
+    # plaintext (dissector.tls.sniff) the traffic it keeps meanwhile, a connection's direction
+    # before it carries data (tcp.flows._Unborn) nothing
     for h in streams:
         if isinstance(h, Reassembler):
             assert h.buffered() == h.held_bytes
         elif isinstance(h, framing.Framer):
             assert h.buffered() == (h._need if h._state == framing._BODY else
                                     sum(len(p[0]) for p in h._sbuf))
+        elif isinstance(h, flows._Unborn):
+            assert h.buffered() == 0
         else:
             assert h.buffered() == (h.pair.kept if h.pair is not None and h.direction == 0
                                     else 0)
