@@ -53,3 +53,4 @@ bench: system-deps setup
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --levels bodies,records
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --one-host \
 		--levels bodies,records
+	$(PY) benchmarks/connection_storm.py --rounds 3
