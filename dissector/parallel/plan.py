@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import struct
-from hashlib import blake2b
 
 from ..pipeline import DEFAULT_PORTS, MAX_FRAME
 
@@ -123,6 +122,7 @@ class Plan:
 def _one_by_one(flows, flow) -> int:
     """The worker of a flow dealt on its own: one within SLACK flows of the fewest, by a hash of
     the flow (its addresses and ports as bytes)."""
+    from hashlib import blake2b   # here: every command asks jobs_for, and OpenSSL's start is 4 ms
     least = min(flows)
     near = [w for w, n in enumerate(flows) if n - least < SLACK]
     return near[int.from_bytes(blake2b(flow, digest_size=8).digest(), "big") % len(near)]
