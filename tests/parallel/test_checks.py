@@ -48,9 +48,9 @@ def test_topic_ids_looked_up_in_vain(keep_bodies):
         assert ("orders" in msg.summary.topics) is bool(known)
 
 
-def _msg(mark, learnt=(), misses=(), peak=0, flows=1, held=(1, 1, 1)):
-    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None, 0,
-            False, list(held))
+def _msg(mark, learnt=(), misses=(), peak=0, flows=1, held=(1, 1, 1), done=0):
+    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None,
+            done, False, list(held))
 
 
 def test_checks():
@@ -76,6 +76,20 @@ def test_checks():
     # flows decided (every worker the same): past MAX_FLOWS, what they remember stopped growing
     assert Checks().chunk([_msg(5, flows=MAX_FLOWS)] * 2) is None
     assert "flows" in Checks().chunk([_msg(5, flows=MAX_FLOWS + 1)] * 2)
+
+
+def test_more_flows_than_the_workers_remember_seen_coming():
+    total = 16_000_000   # the capture's bytes; every worker has read `done` of them
+    rate = MAX_FLOWS / total   # flows a byte that come to MAX_FLOWS at the end
+
+    def check(done, flows, total=total):
+        return Checks(total).chunk([_msg(5, flows=int(flows), done=done)] * 2)
+    assert check(2_000_000, 1.2 * rate * 2_000_000) is None   # on the way to 1.2 x MAX_FLOWS
+    said = check(2_000_000, 1.3 * rate * 2_000_000)
+    assert said.startswith(f"more than {MAX_FLOWS} flows ahead") and "first 12%" in said
+    assert check(999_999, 10 * rate * 999_999) is None   # too soon to tell: < 1/16 read
+    assert check(1_000_000, 10 * rate * 1_000_000) is not None
+    assert check(1_000_000, MAX_FLOWS, total=0) is None   # the capture's size unknown
 
 
 def test_how_many_jobs(tmp_path, monkeypatch):
