@@ -442,11 +442,13 @@ class FlowTable:
                 pair.attach(d, r)
         if pair is not None:
             pair.rewire = lambda: self._rewire(flow)
-        self._rewire(flow)
+        # handlers made before (of ACKs) hold the unborn fronts: made again when next needed
+        # (a flow without data is never on `direct`)
+        flow.handlers = None
 
     def _rewire(self, flow):
-        """A direction's front put its decision in its place (tls.sniff), or the fronts were born:
-        the handlers, which hold the framers, are made again (if made yet)."""
+        """A direction's front put its decision in its place (tls.sniff): the handlers, which
+        hold the framers, are made again (if made yet)."""
         if flow.state != _LIVE or flow.handlers is None:
             return
         flow.handlers = self._handlers(flow)
