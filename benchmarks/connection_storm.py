@@ -48,8 +48,13 @@ def _attempt(i):
     client = struct.pack("!I", 0x0A000000 + i)   # 10.0.0.0 and up
     port = 1024 + i % 60_000
     isn, bisn = (i * 2654435761) & 0xFFFFFFFF, (i * 40503) & 0xFFFFFFFF
-    to_broker = lambda seq, ack, flags: _packet(client, BROKER, port, PORT, seq, ack, flags)  # noqa: E731
-    to_client = lambda seq, ack, flags: _packet(BROKER, client, PORT, port, seq, ack, flags)  # noqa: E731
+
+    def to_broker(seq, ack, flags):
+        return _packet(client, BROKER, port, PORT, seq, ack, flags)
+
+    def to_client(seq, ack, flags):
+        return _packet(BROKER, client, PORT, port, seq, ack, flags)
+
     syn = [(0, to_broker(isn, 0, SYN))]
     kind = i % 3
     if kind == 0:

@@ -61,14 +61,14 @@ def reserver():
     (no such call, a file system without it, a full disk: the writes then say what is wrong),
     later calls do nothing. Returns whether the bytes were reserved."""
     call = _fallocate()
-    state = [call is not None]
 
     def reserve(fd, at, size) -> bool:
-        if not state[0] or size <= 0:
+        nonlocal call
+        if call is None or size <= 0:
             return False
         if call(fd, 0, at, size) != 0:
-            state[0] = False
-        return state[0]
+            call = None
+        return call is not None
     return reserve
 
 
