@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dissector.gc_pace import paced
 from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange_row, issue_row
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
@@ -183,6 +184,7 @@ def keylog_or_default(keylog):
     return default_paths() or None
 
 
+@paced()
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
             sinks=None, keylog=None, jobs=1):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects

@@ -8,12 +8,12 @@ spark), so the core never imports them. Each command module has `add_parser(sub)
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from importlib import import_module
 
 from . import __version__, framebuf
+from .gc_pace import pace_process
 from .text_safety import escape
 
 CORE_COMMANDS = ("read", "apis", "tree", "browse", "live")
@@ -108,9 +108,7 @@ def build_parser(argv=()) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    # Decoded bodies are many small objects that live until their exchange is written; with the
-    # default thresholds the cyclic collector keeps re-scanning them (about 15% of a bodies run).
-    gc.set_threshold(50_000, 20, 50)
+    pace_process()
     framebuf.keep_freed_memory()
     try:
         parser = build_parser(argv)

@@ -118,3 +118,22 @@ def test_port_forms(capture):
     assert len(analysis.load(capture, port="auto", level="headers").exchanges) == 4
     with pytest.raises(ValueError, match="port"):
         analysis.load(capture, port="kafka")
+
+
+def test_collector_paced_while_loading(capture):
+    """analysis.load (a notebook's call) runs with the CLI's sparse collector thresholds, and
+    gives the caller's back; a caller's sparser ones are kept."""
+    import gc
+    seen = []
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)   # Python's defaults
+        analysis.load(capture, progress=lambda path, done: seen.append(gc.get_threshold()))
+        assert seen and all(t == (50_000, 20, 50) for t in seen)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(1_000_000, 5, 5)
+        seen.clear()
+        analysis.load(capture, progress=lambda path, done: seen.append(gc.get_threshold()))
+        assert seen and all(t == (1_000_000, 5, 5) for t in seen)
+    finally:
+        gc.set_threshold(*before)
