@@ -6,8 +6,10 @@ the exchange table needs: it replaces raw
 level), learns topic-id -> name mappings from responses that carry both (Metadata, CreateTopics,
 ...), names topics that travel by id (Fetch v13+, Produce v13+), and collects error codes, topic
 names, partition entries and record counts. Where no one will see the bodies (keep_bodies=False:
-`kafka-dissect read` without --bodies), the compiled reader does that walk on the body's bytes
-instead (dissector.summary_plan), with the same checks and without building the body.
+`kafka-dissect read` without --bodies; or all but those of the api keys keep_bodies names: the
+records table reads the bodies of Produce and Fetch only), the compiled reader does that walk on
+the body's bytes instead (dissector.summary_plan), with the same checks and without building the
+body.
 """
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ from .summary_plan import plan
 from .summary_walk import walker
 
 RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
+
+
+class _Every:
+    """keep_bodies=True: every api key's bodies are kept."""
+
+    def __contains__(self, _api_key):
+        return True
 
 
 class Summary:
@@ -45,12 +54,14 @@ class Summary:
 
 class BodyDecoder:
     """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
-    __slots__ = ("full_records", "keep_bodies", "max_uncompressed", "topic_names", "_budget",
+    __slots__ = ("full_records", "kept", "max_uncompressed", "topic_names", "_budget",
                  "_entries", "_walks")
 
     def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True):
+        """keep_bodies: True (every message keeps its decoded body), False (none does, where
+        the bytes allow it: summaries only) or the api keys whose bodies are kept."""
         self.full_records = records
-        self.keep_bodies = keep_bodies
+        self.kept = (_Every() if keep_bodies is True else frozenset(keep_bodies or ()))
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
         self._budget = [max_uncompressed]   # what the message being walked may still decode
@@ -73,8 +84,8 @@ class BodyDecoder:
             msg.summary = None if body is None else self._summary(data, body, issues, False,
                                                                   api_key, api_version)
             return msg
-        walked = None if self.keep_bodies else self._walk_bytes(data, body_offset, entry, issues,
-                                                                False)
+        walked = None if api_key in self.kept else self._walk_bytes(data, body_offset, entry,
+                                                                    issues, False)
         if walked is None:
             return self._decoded(data, entry, False, api_key, api_version, correlation_id,
                                  client_id, header_tags, body_offset, issues)
@@ -102,7 +113,8 @@ class BodyDecoder:
             return msg
         correlation_id, tags, offset = head
         issues = []
-        walked = None if self.keep_bodies else self._walk_bytes(data, offset, entry, issues, True)
+        walked = (None if api_key in self.kept
+                  else self._walk_bytes(data, offset, entry, issues, True))
         if walked is None:
             return self._decoded(data, entry, True, api_key, api_version, correlation_id, None,
                                  tags, offset, issues)
@@ -128,7 +140,7 @@ class BodyDecoder:
         on their bytes, else None)."""
         key = (bool(response), api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
-        if entry is None or self.keep_bodies:
+        if entry is None or api_key in self.kept:
             return key in self._entries, None
         walk_plan = plan(entry[1])
         if walk_plan is None or not hasattr(entry[0], "summarize"):

@@ -100,9 +100,29 @@ def test_random_messages(key, version, direction):
         known = {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
         data = _framed(key, version, direction, encode(schema, body), rnd)
         for bad in (data, *_damaged(data, rnd)):
-            keep, full = rnd.random() < 0.2, rnd.random() < 0.3
+            keep = rnd.choice((False, False, False, True, {key}, {key + 1}))
+            full = rnd.random() < 0.3
             got = outcome("", bad, key, version, direction, known, keep, full)
             assert got == outcome("py_", bad, key, version, direction, known, keep, full)
+
+
+def test_bodies_kept_by_api_key():
+    """keep_bodies as a set of api keys: their messages are as with every body kept, the
+    others' as with none (walked on their bytes where their layout allows: same summary, no
+    body)."""
+    rnd = random.Random("kept by api key")
+    walked = 0
+    for key, version, direction in PAIRS[::5]:
+        schema = tables(key)[direction][version][1]
+        data = _framed(key, version, direction, encode(schema, random_body(schema, rnd)), rnd)
+        for call in ("", "py_"):
+            def made(keep):
+                return outcome(call, data, key, version, direction, {}, keep, False)
+            assert made({key, 999}) == made(True)
+            other = made({key + 1})
+            assert other == made(False)
+            walked += other is not None and other[0][6] == "NoneType"
+    assert walked > 50
 
 
 @pytest.mark.parametrize("key,version", [(3, 12), (1, 16), (0, 11), (999, 0), (3, 999), (-1, 0)])
