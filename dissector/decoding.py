@@ -17,7 +17,7 @@ import sys
 
 from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
-from .protocol.embedded import SPECIAL
+from .protocol.embedded import SPECIAL, SPECIAL_REQUESTS
 from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
 from .protocol import readers
@@ -157,7 +157,8 @@ class BodyDecoder:
         entry = t[response].get(api_version) if t is not None else None
         if entry is None:
             return None
-        entry = self._entries[key] = None if api_key in SPECIAL else entry
+        special = SPECIAL if response else SPECIAL_REQUESTS
+        entry = self._entries[key] = None if api_key in special else entry
         return entry
 
     def py_summarize(self, ex) -> None:

@@ -30,6 +30,8 @@ SYNC_GROUP = 14
 ENVELOPE = 58
 UNSUPPORTED_VERSION = 35
 SPECIAL = frozenset({API_VERSIONS, JOIN_GROUP, SYNC_GROUP, ENVELOPE})
+# ApiVersions is special in its responses only (error 35 read with the v0 layout)
+SPECIAL_REQUESTS = SPECIAL - {API_VERSIONS}
 
 _INT16 = struct.Struct(">h")
 _NO = object()  # "protocol type not carried by this message"

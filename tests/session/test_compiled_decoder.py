@@ -125,6 +125,18 @@ def test_bodies_kept_by_api_key():
     assert walked > 50
 
 
+@pytest.mark.parametrize("call", ["", "py_"])
+def test_api_versions_request_walked(call):
+    """An ApiVersions request has nothing special (its response has: error 35 is read with
+    the v0 layout), so without bodies kept it is walked on its bytes."""
+    schema = tables(18)[0][3][1]
+    data = _framed(18, 3, 0, encode(schema, random_body(schema, random.Random(3))),
+                   random.Random(3))
+    walked = outcome(call, data, 18, 3, 0, {}, False, False)
+    assert walked[0][6] == "NoneType" and not walked[0][8]
+    assert walked[0][9] == outcome(call, data, 18, 3, 0, {}, True, False)[0][9]
+
+
 @pytest.mark.parametrize("key,version", [(3, 12), (1, 16), (0, 11), (999, 0), (3, 999), (-1, 0)])
 def test_odd_arguments(key, version):
     """Unknown api keys and versions, buffers that are not bytes, a short response."""
