@@ -1,16 +1,18 @@
-"""Typed column builders: values go into one Python list per column, and every batch of rows
-becomes Arrow arrays, so Python objects are only ever held for one batch.
+"""Typed column builders: rows are held as they come, and every batch of rows becomes Arrow
+arrays, so Python objects are only ever held for one batch.
 
-No row dicts and no temporary files: a row is appended value by value to its column lists. A batch
-is cut every `BATCH_ROWS` rows or once its values reach about `BATCH_BYTES` in memory: VALUE_COST
-per value (a Python object and its list slot) plus the length of strings and binaries (record keys
-and values). That size is summed over the rows added since the last look, not on each append;
-the next look comes halfway to the budget at the mean row size so far (at most CHECK_EVERY rows
-on). Rows made elsewhere (a parallel run's workers) come as Arrow arrays with each row's size
-(`extend`), and are cut where the same rows appended one by one would have been. A full batch
-is either kept (in-memory tables: `table()` concatenates the batches) or handed to a sink such
-as ParquetSink (streaming export: memory bounded by one batch per table). Names in CATEGORICAL
-are dictionary-encoded, which pandas shows as categories.
+No row dicts and no temporary files: a row is kept as the sequence it came as, and a batch is
+turned into one list per column at once (zip, in C; appending each value to its column's list
+in Python cost about as much as the Arrow conversion). A batch is cut every `BATCH_ROWS` rows
+or once its values reach about `BATCH_BYTES` in memory: VALUE_COST per value (a Python object
+and its slot) plus the length of strings and binaries (record keys and values). That size is
+summed over the rows added since the last look, not on each append; the next look comes halfway
+to the budget at the mean row size so far (at most CHECK_EVERY rows on). Rows made elsewhere (a
+parallel run's workers) come as Arrow arrays with each row's size (`extend`), and are cut where
+the same rows appended one by one would have been. A full batch is either kept (in-memory
+tables: `table()` concatenates the batches) or handed to a sink such as ParquetSink (streaming
+export: memory bounded by one batch per table). Names in CATEGORICAL are dictionary-encoded,
+which pandas shows as categories.
 """
 from __future__ import annotations
 
@@ -56,12 +58,10 @@ class ColumnBuilder:
         self._chunks = []     # kept batches (no sink): one list of plain arrays each
         self._done = 0        # rows in earlier batches
         self._handed = False  # rows given to extend(): later rows go the same way
-        self._new_lists()
+        self._new_batch()
 
-    def _new_lists(self):
-        self._lists = [[] for _ in self.columns]
-        self._appends = tuple(lst.append for lst in self._lists)
-        self._first = self._lists[0]
+    def _new_batch(self):
+        self._rows = []
         self._check_at = 1    # the first row gives a first size estimate
         self._measured = 0    # rows whose size is counted in _bytes
         self._bytes = 0
@@ -70,14 +70,15 @@ class ColumnBuilder:
         self._sizes = []      # extend(): each pending row's payload
 
     def __len__(self):
-        return self._done + len(self._first) + self._part_rows
+        return self._done + len(self._rows) + self._part_rows
 
     def append(self, row) -> None:
         """Append one row given as a sequence of values in column order."""
-        for add, value in zip(self._appends, row, strict=True):
-            add(value)
-        rows = len(self._first)
-        if rows >= self._check_at and self._full(rows, self._list_payload):
+        if len(row) != len(self.columns):
+            raise ValueError(f"a row of {len(row)} values for {len(self.columns)} columns")
+        self._rows.append(row)
+        rows = len(self._rows)
+        if rows >= self._check_at and self._full(rows, self._rows_payload):
             self._cut()
 
     def extend(self, arrays, sizes) -> None:
@@ -106,8 +107,9 @@ class ColumnBuilder:
         if held is not self:
             self.extend(*held.arrays())
 
-    def _list_payload(self, start, stop):
-        return sum(_payload(self._lists[i], start, stop) for i in self._sized)
+    def _rows_payload(self, start, stop):
+        sized = self._sized
+        return _text_length([row[i] for row in self._rows[start:stop] for i in sized])
 
     def _sizes_payload(self, start, stop):
         return sum(self._sizes[start:stop])
@@ -126,10 +128,17 @@ class ColumnBuilder:
     def arrays(self) -> tuple[list, list]:
         """The pending rows as plain Arrow arrays, one per column, and each row's payload, for
         another builder's extend(); the builder is empty after."""
-        sizes = payloads(self._lists, self._sized)
-        arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
-        self._new_lists()
+        lists = self._lists()
+        sizes = payloads(lists, self._sized)
+        arrays = [_array(values, typ) for values, typ in zip(lists, self._types)]
+        self._new_batch()
         return arrays, sizes
+
+    def _lists(self) -> list:
+        """The pending rows as one list of values per column."""
+        if not self._rows:
+            return [[] for _ in self.columns]
+        return [list(values) for values in zip(*self._rows)]
 
     def _cut(self) -> None:
         """Turn the pending rows into one batch (kept or handed to the sink)."""
@@ -137,12 +146,12 @@ class ColumnBuilder:
             arrays = [pa.concat_arrays([part[i] for part in self._parts])
                       for i in range(len(self._types))]
             self._done += self._part_rows
-        elif self._first:
-            arrays = [_array(values, typ) for values, typ in zip(self._lists, self._types)]
-            self._done += len(self._first)
+        elif self._rows:
+            arrays = [_array(values, typ) for values, typ in zip(self._lists(), self._types)]
+            self._done += len(self._rows)
         else:
             return
-        self._new_lists()
+        self._new_batch()
         if self._sink is None:
             self._chunks.append(arrays)
         else:
@@ -173,13 +182,8 @@ def _text_length(values) -> int:
     return sum([len(v) for v in values if isinstance(v, _TEXT)])
 
 
-def _payload(values, start, stop) -> int:
-    """_text_length of values[start:stop]: a range's is the sum of its rows'."""
-    return _text_length(values[start:stop])
-
-
 def payloads(lists, sized) -> list:
-    """Each row's payload in column lists `lists`, of the columns `sized`, as _payload counts."""
+    """Each row's payload in column lists `lists`, of the columns `sized`, as _text_length counts."""
     rows = len(lists[0]) if lists else 0
     if not sized:
         return [0] * rows

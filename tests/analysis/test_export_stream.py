@@ -53,6 +53,15 @@ def test_batches_cut_by_rows_and_by_bytes():
         assert pa.types.is_dictionary(t.schema.field("topic").type)
 
 
+def test_a_row_of_the_wrong_width_is_refused_at_once():
+    b = columns.ColumnBuilder(COLUMNS)
+    b.append(_rows(1, 3)[0])
+    for row in ((1, "t"), _rows(1, 3)[0] + (None,)):
+        with pytest.raises(ValueError):
+            b.append(row)
+    assert len(b) == 1 and b.table().num_rows == 1
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_rows_handed_over_as_arrays_are_cut_where_appended_ones_are(seed):
     """A parallel run's parent gets rows as arrays and their payloads (made by a worker's
