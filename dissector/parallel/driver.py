@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from ..budget import BUFFER_BUDGET
 from ..pipeline import MAX_KEPT_ISSUES
 from ..tcp.flows import MAX_CLOSED, MAX_LIVE, MAX_QUIET
-from .part import AT_END, MAX_FLOWS
+from .part import AT_END
 from .pipes import Workers
 from .placing import offsets, reserver
 from .plan import Shared
@@ -105,7 +105,7 @@ class _Parent:
         self.written = 0     # written (the last number out)
         self.connections = 0
         self.gid = [{} for _ in range(plan.jobs)]   # per worker: local connection id -> global
-        self.checks = Checks(sum(os.path.getsize(p) for p in plan.paths if os.path.isfile(p)))
+        self.checks = Checks()
         self.capture_level = {}   # worker -> (its keyed issues, its connections): plan.tables
         # with plan.out (placing.py): where the next piece goes, and the chunks placed but not
         # yet written by every worker (chunk -> [its last number, workers done with it])
@@ -198,7 +198,7 @@ class _Parent:
         self.exchanges += n
         for w in range(self.jobs):
             self.workers.put(w, (NUMBERS, chunk, [at + first for at in positions[w]], gids[w]))
-        path, nbytes = msgs[0][11], msgs[0][12]
+        path, nbytes = msgs[0][10], msgs[0][11]
         if self.progress is not None and path is not None:
             self.progress(path, nbytes)
 
@@ -249,12 +249,6 @@ def _places(keys):
 
 
 CAPS = (MAX_QUIET, MAX_LIVE, MAX_CLOSED)   # in the order of FlowTable.peaks
-# MAX_FLOWS seen coming: from a sixteenth of the capture on, flows so far that would come to
-# more than MAX_FLOWS * AHEAD_MARGIN at the same rate stop the run at once, not at MAX_FLOWS
-# with the parallel work so far lost (the one process that finishes reads the capture again);
-# a capture whose flows come early (a reconnection storm at its start) may go to one process
-# that two could have done
-AHEAD_FROM, AHEAD_MARGIN = 16, 1.25
 
 
 class Checks:
@@ -263,34 +257,24 @@ class Checks:
     - the buffer budget (256 MiB shared by all connections): the workers' peaks in a chunk
       together within it;
     - the flow table's caps: the workers' most quiet, live and closed flows at once in a chunk,
-      together, within their caps, so none is hit; and at most MAX_FLOWS flows in all (what
-      the workers remember of each flow lasts the run: part.MAX_FLOWS), nor on the way to
-      more (given `total`, the capture's bytes: see AHEAD_FROM);
+      together, within their caps, so none is hit;
     - topic ids (Fetch v13+ names topics by id, learnt from responses on any connection): no
       id looked up in vain by one worker that another had learnt by then (by the start of the
       chunk it learnt it in), and no id learnt with two names."""
 
-    def __init__(self, total=0):
+    def __init__(self):
         self.start = 1      # the first packet of the chunk being checked
         self.learnt = {}    # topic id -> {worker: (first packet of the chunk, name)}
-        self.total = total
 
     def chunk(self, msgs):
         start, self.start = self.start, msgs[0][3] + 1
-        if any(m[13] for m in msgs):
+        if any(m[12] for m in msgs):
             return "TLS without the cryptography package (noted once for all connections)"
         if sum(m[9] for m in msgs) > BUFFER_BUDGET:
             return "buffered bytes may have passed the shared budget"
         for kind, cap in enumerate(CAPS):
-            if sum(m[14][kind] for m in msgs) > cap:
+            if sum(m[13][kind] for m in msgs) > cap:
                 return "more flows at once than the flow table's cap"
-        flows, done = msgs[0][10], msgs[0][12]   # the flows decided (the same in every worker)
-        if flows > MAX_FLOWS:                      # and the bytes read
-            return f"more than {MAX_FLOWS} flows"
-        total = self.total
-        if 0 < total <= done * AHEAD_FROM and flows * total > AHEAD_MARGIN * MAX_FLOWS * done:
-            return (f"more than {MAX_FLOWS} flows ahead: {flows} in the first "
-                    f"{100 * done // total}% of the capture")
         for w, m in enumerate(msgs):
             for key, name in m[7]:
                 by = self.learnt.setdefault(key, {})

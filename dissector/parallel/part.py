@@ -1,10 +1,12 @@
 """One worker's share of a capture: a Dissector that reads every packet but dissects only the
 connections it owns, and notes when (at which packet) each thing it makes happened.
 
-Ownership is decided at a flow's first packet by `owner` (dissector.parallel.owners); the
-packets of a flow another worker owns are dropped before the flow table sees them: its entries
-in `flows.direct` are False, which the packet walker skips (capture.walk), and the segments that
-reach `flows.add` are dropped here. The time of every packet still reaches the flow table
+Ownership is decided at a flow's first packet by the plan's `owns` (dissector.parallel.plan)
+and remembered, for the first MAX_FLOWS flows; past them, a flow's worker is asked again where
+its packets need it, of a rule that gives the same answer each time. The packets of a flow
+another worker owns are dropped before the flow table sees them: its entries in `flows.direct`
+are False, which the packet walker skips (capture.walk), and the segments that reach
+`flows.add` are dropped here. The time of every packet still reaches the flow table
 (`tick`), so closed tuples and silent flows are forgotten at the same packets as in one process.
 
 What it notes, by the packet being handled (the walker's `n`; AT_END during the final flush):
@@ -24,12 +26,15 @@ from ..tcp.flows import direct_key
 AT_END = 1 << 62   # the "packet" of what the final flush makes
 # flows whose owner a worker remembers (two keys each in `_mine`, and another worker's in the
 # flow table's `direct` too: ~750 bytes a flow, which one process's caps do not bound). Every
-# worker decides every flow, so all reach this at the same packet: past it they remember no
-# new flow (its packets dropped) and the parent stops the run at the step's end. Clients that
-# reconnect reach it: 6,721 replicas of the librdkafka capture (304 MB, ~74,000 connections)
-# took 40.4 s with two workers stopped at 32,768 flows, 22.7 s in one process, 14.0 s with
-# two past this; a flood up to it peaks at 187 MB in a worker, 113 MB at 32,768.
+# worker decides every flow, so all reach this at the same packet; past it a flow's owner
+# comes from what was dealt by then and a hash of the flow or its client (plan.owns, past),
+# less even than dealing by the flows each worker has. Clients that reconnect reach it (6,721
+# replicas of the librdkafka capture: 304 MB, ~74,000 connections); a flood up to it peaks at
+# 187 MB in a worker.
 MAX_FLOWS = 1 << 17
+# past MAX_FLOWS, the tuples of other workers' flows marked in `direct` (for the walker to skip
+# their packets) before they are all unmarked: asking their owner again costs a Python call
+MAX_SKIPPED = 1 << 16
 _BEFORE, _ENDING = SimpleNamespace(n=0), SimpleNamespace(n=AT_END)   # walkers of no file
 
 
@@ -71,9 +76,9 @@ class Part(Dissector):
         self.emitted = []    # per exchange in `output`: the packet it completed in
         self.opened = []     # (connection, packet) per connection opened
         self.issued = []     # per issue added to `issues`: the packet
-        self.overflowed = False   # more than MAX_FLOWS flows
         self._owns = owns
         self._mine = {}      # (src, dst, sport, dport), both ways -> whether owned
+        self._skipped = []   # past MAX_FLOWS: the `direct` keys of others' flows marked
         flows = self._flows
         self._table_add = flows.add
         flows.add = self._add            # the walker and the flow table's own replays call this
@@ -98,29 +103,36 @@ class Part(Dissector):
         if len(self.issues) != kept:
             self.issued.append(self.now())
 
-    def flows_seen(self) -> int:
-        """The flows decided so far (the same in every worker), MAX_FLOWS + 1 past the limit."""
-        return MAX_FLOWS + 1 if self.overflowed else len(self._mine) // 2
-
     # -- what is dropped -------------------------------------------------------------------------
 
     def _add(self, pkt, ts, src, dst, sport, dport, seq, ack, flags, payload):
         key = (src, dst, sport, dport)
         mine = self._mine.get(key)
         if mine is None:
-            if len(self._mine) >= 2 * MAX_FLOWS:
-                self.overflowed = True
-                return
-            mine = self._mine[key] = self._mine[(dst, src, dport, sport)] = self._owns(
-                src, dst, sport, dport)
+            past = len(self._mine) >= 2 * MAX_FLOWS
+            mine = self._owns(src, dst, sport, dport, past)
+            if not past:
+                self._mine[key] = self._mine[(dst, src, dport, sport)] = mine
             if not mine:
-                flows = self._flows
-                flows.direct[direct_key(src, dst, sport, dport)] = False
-                flows.direct[direct_key(dst, src, dport, sport)] = False
+                self._skip(direct_key(src, dst, sport, dport), direct_key(dst, src, dport, sport),
+                           past)
         if mine:
             self._table_add(pkt, ts, src, dst, sport, dport, seq, ack, flags, payload)
         elif ts > self._flows.deadline:
             self._flows.tick(ts)
+
+    def _skip(self, there, back, past):
+        """Have the walker skip the packets of another worker's flow (its `direct` keys both
+        ways); past MAX_FLOWS, at most MAX_SKIPPED such flows at a time."""
+        direct = self._flows.direct
+        if past:
+            if len(self._skipped) >= 2 * MAX_SKIPPED:
+                for k in self._skipped:
+                    if direct.get(k) is False:
+                        del direct[k]
+                self._skipped.clear()
+            self._skipped += (there, back)
+        direct[there] = direct[back] = False
 
     def _packet(self, packet_no, ts_ns, linktype, data):
         seg = tcp_segment(linktype, data)

@@ -86,29 +86,38 @@ class Plan:
         self.out = out
 
     def owns(self, me):
-        """owns(src, dst, sport, dport) for worker `me`, asked at each new flow's first packet
-        (the same packets, in the same order, in every worker, so that every worker decides
-        alike): a client (its address; with by="connection", a flow) seen for the first time
-        goes to the worker with the fewest flows so far (the lowest between equals), its later
-        flows to the same worker (they share topic ids: apart, a lookup of one learnt on the
-        other worker stops the run), until that worker has SPREAD flows more than the one with
-        the fewest: from then on each of the client's flows is dealt on its own (_one_by_one).
-        Dealing clients round the workers in turn would ignore how many connections each opens:
-        clients alternating many and few line up with the turns."""
+        """owns(src, dst, sport, dport, past=False) for worker `me`, asked at each new flow's
+        first packet (the same packets, in the same order, in every worker, so that every
+        worker decides alike): a client (its address; with by="connection", a flow) seen for
+        the first time goes to the worker with the fewest flows so far (the lowest between
+        equals), its later flows to the same worker (they share topic ids: apart, a lookup of
+        one learnt on the other worker stops the run), until that worker has SPREAD flows more
+        than the one with the fewest: from then on each of the client's flows is dealt on its
+        own (_one_by_one). Dealing clients round the workers in turn would ignore how many
+        connections each opens: clients alternating many and few line up with the turns.
+
+        past=True (once the workers remember no more flows: part.MAX_FLOWS): the flow's worker
+        from what was dealt until then and a hash, the same at each of its packets, in either
+        direction, whenever asked; nothing is remembered."""
         ports, jobs = self.ports, self.jobs
         by_client = self.by == "client"
         dealt = {}
         flows = [0] * jobs
 
-        def owns(src, dst, sport, dport):
+        def owns(src, dst, sport, dport, past=False):
+            a, b = src + _PORT(sport), dst + _PORT(dport)
+            flow = min(a, b) + max(a, b)
             if by_client and dport in ports:
                 key = src
             elif by_client and sport in ports:
                 key = dst
             else:
-                a, b = src + _PORT(sport), dst + _PORT(dport)
-                key = min(a, b) + max(a, b)
+                key = flow
             worker = dealt.get(key)
+            if past:
+                if worker is None or worker == _ONE_BY_ONE:
+                    worker = _hashed(key if worker is None else flow) % jobs
+                return worker == me
             if worker is None:
                 worker = dealt[key] = flows.index(min(flows))
             elif worker == _ONE_BY_ONE or flows[worker] - min(flows) >= SPREAD:
@@ -122,7 +131,12 @@ class Plan:
 def _one_by_one(flows, flow) -> int:
     """The worker of a flow dealt on its own: one within SLACK flows of the fewest, by a hash of
     the flow (its addresses and ports as bytes)."""
-    from hashlib import blake2b   # here: every command asks jobs_for, and OpenSSL's start is 4 ms
     least = min(flows)
     near = [w for w, n in enumerate(flows) if n - least < SLACK]
-    return near[int.from_bytes(blake2b(flow, digest_size=8).digest(), "big") % len(near)]
+    return near[_hashed(flow) % len(near)]
+
+
+def _hashed(data) -> int:
+    """A hash of `data` that is the same in every process and every run."""
+    from hashlib import blake2b   # here: every command asks jobs_for, and OpenSSL's start is 4 ms
+    return int.from_bytes(blake2b(data, digest_size=8).digest(), "big")

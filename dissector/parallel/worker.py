@@ -173,8 +173,7 @@ class _Worker:
             ends = None
         self.link.put((KEYS, self.me, self.chunk, d.packets, emitted, ends,
                          [(c.connection_id, at) for c, at in opened], learned, misses,
-                         d.budget.peak, d.flows_seen(), path, d.bytes, d.tls._crypto_noted,
-                         d._flows.peaks))
+                         d.budget.peak, path, d.bytes, d.tls._crypto_noted, d._flows.peaks))
         d.budget.peak = d.budget.used
         d._flows.peaks = d._flows.held()
         self.held[self.chunk] = (exchanges, cids, late, [c.connection_id for c, _ in opened])

@@ -14,7 +14,6 @@ import pytest
 from dissector.budget import BUFFER_BUDGET
 from dissector.decoding import BodyDecoder
 from dissector.parallel.driver import CAPS, Checks, _places
-from dissector.parallel.part import MAX_FLOWS
 from dissector.parallel.part import Names
 from dissector.protocol import readers
 from dissector.protocol.decode import tables
@@ -48,9 +47,9 @@ def test_topic_ids_looked_up_in_vain(keep_bodies):
         assert ("orders" in msg.summary.topics) is bool(known)
 
 
-def _msg(mark, learnt=(), misses=(), peak=0, flows=1, held=(1, 1, 1), done=0):
-    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, flows, None,
-            done, False, list(held))
+def _msg(mark, learnt=(), misses=(), peak=0, held=(1, 1, 1)):
+    return ("keys", 0, 0, mark, [], None, [], list(learnt), list(misses), peak, None, 0, False,
+            list(held))
 
 
 def test_checks():
@@ -66,30 +65,13 @@ def test_checks():
                                            _msg(5, learnt=[("id", "b")])])
     assert "budget" in Checks().chunk([_msg(5, peak=BUFFER_BUDGET // 2 + 1),
                                         _msg(5, peak=BUFFER_BUDGET // 2)])
-    # flows at once: the caps one process has; flows in all: what the workers remember
-    many = [_msg(5, flows=3000, held=(2000, 2000, 2000))] * 2
+    # flows at once: the caps one process has
+    many = [_msg(5, held=(2000, 2000, 2000))] * 2
     assert Checks().chunk(many) is None
     for kind, cap in enumerate(CAPS):
         held = [[1, 1, 1], [1, 1, 1]]
         held[0][kind], held[1][kind] = cap // 2 + 1, cap // 2
         assert "at once" in Checks().chunk([_msg(5, held=h) for h in held])
-    # flows decided (every worker the same): past MAX_FLOWS, what they remember stopped growing
-    assert Checks().chunk([_msg(5, flows=MAX_FLOWS)] * 2) is None
-    assert "flows" in Checks().chunk([_msg(5, flows=MAX_FLOWS + 1)] * 2)
-
-
-def test_more_flows_than_the_workers_remember_seen_coming():
-    total = 16_000_000   # the capture's bytes; every worker has read `done` of them
-    rate = MAX_FLOWS / total   # flows a byte that come to MAX_FLOWS at the end
-
-    def check(done, flows, total=total):
-        return Checks(total).chunk([_msg(5, flows=int(flows), done=done)] * 2)
-    assert check(2_000_000, 1.2 * rate * 2_000_000) is None   # on the way to 1.2 x MAX_FLOWS
-    said = check(2_000_000, 1.3 * rate * 2_000_000)
-    assert said.startswith(f"more than {MAX_FLOWS} flows ahead") and "first 12%" in said
-    assert check(999_999, 10 * rate * 999_999) is None   # too soon to tell: < 1/16 read
-    assert check(1_000_000, 10 * rate * 1_000_000) is not None
-    assert check(1_000_000, MAX_FLOWS, total=0) is None   # the capture's size unknown
 
 
 def test_how_many_jobs(tmp_path, monkeypatch):
@@ -128,15 +110,45 @@ def test_places_are_a_stable_merge():
         assert _places(keys) == expected, keys
 
 
-def test_a_worker_remembers_at_most_max_flows(monkeypatch):
-    """Flows past MAX_FLOWS are neither decided nor remembered: what a worker keeps of a flood
-    of new flows stays bounded, and it says so."""
+@pytest.mark.parametrize("by", ["client", "connection"])
+def test_a_worker_remembers_at_most_max_flows(monkeypatch, by):
+    """Past MAX_FLOWS a worker remembers no more flows, and marks at most MAX_SKIPPED of the
+    others' at a time; each flow is still one worker's, in both directions, every time its
+    worker is asked, and from what was dealt before (a client's worker kept)."""
     from dissector.parallel import part
+    from dissector.parallel.plan import Plan
     monkeypatch.setattr(part, "MAX_FLOWS", 50)
-    asked = []
-    p = part.Part(lambda *flow: asked.append(flow) or False, 1, (9092,))
-    client = bytes((10, 0, 0, 2))
-    for port in range(1000, 1200):
-        p._add(port, port, client, bytes((10, 0, 0, 1)), port, 9092, 1, 0, 2, b"")
-    assert len(asked) == 50 and len(p._mine) == 100
-    assert p.overflowed and p.flows_seen() == 51
+    monkeypatch.setattr(part, "MAX_SKIPPED", 20)
+    plan = Plan([], None, 2, (9092,), by=by)
+    parts = []
+    for me in (0, 1):
+        owns = plan.owns(me)
+        asked = []
+
+        def noted(*flow, owns=owns, asked=asked):
+            asked.append(flow[4] if len(flow) > 4 else False)
+            return owns(*flow)
+        p = part.Part(noted, me, (9092,))
+        p.asked = asked
+        p._table_add = lambda *segment: None   # only who owns what is looked at here
+        parts.append(p)
+    broker = bytes((10, 0, 0, 1))
+    flows = [(bytes((10, 0, 1, n % 7)), 1000 + n) for n in range(300)]
+    for p in parts:
+        for client, port in flows:
+            p._add(port, port, client, broker, port, 9092, 1, 0, 2, b"")
+        assert len(p._mine) == 100 and p.asked.count(True) == 250
+        assert sum(v is False for v in p._flows.direct.values()) <= 2 * (50 + 20)
+    whose = {}
+    for client, port in flows:
+        for src, dst, sport, dport in ((client, broker, port, 9092), (broker, client, 9092, port)):
+            said = [p._mine.get((src, dst, sport, dport)) for p in parts]
+            if said[0] is None:
+                said = [p._owns(src, dst, sport, dport, True) for p in parts]
+            assert sorted(said) == [False, True]
+            assert whose.setdefault((client, port), said) == said
+    past = {(c, port): said.index(True) for (c, port), said in list(whose.items())[50:]}
+    if by == "client":   # a client's flows past the limit stay on its worker
+        for client in {c for c, _ in flows}:
+            assert len({w for (c, _), w in past.items() if c == client}) == 1
+    assert 0.3 < sum(past.values()) / len(past) < 0.7 or by == "client"
