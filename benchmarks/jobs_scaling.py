@@ -1,7 +1,7 @@
 """`--jobs 1` against `--jobs N` on the same capture, alternating in one run: the scaling.
 
-    python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400 [--mix bulk|dense]
-                                      [--one-host]]
+    python benchmarks/jobs_scaling.py [--quick] [--corpus FILE | --size-mb 400
+                                      [--mix bulk|dense | --source CAPTURE] [--one-host]]
                                       [--jobs 2] [--rounds 5]
                                       [--levels bodies,records,table,parquet,export]
 
@@ -19,8 +19,11 @@ each round also runs N copies of the one-process command side by side (independe
 to merge), and N times one process's wall over theirs is what the machine gives N processes: the
 ceiling of any split of the work. The last line is the verdict on the target. The target is for
 the levels of issue 20 (bodies, records, the records table); export's scaling is printed beside
-them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it) and
-deleted afterwards unless --keep is given; --quick takes 2 rounds.
+them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it, or
+replicating another capture: --source) and deleted afterwards unless --keep is given; --quick
+takes 2 rounds. Clients that reconnect all day, more connections than the workers remember
+(parallel.part.MAX_FLOWS): --source captures/librdkafka_produce_consume.pcap --one-host
+--size-mb 600 (~148,000 connections, each on a port of one client host, ports reused).
 """
 from __future__ import annotations
 
@@ -170,6 +173,7 @@ def main(argv=None):
     ap.add_argument("--port", type=int, default=C.PORT)
     ap.add_argument("--size-mb", type=float, default=400)
     ap.add_argument("--mix", choices=sorted(C.MIXES), default="bulk")
+    ap.add_argument("--source", type=Path, help="build the corpus replicating this capture")
     ap.add_argument("--one-host", action="store_true",
                     help="build the corpus with every client on one address (corpus.build)")
     ap.add_argument("--jobs", type=int, default=2)
@@ -188,11 +192,13 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(dir=C.CORPUS_DIR) as tmp:
         path = args.corpus
         if path is None:
-            name = "corpus.pcap" if args.mix == "bulk" else f"corpus-{args.mix}.pcap"
+            mix = args.mix if args.source is None else args.source.stem
+            name = "corpus.pcap" if mix == "bulk" else f"corpus-{mix}.pcap"
             if args.one_host:
                 name = name.replace(".pcap", "-one-host.pcap")
             path = (C.CORPUS_DIR if args.keep else Path(tmp)) / name
-            built = C.build(path, int(args.size_mb * 1e6), args.mix, one_host=args.one_host)
+            built = C.build(path, int(args.size_mb * 1e6), str(args.source or args.mix),
+                            one_host=args.one_host)
             print(f"built {built}")
         settle(path)
         runs = measure(path, args.port, levels, args.jobs, args.rounds, tmp)
