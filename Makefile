@@ -53,6 +53,6 @@ bench: system-deps setup
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --levels bodies,records
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --one-host \
 		--levels bodies,records
-	$(PY) benchmarks/jobs_scaling.py --size-mb 600 --rounds 3 --one-host --levels records \
+	$(PY) benchmarks/jobs_scaling.py --size-mb 600 --rounds 3 --levels records \
 		--source captures/librdkafka_produce_consume.pcap
 	$(PY) benchmarks/connection_storm.py --rounds 3

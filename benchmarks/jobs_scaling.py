@@ -21,9 +21,9 @@ ceiling of any split of the work. The last line is the verdict on the target. Th
 the levels of issue 20 (bodies, records, the records table); export's scaling is printed beside
 them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it, or
 replicating another capture: --source) and deleted afterwards unless --keep is given; --quick
-takes 2 rounds. Clients that reconnect all day, more connections than the workers remember
-(parallel.part.MAX_FLOWS): --source captures/librdkafka_produce_consume.pcap --one-host
---size-mb 600 (~148,000 connections, each on a port of one client host, ports reused).
+takes 2 rounds. More connections than the workers remember (parallel.part.MAX_FLOWS):
+--source captures/librdkafka_produce_consume.pcap --size-mb 600 (~146,000 connections of
+~13,000 client addresses).
 """
 from __future__ import annotations
 
