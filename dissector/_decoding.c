@@ -21,6 +21,8 @@
 
 static PyObject *message_class, *summary_class, *record_apis, *module, *one;
 
+enum { API_VERSIONS = 18, UNSUPPORTED_VERSION = 35 };   /* protocol/embedded.py's */
+
 #define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
     X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
     X(set_sums) X(summarize) X(summary) X(topics) X(partitions) X(records) X(records_bytes) \
@@ -260,9 +262,17 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(w);
         return to_twin(self, s_py_response.name, args, nargs);
     }
+    Py_ssize_t at = v1 ? 5 : 4;
+    /* an ApiVersions reply above v0 carrying error 35 is read with the v0 layout: the twin's
+       (embedded.v0_reply); walkable() answered, so the key and version are small ints */
+    if (PyLong_AsLong(key) == API_VERSIONS && PyLong_AsLong(version) != 0 && n >= at + 2
+        && p[at] == 0 && p[at + 1] == UNSUPPORTED_VERSION) {
+        Py_DECREF(w);
+        return to_twin(self, s_py_response.name, args, nargs);
+    }
     PyObject *corr = PyLong_FromLong((int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
                                                | ((uint32_t)p[2] << 8) | p[3]));
-    PyObject *offset = PyLong_FromLong(v1 ? 5 : 4), *msg = NULL;
+    PyObject *offset = PyLong_FromLong(at), *msg = NULL;
     if (corr != NULL && offset != NULL)
         msg = walked_message(self, w, 1, data, key, version, corr, NULL, NULL, offset);
     Py_DECREF(w);

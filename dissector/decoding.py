@@ -17,7 +17,7 @@ import sys
 
 from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
-from .protocol.embedded import SPECIAL, SPECIAL_REQUESTS
+from .protocol.embedded import API_VERSIONS, EMBEDDING, v0_reply
 from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
 from .protocol import readers
@@ -106,7 +106,7 @@ class BodyDecoder:
                 head = parse_response_header(data, api_key, api_version)
             except ValueError:   # decode_response says what is wrong with it
                 pass
-        if head is None:
+        if head is None or (api_key == API_VERSIONS and v0_reply(data, head[2], api_version)):
             msg = decode_response(data, api_key, api_version, request)
             msg.summary = None if msg.body is None else self._summary(
                 data, msg.body, msg.issues, True, api_key, api_version)
@@ -149,16 +149,16 @@ class BodyDecoder:
 
     def _entry(self, key):
         """The table entry the bodies of one (direction, api key, version) are read with straight
-        away: None for the general path (an unknown api key or version, or one with special
-        cases). Kept for the known ones only: the unknown come from garbage, which must not fill
+        away: None for the general path (an unknown api key or version, or one whose bodies
+        embed structures; an ApiVersions reply read with the v0 layout goes there too, message
+        by message). Kept for the known ones only: the unknown come from garbage, which must not fill
         memory."""
         response, api_key, api_version = key
         t = tables(api_key) if isinstance(api_key, int) else None
         entry = t[response].get(api_version) if t is not None else None
         if entry is None:
             return None
-        special = SPECIAL if response else SPECIAL_REQUESTS
-        entry = self._entries[key] = None if api_key in special else entry
+        entry = self._entries[key] = None if api_key in EMBEDDING else entry
         return entry
 
     def py_summarize(self, ex) -> None:

@@ -29,9 +29,9 @@ JOIN_GROUP = 11
 SYNC_GROUP = 14
 ENVELOPE = 58
 UNSUPPORTED_VERSION = 35
-SPECIAL = frozenset({API_VERSIONS, JOIN_GROUP, SYNC_GROUP, ENVELOPE})
-# ApiVersions is special in its responses only (error 35 read with the v0 layout)
-SPECIAL_REQUESTS = SPECIAL - {API_VERSIONS}
+EMBEDDING = frozenset({JOIN_GROUP, SYNC_GROUP, ENVELOPE})   # bodies that embed structures
+# and ApiVersions, whose replies with error 35 are read with the v0 layout (v0_reply)
+SPECIAL = EMBEDDING | {API_VERSIONS}
 
 _INT16 = struct.Struct(">h")
 _NO = object()  # "protocol type not carried by this message"
@@ -61,10 +61,17 @@ def layout_version(versions, version):
 
 # -- ApiVersions -----------------------------------------------------------------------------------
 
+def v0_reply(b, offset, api_version) -> bool:
+    """Whether the ApiVersions response body at b[offset:] is a reply carrying error 35 at a
+    version above 0 (the broker answers it with the v0 layout)."""
+    return (api_version != 0 and len(b) >= offset + 2
+            and _INT16.unpack_from(b, offset)[0] == UNSUPPORTED_VERSION)
+
+
 def api_versions_response(b, offset, api_version, entries, decode_struct):
     """The ApiVersions response body at b[offset:], or None to decode it the usual way: a reply
     carrying error 35 at a version above 0 is read with the v0 layout when that fits exactly."""
-    if api_version == 0 or len(b) < offset + 2 or _INT16.unpack_from(b, offset)[0] != UNSUPPORTED_VERSION:
+    if not v0_reply(b, offset, api_version):
         return None
     trial = []
     body = decode_struct(b, offset, entries[0], trial)

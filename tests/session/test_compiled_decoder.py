@@ -137,6 +137,23 @@ def test_api_versions_request_walked(call):
     assert walked[0][9] == outcome(call, data, 18, 3, 0, {}, True, False)[0][9]
 
 
+@pytest.mark.parametrize("call", ["", "py_"])
+def test_api_versions_replies(call):
+    """An ApiVersions reply is walked on its bytes, but one above v0 carrying error 35 is read
+    with the v0 layout (protocol/embedded.py), by both twins, bodies kept or not."""
+    from tests.protocol.test_special_cases import V0_SHAPED_35
+    v3 = struct.pack(">hb", 0, 2) + struct.pack(">hhhb", 0, 0, 9, 0) + struct.pack(">ib", 0, 0)
+    for keep in (False, True):
+        for version in (1, 3, 4):
+            m = getattr(BodyDecoder(keep_bodies=keep), call + "response")(
+                struct.pack(">i", 7) + V0_SHAPED_35, 18, version)
+            assert not m.issues and m.summary.error_code == 35
+            assert [(k.api_key, k.max_version) for k in m.body.api_keys] == [(18, 3)]
+        m = getattr(BodyDecoder(keep_bodies=keep), call + "response")(
+            struct.pack(">i", 7) + v3, 18, 3)
+        assert not m.issues and m.summary.error_code == 0 and (m.body is None) is not keep
+
+
 @pytest.mark.parametrize("key,version", [(3, 12), (1, 16), (0, 11), (999, 0), (3, 999), (-1, 0)])
 def test_odd_arguments(key, version):
     """Unknown api keys and versions, buffers that are not bytes, a short response."""
