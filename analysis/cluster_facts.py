@@ -26,6 +26,7 @@ _NONE = (None,) * len(CLUSTER_COLUMNS)
 # list the most of the column's cost (0.5 s for 17,853 connections).
 _RANGES = {}
 MAX_RANGES = 256
+MAX_KEPT_ANSWER = 4096   # bytes: a broker's answer is under 1 kB; a forged one is not kept
 
 
 def _str(v):
@@ -84,7 +85,8 @@ def _ranges(ex, resp):
     """The api_versions value of an ApiVersions response's body `resp` (the same list for the
     same version and bytes: shared by rows, never changed)."""
     data = getattr(ex.response, "data", None)
-    key = (ex.api_version, bytes(data[4:])) if data is not None else None
+    key = ((ex.api_version, bytes(data[4:]))
+           if data is not None and len(data) <= MAX_KEPT_ANSWER else None)
     ranges = _RANGES.get(key) if key is not None else None
     if ranges is None:
         g = getattr

@@ -114,3 +114,29 @@ def test_real_capture_one_broker_every_connection_its():
     assert len(coords) >= 1 and set(coords["node_id"]) == set(b["node_id"])
     groups = {c["config"].get("group_id") for c in truth["clients"] if c["consumed"]}
     assert groups <= set(coords["key"])
+
+
+def test_api_version_ranges_made_once_per_distinct_answer(monkeypatch):
+    """The ranges column of ApiVersions answers: the same list for the same version and bytes,
+    another for other bytes or another version; forged answers (large, or ever new) are not
+    kept past the cache's bounds."""
+    from types import SimpleNamespace as NS
+
+    from analysis import cluster_facts as cf
+    monkeypatch.setattr(cf, "_RANGES", {})
+    monkeypatch.setattr(cf, "MAX_RANGES", 3)
+
+    def facts(version, data, max_version=9):
+        ex = NS(api_key=18, api_version=version, response=NS(data=data))
+        resp = NS(api_keys=[NS(api_key=0, min_version=0, max_version=max_version)])
+        return cf.cluster_facts(ex, None, resp)[-1]
+    first = facts(3, b"\0\0\0\1answer")
+    assert first == [{"api_key": 0, "min_version": 0, "max_version": 9}]
+    assert facts(3, b"\0\0\0\2answer") is first          # another correlation id only
+    assert facts(2, b"\0\0\0\2answer") is not first      # read with another version
+    assert facts(3, b"\0\0\0\1other", 7)[0]["max_version"] == 7
+    big = b"\0" * (cf.MAX_KEPT_ANSWER + 1)
+    assert facts(3, big) is not facts(3, big)            # not kept
+    for n in range(10):
+        facts(3, bytes([0, 0, 0, n]) * 2)
+        assert len(cf._RANGES) <= 3
