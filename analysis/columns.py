@@ -135,10 +135,10 @@ class ColumnBuilder:
         return arrays, sizes
 
     def _lists(self) -> list:
-        """The pending rows as one list of values per column."""
+        """The pending rows as one sequence of values per column."""
         if not self._rows:
-            return [[] for _ in self.columns]
-        return [list(values) for values in zip(*self._rows)]
+            return [() for _ in self.columns]
+        return list(zip(*self._rows))
 
     def _cut(self) -> None:
         """Turn the pending rows into one batch (kept or handed to the sink)."""

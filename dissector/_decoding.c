@@ -265,8 +265,8 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t at = v1 ? 5 : 4;
     /* an ApiVersions reply above v0 carrying error 35 is read with the v0 layout: the twin's
        (embedded.v0_reply); walkable() answered, so the key and version are small ints */
-    if (PyLong_AsLong(key) == API_VERSIONS && PyLong_AsLong(version) != 0 && n >= at + 2
-        && p[at] == 0 && p[at + 1] == UNSUPPORTED_VERSION) {
+    if (n >= at + 2 && p[at] == 0 && p[at + 1] == UNSUPPORTED_VERSION
+        && PyLong_AsLong(key) == API_VERSIONS && PyLong_AsLong(version) != 0) {
         Py_DECREF(w);
         return to_twin(self, s_py_response.name, args, nargs);
     }

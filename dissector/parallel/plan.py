@@ -105,18 +105,18 @@ class Plan:
         flows = [0] * jobs
 
         def owns(src, dst, sport, dport, past=False):
-            a, b = src + _PORT(sport), dst + _PORT(dport)
-            flow = min(a, b) + max(a, b)
             if by_client and dport in ports:
                 key = src
             elif by_client and sport in ports:
                 key = dst
             else:
-                key = flow
+                key = _flow(src, dst, sport, dport)
             worker = dealt.get(key)
             if past:
-                if worker is None or worker == _ONE_BY_ONE:
-                    worker = _hashed(key if worker is None else flow) % jobs
+                if worker is None:
+                    worker = _hashed(key) % jobs
+                elif worker == _ONE_BY_ONE:
+                    worker = _hashed(_flow(src, dst, sport, dport)) % jobs
                 return worker == me
             if worker is None:
                 worker = dealt[key] = flows.index(min(flows))
@@ -126,6 +126,12 @@ class Plan:
             flows[worker] += 1
             return worker == me
         return owns
+
+
+def _flow(src, dst, sport, dport) -> bytes:
+    """A flow's addresses and ports as bytes, the same in either direction."""
+    a, b = src + _PORT(sport), dst + _PORT(dport)
+    return min(a, b) + max(a, b)
 
 
 def _one_by_one(flows, flow) -> int:
