@@ -186,10 +186,12 @@ def keylog_or_default(keylog):
 
 @paced()
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
-            sinks=None, keylog=None, jobs=1):
+            sinks=None, keylog=None, jobs=None):
     """Dissect `paths` (read in order as one capture) into a _Collector; `keep(row_dict)` selects
     exchanges; `sinks` as for _Collector; `keylog` as for keylog_or_default; jobs: worker
-    processes (dissector.parallel). Returns (collector, dissection)."""
+    processes (dissector.parallel; None: as the CLI's --jobs default). Returns (collector,
+    dissection)."""
+    from dissector.parallel import jobs_for
     from dissector.pipeline import dissect   # imported here: the core's heavy part
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
@@ -200,7 +202,8 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
                   keylog=keylog_or_default(keylog), **kwargs)
     col = _Collector(level == "records", keep, sinks)
     capture = ", ".join(os.path.basename(p) for p in paths)
-    if jobs > 1 and not auto:
+    jobs = jobs_for(jobs, paths, auto)
+    if jobs > 1:
         from dissector.parallel import Diverged
         try:
             result = _parallel(paths, ports, level, keep, progress, col, jobs,
@@ -265,7 +268,7 @@ def _import_meanwhile(name):
 
 
 def load(paths, port=None, records=False, filter=None, level=None, progress=None,
-         keylog=None, jobs=1) -> Tables:
+         keylog=None, jobs=None) -> Tables:
     """Dissect one or more captures (read in order as one capture, like the CLI) into Tables.
 
     port: a port number, a list of them, or "auto" (default 9092). records=True decodes every
@@ -274,8 +277,9 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
     for a fast load without bodies (no partitions, errors or topics), default "bodies" (or
     "records" when records=True). keylog: TLS key log file(s) (NSS format) to decrypt TLS
     connections with, a path or a list of them (default: $SSLKEYLOGFILE, if set). jobs: worker
-    processes to split the captures over by connection (dissector.parallel); the tables are
-    the same whatever their number.
+    processes to split the captures over by connection (dissector.parallel), by default as the
+    CLI's --jobs: one per core for captures over 64 MiB in all, else 1; the tables are the same
+    whatever their number.
     """
     if level is None:
         level = "records" if records else "bodies"
@@ -289,7 +293,7 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,
-           max_frame=None, keylog=None, jobs=1):
+           max_frame=None, keylog=None, jobs=None):
     """Dissect `paths` like load() (`keylog` as there) and write the tables as Parquet files in
     `directory` (created if needed) as they fill, batch by batch (one row group each): memory
     stays bounded however large the captures. load_parquet(directory) reads back what load()

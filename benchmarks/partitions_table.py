@@ -84,7 +84,7 @@ def main(argv=None):
         from dissector import partition_walk
         PC.walk_side = partition_walk.walk_side
         start = time.process_time()
-        analysis.load(str(path), args.port, level="bodies")
+        analysis.load(str(path), args.port, level="bodies", jobs=1)
         load = time.process_time() - start
         size = path.stat().st_size / 1e6
     base = statistics.median(times["rows"])

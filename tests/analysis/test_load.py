@@ -137,3 +137,26 @@ def test_collector_paced_while_loading(capture):
         assert seen and all(t == (1_000_000, 5, 5) for t in seen)
     finally:
         gc.set_threshold(*before)
+
+
+def test_jobs_by_default_as_the_cli(monkeypatch):
+    """load() and export() take the CLI's --jobs default: every core for large captures (here
+    any size, on two cores), one process otherwise; the tables are the same either way."""
+    import importlib
+
+    from dissector.parallel import plan
+    from tests.support import CAPTURES
+    L = importlib.import_module("analysis.load")   # the module: the package names its function
+    path = CAPTURES / "librdkafka_produce_consume.pcap"
+    one = analysis.load(path, records=True)
+    used = []
+    real = L._parallel
+    monkeypatch.setattr(L, "_parallel", lambda *a, **k: used.append(a[6]) or real(*a, **k))
+    assert analysis.load(path).exchanges is not None and used == []   # under 64 MiB
+    monkeypatch.setattr(plan, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(plan, "cores", lambda: 2)
+    two = analysis.load(path, records=True)
+    assert used == [2]
+    for name in TABLES:
+        assert_frame_equal(getattr(one, name), getattr(two, name))
+    assert analysis.load(path, jobs=1).exchanges is not None and used == [2]

@@ -34,3 +34,22 @@ def test_runs_top_to_bottom(name):
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]
     assert images
+
+
+def test_workers_fork_from_a_kernel():
+    """analysis.load's worker processes (large captures by default) fork from a Jupyter
+    kernel, which runs threads of its own, and give the tables one process gives."""
+    nbformat = require_module("nbformat")
+    nbclient = require_module("nbclient")
+    require_module("ipykernel")
+    path = require_path(CAPTURES / "librdkafka_produce_consume.pcap")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import analysis, pandas\n"
+        f"one = analysis.load({str(path)!r}, records=True, jobs=1)\n"
+        f"two = analysis.load({str(path)!r}, records=True, jobs=2)\n"
+        "for name in ('exchanges', 'records', 'partitions', 'connections'):\n"
+        "    pandas.testing.assert_frame_equal(getattr(one, name), getattr(two, name))\n"
+        "print('same', len(two.exchanges))\n")])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    out = nb.cells[0].outputs
+    assert [o.get("text") for o in out if o.output_type == "stream"] == ["same 58\n"], out
