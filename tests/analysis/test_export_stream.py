@@ -93,6 +93,31 @@ def test_rows_handed_over_as_arrays_are_cut_where_appended_ones_are(seed):
     assert len(parent) == len(one) == len(rows)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_batch_counts_the_length_of_its_str_and_bytes_only(seed):
+    """The payload that cuts batches: the lengths of the str and bytes values (subclasses
+    included), whatever else a damaged body put beside them, summed in C or not."""
+    import random
+
+    class Name(str):
+        pass
+    rng = random.Random(seed)
+    kinds = [lambda: "x" * rng.randrange(50), lambda: b"y" * rng.randrange(50), lambda: None,
+             lambda: "", lambda: Name("n" * rng.randrange(9)), lambda: bytearray(7), lambda: 3,
+             lambda: ["a"] * 4, lambda: 2.5]
+    plain = kinds[:4] if seed % 2 else kinds   # every other seed: no damaged value
+    rows = [tuple(rng.choice(plain)() for _ in range(3)) for _ in range(200)]
+
+    def rule(values):
+        return sum(len(v) for v in values if isinstance(v, (str, bytes)))
+    assert columns._text_length(v for row in rows for v in row) == rule(sum(rows, ()))
+    lists = [list(c) for c in zip(*rows)]
+    for sized in ((0,), (0, 2), (0, 1, 2)):
+        assert columns.payloads(lists, sized) == [rule(row[i] for i in sized) for row in rows]
+        picked = columns._picker(sized)(rows)
+        assert list(picked) == [row[i] for row in rows for i in sized]
+
+
 def test_in_memory_table_is_one_chunk_with_one_dictionary():
     b = columns.ColumnBuilder(COLUMNS, batch_rows=4)
     for r in _rows(10, 3) + [("not an int", "t9", b"x", [])]:   # a damaged value -> null
