@@ -31,6 +31,7 @@ from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
 from .ack_rtt import Timing, timed_handlers
+from ..tls.records import looks_like_tls
 from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, ZERO_WINDOW, Reassembler
 
 try:
@@ -210,7 +211,7 @@ class FlowTable:
         if flow.state == _LIVE:
             if flow in self._quiet:   # no data yet: the handshake's last ACK may be this one
                 _handshake_ack(flow, side, flags, ts_ns)
-                self._stir(flow, payload)
+                self._stir(flow, payload, side, seq)
             if flags & _SLOW:
                 flow.last_pkt = packet_no
                 flow.conn.last_ts = ts_ns
@@ -417,23 +418,24 @@ class FlowTable:
                 break
             self.add(pkt, ts, *ends[side], seq, ack, flags, payload)
 
-    def _speaks(self, flow):
-        """A live connection carries data: its fronts, its handlers, the direct path."""
-        self._birth(flow)
+    def _speaks(self, flow, plain=False):
+        """A live connection carries data: its fronts, its handlers, the direct path (plain: as
+        for _birth)."""
+        self._birth(flow, plain)
         if flow.handlers is None:
             flow.handlers = self._handlers(flow)
         self._direct(flow)
         if self._first_data is not None:
             self._first_data(flow.conn)
 
-    def _birth(self, flow):
-        """The framers (behind TLS fronts, with the TLS layer) of a live connection whose
-        directions are still _Unborn."""
+    def _birth(self, flow, plain=False):
+        """The framers (behind TLS fronts, with the TLS layer, unless `plain`: known to be
+        plaintext, see _plain_start) of a live connection whose directions are still _Unborn."""
         rs = flow.rs
         if rs[0].framer.__class__ is not _Unborn:
             return
         conn, sink = flow.conn, flow.sink
-        pair = None if self.tls is None else self.tls.pair(conn, sink, self.budget)
+        pair = None if self.tls is None or plain else self.tls.pair(conn, sink, self.budget)
         for r in rs:
             d = r.direction
             framer = Framer(conn, d, sink, max_frame=self.max_frame, budget=self.budget)
@@ -477,21 +479,37 @@ class FlowTable:
             if flow.timed is None:   # a timed flow's ACKs alone go to its handlers (ack_rtt)
                 self.sides[key] = (flow, side)
 
-    def _stir(self, flow, payload):
-        """A packet of a flow that never carried data."""
+    def _stir(self, flow, payload, side=None, seq=0):
+        """A packet of a flow that never carried data (of `side`, at `seq`, where known)."""
         if payload:
-            self._heard(flow)
+            self._heard(flow, side, seq, payload)
         else:
             self._quiet.move_to_end(flow)
 
-    def _heard(self, flow):
+    def _heard(self, flow, side, seq, payload):
         """The first payload of a flow that never carried any."""
         del self._quiet[flow]
         if flow.state == _LIVE:
-            self._speaks(flow)
+            self._speaks(flow, side is not None and self._plain_start(flow, side, seq, payload))
         elif flow.state == _PENDING:
             self._unsure[flow] = None
             self._unsure_bytes += flow.pending_bytes
+
+    def _plain_start(self, flow, side, seq, payload) -> bool:
+        """Is a live connection's first data, this payload, the start of its stream, in order,
+        and unlike TLS? Its TLS sniff (tls.sniff) would decide plaintext at the first byte it is
+        fed, this payload: the framers are put in place at once, without the sniff, and the
+        handlers it would have had rebuilt are made once (a tenth of the headers level on
+        reconnecting clients, a connection every 4 kB)."""
+        if self.tls is None:
+            return False
+        r = flow.rs[side]
+        if r.base is None:   # no SYN of this side: its start is where the handshake's ACK says
+            start = r.anchor is not None and seq == r.anchor
+        else:
+            start = (not (seq - r.base - r.next) & MASK and not r.held and not r.done
+                     and r.fin is None)
+        return start and not looks_like_tls(payload)
 
     def _forget(self, flow):
         """Close or drop a flow without letting its tuple linger."""

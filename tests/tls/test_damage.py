@@ -169,3 +169,39 @@ def test_port_auto_with_keys_finds_tls(tls13, tmp_path):
     ref, _ = rows(write(tmp_path, packets), keys)
     got, run = rows(write(tmp_path, packets), keys, auto=True)
     assert collections.Counter(got) == collections.Counter(ref)
+
+
+
+@pytest.mark.parametrize("client_syn", [True, False])
+def test_first_data_out_of_order(tmp_path, client_syn):
+    """Each connection's first client segments swapped (a 200-byte MSS: the ClientHello's second
+    piece, mid-record, comes first): the stream's start still decides TLS once it arrives, and
+    everything is decrypted as in order. Without the client's SYN (its stream's start known
+    from the SYN-ACK) the piece that comes first is joined mid-stream: still TLS, nothing of
+    it framed as Kafka."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    keys = tmp_path / "keys.txt"
+    client, server = tlsgen.contexts(keys, "1.3", None, tmp_path)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    packets = tlsgen.packets(wires, TLS_PORT, mss=200)
+    swapped = list(packets)
+    for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}:
+        first, second = payload_packets(packets, port, from_server=False)[:2]
+        assert not 20 <= packets[second][1][54] <= 24   # not a record's first byte
+        (t1, f1), (t2, f2) = packets[first], packets[second]
+        swapped[first], swapped[second] = (t1, f2), (t2, f1)
+    syns = set() if client_syn else {i for i, (_, f) in enumerate(packets)
+                                     if _ports(f)[1] == TLS_PORT and f[47] & 0x12 == 0x02}
+    assert client_syn or len(syns) == len(wires)
+    want, run = rows(write(tmp_path, packets), keys)
+    (tmp_path / "swapped").mkdir()
+    got, run2 = rows(write(tmp_path / "swapped", swapped, syns), keys)
+    assert run2.dissector.tls.connections == run.dissector.tls.connections == len(wires)
+    if client_syn:
+        assert want and got == want
+    else:   # the ClientHello's first piece comes before the stream's start: the client's
+        # records decrypted with the secret found by trial, the server's said not to be
+        asked = collections.Counter(r[:5] + r[6:7] for r in got)
+        assert got and not asked - collections.Counter(r[:5] + r[6:7] for r in want)
+        assert {i.code for i in run2.issues} <= {"tls.no_keys", "tls.midstream", "tls.resync"}
