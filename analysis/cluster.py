@@ -81,7 +81,8 @@ def cluster(t) -> pd.DataFrame:
 
 def _addresses(ads: pd.DataFrame) -> dict:
     """(host, port) -> node id, the latest advertisement winning."""
-    return {(h, int(p)): n for h, p, n in zip(ads["host"], ads["port"], ads["node_id"])
+    return {(h, int(p)): n for h, p, n in zip(ads["host"].tolist(), ads["port"].tolist(),
+                                              ads["node_id"].tolist())
             if h is not None and not pd.isna(p)}
 
 
@@ -95,7 +96,8 @@ def connection_brokers(t, ads=None) -> pd.DataFrame:
     if c.empty:
         return pd.DataFrame(columns=cols)
     where = _addresses(_advertisements(t) if ads is None else ads)
-    node = [where.get((str(ip), int(port))) for ip, port in zip(c["broker_ip"], c["broker_port"])]
+    node = [where.get((str(ip), int(port)))
+            for ip, port in zip(c["broker_ip"].tolist(), c["broker_port"].tolist())]
     out = c.assign(node_id=pd.array(node, dtype="Int32"), bootstrap_only=_bootstrap_only(t))
     return out[cols].reset_index(drop=True)
 
@@ -109,7 +111,8 @@ def _bootstrap_only(t) -> list:
     ids = ex["connection_id"].to_numpy()[known]
     boot = ex["api_key"][known].isin(sorted(BOOTSTRAP_APIS)).to_numpy(bool)
     every = pd.Series(boot).groupby(ids).all()
-    return [bool(every.get(cid, False)) for cid in t.connections["connection_id"]]
+    return every.reindex(t.connections["connection_id"].to_numpy()).fillna(False).astype(bool) \
+        .tolist()
 
 
 def misconfigurations(t) -> pd.DataFrame:
@@ -136,7 +139,8 @@ def misconfigurations(t) -> pd.DataFrame:
             else "unadvertised_address"
         rows.append((problem, address, f"{len(g)} connections from "
                      f"{', '.join(clients) or 'unknown clients'}"))
-    reached = {(str(ip), int(port)) for ip, port in zip(conns["broker_ip"], conns["broker_port"])}
+    reached = {(str(ip), int(port))
+               for ip, port in zip(conns["broker_ip"].tolist(), conns["broker_port"].tolist())}
     latest = ads.groupby("node_id", dropna=False).tail(1)
     for node, host, port in zip(latest["node_id"], latest["host"], latest["port"]):
         if host is not None and not pd.isna(port) and (host, int(port)) not in reached:

@@ -275,11 +275,12 @@ def clients_graph(t, limit: int = 40):
     cb = cluster.connection_brokers(t)
     if cb.empty:
         return None
-    counts = t.connections.set_index("connection_id")["exchange_count"]
+    c = t.connections
+    counts = dict(zip(c["connection_id"].tolist(), c["exchange_count"].tolist()))
     flagged = {str(a) for a in cluster.misconfigurations(t)["address"]}
     flows = {}
-    for cid, ids, ip, port, node in zip(cb["connection_id"], cb["client_ids"], cb["broker_ip"],
-                                        cb["broker_port"], cb["node_id"]):
+    for cid, ids, ip, port, node in zip(*(cb[k].tolist() for k in (
+            "connection_id", "client_ids", "broker_ip", "broker_port", "node_id"))):
         address = f"{ip}:{port}"
         broker = f"node {node} ({address})" if not pd.isna(node) else f"{address} (no node id)"
         for client in (ids if ids is not None and len(ids) else ["(no client id)"]):
