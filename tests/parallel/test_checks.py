@@ -87,6 +87,9 @@ def test_how_many_jobs(tmp_path, monkeypatch):
     assert plan.jobs_for(None, [big, packed]) == 1   # every worker would decompress it all
     assert plan.jobs_for(None, [big], auto=True) == 1
     assert plan.jobs_for(3, [small]) == 3 and plan.jobs_for(0, [big]) == 1
+    with monkeypatch.context() as m:   # no fork (Windows): one process, asked for or not
+        m.delattr(plan.os, "fork")
+        assert plan.jobs_for(None, [big]) == 1 and plan.jobs_for(3, [big]) == 1
     # the tables at every level, records included
     from types import SimpleNamespace
 
