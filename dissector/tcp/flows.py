@@ -30,8 +30,8 @@ from ..budget import Budget
 from ..capture.layers import format_addr
 from ..framing import MAX_FRAME, Framer
 from ..model import REQUEST, RESPONSE, WARNING, Connection, Frame, Issue
-from .ack_rtt import Timing, timed_handlers
 from ..tls.records import looks_like_tls
+from .ack_rtt import Timing, timed_handlers
 from .reassembly import ACK, ACK_HORIZON, FIN, MASK, RST, SYN, WRAP, ZERO_WINDOW, Reassembler
 
 try:
@@ -499,7 +499,7 @@ class FlowTable:
         """Is a live connection's first data, this payload, the start of its stream, in order,
         and unlike TLS? Its TLS sniff (tls.sniff) would decide plaintext at the first byte it is
         fed, this payload: the framers are put in place at once, without the sniff, and the
-        handlers it would have had rebuilt are made once (a tenth of the headers level on
+        handlers it would have had rebuilt are made once (8% of the headers level on
         reconnecting clients, a connection every 4 kB)."""
         if self.tls is None:
             return False
