@@ -201,10 +201,16 @@ class TlsConnection:
                 self.derive(None, late=True)
                 return stream.cipher
             return None
-        if stream.probes >= MIDSTREAM_RECORDS or rtype != 23 or self._gave_up:
+        if rtype != 23 or self._gave_up:
             return None
+        known = stream.probes >= MIDSTREAM_RECORDS
+        if known and (self._midstream_random is None or stream.probes >= 2 * MIDSTREAM_RECORDS):
+            return None
+        # past its own tries, a direction still tries the client random the other one found:
+        # its first records may have been handshake records, which no traffic secret opens (a
+        # capture that lost the ClientHello but saw the server's flight)
         stream.probes += 1
-        return self._midstream(stream, rtype, rver, body)
+        return self._midstream(stream, rtype, rver, body, known)
 
     def no_keys(self, stream, pkt):
         """A protected record went by undecrypted for want of keys (reported at the end)."""
@@ -235,6 +241,8 @@ class TlsConnection:
         if skipped and not self._unsupported_noted:
             cr = self.client_random.hex() if self.client_random is not None else None
             why = (f"no key log line for client random {cr}" if cr is not None else
+                   "its handshake, whose ClientHello the capture lacks, before the application "
+                   "data a key log secret opened" if self.decrypted else
                    "the capture starts after the handshake and no key log secret opens it")
             dirs = " and ".join(_NAMES[s.direction] for s in skipped)
             n = sum(s.skipped for s in skipped)
@@ -320,7 +328,10 @@ class TlsConnection:
         stream.secret = next_secret13(suite, stream.secret)
         stream.set_keys(_cipher13(suite, stream.secret), 0)
 
-    def _midstream(self, stream, rtype, rver, body):
+    def _midstream(self, stream, rtype, rver, body, known_only=False):
+        """Keys for a TLS 1.3 record of a direction joined after the handshake: the traffic
+        secret of the client random found on the other direction, then (unless known_only)
+        the key log's secrets no handshake in the capture named."""
         kl = self.layer.keylog
         label = (CLIENT_AP, SERVER_AP)[stream.direction]
         cands = []
@@ -328,7 +339,7 @@ class TlsConnection:
             s = kl.secrets(self._midstream_random)
             if s and label in s:
                 cands.append((self._midstream_random, s[label]))
-        unmatched = kl.unmatched(label)
+        unmatched = [] if known_only else kl.unmatched(label)
         if len(unmatched) > MAX_SECRETS and not self._limit_noted:
             self._limit_noted = True
             self.issue(stream, "tls.secrets_limit", NOTE,

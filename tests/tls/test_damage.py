@@ -178,7 +178,7 @@ def test_first_data_out_of_order(tmp_path, client_syn):
     piece, mid-record, comes first): the stream's start still decides TLS once it arrives, and
     everything is decrypted as in order. Without the client's SYN (its stream's start known
     from the SYN-ACK) the piece that comes first is joined mid-stream: still TLS, nothing of
-    it framed as Kafka."""
+    it framed as Kafka, and the application data still opened (by trial)."""
     require_module("cryptography")
     from tests.tls import tlsgen
     keys = tmp_path / "keys.txt"
@@ -198,10 +198,34 @@ def test_first_data_out_of_order(tmp_path, client_syn):
     (tmp_path / "swapped").mkdir()
     got, run2 = rows(write(tmp_path / "swapped", swapped, syns), keys)
     assert run2.dissector.tls.connections == run.dissector.tls.connections == len(wires)
-    if client_syn:
-        assert want and got == want
-    else:   # the ClientHello's first piece comes before the stream's start: the client's
-        # records decrypted with the secret found by trial, the server's said not to be
-        asked = collections.Counter(r[:5] + r[6:7] for r in got)
-        assert got and not asked - collections.Counter(r[:5] + r[6:7] for r in want)
+    assert want and got == want
+    if not client_syn:   # the ClientHello's first piece comes before the stream's start: the
+        # application data decrypted with the secrets found by trial
         assert {i.code for i in run2.issues} <= {"tls.no_keys", "tls.midstream", "tls.resync"}
+
+
+def test_tls13_without_its_client_hello(tmp_path):
+    """A capture that lost each connection's ClientHello (one packet) but saw the rest: the
+    client's application data opens by trial with a traffic secret of the key log, and its
+    client random is still tried on the server's, which had used up its own tries on
+    handshake records: every exchange is answered, as in the whole capture (all 70 were left
+    unanswered)."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    keys = tmp_path / "keys.txt"
+    client, server = tlsgen.contexts(keys, "1.3", None, tmp_path)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    packets = tlsgen.packets(wires, TLS_PORT)
+    hellos = {payload_packets(packets, port, from_server=False)[0]
+              for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
+    assert all(packets[i][1][54] == 0x16 for i in hellos) and len(hellos) == len(wires)
+    want, _ = rows(write(tmp_path, packets), keys)
+    (tmp_path / "lost").mkdir()
+    got, run = rows(write(tmp_path / "lost", packets, hellos), keys)
+    assert len(want) == 70 and got == want
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tls.midstream"] == 2 * len(wires)   # each direction, by trial
+    assert codes["tls.no_keys"] == codes["tcp.gap"] == len(wires)
+    assert set(codes) == {"tls.midstream", "tls.no_keys", "tcp.gap"}
+    assert all("before the application data a key log secret opened" in i.detail
+               for i in run.issues if i.code == "tls.no_keys")
