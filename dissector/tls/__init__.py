@@ -30,8 +30,8 @@ Issue codes: tls.no_keys (one per connection, SNI and cipher in its detail), tls
 record that does not authenticate), tls.resync (bytes skipped to the next record header after a
 hole or a mid-stream start), tls.seq_window (no sequence number in the window opens the record
 after a hole), tls.bad_record_header, tls.bad_handshake, tls.unsupported (version or suite),
-tls.alert, tls.midstream (a TLS 1.3 stream joined after its handshake, opened with an unmatched
-traffic secret), and the limits: tls.secrets_limit (unmatched secrets tried), tls.buffer_limit
+tls.alert, tls.midstream (a TLS 1.3 stream joined after its handshake, or a connection whose
+ClientHello the capture lacks, opened with an unmatched key log secret), and the limits: tls.secrets_limit (unmatched secrets tried), tls.buffer_limit
 (records waiting for keys), tls.handshake_limit (handshake messages too large to read),
 tls.keylog_limit (sessions in the key log); tls.keylog_malformed, tls.no_crypto.
 

@@ -7,7 +7,9 @@ record that arrives before (reordering) waits for them, bounded. TLS 1.2: the ke
 master secret, each direction's keys switched on by its ChangeCipherSpec. TLS 1.3: handshake
 traffic keys at once, application keys after each direction's Finished, the next generation at a
 KeyUpdate. A capture that starts after a TLS 1.3 handshake is tried against the key log's traffic
-secrets no handshake in the capture named (bounded).
+secrets no handshake in the capture named (bounded), and so is a connection whose ClientHello
+the capture lacks: its TLS 1.3 traffic secrets, or its TLS 1.2 master secrets with the
+ServerHello's random.
 """
 from __future__ import annotations
 
@@ -201,6 +203,8 @@ class TlsConnection:
                 self.derive(None, late=True)
                 return stream.cipher
             return None
+        if self.server_hello and self.version == TLS12:
+            return self._without_client_hello12(stream, rtype, rver, body)
         if rtype != 23 or self._gave_up:
             return None
         known = stream.probes >= MIDSTREAM_RECORDS
@@ -327,6 +331,36 @@ class TlsConnection:
             return
         stream.secret = next_secret13(suite, stream.secret)
         stream.set_keys(_cipher13(suite, stream.secret), 0)
+
+    def _without_client_hello12(self, stream, rtype, rver, body):
+        """Keys for a TLS 1.2 record whose connection's ClientHello the capture lacks (lost, or
+        the capture started between the hellos): the master secrets no handshake named, each
+        with the ServerHello's random, tried on the record (numbered from its direction's
+        ChangeCipherSpec); the one that opens it names the client random, and the keys of both
+        directions follow as from a ClientHello."""
+        if stream.probes >= MIDSTREAM_RECORDS or not stream.ccs or self._gave_up:
+            return None
+        stream.probes += 1
+        suite = SUITES.get(self.suite)
+        if suite is None or suite.tls13:
+            return None
+        kl = self.layer.keylog
+        try:
+            for cr, master in kl.unmatched(CLIENT_RANDOM)[:MAX_SECRETS]:
+                mac, key, iv = key_block12(suite, master, cr, self.server_random)[stream.direction]
+                c = record_cipher(suite, key, iv, mac, self.etm)
+                if c.open(stream.seq, rtype, rver, body) is not None:
+                    self.client_random = cr
+                    kl.matched.add(cr)
+                    self.issue(stream, "tls.midstream", NOTE,
+                               f"TLS 1.2 connection without its ClientHello in the capture: "
+                               f"decrypted with the master secret of client random {cr.hex()}",
+                               None, None)
+                    self.derive(None)
+                    return stream.cipher
+        except CryptoUnavailable as exc:
+            self.layer.crypto_missing(self, exc, None)
+        return None
 
     def _midstream(self, stream, rtype, rver, body, known_only=False):
         """Keys for a TLS 1.3 record of a direction joined after the handshake: the traffic
