@@ -9,7 +9,8 @@ traffic keys at once, application keys after each direction's Finished, the next
 KeyUpdate. A capture that starts after a TLS 1.3 handshake is tried against the key log's traffic
 secrets no handshake in the capture named (bounded), and so is a connection whose ClientHello
 the capture lacks: its TLS 1.3 traffic secrets, or its TLS 1.2 master secrets with the
-ServerHello's random.
+ServerHello's random. A TLS 1.3 connection whose ServerHello the capture lacks is opened with its
+client random's traffic secrets.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ class TlsConnection:
                  "suite", "sni", "alpn", "etm", "record_version", "hello_ts", "app_ts",
                  "decrypted", "server_hello", "server_random", "_kl_version", "_open",
                  "_first_skip", "_gave_up", "_midstream_random", "_limit_noted", "record_log",
-                 "_unsupported_noted")
+                 "_unsupported_noted", "_no_server_hello")
 
     def __init__(self, layer, connection, sink):
         self.layer = layer
@@ -73,6 +74,7 @@ class TlsConnection:
         self._first_skip = None        # packet of the first record not decrypted for want of keys
         self._gave_up = False
         self._midstream_random = None
+        self._no_server_hello = False  # the server protected a record before any ServerHello
         self._limit_noted = False
         self._unsupported_noted = False
         # per direction, the last application data records: (plaintext offset, plaintext
@@ -188,8 +190,19 @@ class TlsConnection:
 
     def awaiting_keys(self, stream):
         """Should a protected record wait: the ClientHello was seen, the ServerHello not yet,
-        and the server's direction is still open."""
-        if self.server_hello or self.client_random is None:
+        and the server's direction is still open. A protected record of the server's own says
+        its ServerHello will not come (the capture lost it): the client's records wait no
+        more, and TLS 1.3 traffic secrets of the client random are tried on both directions
+        (late_keys)."""
+        if self.server_hello or self.client_random is None or self._no_server_hello:
+            return False
+        if stream.direction == 1:
+            self._no_server_hello = True
+            if self.layer.keylog.secrets(self.client_random) is not None:
+                self._midstream_random = self.client_random
+            client = self.streams[0]
+            if client is not None and client.held:
+                client.release()
             return False
         server = self.streams[1]
         return server is None or server._state != 4   # _DONE
@@ -202,7 +215,13 @@ class TlsConnection:
             if self.server_hello and kl.version != self._kl_version:
                 self.derive(None, late=True)
                 return stream.cipher
-            return None
+            if self.server_hello or self._midstream_random is None or rtype != 23:
+                return None
+            # no ServerHello (awaiting_keys): its random's TLS 1.3 secrets, as mid-stream
+            if stream.probes >= 2 * MIDSTREAM_RECORDS:
+                return None
+            stream.probes += 1
+            return self._midstream(stream, rtype, rver, body, True)
         if self.server_hello and self.version == TLS12:
             return self._without_client_hello12(stream, rtype, rver, body)
         if rtype != 23 or self._gave_up:
@@ -244,7 +263,9 @@ class TlsConnection:
                            f"{MAX_MESSAGE} bytes not read", pkt, None)
         if skipped and not self._unsupported_noted:
             cr = self.client_random.hex() if self.client_random is not None else None
-            why = (f"no key log line for client random {cr}" if cr is not None else
+            why = ("the ServerHello is not in the capture" if self._no_server_hello
+                   and self._midstream_random is not None else
+                   f"no key log line for client random {cr}" if cr is not None else
                    "its handshake, whose ClientHello the capture lacks, before the application "
                    "data a key log secret opened" if self.decrypted else
                    "the capture starts after the handshake and no key log secret opens it")
@@ -394,10 +415,12 @@ class TlsConnection:
                             kl.matched.add(cr)
                             stream.secret = secret
                             stream.set_keys(c, seq)
+                            where = ("without its ServerHello in the capture"
+                                     if self._no_server_hello else "joined after the handshake")
                             self.issue(stream, "tls.midstream", NOTE,
-                                       f"{_NAMES[stream.direction]} TLS 1.3 stream joined after "
-                                       f"the handshake: decrypted with the traffic secret of "
-                                       f"client random {cr.hex()} from record {seq}", None, None)
+                                       f"{_NAMES[stream.direction]} TLS 1.3 stream {where}: "
+                                       f"decrypted with the traffic secret of client random "
+                                       f"{cr.hex()} from record {seq}", None, None)
                             return c
         except CryptoUnavailable as exc:
             self.layer.crypto_missing(self, exc, None)

@@ -235,3 +235,36 @@ def test_without_its_client_hello(tmp_path, version):
     else:   # the master secret opens the whole connection from its Finished on
         assert codes["tls.midstream"] == len(wires) and set(codes) == {"tls.midstream",
                                                                        "tcp.gap"}
+
+
+@pytest.mark.parametrize("version", ["1.3", "1.2"])
+def test_without_its_server_hello(tmp_path, version):
+    """A capture that lost the server's first data packet (its ServerHello, and the rest of
+    its flight that fitted) on each connection. TLS 1.3: once the server's records show the
+    ServerHello will not come, neither direction waits for it and the client random's traffic
+    secrets open both (70 exchanges, as in the whole capture; none before). TLS 1.2: the
+    master secret needs the server's random, so nothing opens, and the issue says why (it
+    said the key log had no line for the client random)."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    keys = tmp_path / "keys.txt"
+    client, server = tlsgen.contexts(keys, version, None, tmp_path)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    packets = tlsgen.packets(wires, TLS_PORT)
+    hellos = {payload_packets(packets, port, from_server=True)[0]
+              for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
+    assert all(packets[i][1][54:56] == b"\x16\x03" for i in hellos) and len(hellos) == len(wires)
+    want, _ = rows(write(tmp_path, packets), keys)
+    (tmp_path / "lost").mkdir()
+    got, run = rows(write(tmp_path / "lost", packets, hellos), keys)
+    codes = collections.Counter(i.code for i in run.issues)
+    assert codes["tcp.gap"] == len(wires) and len(want) == 70
+    if version == "1.3":
+        assert got == want
+        assert codes["tls.midstream"] == 2 * len(wires)
+        assert all("without its ServerHello" in i.detail
+                   for i in run.issues if i.code == "tls.midstream")
+    else:
+        assert got == [] and codes["tls.no_keys"] == len(wires)
+    assert all(i.detail.endswith("the ServerHello is not in the capture")
+               for i in run.issues if i.code == "tls.no_keys")
