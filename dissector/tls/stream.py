@@ -334,6 +334,12 @@ class TlsStream:
 
     def _protected(self, rtype, rver, body, pieces):
         c = self.cipher
+        if c is None and self.pending is not None and not self.ccs and rtype == APPLICATION_DATA:
+            # TLS 1.2 application data, yet no ChangeCipherSpec of this direction: a hole took
+            # it (and its Finished). Its keys from here on, the record's number searched.
+            self.ccs = True
+            self.set_keys(self.pending, 0, known=False)
+            c = self.cipher
         if c is None:
             if self.tc.awaiting_keys(self):
                 self._hold(rtype, rver, body, pieces)
@@ -368,6 +374,7 @@ class TlsStream:
             r = self._search_seq(c, rtype, rver, body, pieces[0][1])
             if r is None:
                 return
+            c = self.cipher   # the application keys, where the search moved on to them
         self.seq += 1
         if r is None:
             self._bad_record(rtype, len(body), pieces[0][1], c)
@@ -489,6 +496,11 @@ class TlsStream:
                 self.seq_known = True
                 self._lost_bytes = 0
                 return r
+        if self.next_cipher is not None:
+            # TLS 1.3: the hole may have held this direction's Finished, after which the
+            # application keys number the records from 0
+            self.to_app()
+            return self._search_seq(self.cipher, rtype, rver, body, pkt)
         self.searches += 1
         self.seq += 1
         self.tc.issue(self, "tls.seq_window", WARNING,

@@ -268,3 +268,29 @@ def test_without_its_server_hello(tmp_path, version):
         assert got == [] and codes["tls.no_keys"] == len(wires)
     assert all(i.detail.endswith("the ServerHello is not in the capture")
                for i in run.issues if i.code == "tls.no_keys")
+
+
+@pytest.mark.parametrize("version", ["1.3", "1.2"])
+@pytest.mark.parametrize("from_server", [False, True])
+def test_without_the_finished(tmp_path, version, from_server):
+    """Each connection's second data packet of one side lost: the client's (TLS 1.2: its
+    ClientKeyExchange, ChangeCipherSpec and Finished; TLS 1.3: its Finished, the first request
+    behind it) or the server's (TLS 1.2: its ChangeCipherSpec and Finished). Decryption goes on
+    with the next keys: the application keys after the hole (TLS 1.3), the key block from the
+    first application data (TLS 1.2); at most the exchange in the lost packet is lost (none
+    was decrypted on three of the four before)."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    keys = tmp_path / "keys.txt"
+    client, server = tlsgen.contexts(keys, version, None, tmp_path)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    packets = tlsgen.packets(wires, TLS_PORT)
+    lost = {payload_packets(packets, port, from_server)[1]
+            for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
+    want, _ = rows(write(tmp_path, packets), keys)
+    (tmp_path / "lost").mkdir()
+    got, run = rows(write(tmp_path / "lost", packets, lost), keys)
+    ok = [r for r in got if r[5] == "ok"]
+    assert len(ok) >= len(want) - len(wires)
+    assert not collections.Counter(ok) - collections.Counter(want)
+    assert not {i.code for i in run.issues} & {"tls.no_keys", "tls.seq_window", "tls.bad_record"}
