@@ -27,6 +27,8 @@ from .records import ALERT, APPLICATION_DATA, CCS, HANDSHAKE, HEADER, MAX_RECORD
 from .handshake import Messages
 
 SEQ_WINDOW = 1024        # sequence numbers tried for the first record after a hole
+RESYNC_SEQS = 16         # sequence numbers a lone resync candidate is tried with (_opens)...
+RESYNC_TRIES = 4         # ...and how many candidates, after a loss of sync
 MAX_SEARCHES = 3         # failed searches after which a direction stops decrypting
 MAX_SYNC = 64 << 10      # bytes kept while looking for a record header chain
 MAX_HELD = 1 << 20       # bytes of records kept per direction while its keys are not known yet
@@ -45,7 +47,7 @@ class TlsStream:
                  "_slen", "_sync_from", "_sync_pkt", "_severity", "_lost_bytes", "_used",
                  "cipher", "next_cipher", "pending", "seq", "seq_known", "ccs", "msgs",
                  "held", "held_bytes", "records", "record_bytes", "bad", "searches", "probes",
-                 "fed", "skipped", "secret", "joined")
+                 "fed", "skipped", "secret", "joined", "_tried")
 
     def __init__(self, tc, direction, framer, budget):
         self.tc = tc
@@ -66,6 +68,8 @@ class TlsStream:
         self._sync_pkt = 0
         self._severity = WARNING
         self._lost_bytes = 0      # ciphertext lost in the last hole (for the sequence estimate)
+        self._tried = [-1, 0]     # since the last loss of sync: the stream offset of the last
+                                  # candidate _opens tried, and how many it tried
         self._used = 0            # bytes counted against the budget
         self.cipher = None        # the opener of the next protected record
         self.next_cipher = None   # TLS 1.3: the application opener, once the handshake is over
@@ -544,6 +548,7 @@ class TlsStream:
 
     def _lose(self, severity, at, pkt):
         self._state = _SYNC
+        self._tried = [-1, 0]
         self._hdr = b""
         self._sync_from = at
         self._sync_pkt = pkt
@@ -553,6 +558,8 @@ class TlsStream:
         pieces = self._sbuf
         buf = pieces[0][0] if len(pieces) == 1 else b"".join([p[0] for p in pieces])
         p, sure = find_chain(buf, 0, self.tc.record_version, chain=2)
+        if p >= 0 and not sure:
+            sure = self._opens(buf, p, pieces[0][1] + p)
         if p >= 0 and sure:
             skipped = p
             rest = cut_front(pieces, p)
@@ -577,6 +584,28 @@ class TlsStream:
             self._account(-keep_from)
             self._slen -= keep_from
             self._lost_bytes += keep_from
+
+    def _opens(self, buf, p, at) -> bool:
+        """Does the whole record at buf[p] (stream offset `at`), a resync candidate no second
+        header confirms yet, authenticate under this direction's keys with a sequence number
+        near the estimate? That proves the boundary at once: a lone request after a hole
+        waited for the next record, at worst the stream's end, behind the response it asked
+        for. Each candidate is tried once, over RESYNC_SEQS numbers, and at most RESYNC_TRIES
+        of them after a loss of sync (hostile bytes could make every offset one)."""
+        c = self.cipher
+        tried = self._tried
+        if c is None or at == tried[0] or tried[1] >= RESYNC_TRIES or len(buf) - p < HEADER:
+            return False
+        rtype, rver, need = _head(buf, p)
+        if len(buf) - p - HEADER < need:
+            return False
+        self._tried = [at, tried[1] + 1]
+        body = buf[p + HEADER:p + HEADER + need]
+        avg = self.record_bytes // self.records if self.records else MAX_RECORD
+        est = self.seq + (self._lost_bytes + p) // max(avg, 1)
+        first = max(self.seq, est - RESYNC_SEQS // 2)
+        return any(c.open(s, rtype, rver, body) is not None
+                   for s in range(first, first + RESYNC_SEQS))
 
     def _skipped_sync(self, end=False):
         n = self._slen
