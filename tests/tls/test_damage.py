@@ -171,6 +171,32 @@ def test_port_auto_with_keys_finds_tls(tls13, tmp_path):
     assert collections.Counter(got) == collections.Counter(ref)
 
 
+def _made(tmp_path, version, mss=None):
+    """(packets, key log path, wires) of codecs.pcap's conversations over TLS `version`."""
+    require_module("cryptography")
+    from tests.tls import tlsgen
+    keys = tmp_path / "keys.txt"
+    client, server = tlsgen.contexts(keys, version, None, tmp_path)
+    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
+    return tlsgen.packets(wires, TLS_PORT, mss=mss or tlsgen.MSS), keys, wires
+
+
+def _client_ports(packets):
+    return {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}
+
+
+def _whole_and_without(tmp_path, packets, keys, lost):
+    """The rows of the whole capture, and the rows and run of the capture without `lost`."""
+    want, _ = rows(write(tmp_path, packets), keys)
+    (tmp_path / "lost").mkdir()
+    got, run = rows(write(tmp_path / "lost", packets, lost), keys)
+    return want, got, run
+
+
+def _each(packets, from_server, k):
+    """The index of each connection's k-th data packet from one side."""
+    return {payload_packets(packets, port, from_server)[k] for port in _client_ports(packets)}
+
 
 @pytest.mark.parametrize("client_syn", [True, False])
 def test_first_data_out_of_order(tmp_path, client_syn):
@@ -179,14 +205,9 @@ def test_first_data_out_of_order(tmp_path, client_syn):
     everything is decrypted as in order. Without the client's SYN (its stream's start known
     from the SYN-ACK) the piece that comes first is joined mid-stream: still TLS, nothing of
     it framed as Kafka, and the application data still opened (by trial)."""
-    require_module("cryptography")
-    from tests.tls import tlsgen
-    keys = tmp_path / "keys.txt"
-    client, server = tlsgen.contexts(keys, "1.3", None, tmp_path)
-    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
-    packets = tlsgen.packets(wires, TLS_PORT, mss=200)
+    packets, keys, wires = _made(tmp_path, "1.3", mss=200)
     swapped = list(packets)
-    for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}:
+    for port in _client_ports(packets):
         first, second = payload_packets(packets, port, from_server=False)[:2]
         assert not 20 <= packets[second][1][54] <= 24   # not a record's first byte
         (t1, f1), (t2, f2) = packets[first], packets[second]
@@ -212,18 +233,10 @@ def test_without_its_client_hello(tmp_path, version):
     traffic secret of the key log, and its client random is still tried on the server's,
     which had used up its own tries on handshake records. TLS 1.2: the key log's master
     secrets, with the ServerHello's random, are tried on the first protected record."""
-    require_module("cryptography")
-    from tests.tls import tlsgen
-    keys = tmp_path / "keys.txt"
-    client, server = tlsgen.contexts(keys, version, None, tmp_path)
-    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
-    packets = tlsgen.packets(wires, TLS_PORT)
-    hellos = {payload_packets(packets, port, from_server=False)[0]
-              for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
+    packets, keys, wires = _made(tmp_path, version)
+    hellos = _each(packets, False, 0)
     assert all(packets[i][1][54] == 0x16 for i in hellos) and len(hellos) == len(wires)
-    want, _ = rows(write(tmp_path, packets), keys)
-    (tmp_path / "lost").mkdir()
-    got, run = rows(write(tmp_path / "lost", packets, hellos), keys)
+    want, got, run = _whole_and_without(tmp_path, packets, keys, hellos)
     assert len(want) == 70 and got == want
     codes = collections.Counter(i.code for i in run.issues)
     assert codes["tcp.gap"] == len(wires)
@@ -245,18 +258,10 @@ def test_without_its_server_hello(tmp_path, version):
     secrets open both (70 exchanges, as in the whole capture; none before). TLS 1.2: the
     master secret needs the server's random, so nothing opens, and the issue says why (it
     said the key log had no line for the client random)."""
-    require_module("cryptography")
-    from tests.tls import tlsgen
-    keys = tmp_path / "keys.txt"
-    client, server = tlsgen.contexts(keys, version, None, tmp_path)
-    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
-    packets = tlsgen.packets(wires, TLS_PORT)
-    hellos = {payload_packets(packets, port, from_server=True)[0]
-              for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
+    packets, keys, wires = _made(tmp_path, version)
+    hellos = _each(packets, True, 0)
     assert all(packets[i][1][54:56] == b"\x16\x03" for i in hellos) and len(hellos) == len(wires)
-    want, _ = rows(write(tmp_path, packets), keys)
-    (tmp_path / "lost").mkdir()
-    got, run = rows(write(tmp_path / "lost", packets, hellos), keys)
+    want, got, run = _whole_and_without(tmp_path, packets, keys, hellos)
     codes = collections.Counter(i.code for i in run.issues)
     assert codes["tcp.gap"] == len(wires) and len(want) == 70
     if version == "1.3":
@@ -279,17 +284,9 @@ def test_without_the_finished(tmp_path, version, from_server):
     with the next keys: the application keys after the hole (TLS 1.3), the key block from the
     first application data (TLS 1.2); at most the exchange in the lost packet is lost (none
     was decrypted on three of the four before)."""
-    require_module("cryptography")
-    from tests.tls import tlsgen
-    keys = tmp_path / "keys.txt"
-    client, server = tlsgen.contexts(keys, version, None, tmp_path)
-    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
-    packets = tlsgen.packets(wires, TLS_PORT)
-    lost = {payload_packets(packets, port, from_server)[1]
-            for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
-    want, _ = rows(write(tmp_path, packets), keys)
-    (tmp_path / "lost").mkdir()
-    got, run = rows(write(tmp_path / "lost", packets, lost), keys)
+    packets, keys, wires = _made(tmp_path, version)
+    lost = _each(packets, from_server, 1)
+    want, got, run = _whole_and_without(tmp_path, packets, keys, lost)
     ok = [r for r in got if r[5] == "ok"]
     assert len(ok) >= len(want) - len(wires)
     assert not collections.Counter(ok) - collections.Counter(want)
@@ -303,17 +300,9 @@ def test_a_lost_request_costs_its_exchange_only(tmp_path, version):
     authenticates, proving where it starts) and pairs with its response. It used to wait for
     a second record header, at worst the stream's end, and its response went unpaired (37 of
     70 exchanges answered, against 57)."""
-    require_module("cryptography")
-    from tests.tls import tlsgen
-    keys = tmp_path / "keys.txt"
-    client, server = tlsgen.contexts(keys, version, None, tmp_path)
-    wires = [tlsgen.tls_wire(c, client, server) for c in tlsgen.conversations(PLAIN, 9092)]
-    packets = tlsgen.packets(wires, TLS_PORT)
-    lost = {payload_packets(packets, port, False)[2]
-            for port in {_ports(f)[0] for _, f in packets if _ports(f)[1] == TLS_PORT}}
-    want, _ = rows(write(tmp_path, packets), keys)
-    (tmp_path / "lost").mkdir()
-    got, run = rows(write(tmp_path / "lost", packets, lost), keys)
+    packets, keys, wires = _made(tmp_path, version)
+    lost = _each(packets, False, 2)
+    want, got, run = _whole_and_without(tmp_path, packets, keys, lost)
     ok = [r for r in got if r[5] == "ok"]
     assert len(ok) == len(want) - len(wires)   # the first request of each: ApiVersions
     assert not collections.Counter(ok) - collections.Counter(want)
