@@ -31,9 +31,10 @@ record that does not authenticate), tls.resync (bytes skipped to the next record
 hole or a mid-stream start), tls.seq_window (no sequence number in the window opens the record
 after a hole), tls.bad_record_header, tls.bad_handshake, tls.unsupported (version or suite),
 tls.alert, tls.midstream (a TLS 1.3 stream joined after its handshake, or a connection whose
-ClientHello the capture lacks, opened with an unmatched key log secret), and the limits: tls.secrets_limit (unmatched secrets tried), tls.buffer_limit
-(records waiting for keys), tls.handshake_limit (handshake messages too large to read),
-tls.keylog_limit (sessions in the key log); tls.keylog_malformed, tls.no_crypto.
+ClientHello or TLS 1.3 ServerHello the capture lacks, opened with a key log secret by trial), and
+the limits: tls.secrets_limit (unmatched secrets tried), tls.buffer_limit (records waiting for
+keys), tls.handshake_limit (handshake messages too large to read), tls.keylog_limit (sessions in
+the key log); tls.keylog_malformed, tls.no_crypto.
 
 Modules, one job each: keylog (NSS key log files), suites (cipher suite facts), crypto (the
 `cryptography` primitives, imported lazily), kdf (TLS 1.2 PRF and TLS 1.3 HKDF-Expand-Label),
