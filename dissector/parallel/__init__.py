@@ -15,9 +15,10 @@ byte-identical to one process. The messages go through pipes, the workers' large
 What one process shares between connections is checked at every chunk (driver.Checks): the
 buffer budget, the flow table's caps (flows at once), topic ids learned on one connection and
 looked up on another. What the workers remember of flows is bounded: past part.MAX_FLOWS flows
-a flow's worker comes from a rule asked again where needed (plan.Plan.owns, past). Where the workers could have differed from one process, `run` raises `Diverged`
-(saying how many exchanges were written) and the caller dissects again in one process,
-skipping those. `--port auto` and single-job runs go the single-process way from the start.
+a flow's worker comes from a rule asked again where needed (plan.Plan.owns, past). Where the
+workers could have differed from one process, `run` raises `Diverged` (saying how many
+exchanges were written) and the caller dissects again in one process, skipping those.
+`--port auto` and single-job runs go the single-process way from the start.
 """
 from .plan import Plan, Shared, cores, jobs_for
 

@@ -501,15 +501,8 @@ class FlowTable:
         fed, this payload: the framers are put in place at once, without the sniff, and the
         handlers it would have had rebuilt are made once (8% of the headers level on
         reconnecting clients, a connection every 4 kB)."""
-        if self.tls is None:
-            return False
-        r = flow.rs[side]
-        if r.base is None:   # no SYN of this side: its start is where the handshake's ACK says
-            start = r.anchor is not None and seq == r.anchor
-        else:
-            start = (not (seq - r.base - r.next) & MASK and not r.held and not r.done
-                     and r.fin is None)
-        return start and not looks_like_tls(payload)
+        return (self.tls is not None and flow.rs[side].feeds_at_once(seq)
+                and not looks_like_tls(payload))
 
     def _forget(self, flow):
         """Close or drop a flow without letting its tuple linger."""

@@ -136,6 +136,15 @@ class Reassembler:
         elif self.fin is not None and self.next >= self.fin:
             self._end(pkt)
 
+    def feeds_at_once(self, seq) -> bool:
+        """Would data at `seq` (without SYN) go to the framer at once, as the stream's next bytes
+        (at its start when it has none yet: where the handshake's ACK put it)?"""
+        if self.done:
+            return False
+        if self.base is None:
+            return self.anchor is not None and seq == self.anchor
+        return not (seq - self.base - self.next) & MASK and not self.held and self.fin is None
+
     def answers(self, seq, payload):
         """The correlation ids of the responses a segment of this direction starts
         (Framer.answers), when it is the stream's next data or its first, for the peer's waiting

@@ -212,26 +212,22 @@ class TlsConnection:
         the handshake (live), or the capture started after the handshake (TLS 1.3)."""
         kl = self.layer.keylog
         if self.client_random is not None:
-            if self.server_hello and kl.version != self._kl_version:
-                self.derive(None, late=True)
-                return stream.cipher
-            if self.server_hello or self._midstream_random is None or rtype != 23:
+            if self.server_hello:
+                if kl.version != self._kl_version:
+                    self.derive(None, late=True)
+                    return stream.cipher
                 return None
-            # no ServerHello (awaiting_keys): its random's TLS 1.3 secrets, as mid-stream
-            if stream.probes >= 2 * MIDSTREAM_RECORDS:
-                return None
-            stream.probes += 1
-            return self._midstream(stream, rtype, rver, body, True)
-        if self.server_hello and self.version == TLS12:
+            known = True   # no ServerHello (awaiting_keys): its random's TLS 1.3 secrets
+        elif self.server_hello and self.version == TLS12:
             return self._without_client_hello12(stream, rtype, rver, body)
-        if rtype != 23 or self._gave_up:
+        else:
+            # past its own tries, a direction still tries the client random the other one
+            # found: its first records may have been handshake records, which no traffic
+            # secret opens (a capture that lost the ClientHello but saw the server's flight)
+            known = stream.probes >= MIDSTREAM_RECORDS
+        if (rtype != 23 or self._gave_up or stream.probes >= 2 * MIDSTREAM_RECORDS
+                or known and self._midstream_random is None):
             return None
-        known = stream.probes >= MIDSTREAM_RECORDS
-        if known and (self._midstream_random is None or stream.probes >= 2 * MIDSTREAM_RECORDS):
-            return None
-        # past its own tries, a direction still tries the client random the other one found:
-        # its first records may have been handshake records, which no traffic secret opens (a
-        # capture that lost the ClientHello but saw the server's flight)
         stream.probes += 1
         return self._midstream(stream, rtype, rver, body, known)
 

@@ -485,9 +485,7 @@ class TlsStream:
     def _search_seq(self, c, rtype, rver, body, pkt):
         """The first record after a hole or a mid-stream start: find its sequence number."""
         lo = self.seq
-        avg = self.record_bytes // self.records if self.records else MAX_RECORD
-        est = lo + self._lost_bytes // max(avg, 1)
-        est = min(est, lo + SEQ_WINDOW - 1)
+        est = min(self._seq_estimate(), lo + SEQ_WINDOW - 1)
         for i in range(2 * SEQ_WINDOW):
             s = est + (i + 1) // 2 if i & 1 else est - i // 2
             if s < lo or s >= lo + SEQ_WINDOW:
@@ -585,6 +583,12 @@ class TlsStream:
             self._slen -= keep_from
             self._lost_bytes += keep_from
 
+    def _seq_estimate(self, skipped=0) -> int:
+        """The sequence number of the first record after a hole: the bytes lost (and `skipped`
+        more) over the mean record size, past the next number."""
+        avg = self.record_bytes // self.records if self.records else MAX_RECORD
+        return self.seq + (self._lost_bytes + skipped) // max(avg, 1)
+
     def _opens(self, buf, p, at) -> bool:
         """Does the whole record at buf[p] (stream offset `at`), a resync candidate no second
         header confirms yet, authenticate under this direction's keys with a sequence number
@@ -601,9 +605,7 @@ class TlsStream:
             return False
         self._tried = [at, tried[1] + 1]
         body = buf[p + HEADER:p + HEADER + need]
-        avg = self.record_bytes // self.records if self.records else MAX_RECORD
-        est = self.seq + (self._lost_bytes + p) // max(avg, 1)
-        first = max(self.seq, est - RESYNC_SEQS // 2)
+        first = max(self.seq, self._seq_estimate(p) - RESYNC_SEQS // 2)
         return any(c.open(s, rtype, rver, body) is not None
                    for s in range(first, first + RESYNC_SEQS))
 
