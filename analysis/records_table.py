@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
-                                       exchange_batches, record_chunks)
+                                       exchange_sets, record_chunks)
 from dissector.records.rows import RECORD_COLUMNS
 
 from .columns import table_schema
@@ -203,11 +203,12 @@ class RecordTable:
             self._sink(batch)
 
     def add_exchange(self, ex) -> None:
-        for head, batch in exchange_batches(ex):
-            cols = self._cols
-            cols.add_batch(head, batch)
-            if cols.rows >= self._rows or cols.data_bytes >= self._bytes:
-                self._cut()
+        for prefix, batches in exchange_sets(ex):
+            at = 0
+            while at < len(batches):
+                at = self._cols.fill(prefix, batches, at, self._rows, self._bytes)
+                if self._cols.full(self._rows, self._bytes):
+                    self._cut()
 
     def _cut(self) -> None:
         cols = self._cols

@@ -206,6 +206,68 @@ static int parse(Out *o, const unsigned char *b, Py_ssize_t n, Py_ssize_t count,
     return 0;
 }
 
+/* `buffers` (a tuple of NBUF bytearrays) set up in `o` for appending: 0, or -1 with an error
+ * (*ready: how many were set up, for done()). */
+static int begin(Out *o, PyObject *buffers, int *ready)
+{
+    *ready = 0;
+    if (!PyTuple_Check(buffers) || PyTuple_GET_SIZE(buffers) != NBUF) {
+        PyErr_SetString(PyExc_TypeError, "one bytearray per column buffer");
+        return -1;
+    }
+    for (int i = 0; i < NBUF; i++) {
+        PyObject *b = PyTuple_GET_ITEM(buffers, i);
+        if (!PyByteArray_CheckExact(b)) {
+            PyErr_SetString(PyExc_TypeError, "one bytearray per column buffer");
+            return -1;
+        }
+        o[i].obj = b;
+        o[i].n0 = o[i].n = PyByteArray_GET_SIZE(b);
+        Py_ssize_t alloc = ((PyByteArrayObject *)b)->ob_alloc;
+        o[i].cap = alloc > o[i].n ? alloc - 1 : o[i].n;   /* the last byte: bytearray's NUL */
+        *ready = i + 1;
+        if (o[i].cap > o[i].n && PyByteArray_Resize(b, o[i].cap) < 0) {
+            o[i].cap = o[i].n;
+            return -1;
+        }
+        o[i].p = PyByteArray_AS_STRING(b);
+    }
+    return 0;
+}
+
+/* Each of the first `ready` buffers cut to what it holds: 0, or -1 with an error. */
+static int done(Out *o, int ready)
+{
+    int failed = 0;
+    for (int i = 0; i < ready; i++)
+        if (o[i].cap > o[i].n && PyByteArray_Resize(o[i].obj, o[i].n) < 0)
+            failed = 1;
+    return failed ? -1 : 0;
+}
+
+/* The `count` records at the start of body[:n] appended as rows of batch `index`: 0; or -1
+ * with ValueError (a record not as the check took it) and the buffers as they were before. */
+static int append_one(Out *o, const unsigned char *body, Py_ssize_t n, Py_ssize_t count,
+                      int64_t base_offset, int64_t first_ts, int fixed, int64_t ts_fixed,
+                      int32_t index)
+{
+    if (count < 0)
+        return bad("negative count");
+    Py_ssize_t rows = o[OFFSET].n >> 3, headers = (o[HVAL_OFF].n >> 2) - 1, before[NBUF];
+    for (int i = 0; i < NBUF; i++)
+        before[i] = o[i].n;
+    if (parse(o, body, n, count, base_offset, first_ts, fixed, ts_fixed, index) == 0)
+        return 0;
+    for (int i = 0; i < NBUF; i++)   /* back to the rows before, the bits past them clear */
+        o[i].n = before[i];
+    clear_from(&o[OFFSET_VALID], rows);
+    clear_from(&o[TS_VALID], rows);
+    clear_from(&o[KEY_VALID], rows);
+    clear_from(&o[VAL_VALID], rows);
+    clear_from(&o[HVAL_VALID], headers);
+    return -1;
+}
+
 static PyObject *append_v2(PyObject *self, PyObject *args)
 {
     PyObject *buffers;
@@ -214,68 +276,185 @@ static PyObject *append_v2(PyObject *self, PyObject *args)
     long long base_offset, first_ts;
     PyObject *fixed;
     int index;
-    if (!PyArg_ParseTuple(args, "O!y*nLLOi", &PyTuple_Type, &buffers, &body, &count,
-                          &base_offset, &first_ts, &fixed, &index))
+    if (!PyArg_ParseTuple(args, "Oy*nLLOi", &buffers, &body, &count, &base_offset, &first_ts,
+                          &fixed, &index))
         return NULL;
     Out o[NBUF];
     int64_t ts_fixed = 0;
-    int failed = 0, ready = 0;   /* ready: the buffers set up in o */
-    if (PyTuple_GET_SIZE(buffers) != NBUF) {
-        PyErr_SetString(PyExc_TypeError, "append_v2: one bytearray per column buffer");
-        failed = 1;
-    }
-    for (int i = 0; !failed && i < NBUF; i++) {
-        PyObject *b = PyTuple_GET_ITEM(buffers, i);
-        if (!PyByteArray_CheckExact(b)) {
-            PyErr_SetString(PyExc_TypeError, "append_v2: one bytearray per column buffer");
-            failed = 1;
-            break;
-        }
-        o[i].obj = b;
-        o[i].n0 = o[i].n = PyByteArray_GET_SIZE(b);
-        Py_ssize_t alloc = ((PyByteArrayObject *)b)->ob_alloc;
-        o[i].cap = alloc > o[i].n ? alloc - 1 : o[i].n;   /* the last byte: bytearray's NUL */
-        ready = i + 1;
-        if (o[i].cap > o[i].n && PyByteArray_Resize(b, o[i].cap) < 0) {
-            o[i].cap = o[i].n;
-            failed = 1;
-        }
-        o[i].p = PyByteArray_AS_STRING(b);
-    }
+    int ready;
+    int failed = begin(o, buffers, &ready) < 0;
     if (!failed && fixed != Py_None) {
         ts_fixed = PyLong_AsLongLong(fixed);
         failed = ts_fixed == -1 && PyErr_Occurred();
     }
-    if (!failed && count < 0) {
-        PyErr_SetString(PyExc_ValueError, "negative count");
+    if (!failed)
+        failed = append_one(o, body.buf, body.len, count, base_offset, first_ts,
+                            fixed != Py_None, ts_fixed, index) < 0;
+    if (done(o, ready) < 0)
         failed = 1;
-    }
-    if (!failed) {
-        Py_ssize_t rows = o[OFFSET].n >> 3, headers = (o[HVAL_OFF].n >> 2) - 1;
-        failed = parse(o, body.buf, body.len, count, base_offset, first_ts, fixed != Py_None,
-                       ts_fixed, index) < 0;
-        if (failed) {   /* back to the rows before, the validity bits past them clear */
-            for (int i = 0; i < NBUF; i++)
-                o[i].n = o[i].n0;
-            clear_from(&o[OFFSET_VALID], rows);
-            clear_from(&o[TS_VALID], rows);
-            clear_from(&o[KEY_VALID], rows);
-            clear_from(&o[VAL_VALID], rows);
-            clear_from(&o[HVAL_VALID], headers);
-        }
-    }
-    for (int i = 0; i < ready; i++)   /* each to what it holds */
-        if (o[i].cap > o[i].n && PyByteArray_Resize(o[i].obj, o[i].n) < 0)
-            failed = 1;
     PyBuffer_Release(&body);
     if (failed)
         return NULL;
     return PyLong_FromSsize_t(count);
 }
 
+/* what append_batches reads of a Batch, and the batch fields it puts in a head after the
+ * exchange's (columns.batch_head: magic, compression, then these) */
+static PyObject *s_deferred, *s_magic, *s_codec;
+static const char *head_names[] = {"timestamp_type", "producer_id", "producer_epoch",
+                                   "base_sequence", "is_transactional", "is_control", "crc_ok"};
+#define HEAD_NAMES 7
+#define PREFIX 6
+static PyObject *s_head[HEAD_NAMES];
+
+/* columns.batch_head(prefix, batch): the 6 values of `prefix`, then the batch's own */
+static PyObject *head_of(PyObject *prefix, PyObject *batch, PyObject *codec_names)
+{
+    PyObject *head = PyTuple_New(PREFIX + 2 + HEAD_NAMES), *v;
+    if (head == NULL)
+        return NULL;
+    for (int i = 0; i < PREFIX; i++)
+        PyTuple_SET_ITEM(head, i, Py_NewRef(PyTuple_GET_ITEM(prefix, i)));
+    if ((v = PyObject_GetAttr(batch, s_magic)) == NULL)
+        goto fail;
+    PyTuple_SET_ITEM(head, PREFIX, v);
+    PyObject *codec = PyObject_GetAttr(batch, s_codec);
+    if (codec == NULL)
+        goto fail;
+    v = PyDict_GetItemWithError(codec_names, codec);   /* borrowed */
+    v = v != NULL ? Py_NewRef(v) : PyErr_Occurred() ? NULL : PyObject_Str(codec);
+    Py_DECREF(codec);
+    if (v == NULL)
+        goto fail;
+    PyTuple_SET_ITEM(head, PREFIX + 1, v);
+    for (int i = 0; i < HEAD_NAMES; i++) {
+        if ((v = PyObject_GetAttr(batch, s_head[i])) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(head, PREFIX + 2 + i, v);
+    }
+    return head;
+fail:
+    Py_DECREF(head);
+    return NULL;
+}
+
+/* The rows and data bytes the buffers hold (RecordColumns.rows, .data_bytes) */
+static Py_ssize_t rows_of(Out *o)
+{
+    return o[OFFSET].n >> 3;
+}
+
+static long long data_bytes_of(Out *o)
+{
+    return (long long)o[KEY_DATA].n + o[VAL_DATA].n + o[HKEY_DATA].n + o[HVAL_DATA].n
+        + 32LL * rows_of(o);
+}
+
+/* One deferred batch (found, parse, (body, found, base_offset, first_ts, ts_fixed)) appended
+ * as batch len(heads): its records' count (0: none, or a record the check did not take, left
+ * out), or -1 with an error. */
+static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, PyObject *prefix,
+                                  PyObject *batch, PyObject *codec_names)
+{
+    PyObject *args;
+    if (!PyTuple_Check(deferred) || PyTuple_GET_SIZE(deferred) != 3
+            || !PyTuple_Check(args = PyTuple_GET_ITEM(deferred, 2)) || PyTuple_GET_SIZE(args) != 5) {
+        PyErr_SetString(PyExc_TypeError, "a deferred batch is (found, parse, args)");
+        return -1;
+    }
+    Py_ssize_t found = PyLong_AsSsize_t(PyTuple_GET_ITEM(deferred, 0));
+    if (found == -1 && PyErr_Occurred())
+        return -1;
+    if (found == 0)
+        return 0;
+    long long base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(args, 2));
+    long long first_ts = base_offset == -1 && PyErr_Occurred() ? 0
+        : PyLong_AsLongLong(PyTuple_GET_ITEM(args, 3));
+    PyObject *fixed = PyTuple_GET_ITEM(args, 4);
+    long long ts_fixed = fixed == Py_None || PyErr_Occurred() ? 0 : PyLong_AsLongLong(fixed);
+    if (PyErr_Occurred())
+        return -1;
+    Py_buffer body;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &body, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t index = PyList_GET_SIZE(heads);
+    int rc = index > INT32_MAX ? bad("too many batches")
+        : append_one(o, body.buf, body.len, found, base_offset, first_ts, fixed != Py_None,
+                     ts_fixed, (int32_t)index);
+    PyBuffer_Release(&body);
+    if (rc < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return -1;
+        PyErr_Clear();   /* a bug (the check passed these records): the batch is left out */
+        return 0;
+    }
+    PyObject *head = head_of(prefix, batch, codec_names);
+    if (head == NULL || PyList_Append(heads, head) < 0) {
+        Py_XDECREF(head);
+        return -1;   /* its rows stay: the caller's error drops the columns */
+    }
+    Py_DECREF(head);
+    return found;
+}
+
+/* append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
+ * codec_names) -> the index of the next batch: columns.py_append_batches, its twin and
+ * specification, without a Python call per batch. */
+static PyObject *append_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10 || !PyList_CheckExact(args[1]) || !PyTuple_Check(args[2])
+            || PyTuple_GET_SIZE(args[2]) != PREFIX || !PyList_Check(args[3])
+            || (args[7] != Py_None && !PyList_Check(args[7])) || !PyDict_Check(args[9]))
+        return PyErr_Format(PyExc_TypeError, "append_batches(buffers, heads (list), prefix "
+                            "(6-tuple), batches (list), at, rows, data_bytes, sources (list or "
+                            "None), source, codec_names (dict))");
+    PyObject *heads = args[1], *prefix = args[2], *batches = args[3], *sources = args[7];
+    Py_ssize_t at = PyLong_AsSsize_t(args[4]);
+    long long max_rows = PyLong_AsLongLong(args[5]), max_bytes = PyLong_AsLongLong(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    Out o[NBUF];
+    int ready, failed = begin(o, args[0], &ready) < 0;
+    for (; !failed && at >= 0 && at < PyList_GET_SIZE(batches); at++) {
+        PyObject *batch = PyList_GET_ITEM(batches, at);
+        PyObject *deferred = PyObject_GetAttr(batch, s_deferred);
+        if (deferred == NULL) {
+            failed = 1;
+            break;
+        }
+        if (deferred == Py_None) {   /* records built, or none: the caller's add_batch */
+            Py_DECREF(deferred);
+            break;
+        }
+        Py_INCREF(batch);   /* the list may change under a call */
+        Py_ssize_t n = append_deferred(o, deferred, heads, prefix, batch, args[9]);
+        Py_DECREF(deferred);
+        Py_DECREF(batch);
+        if (n < 0) {
+            failed = 1;
+            break;
+        }
+        if (n > 0 && sources != Py_None) {
+            PyObject *pair = Py_BuildValue("(On)", args[8], n);
+            failed = pair == NULL || PyList_Append(sources, pair) < 0;
+            Py_XDECREF(pair);
+        }
+        if (n > 0 && (rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes)) {
+            at++;
+            break;
+        }
+    }
+    if (done(o, ready) < 0)
+        failed = 1;
+    return failed ? NULL : PyLong_FromSsize_t(at);
+}
+
 static PyMethodDef methods[] = {
     {"append_v2", append_v2, METH_VARARGS,
      "append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -> count"},
+    {"append_batches", (PyCFunction)(void (*)(void))append_batches, METH_FASTCALL,
+     "append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source, "
+     "codec_names) -> the next batch's index"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -284,5 +463,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_columns",
 
 PyMODINIT_FUNC PyInit__columns(void)
 {
+    if ((s_deferred = PyUnicode_InternFromString("_deferred")) == NULL
+            || (s_magic = PyUnicode_InternFromString("magic")) == NULL
+            || (s_codec = PyUnicode_InternFromString("codec")) == NULL)
+        return NULL;
+    for (int i = 0; i < HEAD_NAMES; i++)
+        if ((s_head[i] = PyUnicode_InternFromString(head_names[i])) == NULL)
+            return NULL;
     return PyModule_Create(&module);
 }

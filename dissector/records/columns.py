@@ -66,6 +66,7 @@ _ZERO32 = _I32.pack(0)
 NS_PER_MS = 1_000_000
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _TS_MAX = _I64_MAX // NS_PER_MS   # the last millisecond whose ns fit int64
+UNCUT = 1 << 62   # RecordColumns.fill's limits when nothing is cut
 
 
 class RecordColumns:
@@ -114,17 +115,46 @@ class RecordColumns:
             _append_record(self, index, r.offset, r.timestamp, r.key, r.value, r.headers)
         return len(records)
 
+    def full(self, rows, data_bytes) -> bool:
+        """Whether the columns hold `rows` rows or `data_bytes` (where a chunk is cut)."""
+        return self.rows >= rows or self.data_bytes >= data_bytes
+
+    def fill(self, prefix, batches, at, rows=UNCUT, data_bytes=UNCUT, sources=None,
+             source=None) -> int:
+        """Append the records of batches[at:] (one partition's, whose batch fields start with
+        `prefix`: exchange_sets) until the columns are full(rows, data_bytes); returns the
+        index of the next batch (len(batches) when all are in). `sources`, if a list, gets
+        (source, records) per batch with records."""
+        while at < len(batches):
+            at = append_batches(self.buffers, self.batches, prefix, batches, at, rows,
+                                data_bytes, sources, source, CODEC_NAMES)
+            if at == len(batches) or self.full(rows, data_bytes):
+                break
+            b = batches[at]   # its records built (v0/v1, control) or none: one by one
+            at += 1
+            if b.records:
+                n = self.add_batch(batch_head(prefix, b), b)
+                if n and sources is not None:
+                    sources.append((source, n))
+                if self.full(rows, data_bytes):
+                    break
+        return at
+
     def add_exchange(self, exchange, topic_names=None, max_uncompressed=64 << 20) -> int:
-        """Append the records of an exchange; returns how many (see exchange_batches)."""
-        return sum(self.add_batch(head, b)
-                   for head, b in exchange_batches(exchange, topic_names, max_uncompressed))
+        """Append the records of an exchange; returns how many (see exchange_sets)."""
+        before = self.rows
+        for prefix, batches in exchange_sets(exchange, topic_names, max_uncompressed):
+            self.fill(prefix, batches, 0)
+        return self.rows - before
 
 
-def exchange_batches(exchange, topic_names=None, max_uncompressed=64 << 20):
-    """(batch fields, Batch) for every batch with records of an exchange (Produce requests,
-    Fetch and ShareFetch responses). topic_names: {topic id: name} for topics that travel by id
-    and were not resolved in the body (else the id's text is used). A raw `records` field (not
-    decoded by the pipeline) is decoded here."""
+
+def exchange_sets(exchange, topic_names=None, max_uncompressed=64 << 20):
+    """(the batch fields the exchange and partition give, the partition's batches) for every
+    partition of an exchange with batches (Produce requests, Fetch and ShareFetch responses).
+    topic_names: {topic id: name} for topics that travel by id and were not resolved in the
+    body (else the id's text is used). A raw `records` field (not decoded by the pipeline) is
+    decoded here."""
     conn = exchange.connection.connection_id if exchange.connection is not None else None
     corr = exchange.correlation_id
     api_key = exchange.api_key
@@ -135,13 +165,58 @@ def exchange_batches(exchange, topic_names=None, max_uncompressed=64 << 20):
             rs = decode_record_set(records, max_uncompressed=max_uncompressed)
         else:
             continue
-        for b in rs.batches:
-            if b._deferred is None and not b.records:
-                continue
-            yield (conn, corr, api_key, direction, topic, partition, b.magic,
-                   CODEC_NAMES.get(b.codec, str(b.codec)), b.timestamp_type, b.producer_id,
-                   b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control,
-                   b.crc_ok), b
+        if rs.batches:
+            yield (conn, corr, api_key, direction, topic, partition), rs.batches
+
+
+def batch_head(prefix, b) -> tuple:
+    """A batch's BATCH_COLUMNS values: `prefix` (exchange_sets'), then the batch's own."""
+    return prefix + (b.magic, CODEC_NAMES.get(b.codec, str(b.codec)), b.timestamp_type,
+                     b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional,
+                     b.is_control, b.crc_ok)
+
+
+def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
+                      codec_names) -> int:
+    """RecordColumns.fill's walk over the batches whose records are checked and not built
+    (`_deferred`), from batches[at] on: each one's records appended to `buffers` (as
+    append_v2) with its batch fields in `heads`, (source, records) in `sources` (a list, or
+    None), until the buffers hold `rows` rows or `data_bytes` (RecordColumns.full) or a batch
+    without `_deferred` comes (the caller takes it); returns the index of the next batch.
+    records/_columns.c's append_batches is this without a Python call per batch; `codec_names`
+    is CODEC_NAMES."""
+    cols = _over(buffers, heads)
+    while at < len(batches):
+        b = batches[at]
+        deferred = b._deferred
+        if deferred is None:
+            return at
+        at += 1
+        found, _, (body, _, base_offset, first_ts, ts_fixed) = deferred
+        if not found:
+            continue
+        try:
+            py_append_v2(buffers, body, found, base_offset, first_ts, ts_fixed, len(heads))
+        except ValueError:   # a bug (the check passed these records): the batch is left out
+            continue
+        heads.append(prefix + (b.magic, codec_names.get(b.codec, str(b.codec)),
+                               b.timestamp_type, b.producer_id, b.producer_epoch,
+                               b.base_sequence, b.is_transactional, b.is_control, b.crc_ok))
+        if sources is not None:
+            sources.append((source, found))
+        if cols.full(rows, data_bytes):
+            break
+    return at
+
+
+def _over(buffers, batches=None) -> RecordColumns:
+    """A RecordColumns over existing buffers (BUFFERS order)."""
+    cols = RecordColumns.__new__(RecordColumns)
+    cols.batches = batches
+    cols.buffers = buffers
+    for name, buf in zip(BUFFERS, buffers, strict=True):
+        setattr(cols, name, buf)
+    return cols
 
 
 def partitions(ex, topic_names=None):
@@ -238,11 +313,7 @@ def py_append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -
     ts_fixed when not None (LogAppendTime); header keys decoded as UTF-8 with replacement. A
     record the check passed cannot fail here: if one does anyway, ValueError, and the buffers
     are as they were."""
-    cols = RecordColumns.__new__(RecordColumns)
-    cols.batches = None
-    cols.buffers = buffers
-    for name, buf in zip(BUFFERS, buffers, strict=True):
-        setattr(cols, name, buf)
+    cols = _over(buffers)
     rows, headers = cols.rows, (len(cols.hvalue_offsets) >> 2) - 1
     sizes = [len(b) for b in buffers]
     try:
@@ -308,10 +379,10 @@ def _bytes(buf, pos):
     return buf[pos:pos + length], pos + length
 
 
-try:   # compiled (records/_columns.c); the same, without a Python call per record
-    from ._columns import append_v2
+try:   # compiled (records/_columns.c); the same, without a Python call per record or batch
+    from ._columns import append_batches, append_v2
 except ImportError:
-    append_v2 = py_append_v2
+    append_batches, append_v2 = py_append_batches, py_append_v2
 
 
 def iter_rows(cols):
@@ -368,12 +439,12 @@ def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_nam
     its exchange in `exchanges`, its records)."""
     cols, sources = RecordColumns(), []
     for i, ex in enumerate(exchanges):
-        for head, batch in exchange_batches(ex, topic_names):
-            n = cols.add_batch(head, batch)
-            if n:
-                sources.append((i, n))
-            if cols.rows >= rows or cols.data_bytes >= data_bytes:
-                yield cols, sources
-                cols, sources = RecordColumns(), []
+        for prefix, batches in exchange_sets(ex, topic_names):
+            at = 0
+            while at < len(batches):
+                at = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
+                if cols.full(rows, data_bytes):
+                    yield cols, sources
+                    cols, sources = RecordColumns(), []
     if cols.rows:
         yield cols, sources

@@ -11,7 +11,7 @@ import struct
 
 from ..model import ERROR, Issue
 from . import legacy, record_batch
-from .model import Batch, RecordSet
+from .model import RECORD_COST, Batch, RecordSet
 
 try:  # the headers-only walk of a v2 record set compiled (records/_headers.c); else _decode
     from ._headers import configure as _configure_walk_set, set_sums, v2_headers, walk_set
@@ -96,7 +96,7 @@ if walk_set is None:
     walk_set, set_sums = py_walk_set, py_set_sums
 else:
     _configure_walk_set(Batch, RecordSet, record_batch.crc32c if checks_crc() else None,
-                        decode_record_set)
+                        decode_record_set, record_batch._build_records, RECORD_COST)
 
 
 def _decode(data, records, build, budget):

@@ -23,33 +23,50 @@ from .columns import BATCH_COLUMNS
 _I32 = struct.Struct("<i")
 _I64 = struct.Struct("<q")
 _NAMES = tuple(name for name, _ in BATCH_COLUMNS)
-_HEAD = _NAMES[:8]     # connection_id .. compression: before the offset
+# the batch fields before it are written before a record's offset, those after it after its
+# headers
 _TS_TYPE = _NAMES.index("timestamp_type")
-_TAIL = _NAMES[9:]     # producer_id .. batch_crc_ok: after the headers
 
 
 def csv_chunk(cols, ends=None) -> bytes:
     """The rows of `cols` (RecordColumns) as CSV lines (no header line); `ends` (a list) gets
     where each batch's lines end (the text's length after them)."""
-    pre, mid, post = [], [], []
-    for b in cols.batches:
-        head, tail = _csv_fields(b[:8]), _csv_fields(b[9:])
-        pre.append((head + ",").encode())
-        mid.append(("," + ("" if b[_TS_TYPE] is None else str(b[_TS_TYPE])) + ",").encode())
-        post.append(("," + tail + "\n").encode())
-    return csv_text(cols.buffers, pre, mid, post, *(() if ends is None else (ends,)))
+    return csv_text(cols.buffers, *_batch_texts(cols.batches, True),
+                    *(() if ends is None else (ends,)))
 
 
 def jsonl_chunk(cols, ends=None) -> bytes:
     """The rows of `cols` as JSON lines; `ends` as csv_chunk's."""
+    return jsonl_text(cols.buffers, *_batch_texts(cols.batches, False),
+                      *(() if ends is None else (ends,)))
+
+
+def _batch_texts(batches, csv_format):
+    texts = batch_texts(batches, csv_format, _NAMES)
+    return texts if texts is not None else py_batch_texts(batches, csv_format, _NAMES)
+
+
+def py_batch_texts(batches, csv_format, names=_NAMES):
+    """(pre, mid, post): per batch (a tuple of BATCH_COLUMNS values named `names`), the text
+    written before a record's offset, between its timestamp and key, and after its headers,
+    as bytes: CSV as csv.writer writes the fields, JSON as json.dumps writes the dict.
+    records/_text.c's batch_texts is the same compiled (None where it leaves a batch's values
+    to this)."""
     pre, mid, post = [], [], []
-    for b in cols.batches:
-        head = json.dumps(dict(zip(_HEAD, b[:8])), separators=(",", ":"))
-        tail = json.dumps(dict(zip(_TAIL, b[9:])), separators=(",", ":"))
-        pre.append((head[:-1] + ',"offset":').encode())
-        mid.append((',"timestamp_type":' + json.dumps(b[_TS_TYPE]) + ',"key":').encode())
-        post.append(("," + tail[1:] + "\n").encode())
-    return jsonl_text(cols.buffers, pre, mid, post, *(() if ends is None else (ends,)))
+    t = _TS_TYPE
+    head_names, tail_names = names[:t], names[t + 1:]
+    for b in batches:
+        if csv_format:
+            pre.append((_csv_fields(b[:t]) + ",").encode())
+            mid.append(("," + ("" if b[t] is None else str(b[t])) + ",").encode())
+            post.append(("," + _csv_fields(b[t + 1:]) + "\n").encode())
+        else:
+            head = json.dumps(dict(zip(head_names, b[:t])), separators=(",", ":"))
+            tail = json.dumps(dict(zip(tail_names, b[t + 1:])), separators=(",", ":"))
+            pre.append((head[:-1] + ',"offset":').encode())
+            mid.append((',"timestamp_type":' + json.dumps(b[t]) + ',"key":').encode())
+            post.append(("," + tail[1:] + "\n").encode())
+    return pre, mid, post
 
 
 def _csv_fields(values) -> str:
@@ -142,7 +159,7 @@ def py_jsonl_text(buffers, pre, mid, post, ends=None) -> bytes:
     return bytes(out)
 
 
-try:   # compiled (records/_text.c): the same without Python objects per record
-    from ._text import csv_text, jsonl_text
+try:   # compiled (records/_text.c): the same without Python objects per record or batch
+    from ._text import batch_texts, csv_text, jsonl_text
 except ImportError:
-    csv_text, jsonl_text = py_csv_text, py_jsonl_text
+    batch_texts, csv_text, jsonl_text = py_batch_texts, py_csv_text, py_jsonl_text

@@ -9,8 +9,8 @@ bytes choose the pair), records (record sets and codecs), stream (a sequence of 
 through reassembly, framing and pairing); and one per compiled entry point, each against its
 Python twin (the same result or the same exception type): reader (protocol/_reader.c's readers,
 any budget), summarize (its byte walk, which must agree with decoding and walking), walkset
-(records/_headers.c and _check.c through record_set.walk_set), columns (records/_columns.c
-append_v2), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
+(records/_headers.c and _check.c through record_set.walk_set, both levels), columns
+(records/_columns.c append_v2 and append_batches, records/_text.c batch_texts), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
 handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
 pairing (_pairing.c: the same through the compiled pairing), decoder (_decoding.c's
 BodyDecoder.request and response on a message, chosen as for decode, and its twins),
@@ -196,8 +196,9 @@ def target_summarize():
 
 
 def target_walkset():
-    from dissector.records.record_set import walk_set
+    from dissector.records.record_set import py_walk_set, walk_set
     from dissector.records import decode_record_set
+    from tests.records.test_headers_walk import _records_view
 
     from dissector.records.record_set import py_set_sums, set_sums
 
@@ -211,11 +212,21 @@ def target_walkset():
         assert sums[0] == twin[0] and type(sums[1]) is type(twin[1])
         if type(twin[1]) is tuple:
             assert sums == twin
+        # the records level (records/_headers.c checked_set, else the Python walk), with a
+        # budget the first byte picks: what the Python walk makes, the budget paid alike
+        budget = (0, 159, 160, 1000, 1 << 20)[data[0] % 5] if data else 1 << 20
+        fast, slow = [budget], [budget]
+        got = _outcome(walk_set, data, True, fast)
+        want = _outcome(py_walk_set, data, True, slow)
+        assert got[0] == want[0] and fast == slow
+        if got[0] == "ok":
+            assert _records_view(got[1]) == _records_view(want[1])
     return one
 
 
 def target_columns():
-    from dissector.records import columns
+    from dissector.records import columns, text
+    from dissector.records.record_set import walk_set
 
     def one(data):
         if len(data) < 2 or columns.append_v2 is columns.py_append_v2:
@@ -226,6 +237,25 @@ def target_columns():
         got = _outcome(columns.append_v2, a.buffers, *args)
         assert got == _outcome(columns.py_append_v2, b.buffers, *args)
         assert [bytes(x) for x in a.buffers] == [bytes(x) for x in b.buffers]
+        # the batch walk (append_batches) over the record set the data makes, cut after the
+        # batch that brings the rows to the second byte; then its batch fields as text, with
+        # a topic of any text
+        rs = _outcome(walk_set, data, True, [1 << 20])
+        if rs[0] != "ok":
+            return
+        topic = data[2:2 + data[1] % 12].decode("latin-1")
+        prefix = (1, 2, 0, 0, topic, data[1] - 128)
+        walks = []
+        for walk in (columns.append_batches, columns.py_append_batches):
+            cols, sources = columns.RecordColumns(), []
+            at = _outcome(walk, cols.buffers, cols.batches, prefix, rs[1].batches, 0,
+                          1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
+            walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
+        assert walks[0] == walks[1]
+        for csv_format in (True, False):
+            texts = text.batch_texts(walks[0][2], csv_format, text._NAMES)
+            if texts is not None:
+                assert texts == text.py_batch_texts(walks[0][2], csv_format)
     return one
 
 

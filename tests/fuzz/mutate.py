@@ -57,7 +57,9 @@ def dissect_all(path: Path) -> None:
     from analysis.partition_columns import PartitionTable
     from dissector.output import CsvWriter, JsonlWriter, TextWriter
     from dissector.pipeline import dissect
+    from dissector.records.columns import sourced_chunks
     from dissector.records.rows import record_rows
+    from dissector.records.text import csv_chunk, jsonl_chunk
     for level in ("headers", "bodies", "records"):
         out = io.StringIO()
         writers = [TextWriter(out), CsvWriter(out), JsonlWriter(out, bodies=level != "headers")]
@@ -70,6 +72,9 @@ def dissect_all(path: Path) -> None:
                 for _ in record_rows(ex):
                     pass
         partitions.table()
+    for cols, _ in sourced_chunks(dissect([str(path)], level="records"), 7, 1 << 12):
+        csv_chunk(cols)
+        jsonl_chunk(cols)
 
 
 def direct_calls(count: int, rnd: random.Random) -> None:
@@ -85,13 +90,18 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from analysis.partition_columns import SIDES
     from tests.fuzz.atheris_targets import partition_walks
     from tests.protocol.encoder import random_body
+    from dissector.records import _columns, _text
+    from dissector.records.columns import CODEC_NAMES, RecordColumns
+    from dissector.records.model import Batch
+    from dissector.records.text import _NAMES
+    odd = (None, 0, -1, 1 << 62, 1 << 70, 1.5, "a,b", "é", "\ud800", True, b"x", [], ())
     entries = [entry for k in APIS if tables(k) for side in tables(k)
                for entry in side.values()]
     walked = [(k, d, entry[1]) for k in SIDES for d in (0, 1) if SIDES[k][d]
               for entry in tables(k)[d].values()]
     for i in range(count):
         raw = rnd.randbytes(rnd.choice((0, 1, 4, 16, 64, 512)))
-        which = i % 7
+        which = i % 9
         try:
             if which == 0 and entries:
                 reader = rnd.choice(entries)[0]
@@ -110,6 +120,24 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                 segment_run(raw, rnd.choice(("headers", "bodies")))()
             elif which == 4:
                 exchange_row(exchange_of(raw))
+            elif which == 7:   # batch walks over deferred parses of any shape
+                batches = []
+                for _ in range(rnd.randrange(4)):
+                    b = Batch(0, 0, 2)
+                    b._deferred = rnd.choice((
+                        None, (rnd.randrange(-2, 9), None, (raw, 0, rnd.choice(odd),
+                                                            rnd.choice(odd), rnd.choice(odd))),
+                        (1,), (1, None, (raw,)), "x"))
+                    batches.append(b)
+                cols = RecordColumns()
+                _columns.append_batches(
+                    cols.buffers, rnd.choice((cols.batches, [])),
+                    tuple(rnd.choice(odd) for _ in range(6)), batches, rnd.randrange(-1, 5),
+                    rnd.randrange(-1, 9), rnd.choice((0, 100, 1 << 62)),
+                    rnd.choice((None, [])), rnd.choice(odd), CODEC_NAMES)
+            elif which == 8:   # batch fields of any values
+                _text.batch_texts([tuple(rnd.choice(odd) for _ in range(rnd.choice((15, 15, 3))))
+                                   for _ in range(rnd.randrange(4))], rnd.random() < 0.5, _NAMES)
             elif which == 5:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))

@@ -146,3 +146,70 @@ def test_the_byte_walks_sums_are_its_twins(batches, as_view, records, codec):
         assert type(got) is tuple and got == want
     else:
         assert type(got) is RecordSet and _records_view(got) == _records_view(want)
+
+
+ITEMS = st.lists(st.tuples(st.integers(0, 1 << 42), st.one_of(st.none(), st.binary(max_size=200)),
+                           st.one_of(st.none(), st.binary(max_size=300)),
+                           st.lists(st.tuples(st.sampled_from(["h", "é", "trace"]),
+                                              st.one_of(st.none(), st.binary(max_size=4))),
+                                    max_size=2)), min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(ITEMS, st.sampled_from([0, 0, 0, 1])), min_size=1, max_size=4),
+       st.sampled_from(["none", "log_append_time", "control", "damaged", "tail"]),
+       st.sampled_from([0, 159, 160, 480, 1 << 20]), st.booleans())
+def test_the_records_level_walk_is_the_python_walk(sets, odd, budget, as_view):
+    """walk_set at the records level (records/_headers.c checked_set for sets of uncompressed v2
+    batches whose records all check, the Python walk for the rest) makes what decode_record_set
+    makes, pays the same budget, and leaves the records to build on first read: on kafka-python's
+    batches of any keys, values, headers and varint widths, gzip ones among them, with a batch
+    in LogAppendTime or a control batch, a damaged record, or a partial tail, and budgets that
+    run out within the set."""
+    compiled()
+    batches = [bytearray(build(2, codec, items, offset=10 * i)) for i, (items, codec) in
+               enumerate(sets)]
+    last = batches[-1]
+    if odd in ("log_append_time", "control"):
+        last[22] |= 0x08 if odd == "log_append_time" else 0x20
+    elif odd == "damaged":
+        last[-1] ^= 0x55
+    if odd in ("log_append_time", "control", "damaged"):
+        struct.pack_into(">I", last, 17, crc32c(bytes(last[21:])))
+    data = b"".join(batches)
+    if odd == "tail":
+        data += bytes(batches[0][:30])
+    if as_view:
+        data = memoryview(b"\x00" + data)[1:]
+    fast, slow = [budget], [budget]
+    got = record_set.walk_set(data, True, fast)
+    want = record_set.decode_record_set(data, records=True, budget=slow)
+    assert fast == slow and _records_view(got) == _records_view(want)
+    assert [b._deferred is not None for b in got.batches] == \
+        [b._deferred is not None for b in want.batches]
+
+
+def test_the_records_level_walk_of_plain_batches_is_compiled():
+    """A set of uncompressed v2 batches whose records check is made in C (the Python walk, the
+    fallback, is not called), with the records unbuilt until read."""
+    from dissector.records import _headers
+    from dissector.records.model import RECORD_COST
+    compiled()
+    data = b"".join(build(2, 0, [(1_700_000_000_000 + i, b"k", b"v" * i, [("h", b"x")])
+                                 for i in range(3)], offset=3 * n) for n in range(2))
+
+    def no_python(*_args, **_kwargs):
+        raise AssertionError("the Python walk was called")
+    _headers.configure(Batch, RecordSet, None, no_python, record_batch._build_records,
+                       RECORD_COST)
+    try:
+        budget = [1 << 20]
+        rs = _headers.walk_set(data, True, budget)
+    finally:
+        record_set._configure_walk_set(
+            Batch, RecordSet, record_batch.crc32c if record_set.checks_crc() else None,
+            record_set.decode_record_set, record_batch._build_records, RECORD_COST)
+    assert budget == [(1 << 20) - 6 * RECORD_COST] and rs.record_count == 6
+    assert all(b.crc_ok and b._deferred[0] == 3 for b in rs.batches)
+    assert [r.offset for r in rs.records()] == list(range(6))
+    assert [r.value for r in rs.records()] == [b"", b"v", b"vv"] * 2

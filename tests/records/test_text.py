@@ -151,3 +151,30 @@ def test_batch_fields_as_csv_writer_writes_them(values):
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow(["" if v is None else v for v in values])
     assert text._csv_fields(values) == out.getvalue()[:-1]
+
+
+ODD_VALUE = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(1 << 63, 1 << 70),
+                      st.floats(allow_nan=False), st.text(max_size=6),
+                      st.sampled_from(['to,p"ic\n', "\r", "\ud800", "é\U0001f600", "a\x00b",
+                                       "\x7f", "back\\slash", b"bytes"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(BATCH | st.tuples(*[ODD_VALUE] * 15), max_size=4), st.booleans())
+def test_batch_fields_are_rendered_as_the_twin_renders_them(compiled, batches, csv_format):
+    """records/_text.c's batch_texts writes what text.py_batch_texts (csv.writer's and
+    json.dumps' text of the fields) writes, or leaves the batches to it (None) where a value is
+    one it does not render: text CSV would quote, ints past int64, floats, lone surrogates,
+    other types. Ints, bools, None and plain text it always renders."""
+    try:
+        want = text.py_batch_texts(batches, csv_format)
+    except (TypeError, ValueError):   # bytes in JSON, a lone surrogate: none to compare
+        want = None
+    got = compiled.batch_texts(batches, csv_format, text._NAMES)
+    if got is not None:
+        assert got == want
+    plain = all(v is None or type(v) in (bool, int) and -(1 << 63) <= v < 1 << 63
+                or type(v) is str and v.isascii() and v.isprintable() and not set(v) & set(',"')
+                for b in batches for v in b)
+    if plain:
+        assert got is not None
