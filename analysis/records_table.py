@@ -39,8 +39,7 @@ def record_batch(cols: RecordColumns, copy=False) -> pa.RecordBatch:
     of exactly their size (bytearrays keep up to twice what they hold)."""
     buf = (lambda b: pa.py_buffer(bytes(b))) if copy else pa.py_buffer
     take = pa.Array.from_buffers(pa.int32(), cols.rows, [None, buf(cols.batch_index)])
-    batch = [_batch_column(cols.batches, i, typ).take(take)
-             for i, typ in enumerate(_BATCH_TYPES)]
+    batch = [_encoded(i, column).take(take) for i, column in enumerate(batch_fields(cols.batches))]
     return _assembled(own_columns(cols, buf), batch)
 
 
@@ -90,25 +89,23 @@ def assembled(own, fields, batch_index) -> pa.RecordBatch:
 
 def batch_fields(batches) -> list:
     """The batch fields of `batches` (one row each) as plain arrays, one per BATCH_COLUMNS."""
-    return [_batch_plain(batches, i, typ) for i, typ in enumerate(_BATCH_TYPES)]
-
-
-def _batch_column(batches, i, typ):
-    return _encoded(i, _batch_plain(batches, i, typ))
+    columns = list(zip(*batches)) if batches else [()] * len(_BATCH_TYPES)
+    return [_batch_plain(values, i, typ)
+            for i, (values, typ) in enumerate(zip(columns, _BATCH_TYPES, strict=True))]
 
 
 def _encoded(i, column):
     return column.dictionary_encode() if BATCH_COLUMNS[i][0] in CATEGORICAL else column
 
 
-def _batch_plain(batches, i, typ):
-    """Column i of the batch rows, from buffers too (pa.array on a list imports pandas); a
-    damaged body's value of the wrong type or out of range is null, as in analysis.columns."""
-    values = [b[i] for b in batches]
+def _batch_plain(values, i, typ):
+    """Column i of the batch rows (its `values`), from buffers too (pa.array on a list imports
+    pandas); a damaged body's value of the wrong type or out of range is null, as in
+    analysis.columns."""
     whole = _whole(values, BATCH_COLUMNS[i][1])
     if whole is not None:
         return pa.Array.from_buffers(typ, len(values), [None] + [pa.py_buffer(b) for b in whole])
-    return _checked(batches, i, typ)
+    return _checked(values, i, typ)
 
 
 def _whole(values, kind):
@@ -132,15 +129,14 @@ def _whole(values, kind):
     return None
 
 
-def _checked(batches, i, typ):
+def _checked(values, i, typ):
     """_batch_plain one value at a time."""
     kind = BATCH_COLUMNS[i][1]
-    n = len(batches)
+    n = len(values)
     valid = bytearray((n + 7) >> 3)
     if kind == "string":
         offsets, data = array("i", [0]), bytearray()
-        for row, b in enumerate(batches):
-            v = b[i]
+        for row, v in enumerate(values):
             if type(v) is str:
                 try:
                     data += v.encode()
@@ -151,24 +147,22 @@ def _checked(batches, i, typ):
         buffers = [valid, offsets, data]
     elif kind == "bool":
         bits = bytearray((n + 7) >> 3)
-        for row, b in enumerate(batches):
-            v = b[i]
+        for row, v in enumerate(values):
             if type(v) is bool:
                 valid[row >> 3] |= 1 << (row & 7)
                 if v:
                     bits[row >> 3] |= 1 << (row & 7)
         buffers = [valid, bits]
     else:
-        values = array(_CODES[kind])
-        for row, b in enumerate(batches):
-            v = b[i]
+        ints = array(_CODES[kind])
+        for row, v in enumerate(values):
             try:
-                values.append(v if type(v) is int else 0)
+                ints.append(v if type(v) is int else 0)
                 if type(v) is int:
                     valid[row >> 3] |= 1 << (row & 7)
             except OverflowError:
-                values.append(0)
-        buffers = [valid, values]
+                ints.append(0)
+        buffers = [valid, ints]
     return pa.Array.from_buffers(typ, n, [pa.py_buffer(b) for b in buffers])
 
 
@@ -206,8 +200,8 @@ class RecordTable:
         for prefix, batches in exchange_sets(ex):
             at = 0
             while at < len(batches):
-                at = self._cols.fill(prefix, batches, at, self._rows, self._bytes)
-                if self._cols.full(self._rows, self._bytes):
+                at, full = self._cols.fill(prefix, batches, at, self._rows, self._bytes)
+                if full:
                     self._cut()
 
     def _cut(self) -> None:

@@ -42,10 +42,10 @@ enum { M_API_KEY, M_API_VERSION, M_CORRELATION_ID, M_CLIENT_ID, M_HEADER_TAGS, M
 static const char *message_slots[] = {"api_key", "api_version", "correlation_id", "client_id",
                                       "header_tags", "body", "issues", "header_size", "summary"};
 enum { S_ERROR_CODES, S_TOPICS, S_PARTITIONS, S_RECORDS, S_RECORDS_BYTES,
-       S_UNCOMPRESSED_BYTES, S_ERROR_CODE, S_THROTTLE_TIME_MS, S_SLOTS };
+       S_UNCOMPRESSED_BYTES, S_ERROR_CODE, S_THROTTLE_TIME_MS, S_RECORD_SETS, S_SLOTS };
 static const char *summary_slots[] = {"error_codes", "topics", "partitions", "records",
                                       "records_bytes", "uncompressed_bytes", "error_code",
-                                      "throttle_time_ms"};
+                                      "throttle_time_ms", "record_sets"};
 static Py_ssize_t message_off[M_SLOTS], summary_off[S_SLOTS];
 
 /* The offsets of cls's object slots `names`: 0, or -1 with an error raised. */
@@ -178,8 +178,8 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         Py_XDECREF(none);
         goto done;
     }
-    if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 10) {
-        PyErr_SetString(PyExc_TypeError, "summarize returns a 10-tuple");
+    if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 11) {
+        PyErr_SetString(PyExc_TypeError, "summarize returns an 11-tuple");
         goto done;
     }
     Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(walked, 0));
@@ -191,7 +191,7 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         PyObject *rest[3] = {data, walked, issues};
         summary = to_twin(self, s__walked.name, rest, 3);
     } else {
-        static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9};
+        static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9, 10};
         PyObject *values[S_SLOTS];
         for (int i = 0; i < S_SLOTS; i++)
             values[i] = Py_NewRef(PyTuple_GET_ITEM(walked, from[i]));

@@ -38,9 +38,11 @@ class _Every:
 
 class Summary:
     """What one body walk collected (filled by the layout's walker), and the body's own
-    error_code and throttle_time_ms (None where its class has no such field)."""
+    error_code and throttle_time_ms (None where its class has no such field). record_sets: where
+    the walk went over the body's bytes at the records level, (topic, partition, RecordSet) per
+    `records` field (records.columns.partitions' of the body it did not build), else None."""
     __slots__ = ("error_codes", "topics", "partitions", "records", "records_bytes",
-                 "uncompressed_bytes", "error_code", "throttle_time_ms")
+                 "uncompressed_bytes", "error_code", "throttle_time_ms", "record_sets")
 
     def __init__(self):
         self.error_codes = []
@@ -49,7 +51,7 @@ class Summary:
         self.records = 0
         self.records_bytes = 0
         self.uncompressed_bytes = 0   # None once a compressed batch was not decompressed
-        self.error_code = self.throttle_time_ms = None
+        self.error_code = self.throttle_time_ms = self.record_sets = None
 
 
 class BodyDecoder:
@@ -230,7 +232,7 @@ class BodyDecoder:
 
     def _walked(self, data, walked, issues) -> Summary:
         """The Summary of what Reader.summarize returned for the body in `data`."""
-        (end, codes, topics, bad_sets, parts, count, size, unc, top, throttle) = walked
+        (end, codes, topics, bad_sets, parts, count, size, unc, top, throttle, sets) = walked
         if end < len(data):
             issues.append(Issue("kafka.trailing_bytes", WARNING,
                                 f"{len(data) - end} bytes after the end of the body",
@@ -238,7 +240,7 @@ class BodyDecoder:
         s = Summary()
         s.error_codes, s.topics, s.partitions = codes, topics, parts
         s.records, s.records_bytes, s.uncompressed_bytes = count, size, unc
-        s.error_code, s.throttle_time_ms = top, throttle
+        s.error_code, s.throttle_time_ms, s.record_sets = top, throttle, sets
         _rebase(data, bad_sets, issues)
         return s
 

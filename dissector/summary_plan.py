@@ -10,6 +10,10 @@ walker would do on the decoded body. A plan tells it, per field of the layout, w
     mode   = M_* bits: the struct is a topic entry, a partition entry, has a topic name, a topic id
     plan   = (node, error_code default, throttle_time_ms default)
 
+At the records level the walk also hands over each record set with its partition's index
+(R_PARTITION) and its topic, as records.columns.partitions finds them in a decoded body: the
+records table is then built without the Produce and Fetch bodies.
+
 A default is an index into the compiled layout's defaults (the wire fields', then the absent
 ones', as tree.new_body sets them), or -1: no such attribute (its value is then None).
 
@@ -22,7 +26,9 @@ from __future__ import annotations
 
 from .summary_walk import _entries, _has_id, _list_flags, _name_attr, _relevant
 
-R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID = range(7)
+R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_PARTITION = range(8)
+# a partition entry's index, read where it holds records (records.columns.partitions' names)
+PARTITION_INDEX = ("index", "partition_index")
 M_TOPIC, M_PARTITION, M_NAME, M_ID = 1, 2, 4, 8
 
 _plans = {}   # id(schema) -> (schema, plan): holding the schema keeps its id from being reused
@@ -63,11 +69,15 @@ def _node(schema, in_topic, in_partition, top):
     mode = ((M_TOPIC if in_topic else 0) | (M_PARTITION if in_partition else 0)
             | (M_NAME if name_attr is not None else 0) | (M_ID if has_id else 0))
     names = _names(mode)
+    # a topic entry whose partitions hold records names their sets (Summary.record_sets), also
+    # where the summary does not name topics
+    naming = names or _holds_sets(schema)
     entries = _entries(schema)
     if any(kind == "default" for _, kind, _, _ in entries):
         raise _Unplannable("a default error code")
     roles = []
     relevant = []   # the fields the object walk visits, in wire order
+    holds_records = any(f[0] == "records" for f in fields + tagged)
     for attr, kind, elem, _, _, _, _, child in fields + tagged:
         role = R_SKIP
         if attr == "error_code":
@@ -82,14 +92,16 @@ def _node(schema, in_topic, in_partition, top):
             relevant.append(attr)
         elif top and attr == "throttle_time_ms" and kind == "int32":
             role = R_THROTTLE
-        elif names and attr == name_attr:
+        elif naming and attr == name_attr:
             if kind != "string":
                 raise _Unplannable(attr)
             role = R_NAME
-        elif names and has_id and attr == "topic_id":
+        elif naming and has_id and attr == "topic_id":
             if kind != "uuid":
                 raise _Unplannable(attr)
             role = R_TOPIC_ID
+        elif holds_records and attr in PARTITION_INDEX and kind == "int32":
+            role = R_PARTITION
         if child is not None:
             flags = _list_flags(attr, kind)
             if _relevant(child, *flags):
@@ -100,9 +112,15 @@ def _node(schema, in_topic, in_partition, top):
         roles.append(role)
     if relevant != [attr for attr, _, _, _ in entries if attr in relevant]:
         raise _Unplannable("wire order is not slot order")
-    name_default = _default(schema, name_attr) if names and name_attr is not None else -1
-    id_default = _default(schema, "topic_id") if names and has_id else -1
+    name_default = _default(schema, name_attr) if naming and name_attr is not None else -1
+    id_default = _default(schema, "topic_id") if naming and has_id else -1
     return (mode, name_default, id_default, tuple(roles))
+
+
+def _holds_sets(schema):
+    """Whether the entries of a struct's list field hold `records` (a topic's partitions)."""
+    return any(child is not None and any(f[0] == "records" for f in child[2] + child[3])
+               for _, _, _, _, _, _, _, child in schema[2] + schema[3])
 
 
 def _names(mode):

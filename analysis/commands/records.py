@@ -18,7 +18,6 @@ from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
                                        open_dissection, parse_ports, report_errors,
                                        report_undecrypted)
-from dissector.decoding import RECORD_APIS
 from dissector.output import iso_ns
 from dissector.records.columns import record_chunks, sourced_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
@@ -48,9 +47,9 @@ def run(args) -> int:
     from dissector.cli import UsageError
     if args.format == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
-    # the records are in Produce, Fetch and ShareFetch bodies: the others are walked on their
-    # bytes (summaries and topic ids as ever) without building them
-    dissection, progress = open_dissection(args, "records", keep_bodies=RECORD_APIS)
+    # no body is built: the walk over their bytes hands the record sets of Produce, Fetch and
+    # ShareFetch over with their topics and partitions (Summary.record_sets)
+    dissection, progress = open_dissection(args, "records", keep_bodies=False)
     result = dissection
     try:
         if args.format == "parquet":
@@ -111,7 +110,7 @@ def _parquet(args, dissection, progress):
         from ..parallel_records import Writer, render
         from ..records_table import SCHEMA
         plan = Plan(args.captures, lambda: render, jobs, ports, level="records",
-                    max_frame=args.max_frame, keep_bodies=RECORD_APIS,
+                    max_frame=args.max_frame, keep_bodies=False,
                     keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
         try:
             with pq.ParquetWriter(args.out, SCHEMA) as parquet:
@@ -172,7 +171,7 @@ def _parallel(args, dissection, progress, write, placed=None):
         count[0] += sum(n for n, _ in pieces)
         write(("" if fmt == "text" else b"").join(text for _, text in pieces))
     plan = Plan(args.captures, render, jobs, ports, level="records", max_frame=args.max_frame,
-                keep_bodies=RECORD_APIS, keylog=dissection.dissector.tls.keylog,
+                keep_bodies=False, keylog=dissection.dissector.tls.keylog,
                 by=args.jobs_by, out=placed)
     try:
         return run(plan, written, progress), count[0], 0

@@ -503,11 +503,13 @@ static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
 /* What dissector.summary_walk's walker does on a decoded body, done on its bytes: each field is
  * checked as read_value would read it, but only those the plan names become objects. Any fault
  * fails the walk as a read would fail (decoding.BodyDecoder then decodes and walks the body). */
-enum { R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_NODE };
+enum { R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_PARTITION,
+       R_NODE };
 enum { M_TOPIC = 1, M_PARTITION = 2, M_NAME = 4, M_ID = 8 };
 
 typedef struct {
     PyObject *errs, *topics, *names, *decode_set, *full, *budget, *bad_sets;
+    PyObject *sets;       /* at the records level: [topic, partition, record set] per set */
     int learn;
     int in_place;         /* decode_set is set_sums headers-only: its common case done here */
     long long parts, nrec, nbytes, unc;
@@ -584,15 +586,36 @@ static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s)
     return s->flexible ? walk_tags(c, p, s, skip_field, NULL, NULL) : 0;
 }
 
+/* The topic of the sets not named yet: what stands in for it in S->sets until the struct that
+ * names it is done */
+static PyObject *unnamed;
+
 /* One record set: the walker's `decode_set` call and its sums (decode_set may give those alone,
- * (records, bytes, uncompressed bytes or None), for a set without issues: record_set.set_sums). */
-static int sum_records(Sum *S, PyObject *v)
+ * (records, bytes, uncompressed bytes or None), for a set without issues: record_set.set_sums);
+ * at the records level the set too, with `partition` (its entry's index), in S->sets. */
+static int sum_records(Sum *S, PyObject *v, PyObject *partition)
 {
     PyObject *call[3] = {v, S->full, S->budget};
     PyObject *rs = PyObject_Vectorcall(S->decode_set, call, 3, NULL);
     if (rs == NULL)
         return -1;
     int rc = -1;
+    if (S->sets != NULL && !PyTuple_CheckExact(rs)) {
+        PyObject *entry = PyList_New(3);
+        if (entry == NULL) {
+            Py_DECREF(rs);
+            return -1;
+        }
+        PyList_SET_ITEM(entry, 0, Py_NewRef(unnamed));
+        PyList_SET_ITEM(entry, 1, Py_NewRef(partition ? partition : Py_None));
+        PyList_SET_ITEM(entry, 2, Py_NewRef(rs));
+        int appended = PyList_Append(S->sets, entry);
+        Py_DECREF(entry);
+        if (appended < 0) {
+            Py_DECREF(rs);
+            return -1;
+        }
+    }
     if (PyTuple_CheckExact(rs) && PyTuple_GET_SIZE(rs) == 3) {   /* its sums alone: no issues */
         PyObject *unc = PyTuple_GET_ITEM(rs, 2);
         S->nrec += PyLong_AsLongLong(PyTuple_GET_ITEM(rs, 0));
@@ -659,6 +682,7 @@ static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S);
 typedef struct {
     Sum *S;
     PyObject *name, *id;  /* the struct's topic name and id so far (R_NAME, R_TOPIC_ID) */
+    PyObject *partition;  /* a partition entry's index (R_PARTITION, at the records level) */
 } Walked;
 
 static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
@@ -667,7 +691,7 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
     Sum *S = w->S;
     Field *f = &s->fields[i];
     int role = s->roles[i];
-    if (role == R_SKIP)
+    if (role == R_SKIP || (role == R_PARTITION && S->sets == NULL))
         return skip_field(c, p, s, i, NULL);
     if (role == R_RECORDS && S->in_place) {   /* set_sums' common case, with no view made */
         Py_ssize_t q = *p;
@@ -715,7 +739,10 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
         break;
     case R_RECORDS:
         if (v != Py_None)
-            rc = sum_records(S, v);
+            rc = sum_records(S, v, w->partition);
+        break;
+    case R_PARTITION:
+        Py_XSETREF(w->partition, Py_NewRef(v));
         break;
     case R_NAME:
         Py_XSETREF(w->name, Py_NewRef(v));
@@ -793,10 +820,35 @@ static int name_topic(Schema *s, Walked *w)
     return 0;
 }
 
+/* The sets S->sets took from `from` on, in a struct that names a topic: named as
+ * records.columns.partitions names them (the name, else the topic id's text, else None). */
+static int name_sets(Sum *S, Py_ssize_t from, Walked *w)
+{
+    PyObject *topic = NULL;
+    for (Py_ssize_t i = from; i < PyList_GET_SIZE(S->sets); i++) {
+        PyObject *entry = PyList_GET_ITEM(S->sets, i);
+        if (PyList_GET_ITEM(entry, 0) != unnamed)
+            continue;
+        if (topic == NULL) {
+            int named = w->name == NULL ? 0 : PyObject_IsTrue(w->name);
+            if (named < 0)
+                return -1;
+            topic = named ? Py_NewRef(w->name)
+                : w->id != NULL && w->id != Py_None ? PyObject_Str(w->id) : Py_NewRef(Py_None);
+            if (topic == NULL)
+                return -1;
+        }
+        PyList_SetItem(entry, 0, Py_NewRef(topic));
+    }
+    Py_XDECREF(topic);
+    return 0;
+}
+
 static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
 {
     Walked w = {.S = S};
     int rc = -1;
+    Py_ssize_t sets_from = S->sets != NULL ? PyList_GET_SIZE(S->sets) : 0;
     if (s->mode & M_PARTITION)
         S->parts++;
     if ((s->name_def >= 0 && (w.name = fresh(&s->defaults[s->name_def])) == NULL)
@@ -817,9 +869,12 @@ static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
     if (s->flexible && walk_tags(c, p, s, sum_field, NULL, &w) < 0)
         goto done;
     rc = (w.name != NULL || w.id != NULL) ? name_topic(s, &w) : 0;
+    if (rc == 0 && S->sets != NULL && (w.name != NULL || w.id != NULL))
+        rc = name_sets(S, sets_from, &w);
 done:
     Py_XDECREF(w.name);
     Py_XDECREF(w.id);
+    Py_XDECREF(w.partition);
     return rc;
 }
 
@@ -916,6 +971,26 @@ static PyObject *reader_call(Reader *self, PyObject *const *args, size_t nargsf,
     return out;
 }
 
+/* The record sets as summarize returns them: (topic, partition, set) tuples, the topics of sets no
+ * struct named None; None for none kept (NULL with an error) */
+static PyObject *sets_of(PyObject *sets)
+{
+    if (sets == NULL)
+        return Py_NewRef(Py_None);
+    Py_ssize_t n = PyList_GET_SIZE(sets);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(sets, i), *topic = PyList_GET_ITEM(e, 0);
+        PyObject *t = PyTuple_Pack(3, topic == unnamed ? Py_None : topic, PyList_GET_ITEM(e, 1),
+                                   PyList_GET_ITEM(e, 2));
+        if (t == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, t);
+    }
+    return out;
+}
+
 static PyObject *top_value(Schema *s, Py_ssize_t def)
 {
     return def < 0 ? Py_NewRef(Py_None) : fresh(&s->defaults[def]);
@@ -923,7 +998,9 @@ static PyObject *top_value(Schema *s, Py_ssize_t def)
 
 /* summarize(b, p, plan, learn, names, decode_set, full, budget) -> (end, error codes, topics,
  * bad sets, partitions, records, records bytes, uncompressed bytes or None, error_code,
- * throttle_time_ms): the summary walk of the body at b[p:] (see "the summary walk"). ValueError
+ * throttle_time_ms, record sets): the summary walk of the body at b[p:] (see "the summary
+ * walk"); the record sets, with `full` (the records level), are [topic, partition, set] per
+ * `records` field walked, else None. ValueError
  * when this reader cannot walk (not compiled, a plan that does not fit the layout, not bytes);
  * malformed bytes fail as a call does. */
 static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_t nargs)
@@ -964,21 +1041,27 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
              .names = args[4], .decode_set = args[5], .full = args[6], .budget = args[7],
              .learn = learn, .unc_known = 1, .top_error = top_value(s, err_def),
              .throttle = top_value(s, thr_def),
-             .in_place = !full && in_place_sums != NULL && args[5] == in_place_sums};
+             .in_place = !full && in_place_sums != NULL && args[5] == in_place_sums,
+             .sets = full ? PyList_New(0) : Py_NewRef(Py_None)};
     PyObject *out = NULL;
+    if (S.sets == Py_None)   /* none kept: S.sets NULL from here */
+        Py_CLEAR(S.sets);
+    else if (S.sets == NULL)
+        goto failed;
     if (S.errs != NULL && S.topics != NULL && S.bad_sets != NULL && S.top_error != NULL
             && S.throttle != NULL) {
         if (sum_struct(&c, &p, s, &S) < 0)
             malformed();
         else {
-            PyObject *items[10] = {
+            PyObject *items[11] = {
                 PyLong_FromSsize_t(p), Py_NewRef(S.errs), Py_NewRef(S.topics),
                 Py_NewRef(S.bad_sets), PyLong_FromLongLong(S.parts),
                 PyLong_FromLongLong(S.nrec), PyLong_FromLongLong(S.nbytes),
                 S.unc_known ? PyLong_FromLongLong(S.unc) : Py_NewRef(Py_None),
-                Py_NewRef(S.top_error), Py_NewRef(S.throttle)};
-            out = PyTuple_New(10);
-            for (int i = 0; i < 10; i++) {
+                Py_NewRef(S.top_error), Py_NewRef(S.throttle),
+                sets_of(S.sets)};
+            out = PyTuple_New(11);
+            for (int i = 0; i < 11; i++) {
                 if (out != NULL && items[i] != NULL)
                     PyTuple_SET_ITEM(out, i, items[i]);
                 else {
@@ -988,10 +1071,12 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
             }
         }
     }
+failed:
     Py_XDECREF(c.view);
     Py_XDECREF(S.errs);
     Py_XDECREF(S.topics);
     Py_XDECREF(S.bad_sets);
+    Py_XDECREF(S.sets);
     Py_XDECREF(S.top_error);
     Py_XDECREF(S.throttle);
     return out;
@@ -1123,6 +1208,8 @@ PyMODINIT_FUNC PyInit__reader(void)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].at = PyUnicode_InternFromString(names[i].s)) == NULL)
             return NULL;
+    if ((unnamed = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type)) == NULL)
+        return NULL;
     if (PyType_Ready(&ReaderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

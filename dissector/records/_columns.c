@@ -398,8 +398,8 @@ static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, P
 }
 
 /* append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
- * codec_names) -> the index of the next batch: columns.py_append_batches, its twin and
- * specification, without a Python call per batch. */
+ * codec_names) -> (the index of the next batch, whether the buffers are full):
+ * columns.py_append_batches, its twin and specification, without a Python call per batch. */
 static PyObject *append_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 10 || !PyList_CheckExact(args[1]) || !PyTuple_Check(args[2])
@@ -444,9 +444,10 @@ static PyObject *append_batches(PyObject *self, PyObject *const *args, Py_ssize_
             break;
         }
     }
+    int full = rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
     if (done(o, ready) < 0)
         failed = 1;
-    return failed ? NULL : PyLong_FromSsize_t(at);
+    return failed ? NULL : Py_BuildValue("(nO)", at, full ? Py_True : Py_False);
 }
 
 static PyMethodDef methods[] = {
@@ -454,7 +455,7 @@ static PyMethodDef methods[] = {
      "append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -> count"},
     {"append_batches", (PyCFunction)(void (*)(void))append_batches, METH_FASTCALL,
      "append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source, "
-     "codec_names) -> the next batch's index"},
+     "codec_names) -> (the next batch's index, whether the buffers are full)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -120,16 +120,16 @@ class RecordColumns:
         return self.rows >= rows or self.data_bytes >= data_bytes
 
     def fill(self, prefix, batches, at, rows=UNCUT, data_bytes=UNCUT, sources=None,
-             source=None) -> int:
+             source=None) -> tuple[int, bool]:
         """Append the records of batches[at:] (one partition's, whose batch fields start with
         `prefix`: exchange_sets) until the columns are full(rows, data_bytes); returns the
-        index of the next batch (len(batches) when all are in). `sources`, if a list, gets
-        (source, records) per batch with records."""
+        index of the next batch (len(batches) when all are in) and whether they are full.
+        `sources`, if a list, gets (source, records) per batch with records."""
         while at < len(batches):
-            at = append_batches(self.buffers, self.batches, prefix, batches, at, rows,
-                                data_bytes, sources, source, CODEC_NAMES)
-            if at == len(batches) or self.full(rows, data_bytes):
-                break
+            at, full = append_batches(self.buffers, self.batches, prefix, batches, at, rows,
+                                      data_bytes, sources, source, CODEC_NAMES)
+            if full or at == len(batches):
+                return at, full
             b = batches[at]   # its records built (v0/v1, control) or none: one by one
             at += 1
             if b.records:
@@ -137,8 +137,8 @@ class RecordColumns:
                 if n and sources is not None:
                     sources.append((source, n))
                 if self.full(rows, data_bytes):
-                    break
-        return at
+                    return at, True
+        return at, False
 
     def add_exchange(self, exchange, topic_names=None, max_uncompressed=64 << 20) -> int:
         """Append the records of an exchange; returns how many (see exchange_sets)."""
@@ -177,20 +177,20 @@ def batch_head(prefix, b) -> tuple:
 
 
 def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
-                      codec_names) -> int:
+                      codec_names) -> tuple[int, bool]:
     """RecordColumns.fill's walk over the batches whose records are checked and not built
     (`_deferred`), from batches[at] on: each one's records appended to `buffers` (as
     append_v2) with its batch fields in `heads`, (source, records) in `sources` (a list, or
     None), until the buffers hold `rows` rows or `data_bytes` (RecordColumns.full) or a batch
-    without `_deferred` comes (the caller takes it); returns the index of the next batch.
-    records/_columns.c's append_batches is this without a Python call per batch; `codec_names`
-    is CODEC_NAMES."""
+    without `_deferred` comes (the caller takes it); returns the index of the next batch and
+    whether the buffers are full. records/_columns.c's append_batches is this without a Python
+    call per batch; `codec_names` is CODEC_NAMES."""
     cols = _over(buffers, heads)
     while at < len(batches):
         b = batches[at]
         deferred = b._deferred
         if deferred is None:
-            return at
+            break
         at += 1
         found, _, (body, _, base_offset, first_ts, ts_fixed) = deferred
         if not found:
@@ -206,7 +206,7 @@ def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sou
             sources.append((source, found))
         if cols.full(rows, data_bytes):
             break
-    return at
+    return at, cols.full(rows, data_bytes)
 
 
 def _over(buffers, batches=None) -> RecordColumns:
@@ -220,18 +220,25 @@ def _over(buffers, batches=None) -> RecordColumns:
 
 
 def partitions(ex, topic_names=None):
-    """(direction, topic, partition, records field) for every partition carrying records."""
+    """(direction, topic, partition, records field) for every partition carrying records: from
+    the decoded body, or where the body was walked on its bytes at the records level and not
+    built, from what that walk took (Summary.record_sets: the same, its topics named when
+    walked)."""
     if ex.api_key == PRODUCE:
-        body = ex.request_msg.body if ex.request_msg is not None else None
+        msg = ex.request_msg
         direction, topics_attr, parts_attr, index_attr = (REQUEST, "topic_data", "partition_data",
                                                           "index")
     elif ex.api_key in (FETCH, SHARE_FETCH):
-        body = ex.response_msg.body if ex.response_msg is not None else None
+        msg = ex.response_msg
         direction, topics_attr, parts_attr, index_attr = (RESPONSE, "responses", "partitions",
                                                           "partition_index")
     else:
         return
+    body = msg.body if msg is not None else None
     if body is None:
+        walked = msg.summary.record_sets if msg is not None and msg.summary is not None else None
+        for topic, partition, records in walked or ():
+            yield direction, topic, partition, records
         return
     for t in getattr(body, topics_attr, None) or ():
         name = getattr(t, "name", None) or getattr(t, "topic", None)
@@ -442,8 +449,8 @@ def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_nam
         for prefix, batches in exchange_sets(ex, topic_names):
             at = 0
             while at < len(batches):
-                at = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
-                if cols.full(rows, data_bytes):
+                at, full = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
+                if full:
                     yield cols, sources
                     cols, sources = RecordColumns(), []
     if cols.rows:

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COPIED = ("dissector", "analysis", "tests", "captures", "kafka-specs", "pyproject.toml")
+COPIED = ("dissector", "analysis", "tests", "captures", "kafka-specs", "scripts", "pyproject.toml")
 FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
          "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
 ASAN_EXIT, UBSAN_EXIT = 99, 98

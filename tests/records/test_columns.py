@@ -147,8 +147,9 @@ def _filled(fn, sets, rows, data_bytes):
             for prefix, batches in exchange_sets:
                 at = 0
                 while at < len(batches):
-                    at = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
-                    if cols.full(rows, data_bytes):
+                    at, full = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
+                    assert full == cols.full(rows, data_bytes)
+                    if full:
                         chunks.append((cols.buffers, cols.batches, sources))
                         cols, sources = RecordColumns(), []
     finally:
@@ -197,8 +198,8 @@ def test_a_batch_the_check_passed_but_the_parse_refuses_is_left_out_by_both(c_ap
     out = []
     for fn in (append_batches, py_append_batches):
         cols, heads, sources = RecordColumns(), [], []
-        at = fn(cols.buffers, heads, prefix, [bad, good], 0, 1 << 62, 1 << 62, sources, 5,
-                CODEC_NAMES)
+        at, _ = fn(cols.buffers, heads, prefix, [bad, good], 0, 1 << 62, 1 << 62, sources, 5,
+                   CODEC_NAMES)
         out.append((at, cols.buffers, heads, sources))
     assert out[0] == out[1]
     assert out[0][0] == 2 and out[0][3] == [(5, found)] and len(out[0][2]) == 1
