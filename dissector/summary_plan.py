@@ -113,7 +113,10 @@ def _node(schema, in_topic, in_partition, top):
     if relevant != [attr for attr, _, _, _ in entries if attr in relevant]:
         raise _Unplannable("wire order is not slot order")
     name_default = _default(schema, name_attr) if naming and name_attr is not None else -1
-    id_default = _default(schema, "topic_id") if naming and has_id else -1
+    # a naming struct's sets are named by its id's text where it has no name, the absent id's
+    # default (the zero UUID) included, as partitions() names them in a decoded body
+    id_default = (_default(schema, "topic_id")
+                  if naming and (has_id or "topic_id" in cls.__slots__) else -1)
     return (mode, name_default, id_default, tuple(roles))
 
 

@@ -1,0 +1,53 @@
+"""The record sets the byte walk hands over at the records level (Summary.record_sets: the records
+commands build no Produce or Fetch body) are those records.columns.partitions finds in the
+decoded bodies, with the same topics (named, or by the topic id's text) and partitions, on every
+exchange of every shipped capture; and a walk that could not name a set's topic says None."""
+import json
+
+import pytest
+
+from dissector.pipeline import dissect
+from dissector.records.columns import partitions
+from tests.records.test_headers_walk import _records_view
+from tests.support import CAPTURES
+
+
+def _port(pcap):
+    return json.loads((CAPTURES / f"{pcap.name.split('.')[0]}.truth.json").read_text())[
+        "broker_port"]
+
+
+def _sets(ex):
+    return [(d, t, p, _records_view(rs)) for d, t, p, rs in partitions(ex)]
+
+
+@pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.stem)
+def test_walked_sets_are_the_decoded_bodies_sets(pcap):
+    walked = list(dissect(pcap, (_port(pcap),), level="records", keep_bodies=False))
+    decoded = list(dissect(pcap, (_port(pcap),), level="records", keep_bodies=True))
+    assert len(walked) == len(decoded)
+    for w, d in zip(walked, decoded):
+        assert _sets(w) == _sets(d)
+
+
+def test_the_walk_hands_sets_over_where_it_built_no_body():
+    """The shipped captures' Produce requests and Fetch responses are walked on their bytes (no
+    body built) and their sets come from the walk, topics named."""
+    seen = 0
+    for pcap in sorted(CAPTURES.glob("*.pcap")):
+        for ex in dissect(pcap, (_port(pcap),), level="records", keep_bodies=False):
+            msg = ex.request_msg if ex.api_key == 0 else ex.response_msg
+            if ex.api_key in (0, 1) and msg is not None and msg.body is None:
+                sets = msg.summary.record_sets
+                assert sets is not None
+                seen += len(sets)
+                assert all(type(t) is str and t and type(p) is int for t, p, _ in sets)
+    assert seen > 100
+
+
+def test_bodies_level_walks_keep_no_sets():
+    pcap = sorted(CAPTURES.glob("*.pcap"))[0]
+    for ex in dissect(pcap, (_port(pcap),), level="bodies", keep_bodies=False):
+        for msg in (ex.request_msg, ex.response_msg):
+            if msg is not None and msg.summary is not None:
+                assert msg.summary.record_sets is None
