@@ -6,10 +6,11 @@ the exchange table needs: it replaces raw
 level), learns topic-id -> name mappings from responses that carry both (Metadata, CreateTopics,
 ...), names topics that travel by id (Fetch v13+, Produce v13+), and collects error codes, topic
 names, partition entries and record counts. Where no one will see the bodies (keep_bodies=False:
-`kafka-dissect read` without --bodies; or all but those of the api keys keep_bodies names: the
-records table reads the bodies of Produce and Fetch only), the compiled reader does that walk on
-the body's bytes instead (dissector.summary_plan), with the same checks and without building the
-body.
+`kafka-dissect read` without --bodies, the records commands; or all but those of the api keys
+keep_bodies names), the compiled reader does that walk on the body's bytes instead
+(dissector.summary_plan), with the same checks and without building the body; at the records
+level it also hands over each record set with its topic and partition (Summary.record_sets),
+all the records table reads of a body.
 """
 from __future__ import annotations
 

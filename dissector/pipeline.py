@@ -252,9 +252,10 @@ def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_fram
             keylog=None) -> Dissection:
     """Dissect one or more captures (read in the given order, as one capture: rotated files of one
     capture point continue each other's connections). Packet numbers run on across files.
-    keep_bodies=False: the messages keep their summaries (the table's columns) but not their
-    decoded bodies (body None), where the bytes allow it; faster, for table output. A set of
-    api keys: only their messages keep their bodies.
+    keep_bodies=False: the messages keep their summaries (the table's columns; at the records
+    level the record sets too, Summary.record_sets) but not their decoded bodies (body None),
+    where the bytes allow it; faster, for table output. A set of api keys: only their messages
+    keep their bodies.
     keylog: TLS key material, as for Dissector."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]

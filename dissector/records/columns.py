@@ -11,7 +11,9 @@ offsets and data). No key, value or header is ever a Python object on this path.
 
 `append_v2` fills the buffers from the records of one v2 batch that record_batch.decode already
 checked (its deferred parse): records/_columns.c does it compiled; `py_append_v2` here is the
-specification, parsing exactly as record_batch._parse_records does. The tests compare them.
+specification, parsing exactly as record_batch._parse_records does. `append_batches` does it for
+a partition's batches one after another (RecordColumns.fill), with their batch fields, in one
+call: on message-dense traffic a batch holds a record or two. The tests compare the twins.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .model import RecordSet
 from .record_set import decode_record_set
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+RECORD_APIS = frozenset((PRODUCE, FETCH, SHARE_FETCH))
 
 # The columns that come from the batch (stored once a batch), in the table's order (RECORD_COLUMNS
 # in rows.py interleaves them with RECORD_FIELD_COLUMNS).
@@ -148,16 +151,18 @@ class RecordColumns:
         return self.rows - before
 
 
-
-def exchange_sets(exchange, topic_names=None, max_uncompressed=64 << 20):
+def exchange_sets(exchange, topic_names=None, max_uncompressed=64 << 20) -> list:
     """(the batch fields the exchange and partition give, the partition's batches) for every
     partition of an exchange with batches (Produce requests, Fetch and ShareFetch responses).
     topic_names: {topic id: name} for topics that travel by id and were not resolved in the
     body (else the id's text is used). A raw `records` field (not decoded by the pipeline) is
     decoded here."""
+    api_key = exchange.api_key
+    if api_key not in RECORD_APIS:
+        return []
     conn = exchange.connection.connection_id if exchange.connection is not None else None
     corr = exchange.correlation_id
-    api_key = exchange.api_key
+    sets = []
     for direction, topic, partition, records in partitions(exchange, topic_names):
         if isinstance(records, RecordSet):
             rs = records
@@ -166,12 +171,13 @@ def exchange_sets(exchange, topic_names=None, max_uncompressed=64 << 20):
         else:
             continue
         if rs.batches:
-            yield (conn, corr, api_key, direction, topic, partition), rs.batches
+            sets.append(((conn, corr, api_key, direction, topic, partition), rs.batches))
+    return sets
 
 
-def batch_head(prefix, b) -> tuple:
+def batch_head(prefix, b, codec_names=CODEC_NAMES) -> tuple:
     """A batch's BATCH_COLUMNS values: `prefix` (exchange_sets'), then the batch's own."""
-    return prefix + (b.magic, CODEC_NAMES.get(b.codec, str(b.codec)), b.timestamp_type,
+    return prefix + (b.magic, codec_names.get(b.codec, str(b.codec)), b.timestamp_type,
                      b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional,
                      b.is_control, b.crc_ok)
 
@@ -199,9 +205,7 @@ def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sou
             py_append_v2(buffers, body, found, base_offset, first_ts, ts_fixed, len(heads))
         except ValueError:   # a bug (the check passed these records): the batch is left out
             continue
-        heads.append(prefix + (b.magic, codec_names.get(b.codec, str(b.codec)),
-                               b.timestamp_type, b.producer_id, b.producer_epoch,
-                               b.base_sequence, b.is_transactional, b.is_control, b.crc_ok))
+        heads.append(batch_head(prefix, b, codec_names))
         if sources is not None:
             sources.append((source, found))
         if cols.full(rows, data_bytes):
