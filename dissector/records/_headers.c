@@ -147,23 +147,20 @@ static PyObject *batch(PyObject *crc32c, PyObject *view, const unsigned char *b,
     return make(&batch_layout, values);
 }
 
-/* The headers-only walk of `data`: RecordSet, None for the Python walk, NULL on an error. */
-static PyObject *headers(PyObject *data, PyObject *crc32c)
+/* What makes each batch of a set: NULL with no error where the Python walk must take the set */
+typedef PyObject *(*batch_maker)(const unsigned char *b, Py_ssize_t pos, Py_ssize_t size,
+                                 void *arg);
+
+/* The RecordSet of the v2 batches of b[:n], each made by `one` (a partial last batch sets
+ * truncated, as the Python walk does); None for the Python walk; NULL on an error. */
+static PyObject *v2_set(const unsigned char *b, Py_ssize_t n, batch_maker one, void *arg)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();   /* not one contiguous buffer: the Python walk */
-        Py_RETURN_NONE;
-    }
-    const unsigned char *b = view.buf;
-    Py_ssize_t n = view.len, pos = 0;
+    Py_ssize_t pos = 0;
     int truncated = 0;
     long long count = 0;
     PyObject *batches = PyList_New(0), *result = NULL;
-    /* the CRC is taken of views of this one (as the Python walk takes them of its view) */
-    PyObject *mv = crc32c == Py_None ? Py_NewRef(Py_None) : PyMemoryView_FromObject(data);
-    if (batches == NULL || mv == NULL)
-        goto done;
+    if (batches == NULL)
+        return NULL;
     while (pos < n) {
         if (n - pos < 17) {
             truncated = 1;
@@ -177,14 +174,14 @@ static PyObject *headers(PyObject *data, PyObject *crc32c)
             truncated = 1;
             break;
         }
-        PyObject *one = batch(crc32c, mv, b, pos, size);
-        if (one == NULL) {
+        PyObject *made = one(b, pos, size, arg);
+        if (made == NULL) {
             if (PyErr_Occurred())
                 goto done;
             goto python;
         }
-        int rc = PyList_Append(batches, one);
-        Py_DECREF(one);
+        int rc = PyList_Append(batches, made);
+        Py_DECREF(made);
         if (rc < 0)
             goto done;
         count += be(b + pos + 57, 4);
@@ -198,8 +195,34 @@ static PyObject *headers(PyObject *data, PyObject *crc32c)
 python:
     result = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(batches);
-    Py_XDECREF(mv);
+    Py_DECREF(batches);
+    return result;
+}
+
+typedef struct {
+    PyObject *crc32c, *view;
+} HeadersArg;
+
+static PyObject *header_batch(const unsigned char *b, Py_ssize_t pos, Py_ssize_t size, void *arg)
+{
+    HeadersArg *a = arg;
+    return batch(a->crc32c, a->view, b, pos, size);
+}
+
+/* The headers-only walk of `data`: RecordSet, None for the Python walk, NULL on an error. */
+static PyObject *headers(PyObject *data, PyObject *crc32c)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();   /* not one contiguous buffer: the Python walk */
+        Py_RETURN_NONE;
+    }
+    /* the CRC is taken of views of this one (as the Python walk takes them of its view) */
+    HeadersArg arg = {crc32c, crc32c == Py_None ? Py_NewRef(Py_None)
+                                                : PyMemoryView_FromObject(data)};
+    PyObject *result = arg.view == NULL ? NULL
+        : v2_set(view.buf, view.len, header_batch, &arg);
+    Py_XDECREF(arg.view);
     PyBuffer_Release(&view);
     return result;
 }
@@ -211,11 +234,13 @@ static long long record_cost = 1;
 
 /* The Batch of the v2 batch at b[pos:pos + size] with every record checked, as
  * record_batch.decode makes it with want_records (its records deferred: `records` unset), its
- * records paid from *remaining (budget bytes); NULL with no error where decode would report an
- * issue or take another way (a compressed or control batch, a budget too small for it). */
+ * records paid from the budget `arg` points to (a long long of bytes); NULL with no error where
+ * decode would report an issue or take another way (a compressed or control batch, a budget
+ * too small for it). */
 static PyObject *checked_batch(const unsigned char *b, Py_ssize_t pos, Py_ssize_t size,
-                               long long *remaining)
+                               void *arg)
 {
+    long long *remaining = arg;
     const unsigned char *h = b + pos;
     int64_t count = be(h + 57, 4);
     int attributes = (int)be(h + 21, 2);
@@ -261,53 +286,15 @@ static PyObject *checked_set(PyObject *data, PyObject *budget)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    const unsigned char *b = view.buf;
-    Py_ssize_t n = view.len, pos = 0;
-    int truncated = 0;
-    long long count = 0;
-    PyObject *batches = PyList_New(0), *result = NULL;
-    if (batches == NULL)
-        goto done;
-    while (pos < n) {
-        if (n - pos < 17) {
-            truncated = 1;
-            break;
-        }
-        int64_t length = be(b + pos + 8, 4);
-        if (b[pos + 16] != 2 || length < MIN_LENGTH)
-            goto python;
-        Py_ssize_t size = (Py_ssize_t)length + 12;
-        if (pos + size > n) {
-            truncated = 1;
-            break;
-        }
-        PyObject *one = checked_batch(b, pos, size, &remaining);
-        if (one == NULL) {
-            if (PyErr_Occurred())
-                goto done;
-            goto python;
-        }
-        int rc = PyList_Append(batches, one);
-        Py_DECREF(one);
-        if (rc < 0)
-            goto done;
-        count += be(b + pos + 57, 4);
-        pos += size;
-    }
-    PyObject *paid = PyLong_FromLongLong(remaining);
-    if (paid == NULL)
-        goto done;
-    PyList_SetItem(budget, 0, paid);
-    PyObject *values[SET_FIELDS] = {Py_NewRef(batches), PyList_New(0),
-                                    PyBool_FromLong(truncated), PyLong_FromSsize_t(n),
-                                    PyLong_FromLongLong(count)};
-    result = make(&set_layout, values);
-    goto done;
-python:
-    result = Py_NewRef(Py_None);
-done:
-    Py_XDECREF(batches);
+    PyObject *result = v2_set(view.buf, view.len, checked_batch, &remaining);
     PyBuffer_Release(&view);
+    if (result != NULL && result != Py_None) {   /* the budget paid */
+        PyObject *paid = PyLong_FromLongLong(remaining);
+        if (paid == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SetItem(budget, 0, paid);
+    }
     return result;
 }
 

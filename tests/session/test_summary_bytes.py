@@ -61,6 +61,15 @@ def _both(data, key, version, direction, known, full=False):
     return out
 
 
+def _random_bodies(entry, rnd, n=4):
+    """(bytes, known topic names) of `n` random bodies of the layout: every other topic id in a
+    body is known by name beforehand, so that resolving and learning both happen."""
+    for _ in range(n):
+        body = random_body(entry[1], rnd)
+        ids = [u for u in body_uuids(body) if u.int]
+        yield encode(entry[1], body), {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
+
+
 def _fails(reader, data):
     try:
         reader(data, 0)
@@ -86,12 +95,7 @@ def test_random_bodies(key, version, direction):
     reader = _compiled(entry)
     assert plan(entry[1]) is not None   # every layout of the specs is walked on its bytes
     rnd = random.Random(f"bytes/{key}/{version}/{direction}")
-    for _ in range(4):
-        body = random_body(entry[1], rnd)
-        # every other topic id is known by name beforehand: resolving and learning both happen
-        ids = [u for u in body_uuids(body) if u.int]
-        known = {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
-        data = encode(entry[1], body)
+    for data, known in _random_bodies(entry, rnd):
         decoded, walked = _both(data, key, version, direction, known)
         assert walked == decoded
         for bad in _damaged(data, rnd):
@@ -264,11 +268,7 @@ def test_record_sets_walked_on_bytes_are_the_decoded_bodies(key, version, direct
     random and damaged bodies of every version of Produce, Fetch and ShareFetch."""
     entry = tables(key)[direction][version]
     rnd = random.Random(f"sets/{key}/{version}")
-    for _ in range(4):
-        body = random_body(entry[1], rnd)
-        ids = [u for u in body_uuids(body) if u.int]
-        known = {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
-        data = encode(entry[1], body)
+    for data, known in _random_bodies(entry, rnd):
         for bad in (data, *_damaged(data, rnd)):
             got = []
             for keep in (True, False):
