@@ -31,6 +31,8 @@ from dissector.protocol import headers, readers
 assert not framebuf.COMPILED and not readers.COMPILED and not headers.COMPILED
 from dissector.records import columns, text
 assert columns.append_v2 is columns.py_append_v2 and text.csv_text is text.py_csv_text
+assert columns.append_batches is columns.py_append_batches
+assert text.batch_texts is text.py_batch_texts
 from dissector import decoding
 assert not decoding.COMPILED and decoding.BodyDecoder.request is decoding.BodyDecoder.py_request
 from dissector.cli import main
@@ -52,7 +54,7 @@ def test_the_python_loops_read_alike(tmp_path, capture, level):
     assert outs[0].count("\n") > 10
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_the_python_records_table_is_written_alike(tmp_path, fmt):
     outs = []
     for code in ("from dissector.cli import main; import sys; sys.exit(main(sys.argv[1:]))", HIDE):
@@ -61,4 +63,8 @@ def test_the_python_records_table_is_written_alike(tmp_path, fmt):
                         "--format", fmt, "--out", str(out)], check=True, cwd=ROOT)
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
-    assert outs[0].count(b"\n") > 100
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+        assert pq.read_metadata(tmp_path / "0.parquet").num_rows > 100
+    else:
+        assert outs[0].count(b"\n") > 100

@@ -188,10 +188,12 @@ def target_summarize():
         entry = tables(k)[data[2] & 1].get(v)
         if entry is None or plan(entry[1]) is None or not hasattr(entry[0], "summarize"):
             return
+        full = data[2] & 2 == 2   # the records level: the record sets handed over too
         got = _outcome(entry[0].summarize, data[3:], 0, plan(entry[1]), True, {}, walk_set,
-                       False, [1 << 20])
+                       full, [1 << 20])
         if got[0] == "ok":   # what it walked, a decode must read too, to the same end
             assert entry[0].fallback(data[3:], 0)[1] == got[1][0]
+            assert (got[1][10] is None) != full
     return one
 
 
