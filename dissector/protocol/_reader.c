@@ -999,10 +999,9 @@ static PyObject *top_value(Schema *s, Py_ssize_t def)
 /* summarize(b, p, plan, learn, names, decode_set, full, budget) -> (end, error codes, topics,
  * bad sets, partitions, records, records bytes, uncompressed bytes or None, error_code,
  * throttle_time_ms, record sets): the summary walk of the body at b[p:] (see "the summary
- * walk"); the record sets, with `full` (the records level), are [topic, partition, set] per
- * `records` field walked, else None. ValueError
- * when this reader cannot walk (not compiled, a plan that does not fit the layout, not bytes);
- * malformed bytes fail as a call does. */
+ * walk"); the record sets, with `full` (the records level), are (topic, partition, set) per
+ * `records` field walked, else None. ValueError when this reader cannot walk (not compiled, a
+ * plan that does not fit the layout, not bytes); malformed bytes fail as a call does. */
 static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8)
@@ -1041,12 +1040,9 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
              .names = args[4], .decode_set = args[5], .full = args[6], .budget = args[7],
              .learn = learn, .unc_known = 1, .top_error = top_value(s, err_def),
              .throttle = top_value(s, thr_def),
-             .in_place = !full && in_place_sums != NULL && args[5] == in_place_sums,
-             .sets = full ? PyList_New(0) : Py_NewRef(Py_None)};
+             .in_place = !full && in_place_sums != NULL && args[5] == in_place_sums};
     PyObject *out = NULL;
-    if (S.sets == Py_None)   /* none kept: S.sets NULL from here */
-        Py_CLEAR(S.sets);
-    else if (S.sets == NULL)
+    if (full && (S.sets = PyList_New(0)) == NULL)   /* the records level keeps the sets */
         goto failed;
     if (S.errs != NULL && S.topics != NULL && S.bad_sets != NULL && S.top_error != NULL
             && S.throttle != NULL) {
