@@ -358,7 +358,8 @@ static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, P
 {
     PyObject *args;
     if (!PyTuple_Check(deferred) || PyTuple_GET_SIZE(deferred) != 3
-            || !PyTuple_Check(args = PyTuple_GET_ITEM(deferred, 2)) || PyTuple_GET_SIZE(args) != 5) {
+            || !PyTuple_Check(args = PyTuple_GET_ITEM(deferred, 2))
+            || PyTuple_GET_SIZE(args) != 5) {
         PyErr_SetString(PyExc_TypeError, "a deferred batch is (found, parse, args)");
         return -1;
     }

@@ -4,21 +4,21 @@
     python -m tests.fuzz.atheris_targets TARGET [libFuzzer options] [CORPUS_DIR...]
 
 Targets: capture (a whole capture file through dissect at the records level: the packet walker
-capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder: the first
-bytes choose the pair), records (record sets and codecs), stream (a sequence of TCP segments
-through reassembly, framing and pairing); and one per compiled entry point, each against its
-Python twin (the same result or the same exception type): reader (protocol/_reader.c's readers,
-any budget), summarize (its byte walk, which must agree with decoding and walking), walkset
-(records/_headers.c and _check.c through record_set.walk_set, both levels), columns
-(records/_columns.c append_v2 and append_batches, records/_text.c batch_texts), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers),
-handler (tcp/_handler.c: the stream target's segments through the compiled flow handler),
-pairing (_pairing.c: the same through the compiled pairing), decoder (_decoding.c's
-BodyDecoder.request and response on a message, chosen as for decode, and its twins),
+capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder: the first bytes
+choose the pair), records (record sets and codecs), stream (a sequence of TCP segments through
+reassembly, framing and pairing); and one per compiled entry point, each against its Python twin
+(the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
+summarize (its byte walk, which must agree with decoding and walking), walkset (records/_headers.c
+and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2 and
+append_batches, records/_text.c batch_texts), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c
+fill on its own buffers), handler (tcp/_handler.c: the stream target's segments through the
+compiled flow handler), pairing (_pairing.c: the same through the compiled pairing), decoder
+(_decoding.c's BodyDecoder.request and response on a message, chosen as for decode, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
-(_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the
-pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an
-exception escapes, when an
-Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past -rss_limit_mb.
+(_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the pair
+and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
+escapes, when an Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past
+-rss_limit_mb.
 """
 from __future__ import annotations
 
