@@ -6,7 +6,8 @@ sends the parent what the chunk made, keyed by packet (`keys`), and goes on with
 when the parent has numbered a chunk (global exchange numbers and connection ids: `numbers`),
 the worker renders that chunk's exchanges with the command's `render` (numbers in place) and
 sends the pieces (it looks for numbers after every file chunk). Exchanges wait in `held` until
-then: a step's worth and a little.
+then: a step's worth and a little, and never more than MAX_HELD steps (past those the worker
+waits for numbers: a parent slower than its workers holds them back).
 
 A render that can (plan.Plan says how) drafts each file chunk's exchanges as they complete, all
 of their text but the two numbers, and only the drafts wait: held a step, the exchanges took a
@@ -28,6 +29,11 @@ from .part import AT_END, Part
 from .placing import write_at
 
 STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between its reports
+# Steps a worker holds for their numbers before it waits for them. The parent numbers a step once
+# it has read what came before it, the pieces it writes included: without this bound a parent
+# slower than its workers (Parquet of bulk traffic, which it encodes alone) let them run ahead
+# with every step held, 430 MB each and 400 MB of the parent's shared memory on a 1 GiB capture.
+MAX_HELD = 4
 # The cyclic collector's first threshold in a worker. The exchanges held for their numbers (up
 # to two steps' worth, ~90,000 objects on the dense mix at the bodies level) are young objects
 # one process would have written and freed: at its threshold (the CLI's 50,000) a collection
@@ -179,6 +185,8 @@ class _Worker:
         self.held[self.chunk] = (exchanges, cids, late, [c.connection_id for c, _ in opened])
         self.chunk += 1
         self.serve(block=False)
+        while len(self.held) > MAX_HELD:
+            self.serve(block=True)
 
     def serve(self, block):
         """Render the chunks the parent has numbered and write those it has placed (block: wait

@@ -378,3 +378,34 @@ def test_more_flows_than_the_workers_remember_stay_parallel(tmp_path, capsys, mo
     same(outputs(tmp_path, capsys, _replicas(tmp_path, 8), "--format", "csv"))
     assert said and not any(said)
     assert sum(opened) == 2 * 420 and min(opened) > 0.3 * sum(opened), opened
+
+
+def test_a_parent_slower_than_its_workers_holds_them_back(tmp_path, capsys, monkeypatch):
+    """A parent that writes slower than its workers read (Parquet of bulk traffic, which it
+    encodes alone) numbers their steps late: a worker holding worker.MAX_HELD steps waits for
+    their numbers instead of reading on, so what it holds, and what the parent has yet to write,
+    stays bounded. The file is still one process's."""
+    import time
+
+    from benchmarks import corpus
+    from dissector.parallel import worker
+    source = next(c for c in CAPTURES if c.name == "codecs.pcap")
+    capture = tmp_path / "long.pcap"
+    corpus.build(capture, 40 * source.stat().st_size, src=str(source), parallel=12)
+    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)   # a step per MiB of the capture
+    monkeypatch.setattr(worker, "MAX_HELD", 1)
+    ahead = []   # per step reported: how many steps before it the parent has not numbered yet
+    handle, flush = driver._Parent.handle, driver._Parent.flush
+
+    def noting(self, msg):
+        if msg[0] == worker.KEYS:
+            ahead.append(msg[2] - self.to_number)
+        return handle(self, msg)
+
+    def slow(self, pieces):
+        time.sleep(0.05)
+        return flush(self, pieces)
+    monkeypatch.setattr(driver._Parent, "handle", noting)
+    monkeypatch.setattr(driver._Parent, "flush", slow)
+    same(records_outputs(tmp_path, capsys, capture, "--format", "parquet"))
+    assert len(ahead) >= 16 and max(ahead) <= worker.MAX_HELD
