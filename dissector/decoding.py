@@ -23,11 +23,10 @@ from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
 from .protocol import readers
 from .records import record_set
+from .records.columns import RECORD_APIS   # Produce, Fetch, ShareFetch carry record sets
 from .records.record_set import py_set_sums, set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
-
-RECORD_APIS = frozenset({0, 1, 78})   # Produce, Fetch, ShareFetch carry record sets
 
 
 class _Every:
