@@ -60,7 +60,7 @@ class ColumnBuilder:
         self._sink = sink
         self._batch_rows = batch_rows or BATCH_ROWS
         self._batch_bytes = batch_bytes or BATCH_BYTES
-        self._chunks = []     # kept batches (no sink): one list of plain arrays each
+        self._chunks = []     # kept batches (no sink)
         self._done = 0        # rows in earlier batches
         self._handed = False  # rows given to extend(): later rows go the same way
         self._new_batch()
@@ -156,10 +156,12 @@ class ColumnBuilder:
         else:
             return
         self._new_batch()
+        batch = pa.RecordBatch.from_arrays(shared_nulls(self._encoded(arrays)),
+                                           schema=self.schema)
         if self._sink is None:
-            self._chunks.append(arrays)
+            self._chunks.append(batch)
         else:
-            self._sink(pa.RecordBatch.from_arrays(self._encoded(arrays), schema=self.schema))
+            self._sink(batch)
 
     def _encoded(self, arrays):
         return [a.dictionary_encode() if enc else a for a, enc in zip(arrays, self._encode)]
@@ -169,15 +171,34 @@ class ColumnBuilder:
         self._cut()
 
     def table(self) -> pa.Table:
-        """All rows as one table (no sink): one array per column, dictionaries over all rows."""
+        """All rows as one table (no sink): kept_table of the batches."""
         self._cut()
-        arrays = []
-        for i, typ in enumerate(self._types):
-            parts = [chunk[i] for chunk in self._chunks]
-            arrays.append(parts[0] if len(parts) == 1 else
-                          pa.concat_arrays(parts) if parts else pa.array([], type=typ))
-        self._chunks = [arrays] if len(self) else []
-        return pa.Table.from_arrays(self._encoded(arrays), schema=self.schema)
+        return kept_table(self._chunks, self.schema)
+
+
+_NULLS = {}   # Arrow type -> the longest all-null array of it made so far
+
+
+def shared_nulls(arrays) -> list:
+    """`arrays` with each all-null one replaced by a slice of one all-null array of its type,
+    shared by every batch: the columns of other api keys' fields (a fifth of the partitions
+    table's memory on produce/fetch traffic) and an absent trace context then hold no memory
+    of their own."""
+    return [_nulls(a.type, len(a)) if a.null_count == len(a) and len(a) else a for a in arrays]
+
+
+def _nulls(typ, n) -> pa.Array:
+    held = _NULLS.get(typ)
+    if held is None or len(held) < n:
+        held = _NULLS[typ] = pa.nulls(max(n, BATCH_ROWS), typ)
+    return held.slice(0, n)
+
+
+def kept_table(batches, schema) -> pa.Table:
+    """The kept batches as one table: a chunk each, one dictionary for all (as the records
+    table, and as load_parquet reads them back). Joining the chunks into one array per column
+    held the table twice at the peak of a load (a fifth more than the table on dense traffic)."""
+    return pa.Table.from_batches(batches, schema=schema).unify_dictionaries()
 
 
 def _text_length(values) -> int:

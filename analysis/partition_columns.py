@@ -23,7 +23,7 @@ from dissector.partition_walk import Irregular, walk_side
 from dissector.protocol.names import error_name
 
 from . import columns as _budget
-from .columns import _array, table_schema
+from .columns import _array, kept_table, shared_nulls, table_schema
 from .partitions import (
     _BASE_OFF, _COMMITTED, _ERR, _ERR_NAME, _FETCH_OFF, _FIRST, _HW, _LAST, _LEADER,
     _LEADER_EPOCH, _LISTED, _LOG_START, _LSO, _PARTITION, _RECORDS, _TOPIC, _TOPIC_ID, _TS_QUERY,
@@ -226,24 +226,19 @@ class PartitionTable:
         arrays = self._pending()
         self._done += n
         self._new()
+        batch = pa.RecordBatch.from_arrays(shared_nulls(_encoded(arrays)), schema=self.schema)
         if self._sink is None:
-            self._chunks.append(arrays)
+            self._chunks.append(batch)
         else:
-            self._sink(pa.RecordBatch.from_arrays(_encoded(arrays), schema=self.schema))
+            self._sink(batch)
 
     def finish(self) -> None:
         self._cut()
 
     def table(self) -> pa.Table:
-        """All rows as one table (no sink): one array per column, dictionaries over all rows."""
+        """All rows as one table (no sink): columns.kept_table of the batches."""
         self._cut()
-        arrays = []
-        for i, typ in enumerate(_TYPES):
-            parts = [chunk[i] for chunk in self._chunks]
-            arrays.append(parts[0] if len(parts) == 1 else
-                          pa.concat_arrays(parts) if parts else pa.array([], type=typ))
-        self._chunks = [arrays] if len(self) else []
-        return pa.Table.from_arrays(_encoded(arrays), schema=self.schema)
+        return kept_table(self._chunks, self.schema)
 
 
 def _encoded(arrays):

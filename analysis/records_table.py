@@ -19,7 +19,7 @@ from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, R
                                        exchange_sets, record_chunks)
 from dissector.records.rows import RECORD_COLUMNS
 
-from .columns import table_schema
+from .columns import kept_table, shared_nulls, table_schema
 from .schema import CATEGORICAL, arrow_type
 from .trace_context import TRACE_COLUMNS, trace_columns
 
@@ -76,7 +76,8 @@ def _assembled(own, batch) -> pa.RecordBatch:
     columns (repeated per record), the trace context parsed from the headers."""
     arrays = [own[name] if name in own else batch[_BATCH_INDEX[name]]
               for name, _ in RECORD_COLUMNS]
-    return pa.RecordBatch.from_arrays(arrays + trace_columns(own["headers"]), schema=SCHEMA)
+    return pa.RecordBatch.from_arrays(shared_nulls(arrays + trace_columns(own["headers"])),
+                                      schema=SCHEMA)
 
 
 def assembled(own, fields, batch_index) -> pa.RecordBatch:
@@ -221,9 +222,9 @@ class RecordTable:
         self._cut()
 
     def table(self) -> pa.Table:
-        """The kept batches as one table (chunks, not concatenated), one dictionary for all."""
+        """The kept batches as one table (analysis.columns.kept_table)."""
         self.finish()
-        return pa.Table.from_batches(self._batches, schema=SCHEMA).unify_dictionaries()
+        return kept_table(self._batches, SCHEMA)
 
 
 def write_parquet(exchanges, path, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES) -> int:

@@ -118,7 +118,7 @@ def test_a_batch_counts_the_length_of_its_str_and_bytes_only(seed):
         assert list(picked) == [row[i] for row in rows for i in sized]
 
 
-def test_in_memory_table_is_one_chunk_with_one_dictionary():
+def test_in_memory_table_has_one_dictionary_over_its_chunks():
     b = columns.ColumnBuilder(COLUMNS, batch_rows=4)
     for r in _rows(10, 3) + [("not an int", "t9", b"x", [])]:   # a damaged value -> null
         b.append(r)
@@ -130,7 +130,22 @@ def test_in_memory_table_is_one_chunk_with_one_dictionary():
                      "topics": pa.array([[f"t{i % 3}"] for i in range(10)] + [[]],
                                         pa.list_(pa.string()))})
     assert t.equals(want)
-    assert all(col.num_chunks == 1 for col in t.columns)
+    topic = t.column("topic")
+    assert topic.num_chunks == 3   # the batches as they were cut
+    assert all(c.dictionary.equals(topic.chunk(0).dictionary) for c in topic.chunks)
+    assert t.column("topic").to_pylist() == want.column("topic").to_pylist()
+
+
+def test_an_all_null_column_takes_no_memory_of_its_own():
+    b = columns.ColumnBuilder(COLUMNS, batch_rows=4)
+    for i in range(12):
+        b.append((i, None, None, []))
+    t = b.table()
+    assert t.column("value").null_count == 12 and t.column("topic").null_count == 12
+    buffers = {buf.address for col in ("value", "topic") for chunk in t.column(col).chunks
+               for buf in chunk.buffers() if buf is not None}
+    assert len(buffers) <= 4   # one shared all-null array per type, sliced
+    assert t.column("id").to_pylist() == list(range(12))
 
 
 def test_streamed_export_reads_back_as_load(capture, tmp_path, monkeypatch):
