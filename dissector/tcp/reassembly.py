@@ -13,7 +13,10 @@ until the hole before it fills. The first copy of a byte wins; a later copy that
 the framer, never zero bytes: when the held data passes the cap, when the receiver acknowledges
 bytes the capture never saw (`acked`: the capture dropped them, no retransmission will come), and
 when the connection ends. Held data also counts against the dissector's shared `Budget`: when that
-is spent and this stream holds the most, its holes become gaps at once (`give_up`).
+is spent and this stream holds the most, its holes become gaps at once (`give_up`). Data that
+arrives after an acknowledgement declared it lost (the capture saw the ACK first: a mirror port
+queueing the two directions apart) cannot be put back: it is a `tcp.late_data` issue, once a
+stream, so that the gaps are not taken for the capture's own drops.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ ZERO_WINDOW = 0x100
 
 # An ack further ahead of the data seen than this is not evidence of loss (bogus or stale).
 ACK_HORIZON = 1 << 30
+MAX_LOST = 8   # the last holes acknowledgements declared, kept to tell late data by
 
 # Held segments are bounded by count as well as by bytes: each costs ~300 bytes of bookkeeping
 # and a list insert whatever its size, so a flood of 1-byte out-of-order segments under the
@@ -50,7 +54,7 @@ class Reassembler:
 
     __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered", "budget",
                  "base", "next", "held", "held_bytes", "fin", "syn_seq", "anchor", "done",
-                 "last_data", "peer", "retransmits")
+                 "last_data", "peer", "retransmits", "lost", "late")
 
     def __init__(self, framer, sink, connection_id, direction, max_buffered, budget=None):
         self.framer = framer
@@ -73,6 +77,8 @@ class Reassembler:
         self.done = False
         self.last_data = b""   # the last segment delivered (it ends at `next`), to check
                                # retransmissions against
+        self.lost = []         # (start, end) of the last MAX_LOST holes acks declared
+        self.late = False      # whether late data was reported (once a stream)
 
     # -- input -----------------------------------------------------------------------------------
 
@@ -113,10 +119,14 @@ class Reassembler:
                 if not (n == 1 and off == nxt - 1):  # a keep-alive probe's byte is junk
                     self._compare_delivered(off, payload, pkt)
                     self.event(self.retransmits, pkt)
+                    if self.lost:
+                        self._late(off, end, pkt)
             else:
                 if off < nxt:
                     self._compare_delivered(off, payload, pkt)
                     self.event(self.retransmits, pkt)
+                    if self.lost:
+                        self._late(off, nxt, pkt)
                     payload = payload[nxt - off:]
                     off = nxt
                 if off == nxt and not self.held:
@@ -176,7 +186,7 @@ class Reassembler:
         if self.fin is not None and upto > self.fin:
             upto = self.fin  # the FIN's own sequence number
         if upto > self.next:
-            self._release(upto, pkt)
+            self._release(upto, pkt, self.lost)
             if self.budget.used > self.budget.limit:
                 self.budget.over()  # what the framer took on while fed
             if self.fin is not None and self.next >= self.fin:
@@ -296,17 +306,22 @@ class Reassembler:
             if self.held_bytes < b.big_size:
                 b.big.pop(self, None)
 
-    def _release(self, upto, pkt):
-        """Nothing before offset `upto` will arrive any more: declare the holes, deliver the rest."""
+    def _release(self, upto, pkt, lost=None):
+        """Nothing before offset `upto` will arrive any more: declare the holes (noted in `lost`
+        when given), deliver the rest."""
         held = self.held
         while self.next < upto:
             if held and held[0][0] <= self.next:
                 self._drain()
                 continue
             if held and held[0][0] < upto:
-                self._gap(held[0][0] - self.next, held[0][3])
+                end, at = held[0][0], held[0][3]
             else:
-                self._gap(upto - self.next, pkt)
+                end, at = upto, pkt
+            if lost is not None:
+                lost.append((self.next, end))
+                del lost[:-MAX_LOST]
+            self._gap(end - self.next, at)
         self._drain()
 
     @staticmethod
@@ -322,6 +337,19 @@ class Reassembler:
         self.framer.gap(nbytes, pkt)
         self.next += nbytes
         self.last_data = b""
+
+    def _late(self, off, end, pkt):
+        """Bytes [off, end) came again: those in a hole an ack declared are late data."""
+        hit = [(max(off, s), min(end, e)) for s, e in self.lost if s < end and off < e]
+        if hit and not self.late:
+            self.late = True
+            self.sink.issue(Issue(
+                "tcp.late_data", WARNING,
+                f"{sum(e - s for s, e in hit)} bytes of the {_NAMES[self.direction]} stream from "
+                f"offset {hit[0][0]} arrived after the other side had "
+                f"acknowledged them, when they had been declared lost: the capture saw the two "
+                f"directions out of order (a mirror port, or captures of each direction merged); "
+                f"the messages in them are lost", self.connection_id, pkt, hit[0][0]))
 
     def _compare_delivered(self, off, data, pkt):
         """A retransmission of delivered bytes: check it against the last segment delivered."""

@@ -202,6 +202,35 @@ def test_ack_evidence_declares_a_capture_drop_immediately(h):
     assert h.sink.codes()[0] == "tcp.gap"
 
 
+def test_data_after_the_ack_that_declared_it_lost_is_late_data_once_a_stream(h):
+    """A mirror port that queues the directions apart shows the broker's ack before the bytes it
+    acknowledges: they were declared lost and cannot be put back; say so, once."""
+    w = Wire(h.table)
+    w.handshake()
+    segs = client_segments(w, REQS[0] + REQS[1] + REQS[2], 50)
+    for seg in segs[:2]:
+        w.send(seg)
+    w.send(w.segment(1, RESPS[0], ack=w.seq[0]))     # acks everything: segs[2:] not yet seen
+    for seg in segs[2:]:
+        w.send(seg)                                   # late: after the ack
+    codes = h.sink.codes()
+    assert codes.count("tcp.gap") == 1 and codes.count("tcp.late_data") == 1
+    late = next(i for i in h.sink.issues if i.code == "tcp.late_data")
+    assert late.severity == WARNING and late.stream_offset == 100
+    assert late.detail.startswith("50 bytes of the request stream from offset 100")
+
+
+def test_a_retransmission_of_delivered_bytes_is_not_late_data(h):
+    w = Wire(h.table)
+    w.handshake()
+    segs = client_segments(w, REQS[0] + REQS[1], 50)
+    for seg in segs + segs[:3]:
+        w.send(seg)
+    w.send(w.segment(1, RESPS[0], ack=w.seq[0]))
+    w.send(segs[-1])
+    assert h.sink.codes() == []
+
+
 def test_buffer_cap_declares_the_lowest_hole_a_gap():
     h = Harness(max_buffered=3000)
     w = Wire(h.table)
