@@ -13,7 +13,8 @@
  * the twin calls them) decodes each message on the way, any response header. Everything else
  * (raw SASL tokens, a header request_head leaves to the full parse, a
  * response out of order or too short, SaslHandshake and ApiVersions answers, a request already
- * holding issues) goes to the twin's own methods at the same point. `flexible` is the first
+ * holding issues) goes to the twin's own methods at the same point, and every message while
+ * responses wait for their requests (_early). `flexible` is the first
  * flexible response version of each api key (None: never), indexed by api key. The _Pending and
  * the Exchange are made without their __init__ calls where their classes have the members
  * listed here (in_place() says so). */
@@ -37,7 +38,8 @@ static Py_ssize_t known;
     X(acks) X(frame) X(api_key) X(api_version) X(correlation_id) X(client_id) X(msg) X(issues) \
     X(popleft) X(append) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
     X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) X(response_msg) \
-    X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED) X(emitted) X(walker) X(n)
+    X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED) X(emitted) X(walker) X(n) \
+    X(_early) X(py_frame)
 NAMES(SLOT_DECLARE)
 
 /* The objects made in place (_attrs.h slots_new) when their classes have these members. */
@@ -556,7 +558,12 @@ static PyObject *session_frame(PyObject *session, PyObject *frame)
         return NULL;
     }
     PyObject *r;
-    if (direction == 0) {
+    PyObject *early = attr_get(&s__early, session);
+    int waiting = early == NULL ? -1 : PyObject_IsTrue(early);
+    Py_XDECREF(early);
+    if (waiting) {   /* -1: the error; else the twin pairs them as their requests come */
+        r = waiting < 0 ? NULL : to_twin(session, s_py_frame.name, frame, NULL);
+    } else if (direction == 0) {
         PyObject *sasl = attr_get(&s__raw_sasl, session);
         int raw = sasl == NULL ? -1 : PyObject_IsTrue(sasl);
         Py_XDECREF(sasl);

@@ -4,7 +4,10 @@ A broker answers the requests of one connection in the order it received them, s
 matched against the queue of requests in flight, first match wins (correlation ids may repeat).
 Requests passed over by a later response were never answered: Produce with acks=0 expects no
 answer (`no_response_expected`), anything else is `unanswered`. A response whose id is not in
-flight belongs to a request outside the capture (`orphan_response`).
+flight belongs to a request outside the capture (`orphan_response`), unless the broker has
+acknowledged request bytes the capture has not shown yet (`follow`: a capture point that delays
+the requests, such as a mirror port, shows the answer first): it waits for its request then
+(`_early`, in order, bounded), and is an orphan once the request stream owes nothing more.
 
 The session also drives response decoding (a response carries no api key) and follows the raw
 SASL phase: after a successful SaslHandshake v0, tokens flow size-prefixed with no Kafka header
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import weakref
 from collections import deque
 
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
@@ -32,6 +36,8 @@ RESYNC_WINDOW = 16   # how many of the oldest requests in flight a resynced resp
 # hold every request to its end. Clients keep far fewer in flight (Java's default is 5).
 MAX_IN_FLIGHT = 1000
 MAX_IN_FLIGHT_BYTES = 64 << 20
+# responses held for requests the capture still owes (a forged ack must not hold them all)
+MAX_EARLY = 64
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -147,7 +153,7 @@ class Session:
     # slots: _pairing.c reads and writes them in place (_attrs.h)
     __slots__ = ("connection", "_emit", "_emit_issue", "_decoder", "_headers_only", "_parsed",
                  "_sasl", "_inflight", "_inflight_bytes", "_raw_sasl", "_raw_tokens", "_allowed",
-                 "__weakref__")
+                 "_early", "_requests", "__weakref__")
 
     def __init__(self, connection, emit, emit_issue, *, level="headers", decoder=None):
         self.connection = connection
@@ -162,11 +168,22 @@ class Session:
         self._raw_sasl = False
         self._raw_tokens = deque()
         self._allowed = None   # {api key: (min, max)} from the connection's ApiVersions answer
+        self._early = deque()   # responses that came before their requests, in order
+        self._requests = None   # a weak reference to the request stream's Reassembler
 
     # -- ConnectionSink -------------------------------------------------------------------------
 
     def issue(self, issue: Issue) -> None:
         self._emit_issue(issue)
+
+    def follow(self, requests) -> None:
+        """The request stream's Reassembler, for `owed` (weakly: it holds this session)."""
+        self._requests = weakref.ref(requests)
+
+    def owed(self) -> bool:
+        """Has the broker acknowledged request bytes the capture has not shown yet?"""
+        stream = self._requests() if self._requests is not None else None
+        return stream is not None and stream.owed > stream.next
 
     def plausible(self, direction: int, data, pos: int) -> bool:
         if len(data) < pos + 8:
@@ -251,6 +268,7 @@ class Session:
             self._unpaired(self._pop())
 
     def close(self) -> None:
+        self._answer_early(True)
         while self._raw_tokens:
             self._raw_exchange(self._raw_tokens.popleft(), None)
         while self._inflight:
@@ -299,6 +317,8 @@ class Session:
         while len(inflight) > MAX_IN_FLIGHT or (self._inflight_bytes > MAX_IN_FLIGHT_BYTES
                                                 and len(inflight) > 1):
             self._give_up(self._pop())
+        if self._early:
+            self._answer_early()
 
     def _give_up(self, pending) -> None:
         """The oldest request leaves the queue unanswered to keep memory bounded; a response to
@@ -325,19 +345,48 @@ class Session:
                                                 stream_offset=0), frame))
             self._emit(ex)
             return
+        if self._early:   # behind the answers still waiting for their requests
+            self._early.append(frame)
+            self._answer_early()
+            return
         (corr,) = _INT32.unpack_from(data, 0)
+        if not self._answer(frame, corr):
+            if self.owed():   # its request may be among the bytes still owed
+                self._early.append(frame)
+            else:
+                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                    ORPHAN_RESPONSE))
+
+    def _answer(self, frame, corr) -> bool:
+        """Pair the response with its request in flight (those before it were not answered);
+        False when none has its correlation id."""
         inflight = self._inflight
         if not inflight or inflight[0].correlation_id != corr:  # else the usual answer
             for i, pending in enumerate(inflight):
                 if pending.correlation_id == corr:
                     break
             else:
-                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                    ORPHAN_RESPONSE))
-                return
+                return False
             for _ in range(i):
                 self._unpaired(self._pop())
         self._paired(self._pop(), frame)
+        return True
+
+    def _answer_early(self, ending=False) -> None:
+        """The responses that came before their requests, in order, as far as they can go: each
+        pairs with its request once that is in flight, and is an orphan once the request stream
+        owes nothing more (or the connection ends, or too many wait)."""
+        early = self._early
+        while early:
+            frame = early[0]
+            (corr,) = _INT32.unpack_from(frame.data, 0)
+            if (not ending and len(early) <= MAX_EARLY and self.owed()
+                    and all(p.correlation_id != corr for p in self._inflight)):
+                return
+            early.popleft()
+            if not self._answer(frame, corr):
+                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                                    ORPHAN_RESPONSE))
 
     def _paired(self, pending, frame) -> None:
         ex = Exchange(self.connection, pending.frame, frame, pending.api_key, pending.api_version,

@@ -79,6 +79,9 @@ class ConnectionSink:
 
     def close(self) -> None: ...
 
+    def follow(self, requests) -> None:
+        """Optional: the request stream's Reassembler, given when the connection opens."""
+
 
 class _Flow:
     __slots__ = ("key", "state", "first_pkt", "first_ts", "last_pkt", "last_ts", "pending",
@@ -329,7 +332,8 @@ class FlowTable:
         flow, side = entry
         if flags & SYN and flow.syn[side] is None:
             flow.syn[side] = seq
-            flow.handshake[1 if flags & ACK else 0] = ts
+            if flags & ACK or flow.handshake[1] is None:   # a SYN shown after its answer: no time
+                flow.handshake[1 if flags & ACK else 0] = ts
             if flow.opener is None:
                 flow.opener = 1 - side if flags & ACK else side
         return entry
@@ -394,6 +398,9 @@ class FlowTable:
                                   self.max_buffered, self.budget))
             rs[-1].retransmits = conn.retransmits
         rs[0].peer, rs[1].peer = rs[1], rs[0]
+        follow = getattr(sink, "follow", None)
+        if follow is not None:   # the session asks the request stream what it still owes
+            follow(rs[0] if rs[0].direction == REQUEST else rs[1])
         flow.conn = conn
         flow.sink = sink
         flow.rs = rs
@@ -651,11 +658,23 @@ class FlowTable:
             return True
         if flags & ACK:
             return False  # the answer to a SYN seen on this flow
+        if self._answered(flow, side, seq):
+            return False  # shown after its answer (a capture point that delays one direction)
         expected = self._expected(flow, side)
         if expected is None:
             return True
         d = (seq + 1 - expected) & MASK
         return FAR < d < WRAP - FAR
+
+    @staticmethod
+    def _answered(flow, side, seq):
+        """Did the other side's SYN-ACK on this flow acknowledge a SYN with sequence number
+        `seq`?"""
+        want = (seq + 1) & MASK
+        if flow.state == _LIVE:
+            return flow.rs[side].anchor == want
+        return any(s != side and f & SYN and f & ACK and a == want
+                   for _pkt, _ts, s, _seq, a, f, _payload in flow.pending)
 
     @staticmethod
     def _expected(flow, side):

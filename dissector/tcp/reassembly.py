@@ -10,13 +10,15 @@ and retransmissions of delivered bytes are dropped.
 In-order data goes straight to the framer. Out-of-order data is held (bounded by `max_buffered`)
 until the hole before it fills. The first copy of a byte wins; a later copy that differs is a
 `tcp.overlap_conflict`. A hole that will not be filled becomes a `tcp.gap` issue and a `gap()` on
-the framer, never zero bytes: when the held data passes the cap, when the receiver acknowledges
-bytes the capture never saw (`acked`: the capture dropped them, no retransmission will come), and
-when the connection ends. Held data also counts against the dissector's shared `Budget`: when that
-is spent and this stream holds the most, its holes become gaps at once (`give_up`). Data that
-arrives after an acknowledgement declared it lost (the capture saw the ACK first: a mirror port
-queueing the two directions apart) cannot be put back: it is a `tcp.late_data` issue, once a
-stream, so that the gaps are not taken for the capture's own drops.
+the framer, never zero bytes: when the held data passes the cap, when the connection ends, and
+when the receiver acknowledged bytes the capture never saw (`acked`: `owed`) and data past them
+comes: the capture dropped them, no retransmission will come. Not at the acknowledgement itself:
+a capture point that queues the two directions apart (a mirror port, captures of each direction
+merged) shows acks before the data they acknowledge, which then comes in order; the session holds
+the responses that come before their requests meanwhile (Session.owed). Held data also counts
+against the dissector's shared `Budget`: when that is spent and this stream holds the most, its
+holes become gaps at once (`give_up`). Data that arrives after its hole was declared cannot be
+put back: it is a `tcp.late_data` issue, once a stream.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ ZERO_WINDOW = 0x100
 
 # An ack further ahead of the data seen than this is not evidence of loss (bogus or stale).
 ACK_HORIZON = 1 << 30
-MAX_LOST = 8   # the last holes acknowledgements declared, kept to tell late data by
+MAX_LOST = 8   # the last holes acks gave evidence of, kept to tell late data by
 
 # Held segments are bounded by count as well as by bytes: each costs ~300 bytes of bookkeeping
 # and a list insert whatever its size, so a flood of 1-byte out-of-order segments under the
@@ -54,7 +56,7 @@ class Reassembler:
 
     __slots__ = ("framer", "sink", "connection_id", "direction", "max_buffered", "budget",
                  "base", "next", "held", "held_bytes", "fin", "syn_seq", "anchor", "done",
-                 "last_data", "peer", "retransmits", "lost", "late")
+                 "last_data", "peer", "retransmits", "lost", "late", "owed", "__weakref__")
 
     def __init__(self, framer, sink, connection_id, direction, max_buffered, budget=None):
         self.framer = framer
@@ -77,7 +79,8 @@ class Reassembler:
         self.done = False
         self.last_data = b""   # the last segment delivered (it ends at `next`), to check
                                # retransmissions against
-        self.lost = []         # (start, end) of the last MAX_LOST holes acks declared
+        self.owed = 0          # stream offset up to which the peer acknowledged bytes
+        self.lost = []         # (start, end) of the last MAX_LOST holes acks gave evidence of
         self.late = False      # whether late data was reported (once a stream)
 
     # -- input -----------------------------------------------------------------------------------
@@ -90,6 +93,8 @@ class Reassembler:
             if self.base is None:
                 self.base = (seq + 1) & MASK
                 self.syn_seq = seq
+                if self.base != self.anchor:
+                    self.owed = 0   # counted from another start
             seq += 1  # the SYN takes one sequence number before the data
         elif self.base is None:
             if not payload:
@@ -97,6 +102,7 @@ class Reassembler:
             self.base = seq
             if seq != self.anchor:
                 self.framer.midstream()
+                self.owed = 0
         nxt = self.next
         d = (seq - self.base - nxt) & MASK
         n = len(payload)
@@ -113,6 +119,10 @@ class Reassembler:
         if d >= HALF:
             d -= WRAP
         off = nxt + d
+        if nxt < self.owed and nxt < off:   # after a hole the peer acknowledged: a direction
+            # keeps its own order, so what the capture lacks before this never came
+            self._release(min(self.owed, off), pkt, self.lost)
+            nxt = self.next
         if n:
             end = off + n
             if end <= nxt:
@@ -176,6 +186,10 @@ class Reassembler:
                 # the opener acks our SYN before either side sends data (a Kafka broker speaks
                 # only when spoken to): the stream starts here even if our SYN was not captured
                 self.anchor = ack
+            elif self.anchor is not None:   # acked before the capture showed any of it
+                d = (ack - self.anchor) & MASK
+                if self.owed < d < ACK_HORIZON:
+                    self.owed = d
             return
         if self.done:
             return
@@ -185,12 +199,19 @@ class Reassembler:
         upto = self.next + d
         if self.fin is not None and upto > self.fin:
             upto = self.fin  # the FIN's own sequence number
-        if upto > self.next:
+        if upto <= self.next:
+            return
+        held = self.held
+        if held and held[0][0] < upto:
+            # data after the hole came first: a direction keeps its own order even where the
+            # capture delays it, so the capture dropped what the hole lacks
             self._release(upto, pkt, self.lost)
             if self.budget.used > self.budget.limit:
                 self.budget.over()  # what the framer took on while fed
             if self.fin is not None and self.next >= self.fin:
                 self._end(pkt)
+        elif upto > self.owed:
+            self.owed = upto   # a hole once data past it comes (segment), or at the end
 
     def unpin(self):
         """The buffer behind payload views given to this direction is about to be reused (the
@@ -219,6 +240,8 @@ class Reassembler:
         """The connection is over: whatever is still missing is a gap; flush the framer."""
         if self.done:
             return
+        if self.owed > self.next:
+            self._release(self.owed, pkt, self.lost)
         while self.held:
             self._release(self.held[0][0], self.held[0][3])
         if self.fin is not None and self.next < self.fin:

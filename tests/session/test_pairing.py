@@ -151,3 +151,54 @@ def test_acks0_produce_past_the_cap_is_not_flagged(monkeypatch):
         h.send(REQUEST, produce_v3(0, corr))
     assert [(ex.correlation_id, ex.status, ex.issues) for ex in h.exchanges] == [
         (0, NO_RESPONSE_EXPECTED, []), (1, NO_RESPONSE_EXPECTED, [])]
+
+
+class _Owing:
+    """A request stream the broker acknowledged `owed` bytes of, `next` of them shown."""
+    def __init__(self, owed, next=0):
+        self.owed, self.next = owed, next
+
+
+@pytest.fixture(params=["compiled", "python"])
+def pairing(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setattr(Session, "frame", Session.py_frame)
+
+
+def test_answers_before_their_requests_wait_while_the_request_stream_owes_bytes(pairing):
+    h = Harness()
+    stream = _Owing(owed=100)
+    h.session.follow(stream)
+    r5 = h.send(RESPONSE, resp(5))
+    r6 = h.send(RESPONSE, resp(6))
+    assert h.exchanges == []                   # the broker has requests the capture has not shown
+    q5 = h.send(REQUEST, req(3, 1, 5))
+    stream.next = 100                          # the bytes owed came
+    q6 = h.send(REQUEST, req(3, 1, 6))
+    h.send(RESPONSE, resp(7))                  # nothing owed: an orphan at once
+    assert [(e.request, e.response, e.status) for e in h.exchanges] == [
+        (q5, r5, OK), (q6, r6, OK), (None, h.exchanges[2].response, ORPHAN_RESPONSE)]
+
+
+def test_an_answer_whose_request_never_comes_is_an_orphan_once_nothing_is_owed(pairing):
+    h = Harness()
+    stream = _Owing(owed=100)
+    h.session.follow(stream)
+    h.send(RESPONSE, resp(5))                  # its request was dropped by the capture
+    h.send(RESPONSE, resp(6))
+    stream.next = 100
+    q6 = h.send(REQUEST, req(3, 1, 6))
+    assert [(e.correlation_id, e.status) for e in h.exchanges] == [(5, ORPHAN_RESPONSE), (6, OK)]
+    assert h.exchanges[1].request is q6
+
+
+def test_answers_held_for_owed_requests_are_bounded_and_let_go_at_the_end(pairing):
+    from dissector import session
+    h = Harness()
+    stream = _Owing(owed=1 << 20)               # an ack that claims far more than ever comes
+    h.session.follow(stream)
+    for corr in range(session.MAX_EARLY + 10):
+        h.send(RESPONSE, resp(corr))
+    assert len(h.exchanges) == 10 and {e.status for e in h.exchanges} == {ORPHAN_RESPONSE}
+    h.session.close()
+    assert [e.correlation_id for e in h.exchanges] == list(range(session.MAX_EARLY + 10))

@@ -202,9 +202,9 @@ def test_ack_evidence_declares_a_capture_drop_immediately(h):
     assert h.sink.codes()[0] == "tcp.gap"
 
 
-def test_data_after_the_ack_that_declared_it_lost_is_late_data_once_a_stream(h):
-    """A mirror port that queues the directions apart shows the broker's ack before the bytes it
-    acknowledges: they were declared lost and cannot be put back; say so, once."""
+def test_an_ack_shown_before_the_data_it_acknowledges_loses_nothing(h):
+    """A mirror port that queues the directions apart shows the broker's ack first; the bytes it
+    acknowledges come after, in order: nothing is declared lost."""
     w = Wire(h.table)
     w.handshake()
     segs = client_segments(w, REQS[0] + REQS[1] + REQS[2], 50)
@@ -212,7 +212,24 @@ def test_data_after_the_ack_that_declared_it_lost_is_late_data_once_a_stream(h):
         w.send(seg)
     w.send(w.segment(1, RESPS[0], ack=w.seq[0]))     # acks everything: segs[2:] not yet seen
     for seg in segs[2:]:
-        w.send(seg)                                   # late: after the ack
+        w.send(seg)
+    assert h.sink.codes() == []
+    expect_requests(h.sink, REQS[:3])
+
+
+def test_data_after_its_declared_hole_is_late_data_once_a_stream(h):
+    """Bytes after a hole came first and the broker acknowledged past them: the hole was the
+    capture's drop (a direction keeps its order) and is declared; if its bytes come after all
+    (a capture point that reorders one direction), they are named, once."""
+    w = Wire(h.table)
+    w.handshake()
+    segs = client_segments(w, REQS[0] + REQS[1] + REQS[2], 50)
+    for i, seg in enumerate(segs):
+        if i not in (2, 3):
+            w.send(seg)
+    w.send(w.segment(1, RESPS[0], ack=w.seq[0]))     # acks everything: the hole is declared
+    w.send(segs[2])
+    w.send(segs[3])
     codes = h.sink.codes()
     assert codes.count("tcp.gap") == 1 and codes.count("tcp.late_data") == 1
     late = next(i for i in h.sink.issues if i.code == "tcp.late_data")
