@@ -36,7 +36,8 @@ RESYNC_WINDOW = 16   # how many of the oldest requests in flight a resynced resp
 # hold every request to its end. Clients keep far fewer in flight (Java's default is 5).
 MAX_IN_FLIGHT = 1000
 MAX_IN_FLIGHT_BYTES = 64 << 20
-# responses held for requests the capture still owes (a forged ack must not hold them all)
+# responses held for requests the capture still owes, also within MAX_IN_FLIGHT_BYTES (a forged
+# ack must not hold them all)
 MAX_EARLY = 64
 
 _INT16 = struct.Struct(">h")
@@ -381,7 +382,8 @@ class Session:
             frame = early[0]
             (corr,) = _INT32.unpack_from(frame.data, 0)
             if (not ending and len(early) <= MAX_EARLY and self.owed()
-                    and all(p.correlation_id != corr for p in self._inflight)):
+                    and all(p.correlation_id != corr for p in self._inflight)
+                    and sum(len(f.data) for f in early) <= MAX_IN_FLIGHT_BYTES):
                 return
             early.popleft()
             if not self._answer(frame, corr):

@@ -202,3 +202,14 @@ def test_answers_held_for_owed_requests_are_bounded_and_let_go_at_the_end(pairin
     assert len(h.exchanges) == 10 and {e.status for e in h.exchanges} == {ORPHAN_RESPONSE}
     h.session.close()
     assert [e.correlation_id for e in h.exchanges] == list(range(session.MAX_EARLY + 10))
+
+
+def test_answers_held_for_owed_requests_are_bounded_by_bytes_too(pairing, monkeypatch):
+    from dissector import session
+    monkeypatch.setattr(session, "MAX_IN_FLIGHT_BYTES", 100)
+    h = Harness()
+    stream = _Owing(owed=1 << 20)
+    h.session.follow(stream)
+    for corr in range(5):
+        h.send(RESPONSE, resp(corr, b"x" * 40))   # 44 bytes each: the third passes 100
+    assert [e.correlation_id for e in h.exchanges] == [0, 1, 2]
