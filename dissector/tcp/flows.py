@@ -341,6 +341,12 @@ class FlowTable:
     def _ending(self, flow, side, pkt, ts, seq, flags, payload):
         """A live segment with RST or FIN."""
         if flags & RST:
+            peer = flow.rs[1 - side]
+            if peer.owed > peer.next and not peer.done:
+                # this side acknowledged data the capture has not shown yet (a capture point
+                # that delays the other direction): it is still to come; closed at the end
+                flow.fins |= 1 << side
+                return
             self._close(flow, pkt)
             return
         flow.rs[side].segment(pkt, ts, seq, flags, payload)
@@ -654,12 +660,18 @@ class FlowTable:
         isn = flow.syn[side]
         if isn is not None:
             return isn != seq  # a retransmitted SYN repeats its ISN
-        if flow.state == _CLOSED or flow.fins:
+        if flow.state == _CLOSED:
+            return True
+        # shown after the other side's packets that followed it (a capture point that delays
+        # one direction): the answer to the SYN seen, or a SYN its answer acknowledged
+        if flags & ACK and flow.syn[1 - side] is not None:
+            return False
+        if not flags & ACK and self._answered(flow, side, seq):
+            return False
+        if flow.fins:
             return True
         if flags & ACK:
             return False  # the answer to a SYN seen on this flow
-        if self._answered(flow, side, seq):
-            return False  # shown after its answer (a capture point that delays one direction)
         expected = self._expected(flow, side)
         if expected is None:
             return True

@@ -82,15 +82,18 @@ def test_a_hole_before_any_data(tls):
     w.handshake()
     # the broker acknowledges 100 bytes of the client's that the capture never saw
     w.seq[0] += 100
-    lost = w.send(w.segment(1, flags=ACK))
+    w.send(w.segment(1, flags=ACK))
     sink = h.sink
-    assert sink.codes() == ["tcp.gap"]
-    assert sink.issues[0].detail == "100 bytes missing from the request stream at offset 0"
+    assert sink.codes() == []   # they may still come (a capture point that delays the client)
+    past = []
     for corr in (1, 2):   # the framer finds the frames again after the hole
-        w.send(w.segment(0, request(corr)))
+        past.append(w.send(w.segment(0, request(corr))))
         w.send(w.segment(1, response(corr)))
+    # data after them came first: the capture dropped them
+    assert sink.codes()[0] == "tcp.gap"
+    assert sink.issues[0].detail == "100 bytes missing from the request stream at offset 0"
     w.close()
-    assert sink.conn.gaps == [lost]   # (a TLS front hands the hole on once it has decided)
+    assert sink.conn.gaps == past[:1]   # (a TLS front hands the hole on once it has decided)
     assert sink.datas(REQUEST)[-1] == request(2)[4:]
     assert sink.datas(RESPONSE)[-1] == response(2)[4:]
     assert sink.closed == 1
