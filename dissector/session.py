@@ -19,6 +19,7 @@ import struct
 import sys
 import weakref
 from collections import deque
+from itertools import islice
 
 from .model import (ERROR, MALFORMED, NO_RESPONSE_EXPECTED, OK, ORPHAN_RESPONSE, REQUEST,
                     UNANSWERED, WARNING, Exchange, Issue)
@@ -381,8 +382,10 @@ class Session:
         while early:
             frame = early[0]
             (corr,) = _INT32.unpack_from(frame.data, 0)
+            # (its request, once in flight, is among the oldest: responses come in order)
             if (not ending and len(early) <= MAX_EARLY and self.owed()
-                    and all(p.correlation_id != corr for p in self._inflight)
+                    and all(p.correlation_id != corr
+                            for p in islice(self._inflight, RESYNC_WINDOW))
                     and sum(len(f.data) for f in early) <= MAX_IN_FLIGHT_BYTES):
                 return
             early.popleft()
