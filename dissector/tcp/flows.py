@@ -207,7 +207,7 @@ class FlowTable:
         entry = self._table.get(key)
         if entry is None or flags & SYN:
             entry = self._flow_for(entry, packet_no, ts_ns, src_addr, dst_addr, sport, dport,
-                                   seq, flags)
+                                   seq, ack, flags)
             if entry is None:
                 return
         flow, side = entry
@@ -319,14 +319,14 @@ class FlowTable:
 
     # -- per flow --------------------------------------------------------------------------------
 
-    def _flow_for(self, entry, pkt, ts, src, dst, sport, dport, seq, flags):
+    def _flow_for(self, entry, pkt, ts, src, dst, sport, dport, seq, ack, flags):
         """(flow, side) for a packet of a new tuple or a SYN, or None to ignore the packet."""
         key = (src, dst, sport, dport)
         if entry is None:
             if flags & RST:
                 return None
             entry = (self._new(key, pkt, ts), 0)
-        elif self._reused(entry[0], entry[1], seq, flags):
+        elif self._reused(entry[0], entry[1], seq, ack, flags):
             self._retire(entry[0], pkt)
             entry = (self._new(key, pkt, ts), 0)
         flow, side = entry
@@ -655,7 +655,7 @@ class FlowTable:
         """How many quiet, live and closed flows there are (the `peaks` now)."""
         return [len(self._quiet), len(self._live), len(self._closed)]
 
-    def _reused(self, flow, side, seq, flags):
+    def _reused(self, flow, side, seq, ack, flags):
         """Does this SYN on a known tuple start a new connection?"""
         isn = flow.syn[side]
         if isn is not None:
@@ -664,7 +664,7 @@ class FlowTable:
             return True
         # shown after the other side's packets that followed it (a capture point that delays
         # one direction): the answer to the SYN seen, or a SYN its answer acknowledged
-        if flags & ACK and flow.syn[1 - side] is not None:
+        if flags & ACK and flow.syn[1 - side] == (ack - 1) & MASK:
             return False
         if not flags & ACK and self._answered(flow, side, seq):
             return False

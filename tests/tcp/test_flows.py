@@ -119,6 +119,29 @@ def test_reused_tuple_after_fin_is_a_new_connection():
     assert first.issues == [] and second.issues == []
 
 
+def test_reused_tuple_after_one_fin_whose_new_syn_was_not_captured_is_a_new_connection():
+    """A SYN-ACK that answers another SYN than the one this flow saw starts a new connection,
+    also where the flow never saw the broker's first SYN-ACK. Only the answer to the SYN seen
+    stays on a flow past a FIN (a capture point that delays the broker shows the client's
+    SYN, requests and close before the broker's SYN-ACK)."""
+    h = Harness()
+    w = Wire(h.table, client=A, broker=B, cisn=1000, bisn=5000)
+    w.send(w.segment(0, flags=SYN, ack=0))
+    w.segment(1, flags=SYN | ACK)                # not captured
+    w.send(w.segment(0, flags=ACK))
+    w.send(w.segment(0, request(1)))
+    w.send(w.segment(1, response(1)))
+    w.send(w.segment(0, flags=FIN | ACK))        # the client's FIN; the broker's never captured
+    w2 = Wire(h.table, client=A, broker=B, cisn=9_000_000, bisn=77)
+    w2.pkt, w2.ts = w.pkt, w.ts
+    w2.segment(0, flags=SYN, ack=0)              # not captured
+    w2.send(w2.segment(1, flags=SYN | ACK))
+    w2.send(w2.segment(0, flags=ACK))
+    w2.send(w2.segment(0, request(1, b"second")))
+    assert [s.conn.connection_id for s in h.sinks] == [1, 2]
+    assert h.sinks[1].datas(REQUEST) == [request(1, b"second")[4:]]
+
+
 def test_reused_tuple_without_fin_seen_but_far_isn():
     h = Harness()
     w = Wire(h.table, client=A, broker=B, cisn=1000)
