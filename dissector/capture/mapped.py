@@ -16,7 +16,7 @@ import sys
 from . import chunks
 from .errors import CaptureError
 
-RELEASE = 4 << 20   # pages behind the window given back this often (resident set bounded)
+RELEASE = 16 << 20   # pages behind the window given back this often (resident set bounded)
 _ADVISE = hasattr(mmap.mmap, "madvise") and hasattr(mmap, "MADV_DONTNEED")   # Linux, BSDs
 # MADV_POPULATE_READ (Linux 5.14; Python names it from 3.12 on): the next chunk's pages mapped
 # in one call, not a fault every 16 pages, and before the walk asks for their memory early
