@@ -185,7 +185,7 @@ class Session:
     def owed(self) -> bool:
         """Has the broker acknowledged request bytes the capture has not shown yet?"""
         stream = self._requests() if self._requests is not None else None
-        return stream is not None and stream.owed > stream.next
+        return stream is not None and stream.owes()
 
     def plausible(self, direction: int, data, pos: int) -> bool:
         if len(data) < pos + 8:
@@ -356,8 +356,7 @@ class Session:
             if self.owed():   # its request may be among the bytes still owed
                 self._early.append(frame)
             else:
-                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                    ORPHAN_RESPONSE))
+                self._orphan(frame, corr)
 
     def _answer(self, frame, corr) -> bool:
         """Pair the response with its request in flight (those before it were not answered);
@@ -390,8 +389,12 @@ class Session:
                 return
             early.popleft()
             if not self._answer(frame, corr):
-                self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
-                                    ORPHAN_RESPONSE))
+                self._orphan(frame, corr)
+
+    def _orphan(self, frame, corr) -> None:
+        """A response whose request is outside the capture."""
+        self._emit(Exchange(self.connection, None, frame, None, None, corr, None,
+                            ORPHAN_RESPONSE))
 
     def _paired(self, pending, frame) -> None:
         ex = Exchange(self.connection, pending.frame, frame, pending.api_key, pending.api_version,

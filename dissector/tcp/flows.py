@@ -342,7 +342,7 @@ class FlowTable:
         """A live segment with RST or FIN."""
         if flags & RST:
             peer = flow.rs[1 - side]
-            if peer.owed > peer.next and not peer.done:
+            if peer.owes() and not peer.done:
                 # this side acknowledged data the capture has not shown yet (a capture point
                 # that delays the other direction): it is still to come; closed at the end
                 flow.fins |= 1 << side

@@ -213,6 +213,10 @@ class Reassembler:
         elif upto > self.owed:
             self.owed = upto   # a hole once data past it comes (segment), or at the end
 
+    def owes(self) -> bool:
+        """Has the peer acknowledged bytes of this stream the capture has not shown yet?"""
+        return self.owed > self.next
+
     def unpin(self):
         """The buffer behind payload views given to this direction is about to be reused (the
         framer copies what it keeps as it comes)."""
@@ -240,7 +244,7 @@ class Reassembler:
         """The connection is over: whatever is still missing is a gap; flush the framer."""
         if self.done:
             return
-        if self.owed > self.next:
+        if self.owes():
             self._release(self.owed, pkt, self.lost)
         while self.held:
             self._release(self.held[0][0], self.held[0][3])

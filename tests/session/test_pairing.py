@@ -158,6 +158,9 @@ class _Owing:
     def __init__(self, owed, next=0):
         self.owed, self.next = owed, next
 
+    def owes(self):
+        return self.owed > self.next
+
 
 @pytest.fixture(params=["compiled", "python"])
 def pairing(request, monkeypatch):
