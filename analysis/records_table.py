@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
-                                       exchange_sets, record_chunks)
+                                       exchange_records, record_chunks)
 from dissector.records.rows import RECORD_COLUMNS
 
 from .columns import kept_table, shared_nulls, table_schema
@@ -198,12 +198,16 @@ class RecordTable:
             self._sink(batch)
 
     def add_exchange(self, ex) -> None:
-        for prefix, batches in exchange_sets(ex):
-            at = 0
-            while at < len(batches):
-                at, full = self._cols.fill(prefix, batches, at, self._rows, self._bytes)
-                if full:
-                    self._cut()
+        found = exchange_records(ex)
+        if found is None:
+            return
+        stem, sets = found
+        at = batch_at = 0
+        while at < len(sets):
+            at, batch_at, full = self._cols.fill(stem, sets, at, batch_at, self._rows,
+                                                 self._bytes)
+            if full:
+                self._cut()
 
     def _cut(self) -> None:
         cols = self._cols

@@ -21,6 +21,21 @@ typedef struct {
     Py_ssize_t offset;      /* 0: the generic calls */
 } Slot;
 
+/* Whether attribute reads on class t find a set member as its descriptor does: object's own
+ * __getattribute__ (a class's __getattr__ is then called only for what that does not find, an
+ * unset member; model.Batch has one, for its deferred records) */
+static int plain_reads(PyTypeObject *t)
+{
+    static PyObject *name;
+    if (t->tp_getattro == PyObject_GenericGetAttr)
+        return 1;
+    if (name == NULL && (name = PyUnicode_InternFromString("__getattribute__")) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return _PyType_Lookup(t, name) == _PyType_Lookup(&PyBaseObject_Type, name);
+}
+
 /* s->offset for objects of class t */
 static void slot_bind(Slot *s, PyTypeObject *t)
 {
@@ -29,8 +44,7 @@ static void slot_bind(Slot *s, PyTypeObject *t)
     s->version = t->tp_version_tag;
     s->offset = 0;
     if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && s->version != 0
-            && PyType_IsSubtype(t, PyDescr_TYPE(d))
-            && t->tp_getattro == PyObject_GenericGetAttr
+            && PyType_IsSubtype(t, PyDescr_TYPE(d)) && plain_reads(t)
             && t->tp_setattro == PyObject_GenericSetAttr) {
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
         if (m->type == T_OBJECT_EX && !(m->flags & READONLY))

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_attrs.h"
 #include "../_utf8.h"
 #include "../_varint.h"
 
@@ -298,14 +299,14 @@ static PyObject *append_v2(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(count);
 }
 
-/* what append_batches reads of a Batch, and the batch fields it puts in a head after the
- * exchange's (columns.batch_head: magic, compression, then these) */
-static PyObject *s_deferred, *s_magic, *s_codec;
+/* what append_batches reads of a Batch (in place: _attrs.h), and the batch fields it puts in
+ * a head after the exchange's (columns.batch_head: magic, compression, then these) */
+static Slot s_deferred, s_magic, s_codec;
 static const char *head_names[] = {"timestamp_type", "producer_id", "producer_epoch",
                                    "base_sequence", "is_transactional", "is_control", "crc_ok"};
 #define HEAD_NAMES 7
 #define PREFIX 6
-static PyObject *s_head[HEAD_NAMES];
+static Slot s_head[HEAD_NAMES];
 
 /* columns.batch_head(prefix, batch): the 6 values of `prefix`, then the batch's own */
 static PyObject *head_of(PyObject *prefix, PyObject *batch, PyObject *codec_names)
@@ -315,10 +316,10 @@ static PyObject *head_of(PyObject *prefix, PyObject *batch, PyObject *codec_name
         return NULL;
     for (int i = 0; i < PREFIX; i++)
         PyTuple_SET_ITEM(head, i, Py_NewRef(PyTuple_GET_ITEM(prefix, i)));
-    if ((v = PyObject_GetAttr(batch, s_magic)) == NULL)
+    if ((v = attr_get(&s_magic, batch)) == NULL)
         goto fail;
     PyTuple_SET_ITEM(head, PREFIX, v);
-    PyObject *codec = PyObject_GetAttr(batch, s_codec);
+    PyObject *codec = attr_get(&s_codec, batch);
     if (codec == NULL)
         goto fail;
     v = PyDict_GetItemWithError(codec_names, codec);   /* borrowed */
@@ -328,7 +329,7 @@ static PyObject *head_of(PyObject *prefix, PyObject *batch, PyObject *codec_name
         goto fail;
     PyTuple_SET_ITEM(head, PREFIX + 1, v);
     for (int i = 0; i < HEAD_NAMES; i++) {
-        if ((v = PyObject_GetAttr(batch, s_head[i])) == NULL)
+        if ((v = attr_get(&s_head[i], batch)) == NULL)
             goto fail;
         PyTuple_SET_ITEM(head, PREFIX + 2 + i, v);
     }
@@ -398,6 +399,51 @@ static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, P
     return found;
 }
 
+/* The checked batches of batches[*at:] appended until the buffers are full (RecordColumns.full)
+ * or a batch without _deferred comes (the caller takes it); *at is then the next batch's index.
+ * 0, or -1 with an error. */
+static int walk_batches(Out *o, PyObject *heads, PyObject *prefix, PyObject *batches,
+                        Py_ssize_t *at, long long max_rows, long long max_bytes,
+                        PyObject *sources, PyObject *source, PyObject *codec_names)
+{
+    for (; *at >= 0 && *at < PyList_GET_SIZE(batches); (*at)++) {
+        PyObject *batch = PyList_GET_ITEM(batches, *at);
+        PyObject *deferred = attr_get(&s_deferred, batch);
+        if (deferred == NULL)
+            return -1;
+        if (deferred == Py_None) {   /* records built, or none: the caller's add_batch */
+            Py_DECREF(deferred);
+            return 0;
+        }
+        Py_INCREF(batch);   /* the list may change under a call */
+        Py_ssize_t n = append_deferred(o, deferred, heads, prefix, batch, codec_names);
+        Py_DECREF(deferred);
+        Py_DECREF(batch);
+        if (n < 0)
+            return -1;
+        if (n > 0 && sources != Py_None) {
+            PyObject *count = PyLong_FromSsize_t(n), *pair = NULL;
+            if (count != NULL)
+                pair = PyTuple_Pack(2, source, count);
+            Py_XDECREF(count);
+            int failed = pair == NULL || PyList_Append(sources, pair) < 0;
+            Py_XDECREF(pair);
+            if (failed)
+                return -1;
+        }
+        if (n > 0 && (rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes)) {
+            (*at)++;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+static int full_of(Out *o, long long max_rows, long long max_bytes)
+{
+    return rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
+}
+
 /* append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
  * codec_names) -> (the index of the next batch, whether the buffers are full):
  * columns.py_append_batches, its twin and specification, without a Python call per batch. */
@@ -409,46 +455,96 @@ static PyObject *append_batches(PyObject *self, PyObject *const *args, Py_ssize_
         return PyErr_Format(PyExc_TypeError, "append_batches(buffers, heads (list), prefix "
                             "(6-tuple), batches (list), at, rows, data_bytes, sources (list or "
                             "None), source, codec_names (dict))");
-    PyObject *heads = args[1], *prefix = args[2], *batches = args[3], *sources = args[7];
     Py_ssize_t at = PyLong_AsSsize_t(args[4]);
     long long max_rows = PyLong_AsLongLong(args[5]), max_bytes = PyLong_AsLongLong(args[6]);
     if (PyErr_Occurred())
         return NULL;
     Out o[NBUF];
-    int ready, failed = begin(o, args[0], &ready) < 0;
-    for (; !failed && at >= 0 && at < PyList_GET_SIZE(batches); at++) {
-        PyObject *batch = PyList_GET_ITEM(batches, at);
-        PyObject *deferred = PyObject_GetAttr(batch, s_deferred);
-        if (deferred == NULL) {
-            failed = 1;
-            break;
-        }
-        if (deferred == Py_None) {   /* records built, or none: the caller's add_batch */
-            Py_DECREF(deferred);
-            break;
-        }
-        Py_INCREF(batch);   /* the list may change under a call */
-        Py_ssize_t n = append_deferred(o, deferred, heads, prefix, batch, args[9]);
-        Py_DECREF(deferred);
-        Py_DECREF(batch);
-        if (n < 0) {
-            failed = 1;
-            break;
-        }
-        if (n > 0 && sources != Py_None) {
-            PyObject *pair = Py_BuildValue("(On)", args[8], n);
-            failed = pair == NULL || PyList_Append(sources, pair) < 0;
-            Py_XDECREF(pair);
-        }
-        if (n > 0 && (rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes)) {
-            at++;
-            break;
-        }
-    }
-    int full = rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
+    int ready, failed = begin(o, args[0], &ready) < 0
+        || walk_batches(o, args[1], args[2], args[3], &at, max_rows, max_bytes, args[7],
+                        args[8], args[9]) < 0;
+    int full = full_of(o, max_rows, max_bytes);
     if (done(o, ready) < 0)
         failed = 1;
     return failed ? NULL : Py_BuildValue("(nO)", at, full ? Py_True : Py_False);
+}
+
+/* The class of the record sets append_sets walks (records.model.RecordSet, set by configure) */
+static PyObject *record_set_type;
+static PyObject *s_batches;
+
+/* append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source,
+ * codec_names) -> (set index, batch index, whether the buffers are full): columns.py_append_sets,
+ * its twin and specification: append_batches over each set's batches, from sets[at]'s
+ * batch_at on, with no Python call per set. */
+static PyObject *append_sets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 11 || !PyList_CheckExact(args[1]) || !PyTuple_Check(args[2])
+            || PyTuple_GET_SIZE(args[2]) != PREFIX - 2 || !PyList_Check(args[3])
+            || (args[8] != Py_None && !PyList_Check(args[8])) || !PyDict_Check(args[10])
+            || record_set_type == NULL)
+        return PyErr_Format(PyExc_TypeError, "append_sets(buffers, heads (list), stem "
+                            "(4-tuple), sets (list), at, batch_at, rows, data_bytes, sources "
+                            "(list or None), source, codec_names (dict)), once configured");
+    PyObject *stem = args[2], *sets = args[3];
+    Py_ssize_t at = PyLong_AsSsize_t(args[4]), batch_at = PyLong_AsSsize_t(args[5]);
+    long long max_rows = PyLong_AsLongLong(args[6]), max_bytes = PyLong_AsLongLong(args[7]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (at < 0)
+        at = 0;
+    Out o[NBUF];
+    int ready, failed = begin(o, args[0], &ready) < 0;
+    for (; !failed && at < PyList_GET_SIZE(sets); at++, batch_at = 0) {
+        PyObject *entry = PyList_GET_ITEM(sets, at), *rs, *batches;
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a record set entry is (topic, partition, set)");
+            failed = 1;
+            break;
+        }
+        rs = PyTuple_GET_ITEM(entry, 2);
+        if ((PyObject *)Py_TYPE(rs) != record_set_type)
+            continue;
+        if ((batches = PyObject_GetAttr(rs, s_batches)) == NULL) {
+            failed = 1;
+            break;
+        }
+        Py_ssize_t n = PyList_Check(batches) ? PyList_GET_SIZE(batches) : 0;
+        if (batch_at < n) {
+            PyObject *prefix = PyTuple_New(PREFIX);
+            if (prefix == NULL) {
+                Py_DECREF(batches);
+                failed = 1;
+                break;
+            }
+            for (int i = 0; i < PREFIX - 2; i++)
+                PyTuple_SET_ITEM(prefix, i, Py_NewRef(PyTuple_GET_ITEM(stem, i)));
+            PyTuple_SET_ITEM(prefix, PREFIX - 2, Py_NewRef(PyTuple_GET_ITEM(entry, 0)));
+            PyTuple_SET_ITEM(prefix, PREFIX - 1, Py_NewRef(PyTuple_GET_ITEM(entry, 1)));
+            failed = walk_batches(o, args[1], prefix, batches, &batch_at, max_rows, max_bytes,
+                                  args[8], args[9], args[10]) < 0;
+            Py_DECREF(prefix);
+            n = PyList_Check(batches) ? PyList_GET_SIZE(batches) : 0;
+        }
+        Py_DECREF(batches);
+        if (failed || batch_at < n)   /* full, or a batch the caller takes */
+            break;
+        if (full_of(o, max_rows, max_bytes)) {
+            at++;
+            batch_at = 0;
+            break;
+        }
+    }
+    int full = full_of(o, max_rows, max_bytes);
+    if (done(o, ready) < 0)
+        failed = 1;
+    return failed ? NULL : Py_BuildValue("(nnO)", at, batch_at, full ? Py_True : Py_False);
+}
+
+static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *type)
+{
+    Py_XSETREF(record_set_type, Py_NewRef(type));
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
@@ -457,6 +553,12 @@ static PyMethodDef methods[] = {
     {"append_batches", (PyCFunction)(void (*)(void))append_batches, METH_FASTCALL,
      "append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source, "
      "codec_names) -> (the next batch's index, whether the buffers are full)"},
+    {"append_sets", (PyCFunction)(void (*)(void))append_sets, METH_FASTCALL,
+     "append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source, "
+     "codec_names) -> (the next set's index, its next batch's index, whether the buffers are "
+     "full)"},
+    {"configure", configure, METH_O, "configure(RecordSet): the class of the sets append_sets "
+     "walks"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -465,12 +567,13 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_columns",
 
 PyMODINIT_FUNC PyInit__columns(void)
 {
-    if ((s_deferred = PyUnicode_InternFromString("_deferred")) == NULL
-            || (s_magic = PyUnicode_InternFromString("magic")) == NULL
-            || (s_codec = PyUnicode_InternFromString("codec")) == NULL)
+    if ((s_deferred.name = PyUnicode_InternFromString("_deferred")) == NULL
+            || (s_magic.name = PyUnicode_InternFromString("magic")) == NULL
+            || (s_codec.name = PyUnicode_InternFromString("codec")) == NULL
+            || (s_batches = PyUnicode_InternFromString("batches")) == NULL)
         return NULL;
     for (int i = 0; i < HEAD_NAMES; i++)
-        if ((s_head[i] = PyUnicode_InternFromString(head_names[i])) == NULL)
+        if ((s_head[i].name = PyUnicode_InternFromString(head_names[i])) == NULL)
             return NULL;
     return PyModule_Create(&module);
 }

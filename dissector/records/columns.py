@@ -122,57 +122,64 @@ class RecordColumns:
         """Whether the columns hold `rows` rows or `data_bytes` (where a chunk is cut)."""
         return self.rows >= rows or self.data_bytes >= data_bytes
 
-    def fill(self, prefix, batches, at, rows=UNCUT, data_bytes=UNCUT, sources=None,
-             source=None) -> tuple[int, bool]:
-        """Append the records of batches[at:] (one partition's, whose batch fields start with
-        `prefix`: exchange_sets) until the columns are full(rows, data_bytes); returns the
-        index of the next batch (len(batches) when all are in) and whether they are full.
-        `sources`, if a list, gets (source, records) per batch with records."""
-        while at < len(batches):
-            at, full = append_batches(self.buffers, self.batches, prefix, batches, at, rows,
-                                      data_bytes, sources, source, CODEC_NAMES)
-            if full or at == len(batches):
-                return at, full
-            b = batches[at]   # its records built (v0/v1, control) or none: one by one
-            at += 1
+    def fill(self, stem, sets, at=0, batch_at=0, rows=UNCUT, data_bytes=UNCUT, sources=None,
+             source=None) -> tuple[int, int, bool]:
+        """Append the records of an exchange's record sets (exchange_records' `stem` and
+        `sets`) from sets[at]'s batch `batch_at` on, until the columns are full(rows,
+        data_bytes); returns where to go on (the set's index, the batch's: len(sets) when all
+        are in) and whether they are full. `sources`, if a list, gets (source, records) per
+        batch with records."""
+        while at < len(sets):
+            at, batch_at, full = append_sets(self.buffers, self.batches, stem, sets, at,
+                                             batch_at, rows, data_bytes, sources, source,
+                                             CODEC_NAMES)
+            if full or at == len(sets):
+                return at, batch_at, full
+            topic, partition, rs = sets[at]   # a batch with its records built (v0/v1,
+            b = rs.batches[batch_at]          # control) or none: one by one
+            batch_at += 1
+            if batch_at == len(rs.batches):
+                at, batch_at = at + 1, 0
             if b.records:
-                n = self.add_batch(batch_head(prefix, b), b)
+                n = self.add_batch(batch_head(stem + (topic, partition), b), b)
                 if n and sources is not None:
                     sources.append((source, n))
                 if self.full(rows, data_bytes):
-                    return at, True
-        return at, False
+                    return at, batch_at, True
+        return at, batch_at, False
 
     def add_exchange(self, exchange, topic_names=None, max_uncompressed=64 << 20) -> int:
-        """Append the records of an exchange; returns how many (see exchange_sets)."""
+        """Append the records of an exchange; returns how many (see exchange_records)."""
         before = self.rows
-        for prefix, batches in exchange_sets(exchange, topic_names, max_uncompressed):
-            self.fill(prefix, batches, 0)
+        found = exchange_records(exchange, topic_names, max_uncompressed)
+        if found is not None:
+            self.fill(*found)
         return self.rows - before
 
 
-def exchange_sets(exchange, topic_names=None, max_uncompressed=64 << 20) -> list:
-    """(the batch fields the exchange and partition give, the partition's batches) for every
-    partition of an exchange with batches (Produce requests, Fetch and ShareFetch responses).
-    topic_names: {topic id: name} for topics that travel by id and were not resolved in the
-    body (else the id's text is used). A raw `records` field (not decoded by the pipeline) is
-    decoded here."""
+def exchange_records(exchange, topic_names=None, max_uncompressed=64 << 20):
+    """(stem, sets) of an exchange with record sets (Produce requests, Fetch and ShareFetch
+    responses), else None: stem its (connection, correlation id, api key, direction), the
+    first batch fields; sets (topic, partition, RecordSet) per partition with records, as
+    partitions() finds them. topic_names: {topic id: name} for topics that travel by id and
+    were not resolved in the body (else the id's text is used). A raw `records` field (not
+    decoded by the pipeline) is decoded here."""
     api_key = exchange.api_key
     if api_key not in RECORD_APIS:
-        return []
+        return None
+    found = partitions(exchange, topic_names)
+    if found is None:
+        return None
+    direction, sets = found
+    if type(sets) is not list:   # from a decoded body
+        sets = [(topic, partition, records if isinstance(records, RecordSet)
+                 else decode_record_set(records, max_uncompressed=max_uncompressed))
+                for topic, partition, records in sets
+                if isinstance(records, (RecordSet, bytes, bytearray, memoryview))]
+    if not sets:
+        return None
     conn = exchange.connection.connection_id if exchange.connection is not None else None
-    corr = exchange.correlation_id
-    sets = []
-    for direction, topic, partition, records in partitions(exchange, topic_names):
-        if isinstance(records, RecordSet):
-            rs = records
-        elif isinstance(records, (bytes, bytearray, memoryview)):
-            rs = decode_record_set(records, max_uncompressed=max_uncompressed)
-        else:
-            continue
-        if rs.batches:
-            sets.append(((conn, corr, api_key, direction, topic, partition), rs.batches))
-    return sets
+    return (conn, exchange.correlation_id, api_key, direction), sets
 
 
 def batch_head(prefix, b, codec_names=CODEC_NAMES) -> tuple:
@@ -213,6 +220,36 @@ def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sou
     return at, cols.full(rows, data_bytes)
 
 
+def py_append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources,
+                   source, codec_names) -> tuple[int, int, bool]:
+    """RecordColumns.fill's walk over an exchange's record sets: py_append_batches over the
+    batches of each RecordSet in `sets` ((topic, partition, set) each; other sets are passed
+    over), from sets[at]'s batch `batch_at` on, each with the batch fields `stem` + (topic,
+    partition), until the buffers are full or a batch without `_deferred` comes; returns the
+    set's and the batch's index to go on from (a set all taken: the next set's, batch 0) and
+    whether the buffers are full. records/_columns.c's append_sets is this without a Python
+    call per set."""
+    cols = _over(buffers, heads)
+    at = max(at, 0)
+    while at < len(sets):
+        topic, partition, rs = sets[at]
+        if type(rs) is RecordSet:
+            batches = rs.batches
+            n = len(batches) if type(batches) is list else 0
+            if batch_at < n:
+                batch_at, _ = py_append_batches(buffers, heads, stem + (topic, partition),
+                                                batches, batch_at, rows, data_bytes, sources,
+                                                source, codec_names)
+                n = len(batches) if type(batches) is list else 0
+            if batch_at < n:   # full, or a batch the caller takes
+                break
+            if cols.full(rows, data_bytes):
+                at, batch_at = at + 1, 0
+                break
+        at, batch_at = at + 1, 0
+    return at, batch_at, cols.full(rows, data_bytes)
+
+
 def _over(buffers, batches=None) -> RecordColumns:
     """A RecordColumns over existing buffers (BUFFERS order)."""
     cols = RecordColumns.__new__(RecordColumns)
@@ -224,9 +261,10 @@ def _over(buffers, batches=None) -> RecordColumns:
 
 
 def partitions(ex, topic_names=None):
-    """(direction, topic, partition, records field) for every partition carrying records: from
-    the decoded body, or where the body was walked on its bytes at the records level and not
-    built, from what that walk took (Summary.record_sets: the same, its topics named when
+    """(direction, sets) for an exchange whose bodies carry records, else None: sets is the
+    (topic, partition, records field) of every partition carrying records, from the decoded
+    body (an iterator), or where the body was walked on its bytes at the records level and not
+    built, what that walk took (Summary.record_sets, a list: the same, its topics named when
     walked)."""
     if ex.api_key == PRODUCE:
         msg = ex.request_msg
@@ -237,13 +275,16 @@ def partitions(ex, topic_names=None):
         direction, topics_attr, parts_attr, index_attr = (RESPONSE, "responses", "partitions",
                                                           "partition_index")
     else:
-        return
-    body = msg.body if msg is not None else None
-    if body is None:
-        walked = msg.summary.record_sets if msg is not None and msg.summary is not None else None
-        for topic, partition, records in walked or ():
-            yield direction, topic, partition, records
-        return
+        return None
+    if msg is None:
+        return None
+    if msg.body is None:
+        walked = msg.summary.record_sets if msg.summary is not None else None
+        return (direction, walked) if walked else None
+    return direction, _body_sets(msg.body, topics_attr, parts_attr, index_attr, topic_names)
+
+
+def _body_sets(body, topics_attr, parts_attr, index_attr, topic_names):
     for t in getattr(body, topics_attr, None) or ():
         name = getattr(t, "name", None) or getattr(t, "topic", None)
         if not name:
@@ -254,7 +295,7 @@ def partitions(ex, topic_names=None):
         for p in getattr(t, parts_attr, None) or ():
             records = getattr(p, "records", None)
             if records is not None:
-                yield direction, name, getattr(p, index_attr, None), records
+                yield name, getattr(p, index_attr, None), records
 
 
 def _set_bit(bitmap, i):
@@ -391,9 +432,10 @@ def _bytes(buf, pos):
 
 
 try:   # compiled (records/_columns.c); the same, without a Python call per record or batch
-    from ._columns import append_batches, append_v2
+    from ._columns import append_batches, append_sets, append_v2, configure
+    configure(RecordSet)
 except ImportError:
-    append_batches, append_v2 = py_append_batches, py_append_v2
+    append_batches, append_sets, append_v2 = py_append_batches, py_append_sets, py_append_v2
 
 
 def iter_rows(cols):
@@ -450,12 +492,15 @@ def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_nam
     its exchange in `exchanges`, its records)."""
     cols, sources = RecordColumns(), []
     for i, ex in enumerate(exchanges):
-        for prefix, batches in exchange_sets(ex, topic_names):
-            at = 0
-            while at < len(batches):
-                at, full = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
-                if full:
-                    yield cols, sources
-                    cols, sources = RecordColumns(), []
+        found = exchange_records(ex, topic_names)
+        if found is None:
+            continue
+        stem, sets = found
+        at = batch_at = 0
+        while at < len(sets):
+            at, batch_at, full = cols.fill(stem, sets, at, batch_at, rows, data_bytes, sources, i)
+            if full:
+                yield cols, sources
+                cols, sources = RecordColumns(), []
     if cols.rows:
         yield cols, sources

@@ -9,10 +9,10 @@ choose the pair), records (record sets and codecs), stream (a sequence of TCP se
 reassembly, framing and pairing); and one per compiled entry point, each against its Python twin
 (the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
 summarize (its byte walk, which must agree with decoding and walking), walkset (records/_headers.c
-and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2 and
-append_batches, records/_text.c batch_texts), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c
-fill on its own buffers), handler (tcp/_handler.c: the stream target's segments through the
-compiled flow handler), pairing (_pairing.c: the same through the compiled pairing), decoder
+and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2,
+append_batches and append_sets, records/_text.c batch_texts), csvrow (_csvrow.c csv_line),
+framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream target's
+segments through the compiled flow handler), pairing (_pairing.c: the same through the compiled pairing), decoder
 (_decoding.c's BodyDecoder.request and response on a message, chosen as for decode, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
 (_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the pair
@@ -254,6 +254,14 @@ def target_columns():
                           1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
             walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
         assert walks[0] == walks[1]
+        sets = [(topic, data[1] - 128, rs[1]), (topic, 0, b"raw"), (topic, 1, rs[1])]
+        set_walks = []
+        for walk in (columns.append_sets, columns.py_append_sets):
+            cols, sources = columns.RecordColumns(), []
+            at = _outcome(walk, cols.buffers, cols.batches, prefix[:4], sets, 0, 0,
+                          1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
+            set_walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
+        assert set_walks[0] == set_walks[1]
         for csv_format in (True, False):
             texts = text.batch_texts(walks[0][2], csv_format, text._NAMES)
             if texts is not None:

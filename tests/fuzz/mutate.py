@@ -94,7 +94,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from tests.protocol.encoder import random_body
     from dissector.records import _columns, _text
     from dissector.records.columns import CODEC_NAMES, RecordColumns
-    from dissector.records.model import Batch
+    from dissector.records.model import Batch, RecordSet
     from dissector.records.text import _NAMES
     odd = (None, 0, -1, 1 << 62, 1 << 70, 1.5, "a,b", "é", "\ud800", True, b"x", [], ())
     entries = [entry for k in APIS if tables(k) for side in tables(k)
@@ -136,6 +136,16 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                     cols.buffers, rnd.choice((cols.batches, [])),
                     tuple(rnd.choice(odd) for _ in range(6)), batches, rnd.randrange(-1, 5),
                     rnd.randrange(-1, 9), rnd.choice((0, 100, 1 << 62)),
+                    rnd.choice((None, [])), rnd.choice(odd), CODEC_NAMES)
+                sets = [rnd.choice(((rnd.choice(odd), rnd.choice(odd),
+                                     RecordSet(batches, [], False, 0, 0)),
+                                    (rnd.choice(odd), rnd.choice(odd), rnd.choice(odd)), ("x",)))
+                        for _ in range(rnd.randrange(4))]
+                cols = RecordColumns()
+                _columns.append_sets(
+                    cols.buffers, rnd.choice((cols.batches, [])),
+                    tuple(rnd.choice(odd) for _ in range(4)), sets, rnd.randrange(-1, 5),
+                    rnd.randrange(-1, 5), rnd.randrange(-1, 9), rnd.choice((0, 100, 1 << 62)),
                     rnd.choice((None, [])), rnd.choice(odd), CODEC_NAMES)
             elif which == 8:   # batch fields of any values
                 _text.batch_texts([tuple(rnd.choice(odd) for _ in range(rnd.choice((15, 15, 3))))

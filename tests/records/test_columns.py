@@ -47,7 +47,8 @@ def deferred_batches():
         truth = CAPTURES / f"{pcap.name.split('.')[0]}.truth.json"
         port = json.loads(truth.read_text())["broker_port"]
         for ex in dissect(pcap, (port,), level="records"):
-            for _, _, _, rs in partitions(ex):
+            _, sets = partitions(ex) or (None, ())
+            for _, _, rs in sets:
                 if isinstance(rs, RecordSet):
                     for b in rs.batches:
                         if b._deferred is not None:
@@ -130,64 +131,105 @@ def test_buffers_are_arrow_layout():
     assert len(BUFFERS) == 17
 
 
-def _filled(fn, sets, rows, data_bytes):
-    """RecordColumns.fill over `sets` (exchange_sets' pairs, per exchange) with `fn` as its
-    batch walk, cutting where sourced_chunks cuts: per chunk (buffers, batch fields, sources),
-    and the indices each walk returned."""
+def _filled(walks, found, rows, data_bytes):
+    """RecordColumns.fill over `found` (exchange_records' (stem, sets), per exchange) with
+    `walks` as its walks (columns' append_sets and append_batches, a dict), cutting where
+    sourced_chunks cuts: per chunk (buffers, batch fields, sources), and what each walk
+    returned."""
     import dissector.records.columns as C
     chunks, returned = [], []
     cols, sources = RecordColumns(), []
 
-    def walk(*args):
-        returned.append(fn(*args))
-        return returned[-1]
-    saved, C.append_batches = C.append_batches, walk
+    def logged(fn):
+        def walk(*args):
+            returned.append(fn(*args))
+            return returned[-1]
+        return walk
+    saved = {name: getattr(C, name) for name in walks}
+    for name, fn in walks.items():
+        setattr(C, name, logged(fn))
     try:
-        for i, exchange_sets in enumerate(sets):
-            for prefix, batches in exchange_sets:
-                at = 0
-                while at < len(batches):
-                    at, full = cols.fill(prefix, batches, at, rows, data_bytes, sources, i)
-                    assert full == cols.full(rows, data_bytes)
-                    if full:
-                        chunks.append((cols.buffers, cols.batches, sources))
-                        cols, sources = RecordColumns(), []
+        for i, (stem, sets) in enumerate(found):
+            at = batch_at = 0
+            while at < len(sets):
+                at, batch_at, full = cols.fill(stem, sets, at, batch_at, rows, data_bytes,
+                                               sources, i)
+                assert full == cols.full(rows, data_bytes)
+                if full:
+                    chunks.append((cols.buffers, cols.batches, sources))
+                    cols, sources = RecordColumns(), []
     finally:
-        C.append_batches = saved
+        for name, fn in saved.items():
+            setattr(C, name, fn)
     chunks.append((cols.buffers, cols.batches, sources))
     return chunks, returned
 
 
-@pytest.mark.parametrize("rows, data_bytes", [(1 << 62, 1 << 62), (1, 1 << 62), (7, 1 << 62),
-                                              (1 << 62, 300)])
-def test_the_batch_walk_is_its_twin_on_every_capture(c_append, rows, data_bytes):
-    """records/_columns.c's append_batches (RecordColumns.fill's walk over a partition's
-    checked batches) fills the same buffers, batch fields and sources, cut at the same batches,
-    as its twin columns.py_append_batches, on every exchange of every shipped capture."""
-    from dissector.records._columns import append_batches
-    from dissector.records.columns import exchange_sets, py_append_batches
-    sets = []
+def _capture_records():
+    """exchange_records' (stem, sets) of every exchange with records in every shipped
+    capture."""
+    from dissector.records.columns import exchange_records
+    found = []
     for pcap in sorted(CAPTURES.glob("*.pcap")):
         port = json.loads((CAPTURES / f"{pcap.name.split('.')[0]}.truth.json").read_text())[
             "broker_port"]
-        sets += [list(exchange_sets(ex)) for ex in dissect(pcap, (port,), level="records")]
-    fast, slow = _filled(append_batches, sets, rows, data_bytes), \
-        _filled(py_append_batches, sets, rows, data_bytes)
+        found += [f for f in map(exchange_records, dissect(pcap, (port,), level="records"))
+                  if f is not None]
+    return found
+
+
+@pytest.mark.parametrize("rows, data_bytes", [(1 << 62, 1 << 62), (1, 1 << 62), (7, 1 << 62),
+                                              (1 << 62, 300)])
+def test_the_batch_walks_are_their_twins_on_every_capture(c_append, rows, data_bytes):
+    """records/_columns.c's append_sets and append_batches (RecordColumns.fill's walks over an
+    exchange's record sets and a set's checked batches) fill the same buffers, batch fields and
+    sources, cut at the same batches, as their twins columns.py_append_sets and
+    py_append_batches, on every exchange of every shipped capture."""
+    from dissector.records import _columns
+    from dissector.records.columns import py_append_batches, py_append_sets
+    found = _capture_records()
+    fast = _filled({"append_sets": _columns.append_sets}, found, rows, data_bytes)
+    slow = _filled({"append_sets": py_append_sets, "append_batches": py_append_batches}, found,
+                   rows, data_bytes)
     assert fast == slow
     assert sum(len(s) for _, _, s in fast[0]) > 100   # batches with records were walked
+
+
+def test_the_set_walk_takes_only_record_sets_and_hands_back_built_batches(c_append):
+    """append_sets and its twin pass over a set that is not a RecordSet and an empty one, and
+    stop at a batch without a deferred parse (its records built: the caller's), at the same
+    place, with the same rows before it."""
+    from dissector.records._columns import append_sets
+    from dissector.records.columns import CODEC_NAMES, py_append_sets
+    stem, sets = next(f for f in _capture_records()
+                      if any(b._deferred is not None for _, _, rs in f[1] for b in rs.batches))
+    topic, partition, rs = next(e for e in sets if e[2].batches[0]._deferred is not None)
+    built = type(rs.batches[0]).__new__(type(rs.batches[0]))
+    for name in type(built).__slots__:
+        if name not in ("records", "_deferred"):   # reading records would parse them
+            setattr(built, name, getattr(rs.batches[0], name))
+    built._deferred = None
+    odd = [(topic, partition, b"raw"), (topic, partition, RecordSet([], [], False, 0, 0)),
+           (topic, partition, RecordSet([rs.batches[0], built, rs.batches[0]], [], False, 0, 0))]
+    out = []
+    for fn in (append_sets, py_append_sets):
+        cols, sources = RecordColumns(), []
+        got = fn(cols.buffers, cols.batches, stem, odd, 0, 0, 1 << 62, 1 << 62, sources, 3,
+                 CODEC_NAMES)
+        out.append((got, cols.buffers, cols.batches, sources))
+    assert out[0] == out[1]
+    assert out[0][0] == (2, 1, False) and len(out[0][2]) == 1
 
 
 def test_a_batch_the_check_passed_but_the_parse_refuses_is_left_out_by_both(c_append):
     """A deferred batch whose records do not parse (a bug upstream: the check passed them) is
     left out, the buffers as before it, and the walk goes on to the next."""
     from dissector.records._columns import append_batches
-    from dissector.records.columns import CODEC_NAMES, exchange_sets, py_append_batches
-    pcap = sorted(CAPTURES.glob("*.pcap"))[0]
-    port = json.loads((CAPTURES / f"{pcap.name.split('.')[0]}.truth.json").read_text())[
-        "broker_port"]
-    prefix, batches = next(s for ex in dissect(pcap, (port,), level="records")
-                           for s in exchange_sets(ex)
-                           if sum(b._deferred is not None for b in s[1]) >= 1)
+    from dissector.records.columns import CODEC_NAMES, py_append_batches
+    stem, sets = next(f for f in _capture_records()
+                      if any(b._deferred is not None for _, _, rs in f[1] for b in rs.batches))
+    topic, partition, rs = next(e for e in sets if e[2].batches[0]._deferred is not None)
+    prefix, batches = stem + (topic, partition), rs.batches
     good = next(b for b in batches if b._deferred is not None)
     bad = type(good).__new__(type(good))
     for name in type(good).__slots__:

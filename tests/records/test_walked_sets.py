@@ -18,7 +18,8 @@ def _port(pcap):
 
 
 def _sets(ex):
-    return [(d, t, p, _records_view(rs)) for d, t, p, rs in partitions(ex)]
+    d, sets = partitions(ex) or (None, ())
+    return [(d, t, p, _records_view(rs)) for t, p, rs in sets]
 
 
 @pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.stem)

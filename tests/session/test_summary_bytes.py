@@ -255,8 +255,8 @@ def _sets(key, direction, body, summary):
     msg = SimpleNamespace(body=body, summary=summary)
     ex = SimpleNamespace(api_key=key, request_msg=None if direction else msg,
                          response_msg=msg if direction else None)
-    return [(d, t, p, _records_view(rs) if rs is not None else None)
-            for d, t, p, rs in partitions(ex)]
+    d, sets = partitions(ex) or (None, ())
+    return [(d, t, p, _records_view(rs) if rs is not None else None) for t, p, rs in sets]
 
 
 @pytest.mark.parametrize("key,version,direction", RECORD_PAIRS,
