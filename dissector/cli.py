@@ -12,7 +12,12 @@ import os
 import sys
 from importlib import import_module
 
-from . import __version__, framebuf
+# numpy (under pyarrow) starts OpenBLAS's thread pool at import, whose threads spin for a while:
+# 0.1 s of CPU a process (each worker too) for linear algebra no command does. A user's own
+# setting is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from . import __version__, framebuf   # noqa: E402
 from .gc_pace import pace_process
 from .text_safety import escape
 
