@@ -9,14 +9,11 @@ of one table, never concatenated, so the frame's buffers are the only copy).
 """
 from __future__ import annotations
 
-from array import array
-from itertools import accumulate
-
-import numpy as np
 import pyarrow as pa
 
-from dissector.records.columns import (BATCH_COLUMNS, CHUNK_BYTES, CHUNK_ROWS, RecordColumns,
-                                       exchange_records, record_chunks)
+from dissector.records.columns import (BATCH_COLUMNS, BATCH_KINDS, CHUNK_BYTES, CHUNK_ROWS,
+                                       RecordColumns, batch_buffers, exchange_records,
+                                       record_chunks)
 from dissector.records.rows import RECORD_COLUMNS
 
 from .columns import kept_table, shared_nulls, table_schema
@@ -28,7 +25,6 @@ RECORD_TABLE_COLUMNS = RECORD_COLUMNS + TRACE_COLUMNS
 SCHEMA = table_schema(RECORD_TABLE_COLUMNS)
 _BATCH_TYPES = tuple(arrow_type(kind) for _, kind in BATCH_COLUMNS)
 _BATCH_INDEX = {name: i for i, (name, _) in enumerate(BATCH_COLUMNS)}
-_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q"}
 _HEADER = arrow_type("list<struct<key: string, value: binary>>")
 OWN = ("offset", "timestamp", "key", "value", "headers")   # a record's own columns
 
@@ -89,82 +85,16 @@ def assembled(own, fields, batch_index) -> pa.RecordBatch:
 
 
 def batch_fields(batches) -> list:
-    """The batch fields of `batches` (one row each) as plain arrays, one per BATCH_COLUMNS."""
-    columns = list(zip(*batches)) if batches else [()] * len(_BATCH_TYPES)
-    return [_batch_plain(values, i, typ)
-            for i, (values, typ) in enumerate(zip(columns, _BATCH_TYPES, strict=True))]
+    """The batch fields of `batches` (one row each) as plain arrays, one per BATCH_COLUMNS,
+    over records.columns.batch_buffers (pa.array on a list imports pandas); a damaged body's
+    value of the wrong type or out of range is null, as in analysis.columns."""
+    n = len(batches)
+    return [pa.Array.from_buffers(typ, n, [None if b is None else pa.py_buffer(b) for b in bufs])
+            for typ, bufs in zip(_BATCH_TYPES, batch_buffers(batches, BATCH_KINDS), strict=True)]
 
 
 def _encoded(i, column):
     return column.dictionary_encode() if BATCH_COLUMNS[i][0] in CATEGORICAL else column
-
-
-def _batch_plain(values, i, typ):
-    """Column i of the batch rows (its `values`), from buffers too (pa.array on a list imports
-    pandas); a damaged body's value of the wrong type or out of range is null, as in
-    analysis.columns."""
-    whole = _whole(values, BATCH_COLUMNS[i][1])
-    if whole is not None:
-        return pa.Array.from_buffers(typ, len(values), [None] + [pa.py_buffer(b) for b in whole])
-    return _checked(values, i, typ)
-
-
-def _whole(values, kind):
-    """The buffers of `values` when each is of the column's type (and in range, and text
-    ASCII), else None: built without a Python step per value, which the batches of dense
-    traffic (a record or two each) made a tenth of the records table's time."""
-    types = set(map(type, values))
-    try:
-        if kind == "string":
-            if types == {str}:
-                data = "".join(values)
-                if data.isascii():
-                    return array("i", accumulate(map(len, values), initial=0)), data.encode()
-        elif kind == "bool":
-            if types == {bool}:
-                return (np.packbits(np.array(values, bool), bitorder="little"),)
-        elif types == {int}:
-            return (array(_CODES[kind], values),)
-    except OverflowError:   # a value out of the column's range: checked one by one
-        pass
-    return None
-
-
-def _checked(values, i, typ):
-    """_batch_plain one value at a time."""
-    kind = BATCH_COLUMNS[i][1]
-    n = len(values)
-    valid = bytearray((n + 7) >> 3)
-    if kind == "string":
-        offsets, data = array("i", [0]), bytearray()
-        for row, v in enumerate(values):
-            if type(v) is str:
-                try:
-                    data += v.encode()
-                    valid[row >> 3] |= 1 << (row & 7)
-                except UnicodeEncodeError:   # a lone surrogate
-                    pass
-            offsets.append(len(data))
-        buffers = [valid, offsets, data]
-    elif kind == "bool":
-        bits = bytearray((n + 7) >> 3)
-        for row, v in enumerate(values):
-            if type(v) is bool:
-                valid[row >> 3] |= 1 << (row & 7)
-                if v:
-                    bits[row >> 3] |= 1 << (row & 7)
-        buffers = [valid, bits]
-    else:
-        ints = array(_CODES[kind])
-        for row, v in enumerate(values):
-            try:
-                ints.append(v if type(v) is int else 0)
-                if type(v) is int:
-                    valid[row >> 3] |= 1 << (row & 7)
-            except OverflowError:
-                ints.append(0)
-        buffers = [valid, ints]
-    return pa.Array.from_buffers(typ, n, [pa.py_buffer(b) for b in buffers])
 
 
 class RecordTable:

@@ -547,6 +547,159 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *type)
     Py_RETURN_NONE;
 }
 
+/* -- batch fields into column buffers -------------------------------------------------------- */
+
+/* A growing byte buffer (the result's own, not a bytearray of the caller's) */
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} Buf;
+
+static int buf_put(Buf *b, const void *s, Py_ssize_t n)
+{
+    if (b->n + n > b->cap) {
+        Py_ssize_t cap = b->cap * 2 > b->n + n ? b->cap * 2 : b->n + n + 64;
+        char *p = PyMem_Realloc(b->p, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 0;
+}
+
+static PyObject *buf_bytes(Buf *b)   /* frees b */
+{
+    PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", b->n);
+    PyMem_Free(b->p);
+    b->p = NULL;
+    return out;
+}
+
+/* The validity bitmap of n rows (NULL bits: every row valid, then None) */
+static PyObject *validity(unsigned char *bits, Py_ssize_t n, Py_ssize_t valid)
+{
+    return valid == n ? Py_NewRef(Py_None)
+        : PyBytes_FromStringAndSize((const char *)bits, (n + 7) >> 3);
+}
+
+#define BOOL (-1)
+
+/* Column `col` of the heads as buffers (see batch_buffers) */
+static PyObject *column_buffers(PyObject *heads, Py_ssize_t col, int kind)
+{
+    Py_ssize_t n = PyList_GET_SIZE(heads), valid = 0;
+    unsigned char *bits = PyMem_Calloc((n + 7) >> 3 ? (n + 7) >> 3 : 1, 1);
+    unsigned char *flags = kind == BOOL ? PyMem_Calloc((n + 7) >> 3 ? (n + 7) >> 3 : 1, 1) : NULL;
+    Buf data = {0}, offsets = {0};
+    PyObject *out = NULL;
+    int32_t at = 0;
+    if (bits == NULL || (kind == BOOL && flags == NULL)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (kind == 0 && buf_put(&offsets, &at, 4) < 0)
+        goto done;
+    for (Py_ssize_t row = 0; row < n; row++) {
+        PyObject *head = PyList_GET_ITEM(heads, row);
+        if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) <= col) {
+            PyErr_SetString(PyExc_TypeError, "a batch's fields are a tuple of every column");
+            goto done;
+        }
+        PyObject *v = PyTuple_GET_ITEM(head, col);
+        int ok = 0;
+        if (kind == 0) {   /* text: UTF-8 (a lone surrogate does not encode: null) */
+            if (PyUnicode_CheckExact(v)) {
+                Py_ssize_t len;
+                const char *u = PyUnicode_AsUTF8AndSize(v, &len);
+                if (u == NULL)
+                    PyErr_Clear();
+                else if (len > INT32_MAX - at) {
+                    PyErr_SetString(PyExc_OverflowError, "batch fields past 2 GiB of text");
+                    goto done;
+                } else if (buf_put(&data, u, len) < 0)
+                    goto done;
+                else {
+                    at += (int32_t)len;
+                    ok = 1;
+                }
+            }
+            if (buf_put(&offsets, &at, 4) < 0)
+                goto done;
+        } else if (kind == BOOL) {
+            ok = PyBool_Check(v);
+            if (v == Py_True)
+                flags[row >> 3] |= 1 << (row & 7);
+        } else {   /* an int of `kind` bytes, little-endian; out of its range: null */
+            long long x = 0;
+            if (PyLong_CheckExact(v)) {
+                int over;
+                x = PyLong_AsLongLongAndOverflow(v, &over);
+                if (x == -1 && PyErr_Occurred())
+                    goto done;
+                long long lim = kind == 8 ? 0 : 1LL << (8 * kind - 1);
+                ok = !over && (kind == 8 || (-lim <= x && x < lim));
+                if (!ok)
+                    x = 0;
+            }
+            unsigned char le[8];
+            for (int i = 0; i < kind; i++)
+                le[i] = (unsigned char)((unsigned long long)x >> (8 * i));
+            if (buf_put(&data, le, kind) < 0)
+                goto done;
+        }
+        if (ok) {
+            bits[row >> 3] |= 1 << (row & 7);
+            valid++;
+        }
+    }
+    PyObject *v = validity(bits, n, valid);
+    if (kind == 0)
+        out = Py_BuildValue("(NNN)", v, buf_bytes(&offsets), buf_bytes(&data));
+    else if (kind == BOOL)
+        out = Py_BuildValue("(NN)", v, PyBytes_FromStringAndSize((const char *)flags,
+                                                                 (n + 7) >> 3));
+    else
+        out = Py_BuildValue("(NN)", v, buf_bytes(&data));
+done:
+    PyMem_Free(bits);
+    PyMem_Free(flags);
+    PyMem_Free(data.p);
+    PyMem_Free(offsets.p);
+    return out;
+}
+
+/* batch_buffers(heads, kinds) -> [buffers per column]: columns.py_batch_buffers, its twin and
+ * specification, without a Python step per value. */
+static PyObject *batch_buffers(PyObject *self, PyObject *args)
+{
+    PyObject *heads, *kinds;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &heads, &PyTuple_Type, &kinds))
+        return NULL;
+    Py_ssize_t ncol = PyTuple_GET_SIZE(kinds);
+    PyObject *out = PyList_New(ncol);
+    for (Py_ssize_t c = 0; out != NULL && c < ncol; c++) {
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(kinds, c));
+        if (kind != 0 && kind != BOOL && kind != 1 && kind != 2 && kind != 4 && kind != 8) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a kind is 0 (text), -1 (bool) or an int's "
+                                "width in bytes (1, 2, 4, 8)");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *col = column_buffers(heads, c, (int)kind);
+        if (col == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, c, col);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"append_v2", append_v2, METH_VARARGS,
      "append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -> count"},
@@ -557,6 +710,8 @@ static PyMethodDef methods[] = {
      "append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source, "
      "codec_names) -> (the next set's index, its next batch's index, whether the buffers are "
      "full)"},
+    {"batch_buffers", batch_buffers, METH_VARARGS,
+     "batch_buffers(heads, kinds) -> the batch fields' column buffers"},
     {"configure", configure, METH_O, "configure(RecordSet): the class of the sets append_sets "
      "walks"},
     {NULL, NULL, 0, NULL},

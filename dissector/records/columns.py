@@ -250,6 +250,61 @@ def py_append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, s
     return at, batch_at, cols.full(rows, data_bytes)
 
 
+# batch_buffers' kind of each BATCH_COLUMNS column: 0 text, -1 bool, else an int's bytes
+BATCH_KINDS = tuple({"string": 0, "bool": -1, "int8": 1, "int16": 2, "int32": 4, "int64": 8}[kind]
+                    for _, kind in BATCH_COLUMNS)
+
+
+def py_batch_buffers(heads, kinds) -> list:
+    """The batch fields `heads` (tuples, one per batch) as Arrow column buffers, per column of
+    `kinds` (BATCH_KINDS): (validity, offsets, UTF-8 data) for text, (validity, bits) for bools,
+    (validity, little-endian values) for ints; validity None when every value is valid. A
+    value not of its column's exact type (from a damaged body), an int out of its column's
+    range or text that does not encode is null. records/_columns.c's batch_buffers is this
+    without a Python step per value."""
+    n = len(heads)
+    if kinds and not all(isinstance(h, tuple) and len(h) >= len(kinds) for h in heads):
+        raise TypeError("a batch's fields are a tuple of every column")
+    out = []
+    for col, kind in enumerate(kinds):
+        if kind not in (0, -1, 1, 2, 4, 8):
+            raise ValueError("a kind is 0 (text), -1 (bool) or an int's width in bytes")
+        valid = bytearray((n + 7) >> 3)
+        count = 0
+        if kind == 0:
+            offsets, data = bytearray(_ZERO32), bytearray()
+        elif kind == -1:
+            data = bytearray((n + 7) >> 3)
+        else:
+            data = bytearray()
+        for row, head in enumerate(heads):
+            v = head[col]
+            ok = False
+            if kind == 0:
+                if type(v) is str:
+                    try:
+                        data += v.encode()
+                        ok = True
+                    except UnicodeEncodeError:   # a lone surrogate
+                        pass
+                offsets += _I32.pack(len(data))
+            elif kind == -1:
+                ok = type(v) is bool
+                if v is True:
+                    data[row >> 3] |= 1 << (row & 7)
+            else:
+                lim = 1 << (8 * kind - 1)
+                ok = type(v) is int and -lim <= v < lim
+                data += (v if ok else 0).to_bytes(kind, "little", signed=True)
+            if ok:
+                valid[row >> 3] |= 1 << (row & 7)
+                count += 1
+        validity = None if count == n else bytes(valid)
+        out.append((validity, bytes(offsets), bytes(data)) if kind == 0
+                   else (validity, bytes(data)))
+    return out
+
+
 def _over(buffers, batches=None) -> RecordColumns:
     """A RecordColumns over existing buffers (BUFFERS order)."""
     cols = RecordColumns.__new__(RecordColumns)
@@ -432,10 +487,11 @@ def _bytes(buf, pos):
 
 
 try:   # compiled (records/_columns.c); the same, without a Python call per record or batch
-    from ._columns import append_batches, append_sets, append_v2, configure
+    from ._columns import append_batches, append_sets, append_v2, batch_buffers, configure
     configure(RecordSet)
 except ImportError:
     append_batches, append_sets, append_v2 = py_append_batches, py_append_sets, py_append_v2
+    batch_buffers = py_batch_buffers
 
 
 def iter_rows(cols):

@@ -10,10 +10,11 @@ reassembly, framing and pairing); and one per compiled entry point, each against
 (the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
 summarize (its byte walk, which must agree with decoding and walking), walkset (records/_headers.c
 and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2,
-append_batches and append_sets, records/_text.c batch_texts), csvrow (_csvrow.c csv_line),
-framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream target's
-segments through the compiled flow handler), pairing (_pairing.c: the same through the compiled pairing), decoder
-(_decoding.c's BodyDecoder.request and response on a message, chosen as for decode, and its twins),
+append_batches, append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
+csv_line), framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream
+target's segments through the compiled flow handler), pairing (_pairing.c: the same through the
+compiled pairing), decoder (_decoding.c's BodyDecoder.request and response on a message, chosen as
+for decode, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
 (_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the pair
 and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
@@ -262,6 +263,9 @@ def target_columns():
                           1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
             set_walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
         assert set_walks[0] == set_walks[1]
+        heads = walks[0][2] + [tuple(topic if k == 4 else data[1] - 128 for k in range(15))]
+        assert (_outcome(columns.batch_buffers, heads, columns.BATCH_KINDS)
+                == _outcome(columns.py_batch_buffers, heads, columns.BATCH_KINDS))
         for csv_format in (True, False):
             texts = text.batch_texts(walks[0][2], csv_format, text._NAMES)
             if texts is not None:

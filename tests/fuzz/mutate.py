@@ -93,7 +93,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from tests.fuzz.atheris_targets import partition_walks
     from tests.protocol.encoder import random_body
     from dissector.records import _columns, _text
-    from dissector.records.columns import CODEC_NAMES, RecordColumns
+    from dissector.records.columns import BATCH_KINDS, CODEC_NAMES, RecordColumns
     from dissector.records.model import Batch, RecordSet
     from dissector.records.text import _NAMES
     odd = (None, 0, -1, 1 << 62, 1 << 70, 1.5, "a,b", "é", "\ud800", True, b"x", [], ())
@@ -148,8 +148,13 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                     rnd.randrange(-1, 5), rnd.randrange(-1, 9), rnd.choice((0, 100, 1 << 62)),
                     rnd.choice((None, [])), rnd.choice(odd), CODEC_NAMES)
             elif which == 8:   # batch fields of any values
-                _text.batch_texts([tuple(rnd.choice(odd) for _ in range(rnd.choice((15, 15, 3))))
-                                   for _ in range(rnd.randrange(4))], rnd.random() < 0.5, _NAMES)
+                heads = [tuple(rnd.choice(odd) for _ in range(rnd.choice((15, 15, 3))))
+                         for _ in range(rnd.randrange(4))]
+                _text.batch_texts(heads, rnd.random() < 0.5, _NAMES)
+                try:
+                    _columns.batch_buffers(heads, BATCH_KINDS)
+                except TypeError:   # a head shorter than the columns
+                    pass
             elif which == 5:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))

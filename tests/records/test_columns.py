@@ -245,3 +245,37 @@ def test_a_batch_the_check_passed_but_the_parse_refuses_is_left_out_by_both(c_ap
         out.append((at, cols.buffers, heads, sources))
     assert out[0] == out[1]
     assert out[0][0] == 2 and out[0][3] == [(5, found)] and len(out[0][2]) == 1
+
+
+class _Int(int):
+    pass
+
+
+def test_batch_field_buffers_are_their_twins_on_every_capture_and_odd_values(c_append):
+    """records/_columns.c's batch_buffers makes the same column buffers as its twin
+    columns.py_batch_buffers from the batch fields of every shipped capture, and from fields of
+    the wrong type, out of their column's range or not encodable (null in both)."""
+    from dissector.records._columns import batch_buffers
+    from dissector.records.columns import BATCH_KINDS, py_batch_buffers
+    heads = []
+    for stem, sets in _capture_records():
+        cols = RecordColumns()
+        cols.fill(stem, sets)
+        heads += cols.batches
+    assert len(heads) > 100
+    assert batch_buffers(heads, BATCH_KINDS) == py_batch_buffers(heads, BATCH_KINDS)
+    odd = (None, 0, -1, 127, 128, -129, 1 << 15, -(1 << 31) - 1, (1 << 63) - 1, 1 << 63,
+           1 << 70, True, False, 1.5, "a", "é", "\ud800", b"x", _Int(3), ())
+    rows = [tuple(odd[(i + k) % len(odd)] for k in range(len(BATCH_KINDS)))
+            for i in range(len(odd))]
+    kinds = (0, -1, 1, 2, 4, 8) * 3
+    wide = [r + r[:3] for r in rows]
+    for got, want in ((batch_buffers(rows, BATCH_KINDS), py_batch_buffers(rows, BATCH_KINDS)),
+                      (batch_buffers(wide, kinds), py_batch_buffers(wide, kinds)),
+                      (batch_buffers([], BATCH_KINDS), py_batch_buffers([], BATCH_KINDS))):
+        assert got == want
+    for fn in (batch_buffers, py_batch_buffers):
+        with pytest.raises(ValueError):
+            fn(rows, (3,))
+        with pytest.raises(TypeError):
+            fn([(1,)], BATCH_KINDS)
