@@ -61,15 +61,16 @@ static void batch_layout(PyTypeObject *type)
     batch_type = type;
 }
 
-/* getattr(o, name, None): a new reference; NULL on an error other than AttributeError */
+/* getattr(o, name, None): a new reference; NULL on an error other than AttributeError. A
+ * missing attribute of a plain class raises nothing to clear (_PyObject_LookupAttr): a body of
+ * another version lacks a field on every entry. */
 static PyObject *attr_or_none(PyObject *o, PyObject *name)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    return v;
+    PyObject *v;
+    int found = _PyObject_LookupAttr(o, name, &v);
+    if (found < 0)
+        return NULL;
+    return found ? v : Py_NewRef(Py_None);
 }
 
 /* bool(o.name) (1 or 0), or -1 on error */
@@ -466,11 +467,111 @@ done:
     return result;
 }
 
+static void spec_free(Spec *s)
+{
+    PyMem_Free(s->field);
+    s->field = NULL;
+    Py_CLEAR(s->records);
+}
+
+/* The Spec of a (side, layout) pair (see partition_walk.py): `records` a new reference, `field`
+ * allocated; -1 with an error */
+static int spec_of(Spec *s, PyObject *side, PyObject *layout)
+{
+    PyObject *record_cols;
+    s->field = NULL;
+    s->records = NULL;
+    if (!PyArg_ParseTuple(side, "UOO!On", &s->parts, &s->index, &PyTuple_Type, &s->fields,
+                          &s->records, &s->listed)
+            || !PyArg_ParseTuple(layout, "nnnO!O", &s->topic_col, &s->tid_col, &s->part_col,
+                                 &PyTuple_Type, &record_cols, &s->topic_id)) {
+        s->records = NULL;
+        return -1;
+    }
+    if (s->index != Py_None && !PyUnicode_Check(s->index)) {
+        PyErr_SetString(PyExc_TypeError, "index: a str or None");
+        s->records = NULL;
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(record_cols) != NREC) {
+        PyErr_SetString(PyExc_TypeError, "layout: 12 record columns");
+        s->records = NULL;
+        return -1;
+    }
+    for (int i = 0; i < NREC; i++) {
+        s->record_cols[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(record_cols, i));
+        if (s->record_cols[i] == -1 && PyErr_Occurred()) {
+            s->records = NULL;
+            return -1;
+        }
+    }
+    s->optional_records = 0;
+    if (s->records != Py_None) {   /* the attribute, without "?" (optional) */
+        if (!PyUnicode_Check(s->records)) {
+            PyErr_SetString(PyExc_TypeError, "records: a str or None");
+            s->records = NULL;
+            return -1;
+        }
+        s->optional_records = PyUnicode_GET_LENGTH(s->records) > 0
+            && PyUnicode_READ_CHAR(s->records, 0) == '?';
+        s->records = s->optional_records
+            ? PyUnicode_Substring(s->records, 1, PyUnicode_GET_LENGTH(s->records))
+            : Py_NewRef(s->records);
+        if (s->records == NULL)
+            return -1;
+    } else
+        Py_INCREF(s->records);
+    Py_ssize_t nfields = PyTuple_GET_SIZE(s->fields);
+    if ((s->field = PyMem_New(Field, nfields ? nfields : 1)) == NULL) {
+        PyErr_NoMemory();
+        spec_free(s);
+        return -1;
+    }
+    for (Py_ssize_t f = 0; f < nfields; f++) {
+        Field *fd = &s->field[f];
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(s->fields, f), "nUp", &fd->col, &fd->attr,
+                              &fd->required)) {
+            spec_free(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The Specs of the (side, layout) pairs seen, kept with them: a table's are a few constant
+ * tuples, and parsing them at every call was a fifth of the walk. */
+#define SPECS 32
+static struct {
+    PyObject *side, *layout;   /* strong references: their Spec borrows from them */
+    Spec spec;
+} specs[SPECS];
+static int next_spec;
+
+static const Spec *cached_spec(PyObject *side, PyObject *layout)
+{
+    for (int i = 0; i < SPECS; i++)
+        if (specs[i].side == side && specs[i].layout == layout)
+            return &specs[i].spec;
+    Spec s;
+    if (spec_of(&s, side, layout) < 0)
+        return NULL;
+    int i = next_spec;
+    next_spec = (next_spec + 1) % SPECS;
+    if (specs[i].side != NULL) {
+        spec_free(&specs[i].spec);
+        Py_CLEAR(specs[i].side);
+        Py_CLEAR(specs[i].layout);
+    }
+    specs[i].side = Py_NewRef(side);
+    specs[i].layout = Py_NewRef(layout);
+    specs[i].spec = s;
+    return &specs[i].spec;
+}
+
 static PyObject *walk_side(PyObject *self, PyObject *args)
 {
-    PyObject *cols, *topics, *side, *layout, *shape, *record_cols;
+    PyObject *cols, *topics, *side, *layout, *shape;
     Py_ssize_t start;
-    Spec s;
     if (codec_names == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return NULL;
@@ -478,57 +579,15 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!nOO!O!O", &PyList_Type, &cols, &start, &topics,
                           &PyTuple_Type, &side, &PyTuple_Type, &layout, &shape))
         return NULL;
-    if (!PyArg_ParseTuple(side, "UOO!On", &s.parts, &s.index, &PyTuple_Type, &s.fields,
-                          &s.records, &s.listed)
-            || !PyArg_ParseTuple(layout, "nnnO!O", &s.topic_col, &s.tid_col, &s.part_col,
-                                 &PyTuple_Type, &record_cols, &s.topic_id))
+    const Spec *spec = cached_spec(side, layout);
+    if (spec == NULL)
         return NULL;
-    if (s.index != Py_None && !PyUnicode_Check(s.index)) {
-        PyErr_SetString(PyExc_TypeError, "index: a str or None");
-        return NULL;
-    }
+    Spec s = *spec;
     if (shape != Py_None && !PyList_Check(shape)) {
         PyErr_SetString(PyExc_TypeError, "shape: a list or None");
         return NULL;
     }
-    if (PyTuple_GET_SIZE(record_cols) != NREC) {
-        PyErr_SetString(PyExc_TypeError, "layout: 12 record columns");
-        return NULL;
-    }
-    for (int i = 0; i < NREC; i++) {
-        s.record_cols[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(record_cols, i));
-        if (s.record_cols[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    PyObject *records = NULL;   /* the attribute, without "?" (optional) */
-    s.optional_records = 0;
-    if (s.records != Py_None) {
-        if (!PyUnicode_Check(s.records)) {
-            PyErr_SetString(PyExc_TypeError, "records: a str or None");
-            return NULL;
-        }
-        s.optional_records = PyUnicode_GET_LENGTH(s.records) > 0
-            && PyUnicode_READ_CHAR(s.records, 0) == '?';
-        records = s.optional_records
-            ? PyUnicode_Substring(s.records, 1, PyUnicode_GET_LENGTH(s.records))
-            : Py_NewRef(s.records);
-        if (records == NULL)
-            return NULL;
-        s.records = records;
-    }
     PyObject *made = NULL, *keys = NULL, *it = NULL, *result = NULL;
-    Py_ssize_t nfields = PyTuple_GET_SIZE(s.fields);
-    s.field = PyMem_New(Field, nfields ? nfields : 1);
-    if (s.field == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t f = 0; f < nfields; f++) {
-        Field *fd = &s.field[f];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(s.fields, f), "nUp", &fd->col, &fd->attr,
-                              &fd->required))
-            goto done;
-    }
     made = shape == Py_None ? PyList_New(0) : NULL;
     keys = PySet_New(NULL);
     if ((shape == Py_None && made == NULL) || keys == NULL)
@@ -556,8 +615,6 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     }
     result = made != NULL ? Py_NewRef(made) : Py_NewRef(shape);
 done:
-    PyMem_Free(s.field);
-    Py_XDECREF(records);
     Py_XDECREF(made);
     Py_XDECREF(keys);
     Py_XDECREF(it);

@@ -227,6 +227,22 @@ static PyObject *headers(PyObject *data, PyObject *crc32c)
     return result;
 }
 
+/* A tuple of `n` new references (stolen, even on failure); NULL if one is NULL or on failure */
+static PyObject *tuple_of(PyObject **items, int n)
+{
+    PyObject *t = NULL;
+    for (int i = 0; i < n; i++)
+        if (items[i] == NULL)
+            goto done;
+    if ((t = PyTuple_New(n)) != NULL)
+        for (int i = 0; i < n; i++)
+            PyTuple_SET_ITEM(t, i, Py_NewRef(items[i]));
+done:
+    for (int i = 0; i < n; i++)
+        Py_XDECREF(items[i]);
+    return t;
+}
+
 /* The records level's settings, from configure: record_batch._build_records (what a deferred
  * batch's records are built with) and model.RECORD_COST (what the budget pays a record). */
 static PyObject *walk_build;
@@ -251,10 +267,21 @@ static PyObject *checked_batch(const unsigned char *b, Py_ssize_t pos, Py_ssize_
                         != body_size : body_size != 0))
         return NULL;
     int64_t max_ts = be(h + 35, 8);
-    PyObject *deferred = Py_BuildValue(
-        "(LO(y#LLLN))", (long long)count, walk_build, (const char *)h + HEADER_SIZE, body_size,
-        (long long)count, (long long)be(h, 8), (long long)be(h + 27, 8),
-        (attributes >> 3) & 1 ? PyLong_FromLongLong(max_ts) : Py_NewRef(Py_None));
+    /* (count, walk_build, (body, count, base offset, first timestamp, max timestamp or None)),
+     * built item by item: Py_BuildValue's format was a tenth of this function */
+    PyObject *n = PyLong_FromLongLong(count), *deferred = NULL;
+    PyObject *parse[5] = {
+        PyBytes_FromStringAndSize((const char *)h + HEADER_SIZE, body_size), Py_XNewRef(n),
+        PyLong_FromLongLong(be(h, 8)), PyLong_FromLongLong(be(h + 27, 8)),
+        (attributes >> 3) & 1 ? PyLong_FromLongLong(max_ts) : Py_NewRef(Py_None)};
+    PyObject *args = tuple_of(parse, 5);
+    if (n != NULL && args != NULL && (deferred = PyTuple_New(3)) != NULL) {
+        PyTuple_SET_ITEM(deferred, 0, Py_NewRef(n));
+        PyTuple_SET_ITEM(deferred, 1, Py_NewRef(walk_build));
+        PyTuple_SET_ITEM(deferred, 2, Py_NewRef(args));
+    }
+    Py_XDECREF(n);
+    Py_XDECREF(args);
     PyObject *values[FIELDS - 1] = {
         PyLong_FromSsize_t(pos), PyLong_FromSsize_t(size), PyLong_FromLong(2),
         PyLong_FromLongLong(be(h, 8)), PyLong_FromLongLong(be(h + 12, 4)),
