@@ -557,6 +557,8 @@ typedef struct {
 
 static int buf_put(Buf *b, const void *s, Py_ssize_t n)
 {
+    if (n == 0)   /* nothing, perhaps from nowhere yet (memcpy's pointers must be valid) */
+        return 0;
     if (b->n + n > b->cap) {
         Py_ssize_t cap = b->cap * 2 > b->n + n ? b->cap * 2 : b->n + n + 64;
         char *p = PyMem_Realloc(b->p, cap);
