@@ -493,6 +493,8 @@ static PyObject *append_sets(PyObject *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (at < 0)
         at = 0;
+    if (batch_at < 0)
+        batch_at = 0;
     Out o[NBUF];
     int ready, failed = begin(o, args[0], &ready) < 0;
     for (; !failed && at < PyList_GET_SIZE(sets); at++, batch_at = 0) {

@@ -230,17 +230,17 @@ def py_append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, s
     whether the buffers are full. records/_columns.c's append_sets is this without a Python
     call per set."""
     cols = _over(buffers, heads)
-    at = max(at, 0)
+    at, batch_at = max(at, 0), max(batch_at, 0)
     while at < len(sets):
         topic, partition, rs = sets[at]
         if type(rs) is RecordSet:
             batches = rs.batches
-            n = len(batches) if type(batches) is list else 0
+            n = len(batches) if isinstance(batches, list) else 0
             if batch_at < n:
                 batch_at, _ = py_append_batches(buffers, heads, stem + (topic, partition),
                                                 batches, batch_at, rows, data_bytes, sources,
                                                 source, codec_names)
-                n = len(batches) if type(batches) is list else 0
+                n = len(batches) if isinstance(batches, list) else 0
             if batch_at < n:   # full, or a batch the caller takes
                 break
             if cols.full(rows, data_bytes):
