@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../_attrs.h"
+#include "../_growbuf.h"
 #include "../_utf8.h"
 #include "../_varint.h"
 
@@ -551,36 +552,11 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *type)
 
 /* -- batch fields into column buffers -------------------------------------------------------- */
 
-/* A growing byte buffer (the result's own, not a bytearray of the caller's) */
-typedef struct {
-    char *p;
-    Py_ssize_t n, cap;
-} Buf;
-
-static int buf_put(Buf *b, const void *s, Py_ssize_t n)
+static PyObject *buf_bytes(Buf *b)   /* frees b's memory */
 {
-    if (n == 0)   /* nothing, perhaps from nowhere yet (memcpy's pointers must be valid) */
-        return 0;
-    if (b->n + n > b->cap) {
-        Py_ssize_t cap = b->cap * 2 > b->n + n ? b->cap * 2 : b->n + n + 64;
-        char *p = PyMem_Realloc(b->p, cap);
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    return 0;
-}
-
-static PyObject *buf_bytes(Buf *b)   /* frees b */
-{
-    PyObject *out = PyBytes_FromStringAndSize(b->p ? b->p : "", b->n);
-    PyMem_Free(b->p);
-    b->p = NULL;
+    PyObject *out = PyBytes_FromStringAndSize(b->b ? b->b : "", b->n);
+    PyMem_Free(b->b);
+    b->b = NULL;
     return out;
 }
 
@@ -672,8 +648,8 @@ static PyObject *column_buffers(PyObject *heads, Py_ssize_t col, int kind)
 done:
     PyMem_Free(bits);
     PyMem_Free(flags);
-    PyMem_Free(data.p);
-    PyMem_Free(offsets.p);
+    PyMem_Free(data.b);
+    PyMem_Free(offsets.b);
     return out;
 }
 

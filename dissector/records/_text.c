@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_growbuf.h"
 #include "../_isotime.h"
 #include "../_utf8.h"
 
@@ -28,36 +29,7 @@ enum { BATCH_INDEX, OFFSET, OFFSET_VALID, TS, TS_VALID, KEY_OFF, KEY_DATA, KEY_V
        VAL_DATA, VAL_VALID, HDR_OFF, HKEY_OFF, HKEY_DATA, HVAL_OFF, HVAL_DATA, HVAL_VALID,
        NBUF };
 
-typedef struct {
-    char *b;
-    Py_ssize_t n, cap;
-} Buf;
-
-static int room(Buf *o, Py_ssize_t more)
-{
-    if (o->n + more <= o->cap)
-        return 0;
-    Py_ssize_t cap = (o->n + more) * 2;
-    char *b = PyMem_Realloc(o->b, cap);
-    if (b == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    o->b = b;
-    o->cap = cap;
-    return 0;
-}
-
-static int put(Buf *o, const char *s, Py_ssize_t n)
-{
-    if (room(o, n) < 0)
-        return -1;
-    memcpy(o->b + o->n, s, n);
-    o->n += n;
-    return 0;
-}
-
-#define PUTS(o, s) put(o, s, (Py_ssize_t)sizeof(s) - 1)
+#define PUTS(o, s) buf_put(o, s, (Py_ssize_t)sizeof(s) - 1)
 
 static int put_int(Buf *o, int64_t x)
 {
@@ -69,13 +41,13 @@ static int put_int(Buf *o, int64_t x)
     } while (u);
     if (x < 0)
         *--p = '-';
-    return put(o, p, end - p);
+    return buf_put(o, p, end - p);
 }
 
 /* ns since the epoch, 0 <= ts (the builder keeps no other): 2024-05-01T12:00:00.123456789Z */
 static int put_iso(Buf *o, int64_t ts)
 {
-    if (room(o, 30) < 0)
+    if (buf_room(o, 30) < 0)
         return -1;
     iso_seconds(o->b + o->n, ts / 1000000000LL);
     iso_fraction(o->b + o->n + 19, ts % 1000000000LL);
@@ -87,7 +59,7 @@ static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 static int put_b64(Buf *o, const unsigned char *s, Py_ssize_t n)
 {
-    if (room(o, (n + 2) / 3 * 4) < 0)
+    if (buf_room(o, (n + 2) / 3 * 4) < 0)
         return -1;
     char *p = o->b + o->n;
     Py_ssize_t i = 0;
@@ -125,7 +97,7 @@ static int put_u(Buf *o, uint32_t c)
 {
     static const char hex[] = "0123456789abcdef";
     char e[6] = {'\\', 'u', hex[c >> 12], hex[(c >> 8) & 15], hex[(c >> 4) & 15], hex[c & 15]};
-    return put(o, e, 6);
+    return buf_put(o, e, 6);
 }
 
 /* UTF-8 text as json.dumps writes a str (ensure_ascii), quotes doubled for CSV; text that is
@@ -168,7 +140,7 @@ static int put_json_str(Buf *o, const unsigned char *s, Py_ssize_t n, int csv)
             r = PUTS(o, "\\f");
         else if (cp >= 0x20 && cp < 0x7F) {
             char ch = (char)cp;
-            r = put(o, &ch, 1);
+            r = buf_put(o, &ch, 1);
         } else if (cp < 0x10000)
             r = put_u(o, cp);
         else {
@@ -245,7 +217,7 @@ static int put_bytes_obj(Buf *o, PyObject *list, Py_ssize_t i)
     if (i < 0 || i >= PyList_GET_SIZE(list) || !PyBytes_Check(PyList_GET_ITEM(list, i)))
         return bad();
     PyObject *b = PyList_GET_ITEM(list, i);
-    return put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+    return buf_put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
 }
 
 static PyObject *text(PyObject *args, int csv)
@@ -272,7 +244,7 @@ static PyObject *text(PyObject *args, int csv)
     if (c[BATCH_INDEX].n < 4 * rows || c[TS].n < 8 * rows || c[HDR_OFF].n < 4 * (rows + 1))
         return bad(), NULL;
     Buf o = {NULL, 0, 0};
-    if (room(&o, rows * 64 + 1024) < 0)
+    if (buf_room(&o, rows * 64 + 1024) < 0)
         return NULL;
     for (Py_ssize_t r = 0; r < rows; r++) {
         Py_ssize_t batch = i32(&c[BATCH_INDEX], r), h0, h1;
@@ -380,7 +352,7 @@ static int put_field(Buf *o, PyObject *v, int csv)
         return put_json_str(o, (const unsigned char *)s, n, 0);
     if (strpbrk(s, ",\"\r\n") != NULL || (Py_ssize_t)strlen(s) != n)
         return 1;
-    return put(o, s, n);
+    return buf_put(o, s, n);
 }
 
 /* fields [from, to) of a batch: CSV `sep`-joined values; JSON ,"name":value each (the
