@@ -475,52 +475,40 @@ static void spec_free(Spec *s)
 }
 
 /* The Spec of a (side, layout) pair (see partition_walk.py): `records` a new reference, `field`
- * allocated; -1 with an error */
+ * allocated; -1 with an error (nothing held) */
 static int spec_of(Spec *s, PyObject *side, PyObject *layout)
 {
-    PyObject *record_cols;
-    s->field = NULL;
-    s->records = NULL;
+    PyObject *record_cols, *records;
     if (!PyArg_ParseTuple(side, "UOO!On", &s->parts, &s->index, &PyTuple_Type, &s->fields,
-                          &s->records, &s->listed)
+                          &records, &s->listed)
             || !PyArg_ParseTuple(layout, "nnnO!O", &s->topic_col, &s->tid_col, &s->part_col,
-                                 &PyTuple_Type, &record_cols, &s->topic_id)) {
-        s->records = NULL;
+                                 &PyTuple_Type, &record_cols, &s->topic_id))
         return -1;
-    }
     if (s->index != Py_None && !PyUnicode_Check(s->index)) {
         PyErr_SetString(PyExc_TypeError, "index: a str or None");
-        s->records = NULL;
         return -1;
     }
     if (PyTuple_GET_SIZE(record_cols) != NREC) {
         PyErr_SetString(PyExc_TypeError, "layout: 12 record columns");
-        s->records = NULL;
         return -1;
     }
     for (int i = 0; i < NREC; i++) {
         s->record_cols[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(record_cols, i));
-        if (s->record_cols[i] == -1 && PyErr_Occurred()) {
-            s->records = NULL;
+        if (s->record_cols[i] == -1 && PyErr_Occurred())
             return -1;
-        }
     }
-    s->optional_records = 0;
-    if (s->records != Py_None) {   /* the attribute, without "?" (optional) */
-        if (!PyUnicode_Check(s->records)) {
-            PyErr_SetString(PyExc_TypeError, "records: a str or None");
-            s->records = NULL;
-            return -1;
-        }
-        s->optional_records = PyUnicode_GET_LENGTH(s->records) > 0
-            && PyUnicode_READ_CHAR(s->records, 0) == '?';
-        s->records = s->optional_records
-            ? PyUnicode_Substring(s->records, 1, PyUnicode_GET_LENGTH(s->records))
-            : Py_NewRef(s->records);
-        if (s->records == NULL)
-            return -1;
-    } else
-        Py_INCREF(s->records);
+    if (records != Py_None && !PyUnicode_Check(records)) {
+        PyErr_SetString(PyExc_TypeError, "records: a str or None");
+        return -1;
+    }
+    s->optional_records = records != Py_None && PyUnicode_GET_LENGTH(records) > 0
+        && PyUnicode_READ_CHAR(records, 0) == '?';
+    /* the attribute, without "?" (optional) */
+    s->records = s->optional_records
+        ? PyUnicode_Substring(records, 1, PyUnicode_GET_LENGTH(records)) : Py_NewRef(records);
+    s->field = NULL;
+    if (s->records == NULL)
+        return -1;
     Py_ssize_t nfields = PyTuple_GET_SIZE(s->fields);
     if ((s->field = PyMem_New(Field, nfields ? nfields : 1)) == NULL) {
         PyErr_NoMemory();
@@ -539,22 +527,29 @@ static int spec_of(Spec *s, PyObject *side, PyObject *layout)
 }
 
 /* The Specs of the (side, layout) pairs seen, kept with them: a table's are a few constant
- * tuples, and parsing them at every call was a fifth of the walk. */
+ * tuples, and parsing them at every call was a fifth of the walk. An entry is replaced only
+ * while no walk is in progress (`walking`: a walk calls Python, which may walk too). */
 #define SPECS 32
 static struct {
     PyObject *side, *layout;   /* strong references: their Spec borrows from them */
     Spec spec;
 } specs[SPECS];
-static int next_spec;
+static int next_spec, walking;
 
-static const Spec *cached_spec(PyObject *side, PyObject *layout)
+/* The kept Spec of (side, layout), else `own` filled (*owned set: the caller frees it) and
+ * kept when it can be; NULL with an error */
+static const Spec *spec_for(PyObject *side, PyObject *layout, Spec *own, int *owned)
 {
+    *owned = 0;
     for (int i = 0; i < SPECS; i++)
         if (specs[i].side == side && specs[i].layout == layout)
             return &specs[i].spec;
-    Spec s;
-    if (spec_of(&s, side, layout) < 0)
+    if (spec_of(own, side, layout) < 0)
         return NULL;
+    if (walking) {
+        *owned = 1;
+        return own;
+    }
     int i = next_spec;
     next_spec = (next_spec + 1) % SPECS;
     if (specs[i].side != NULL) {
@@ -564,7 +559,7 @@ static const Spec *cached_spec(PyObject *side, PyObject *layout)
     }
     specs[i].side = Py_NewRef(side);
     specs[i].layout = Py_NewRef(layout);
-    specs[i].spec = s;
+    specs[i].spec = *own;
     return &specs[i].spec;
 }
 
@@ -579,14 +574,17 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!nOO!O!O", &PyList_Type, &cols, &start, &topics,
                           &PyTuple_Type, &side, &PyTuple_Type, &layout, &shape))
         return NULL;
-    const Spec *spec = cached_spec(side, layout);
-    if (spec == NULL)
-        return NULL;
-    Spec s = *spec;
     if (shape != Py_None && !PyList_Check(shape)) {
         PyErr_SetString(PyExc_TypeError, "shape: a list or None");
         return NULL;
     }
+    Spec own;
+    int owned;
+    const Spec *spec = spec_for(side, layout, &own, &owned);
+    if (spec == NULL)
+        return NULL;
+    Spec s = *spec;
+    walking++;
     PyObject *made = NULL, *keys = NULL, *it = NULL, *result = NULL;
     made = shape == Py_None ? PyList_New(0) : NULL;
     keys = PySet_New(NULL);
@@ -615,6 +613,9 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     }
     result = made != NULL ? Py_NewRef(made) : Py_NewRef(shape);
 done:
+    walking--;
+    if (owned)
+        spec_free(&own);
     Py_XDECREF(made);
     Py_XDECREF(keys);
     Py_XDECREF(it);

@@ -158,5 +158,35 @@ def test_a_second_body_listing_other_partitions_is_irregular(c_walk):
             walk([[] for _ in PARTITION_COLUMNS], 0, [], side, PC.LAYOUT, shape)
 
 
+def test_a_walk_within_a_walk_keeps_the_outer_walks_parse(c_walk):
+    """The compiled walk keeps its parse of each (side, layout) pair. A walk run by Python
+    within another (here by the layout's topic id function, 40 pairs of fresh tuples: more than
+    are kept) is parsed apart and replaces nothing in use: both walks give the twin's rows."""
+    from types import SimpleNamespace as NS
+
+    def body(name):
+        return [NS(name=name, topic_id=None, partitions=[NS(partition_index=i, error_code=i)
+                                                         for i in range(3)])]
+    side = ("partitions", "partition_index", ((PC._ERROR[0], "error_code", True),), None, -1)
+    inner = []
+
+    def topic_id(value):   # the inner walks write the codes to another column
+        for _ in range(40):
+            cols = [[] for _ in PARTITION_COLUMNS]
+            fresh = side[:2] + (((PC._LEADER, "error_code", True),),) + side[3:], PC.LAYOUT[:]
+            c_walk(cols, 0, body("inner"), fresh[0], tuple(list(fresh[1])), None)
+            inner.append(cols)
+        return PC.topic_id(value)
+    layout = PC.LAYOUT[:-1] + (topic_id,)
+    outer = []
+    for walk in (c_walk, py_walk_side):
+        cols = [[] for _ in PARTITION_COLUMNS]
+        walk(cols, 0, body("outer") + body("other"), side, layout, None)
+        outer.append(cols)
+    assert outer[0] == outer[1] and outer[0][PC._ERROR[0]] == [0, 1, 2] * 2
+    assert inner and all(cols == inner[0] for cols in inner)
+    assert inner[0][PC._TOPIC] == ["inner"] * 3 and inner[0][PC._LEADER] == [0, 1, 2]
+
+
 def test_the_compiled_walk_is_used():
     assert compiled is None or partition_walk.walk_side is compiled
