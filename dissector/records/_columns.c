@@ -300,7 +300,7 @@ static PyObject *append_v2(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(count);
 }
 
-/* what append_batches reads of a Batch (in place: _attrs.h), and the batch fields it puts in
+/* what the batch walk reads of a Batch (in place: _attrs.h), and the batch fields it puts in
  * a head after the exchange's (columns.batch_head: magic, compression, then these) */
 static Slot s_deferred, s_magic, s_codec;
 static const char *head_names[] = {"timestamp_type", "producer_id", "producer_epoch",
@@ -402,7 +402,7 @@ static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, P
 
 /* The checked batches of batches[*at:] appended until the buffers are full (RecordColumns.full)
  * or a batch without _deferred comes (the caller takes it); *at is then the next batch's index.
- * 0, or -1 with an error. */
+ * 0, or -1 with an error. columns.py_append_batches is its twin. */
 static int walk_batches(Out *o, PyObject *heads, PyObject *prefix, PyObject *batches,
                         Py_ssize_t *at, long long max_rows, long long max_bytes,
                         PyObject *sources, PyObject *source, PyObject *codec_names)
@@ -445,39 +445,14 @@ static int full_of(Out *o, long long max_rows, long long max_bytes)
     return rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
 }
 
-/* append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
- * codec_names) -> (the index of the next batch, whether the buffers are full):
- * columns.py_append_batches, its twin and specification, without a Python call per batch. */
-static PyObject *append_batches(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 10 || !PyList_CheckExact(args[1]) || !PyTuple_Check(args[2])
-            || PyTuple_GET_SIZE(args[2]) != PREFIX || !PyList_Check(args[3])
-            || (args[7] != Py_None && !PyList_Check(args[7])) || !PyDict_Check(args[9]))
-        return PyErr_Format(PyExc_TypeError, "append_batches(buffers, heads (list), prefix "
-                            "(6-tuple), batches (list), at, rows, data_bytes, sources (list or "
-                            "None), source, codec_names (dict))");
-    Py_ssize_t at = PyLong_AsSsize_t(args[4]);
-    long long max_rows = PyLong_AsLongLong(args[5]), max_bytes = PyLong_AsLongLong(args[6]);
-    if (PyErr_Occurred())
-        return NULL;
-    Out o[NBUF];
-    int ready, failed = begin(o, args[0], &ready) < 0
-        || walk_batches(o, args[1], args[2], args[3], &at, max_rows, max_bytes, args[7],
-                        args[8], args[9]) < 0;
-    int full = full_of(o, max_rows, max_bytes);
-    if (done(o, ready) < 0)
-        failed = 1;
-    return failed ? NULL : Py_BuildValue("(nO)", at, full ? Py_True : Py_False);
-}
-
 /* The class of the record sets append_sets walks (records.model.RecordSet, set by configure) */
 static PyObject *record_set_type;
 static PyObject *s_batches;
 
 /* append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source,
  * codec_names) -> (set index, batch index, whether the buffers are full): columns.py_append_sets,
- * its twin and specification: append_batches over each set's batches, from sets[at]'s
- * batch_at on, with no Python call per set. */
+ * its twin and specification: walk_batches over each set's batches, from sets[at]'s
+ * batch_at on, with no Python call per set or batch. */
 static PyObject *append_sets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 11 || !PyList_CheckExact(args[1]) || !PyTuple_Check(args[2])
@@ -683,9 +658,6 @@ static PyObject *batch_buffers(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"append_v2", append_v2, METH_VARARGS,
      "append_v2(buffers, body, count, base_offset, first_ts, ts_fixed, index) -> count"},
-    {"append_batches", (PyCFunction)(void (*)(void))append_batches, METH_FASTCALL,
-     "append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source, "
-     "codec_names) -> (the next batch's index, whether the buffers are full)"},
     {"append_sets", (PyCFunction)(void (*)(void))append_sets, METH_FASTCALL,
      "append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source, "
      "codec_names) -> (the next set's index, its next batch's index, whether the buffers are "

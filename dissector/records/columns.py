@@ -11,9 +11,9 @@ offsets and data). No key, value or header is ever a Python object on this path.
 
 `append_v2` fills the buffers from the records of one v2 batch that record_batch.decode already
 checked (its deferred parse): records/_columns.c does it compiled; `py_append_v2` here is the
-specification, parsing exactly as record_batch._parse_records does. `append_batches` does it for
-a partition's batches one after another (RecordColumns.fill), with their batch fields, in one
-call: on message-dense traffic a batch holds a record or two. The tests compare the twins.
+specification, parsing exactly as record_batch._parse_records does. `append_sets` does it for
+an exchange's record sets, batch after batch (RecordColumns.fill), with their batch fields, in
+one call: on message-dense traffic a batch holds a record or two. The tests compare the twins.
 """
 from __future__ import annotations
 
@@ -191,12 +191,12 @@ def batch_head(prefix, b, codec_names=CODEC_NAMES) -> tuple:
 
 def py_append_batches(buffers, heads, prefix, batches, at, rows, data_bytes, sources, source,
                       codec_names) -> tuple[int, bool]:
-    """RecordColumns.fill's walk over the batches whose records are checked and not built
+    """py_append_sets' walk over one set's batches whose records are checked and not built
     (`_deferred`), from batches[at] on: each one's records appended to `buffers` (as
     append_v2) with its batch fields in `heads`, (source, records) in `sources` (a list, or
     None), until the buffers hold `rows` rows or `data_bytes` (RecordColumns.full) or a batch
     without `_deferred` comes (the caller takes it); returns the index of the next batch and
-    whether the buffers are full. records/_columns.c's append_batches is this without a Python
+    whether the buffers are full. records/_columns.c's walk_batches is this without a Python
     call per batch; `codec_names` is CODEC_NAMES."""
     cols = _over(buffers, heads)
     while at < len(batches):
@@ -487,10 +487,10 @@ def _bytes(buf, pos):
 
 
 try:   # compiled (records/_columns.c); the same, without a Python call per record or batch
-    from ._columns import append_batches, append_sets, append_v2, batch_buffers, configure
+    from ._columns import append_sets, append_v2, batch_buffers, configure
     configure(RecordSet)
 except ImportError:
-    append_batches, append_sets, append_v2 = py_append_batches, py_append_sets, py_append_v2
+    append_sets, append_v2 = py_append_sets, py_append_v2
     batch_buffers = py_batch_buffers
 
 

@@ -31,7 +31,6 @@ from dissector.protocol import headers, readers
 assert not framebuf.COMPILED and not readers.COMPILED and not headers.COMPILED
 from dissector.records import columns, text
 assert columns.append_v2 is columns.py_append_v2 and text.csv_text is text.py_csv_text
-assert columns.append_batches is columns.py_append_batches
 assert columns.append_sets is columns.py_append_sets
 assert columns.batch_buffers is columns.py_batch_buffers
 assert text.batch_texts is text.py_batch_texts

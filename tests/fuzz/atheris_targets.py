@@ -10,7 +10,7 @@ reassembly, framing and pairing); and one per compiled entry point, each against
 (the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
 summarize (its byte walk, which must agree with decoding and walking), walkset (records/_headers.c
 and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2,
-append_batches, append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
+append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
 csv_line), framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream
 target's segments through the compiled flow handler), pairing (_pairing.c: the same through the
 compiled pairing), decoder (_decoding.c's BodyDecoder.request and response on a message, chosen as
@@ -240,29 +240,21 @@ def target_columns():
         got = _outcome(columns.append_v2, a.buffers, *args)
         assert got == _outcome(columns.py_append_v2, b.buffers, *args)
         assert [bytes(x) for x in a.buffers] == [bytes(x) for x in b.buffers]
-        # the batch walk (append_batches) over the record set the data makes, cut after the
-        # batch that brings the rows to the second byte; then its batch fields as text, with
-        # a topic of any text
+        # the set walk (append_sets) over the record set the data makes (twice, a raw set
+        # between), cut after the batch that brings the rows to the second byte; then its batch
+        # fields as buffers and text, with a topic of any text
         rs = _outcome(walk_set, data, True, [1 << 20])
         if rs[0] != "ok":
             return
         topic = data[2:2 + data[1] % 12].decode("latin-1")
-        prefix = (1, 2, 0, 0, topic, data[1] - 128)
+        sets = [(topic, data[1] - 128, rs[1]), (topic, 0, b"raw"), (topic, 1, rs[1])]
         walks = []
-        for walk in (columns.append_batches, columns.py_append_batches):
+        for walk in (columns.append_sets, columns.py_append_sets):
             cols, sources = columns.RecordColumns(), []
-            at = _outcome(walk, cols.buffers, cols.batches, prefix, rs[1].batches, 0,
+            at = _outcome(walk, cols.buffers, cols.batches, (1, 2, 0, 0), sets, 0, 0,
                           1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
             walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
         assert walks[0] == walks[1]
-        sets = [(topic, data[1] - 128, rs[1]), (topic, 0, b"raw"), (topic, 1, rs[1])]
-        set_walks = []
-        for walk in (columns.append_sets, columns.py_append_sets):
-            cols, sources = columns.RecordColumns(), []
-            at = _outcome(walk, cols.buffers, cols.batches, prefix[:4], sets, 0, 0,
-                          1 + data[1] % 4, 1 << 20, sources, 0, columns.CODEC_NAMES)
-            set_walks.append((at, [bytes(x) for x in cols.buffers], cols.batches, sources))
-        assert set_walks[0] == set_walks[1]
         heads = walks[0][2] + [tuple(topic if k == 4 else data[1] - 128 for k in range(15))]
         assert (_outcome(columns.batch_buffers, heads, columns.BATCH_KINDS)
                 == _outcome(columns.py_batch_buffers, heads, columns.BATCH_KINDS))

@@ -131,12 +131,6 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                                                             rnd.choice(odd), rnd.choice(odd))),
                         (1,), (1, None, (raw,)), "x"))
                     batches.append(b)
-                cols = RecordColumns()
-                _columns.append_batches(
-                    cols.buffers, rnd.choice((cols.batches, [])),
-                    tuple(rnd.choice(odd) for _ in range(6)), batches, rnd.randrange(-1, 5),
-                    rnd.randrange(-1, 9), rnd.choice((0, 100, 1 << 62)),
-                    rnd.choice((None, [])), rnd.choice(odd), CODEC_NAMES)
                 sets = [rnd.choice(((rnd.choice(odd), rnd.choice(odd),
                                      RecordSet(batches, [], False, 0, 0)),
                                     (rnd.choice(odd), rnd.choice(odd), rnd.choice(odd)), ("x",)))

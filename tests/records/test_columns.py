@@ -133,7 +133,7 @@ def test_buffers_are_arrow_layout():
 
 def _filled(walks, found, rows, data_bytes):
     """RecordColumns.fill over `found` (exchange_records' (stem, sets), per exchange) with
-    `walks` as its walks (columns' append_sets and append_batches, a dict), cutting where
+    `walks` as its walks (columns' append_sets, a dict), cutting where
     sourced_chunks cuts: per chunk (buffers, batch fields, sources), and what each walk
     returned."""
     import dissector.records.columns as C
@@ -181,16 +181,15 @@ def _capture_records():
 @pytest.mark.parametrize("rows, data_bytes", [(1 << 62, 1 << 62), (1, 1 << 62), (7, 1 << 62),
                                               (1 << 62, 300)])
 def test_the_batch_walks_are_their_twins_on_every_capture(c_append, rows, data_bytes):
-    """records/_columns.c's append_sets and append_batches (RecordColumns.fill's walks over an
-    exchange's record sets and a set's checked batches) fill the same buffers, batch fields and
-    sources, cut at the same batches, as their twins columns.py_append_sets and
-    py_append_batches, on every exchange of every shipped capture."""
+    """records/_columns.c's append_sets (RecordColumns.fill's walk over an exchange's record
+    sets and their checked batches) fills the same buffers, batch fields and sources, cut at the
+    same batches, as its twin columns.py_append_sets, on every exchange of every shipped
+    capture."""
     from dissector.records import _columns
-    from dissector.records.columns import py_append_batches, py_append_sets
+    from dissector.records.columns import py_append_sets
     found = _capture_records()
     fast = _filled({"append_sets": _columns.append_sets}, found, rows, data_bytes)
-    slow = _filled({"append_sets": py_append_sets, "append_batches": py_append_batches}, found,
-                   rows, data_bytes)
+    slow = _filled({"append_sets": py_append_sets}, found, rows, data_bytes)
     assert fast == slow
     assert sum(len(s) for _, _, s in fast[0]) > 100   # batches with records were walked
 
@@ -224,13 +223,12 @@ def test_the_set_walk_takes_only_record_sets_and_hands_back_built_batches(c_appe
 def test_a_batch_the_check_passed_but_the_parse_refuses_is_left_out_by_both(c_append):
     """A deferred batch whose records do not parse (a bug upstream: the check passed them) is
     left out, the buffers as before it, and the walk goes on to the next."""
-    from dissector.records._columns import append_batches
-    from dissector.records.columns import CODEC_NAMES, py_append_batches
+    from dissector.records._columns import append_sets
+    from dissector.records.columns import CODEC_NAMES, py_append_sets
     stem, sets = next(f for f in _capture_records()
                       if any(b._deferred is not None for _, _, rs in f[1] for b in rs.batches))
     topic, partition, rs = next(e for e in sets if e[2].batches[0]._deferred is not None)
-    prefix, batches = stem + (topic, partition), rs.batches
-    good = next(b for b in batches if b._deferred is not None)
+    good = next(b for b in rs.batches if b._deferred is not None)
     bad = type(good).__new__(type(good))
     for name in type(good).__slots__:
         if name != "records":
@@ -238,13 +236,13 @@ def test_a_batch_the_check_passed_but_the_parse_refuses_is_left_out_by_both(c_ap
     found, parse, (body, _, base, first_ts, fixed) = good._deferred
     bad._deferred = (found, parse, (body[:-1], found, base, first_ts, fixed))
     out = []
-    for fn in (append_batches, py_append_batches):
+    one = [(topic, partition, RecordSet([bad, good], [], False, 0, 0))]
+    for fn in (append_sets, py_append_sets):
         cols, heads, sources = RecordColumns(), [], []
-        at, _ = fn(cols.buffers, heads, prefix, [bad, good], 0, 1 << 62, 1 << 62, sources, 5,
-                   CODEC_NAMES)
+        at = fn(cols.buffers, heads, stem, one, 0, 0, 1 << 62, 1 << 62, sources, 5, CODEC_NAMES)
         out.append((at, cols.buffers, heads, sources))
     assert out[0] == out[1]
-    assert out[0][0] == 2 and out[0][3] == [(5, found)] and len(out[0][2]) == 1
+    assert out[0][0] == (1, 0, False) and out[0][3] == [(5, found)] and len(out[0][2]) == 1
 
 
 class _Int(int):
