@@ -2,64 +2,28 @@
  * pure-Python twin) is the specification; this does the same without a Python call per partition
  * or record set. The tests compare the two on every shipped capture and on mutated ones.
  *
- * configure(codec_names, batch_overhead, Irregular, Batch) once, then
+ * configure(codec_names, batch_overhead, Irregular) once, then
  * walk_side(cols, start, topics, side, layout, shape) -> shape, as the twin: the same attributes
  * read in the same order, the same values written into the same lists, Irregular (or the error
  * an attribute read raises) where it raises. */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
+#include "_attrs.h"
 
 static PyObject *codec_names, *batch_overhead, *irregular, *two, *zero;
-static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches,
-    *s_is_control, *s_base_offset, *s_last_offset_delta, *s_codec, *s_uncompressed_size,
-    *s_magic, *s_producer_id, *s_producer_epoch, *s_base_sequence, *s_is_transactional,
-    *s_offset, *s_old_style_offsets;
+static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches, *s_offset,
+    *s_old_style_offsets;
 
 #define NREC 12   /* partition_walk.RECORD_COLUMNS */
 
-/* The fields of records.model.Batch read here, straight from its slots (a plain attribute
- * lookup each was most of the walk's time); an unset slot or another type: getattr. */
-#define NBATCH 12
-static PyObject **batch_names[NBATCH] = {
-    &s_record_count, &s_is_control, &s_base_offset, &s_last_offset_delta, &s_codec,
-    &s_uncompressed_size, &s_size, &s_magic, &s_producer_id, &s_producer_epoch,
-    &s_base_sequence, &s_is_transactional};
-static PyTypeObject *batch_type;
-static Py_ssize_t batch_offsets[NBATCH];
-
-/* o.name (a new reference), from the slot when o is a Batch */
-static PyObject *bget(PyObject *o, PyObject *name)
-{
-    if (Py_IS_TYPE(o, batch_type))
-        for (int i = 0; i < NBATCH; i++)
-            if (*batch_names[i] == name) {
-                PyObject *v = *(PyObject **)((char *)o + batch_offsets[i]);
-                if (v != NULL)
-                    return Py_NewRef(v);
-                break;
-            }
-    return PyObject_GetAttr(o, name);
-}
-
-/* the Batch class's slot offsets; the slow path for all when one is not a plain slot */
-static void batch_layout(PyTypeObject *type)
-{
-    batch_type = NULL;
-    for (int i = 0; i < NBATCH; i++) {
-        PyObject *d = PyObject_GetAttr((PyObject *)type, *batch_names[i]);
-        int slot = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
-            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (slot)
-            batch_offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_XDECREF(d);
-        if (!slot) {
-            PyErr_Clear();
-            return;
-        }
-    }
-    batch_type = type;
-}
+/* The fields of records.model.Batch, read from its slots where they are set (_attrs.h: a plain
+ * attribute lookup each was most of the walk's time); a record set's own `size` and
+ * `record_count` are read by name, so that the two classes do not rebind one Slot in turn. */
+#define BATCH_FIELDS(X) X(record_count) X(is_control) X(base_offset) X(last_offset_delta) \
+    X(codec) X(uncompressed_size) X(size) X(magic) X(producer_id) X(producer_epoch) \
+    X(base_sequence) X(is_transactional)
+#define BATCH_DECLARE(n) static Slot b_##n;
+#define BATCH_INTERN(n) if ((b_##n.name = PyUnicode_InternFromString(#n)) == NULL) return NULL;
+BATCH_FIELDS(BATCH_DECLARE)
 
 /* getattr(o, name, None): a new reference; NULL on an error other than AttributeError. A
  * missing attribute of a plain class raises nothing to clear (_PyObject_LookupAttr): a body of
@@ -73,19 +37,10 @@ static PyObject *attr_or_none(PyObject *o, PyObject *name)
     return found ? v : Py_NewRef(Py_None);
 }
 
-/* bool(o.name) (1 or 0), or -1 on error */
-static int attr_true(PyObject *o, PyObject *name)
-{
-    PyObject *v = bget(o, name);
-    int r = v == NULL ? -1 : PyObject_IsTrue(v);
-    Py_XDECREF(v);
-    return r;
-}
-
 /* o.name is None (1 or 0), or -1 on error */
-static int attr_none(PyObject *o, PyObject *name)
+static int attr_none(Slot *name, PyObject *o)
 {
-    PyObject *v = bget(o, name);
+    PyObject *v = attr_get(name, o);
     int r = v == NULL ? -1 : v == Py_None;
     Py_XDECREF(v);
     return r;
@@ -126,18 +81,18 @@ static int raise_irregular(const char *why)
 
 /* sum(f(b) for the batches b whose flag is set) from 0 (every batch when flags is NULL), f
  * reading attribute `name`, minus the magic's overhead when `overhead`; a new reference */
-static PyObject *sum_of(PyObject *batches, const char *flags, PyObject *name, int overhead)
+static PyObject *sum_of(PyObject *batches, const char *flags, Slot *name, int overhead)
 {
     PyObject *total = Py_NewRef(zero);
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batches); i++) {
         if (flags != NULL && !flags[i])
             continue;
         PyObject *c = PySequence_Fast_GET_ITEM(batches, i);
-        PyObject *v = bget(c, name);
+        PyObject *v = attr_get(name, c);
         if (v == NULL)
             goto fail;
         if (overhead) {
-            PyObject *magic = bget(c, s_magic), *o = NULL;
+            PyObject *magic = attr_get(&b_magic, c), *o = NULL;
             if (magic != NULL) {
                 o = PyDict_GetItemWithError(batch_overhead, magic);
                 if (o == NULL && !PyErr_Occurred())
@@ -167,7 +122,7 @@ static int offsets(PyObject *batches, PyObject **v)
 {
     Py_ssize_t first = -1, last = -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(batches); i++) {
-        int control = attr_true(PySequence_Fast_GET_ITEM(batches, i), s_is_control);
+        int control = attr_true(&b_is_control, PySequence_Fast_GET_ITEM(batches, i));
         if (control < 0)
             return -1;
         if (!control) {
@@ -178,7 +133,7 @@ static int offsets(PyObject *batches, PyObject **v)
     }
     if (first < 0)
         return 0;
-    PyObject *base = bget(PySequence_Fast_GET_ITEM(batches, first), s_base_offset);
+    PyObject *base = attr_get(&b_base_offset, PySequence_Fast_GET_ITEM(batches, first));
     PyObject *end = PySequence_Fast_GET_ITEM(batches, last), *end_base = NULL, *delta = NULL;
     int r = -1;
     if (base == NULL)
@@ -187,13 +142,13 @@ static int offsets(PyObject *batches, PyObject **v)
         r = 0;
         goto done;
     }
-    if ((end_base = bget(end, s_base_offset)) == NULL)
+    if ((end_base = attr_get(&b_base_offset, end)) == NULL)
         goto done;
     if (end_base == Py_None) {
         r = 0;
         goto done;
     }
-    if ((delta = bget(end, s_last_offset_delta)) == NULL)
+    if ((delta = attr_get(&b_last_offset_delta, end)) == NULL)
         goto done;
     if (delta != Py_None) {
         if ((v[4] = PyNumber_Add(end_base, delta)) == NULL)
@@ -232,13 +187,13 @@ static int record_values(PyObject *rs, PyObject **v)
     if (v[1] == Py_None) {   /* the batches' counts, when all are known */
         int all = 1;
         for (Py_ssize_t i = 0; i < n && all; i++) {
-            int none = attr_none(PySequence_Fast_GET_ITEM(batches, i), s_record_count);
+            int none = attr_none(&b_record_count, PySequence_Fast_GET_ITEM(batches, i));
             if (none < 0)
                 goto fail;
             all = !none;
         }
         if (all) {
-            PyObject *total = sum_of(batches, NULL, s_record_count, 0);
+            PyObject *total = sum_of(batches, NULL, &b_record_count, 0);
             if (total == NULL)
                 goto fail;
             Py_SETREF(v[1], total);
@@ -257,7 +212,7 @@ static int record_values(PyObject *rs, PyObject **v)
     int any = 0;
     for (Py_ssize_t i = 0; i < n; i++) {   /* the compressed batches whose size is known */
         PyObject *c = PySequence_Fast_GET_ITEM(batches, i);
-        int on = attr_true(c, s_codec), none = on > 0 ? attr_none(c, s_uncompressed_size) : 1;
+        int on = attr_true(&b_codec, c), none = on > 0 ? attr_none(&b_uncompressed_size, c) : 1;
         if (on < 0 || none < 0)
             goto fail;
         coded[i] = !none;
@@ -266,29 +221,29 @@ static int record_values(PyObject *rs, PyObject **v)
     PyObject *b = PySequence_Fast_GET_ITEM(batches, 0);
     if ((v[2] = PyLong_FromSsize_t(n)) == NULL)
         goto fail;
-    PyObject *codec = bget(b, s_codec);
+    PyObject *codec = attr_get(&b_codec, b);
     if (codec == NULL)
         goto fail;
     PyObject *cname = PyDict_GetItemWithError(codec_names, codec);
     v[5] = cname != NULL ? Py_NewRef(cname) : PyErr_Occurred() ? NULL : PyObject_Str(codec);
     Py_DECREF(codec);
-    if (v[5] == NULL || (v[6] = bget(b, s_producer_id)) == NULL
-            || (v[7] = bget(b, s_producer_epoch)) == NULL
-            || (v[8] = bget(b, s_base_sequence)) == NULL)
+    if (v[5] == NULL || (v[6] = attr_get(&b_producer_id, b)) == NULL
+            || (v[7] = attr_get(&b_producer_epoch, b)) == NULL
+            || (v[8] = attr_get(&b_base_sequence, b)) == NULL)
         goto fail;
-    PyObject *magic = bget(b, s_magic);
+    PyObject *magic = attr_get(&b_magic, b);
     int v2 = magic == NULL ? -1 : PyObject_RichCompareBool(magic, two, Py_EQ);
     Py_XDECREF(magic);
     if (v2 < 0)
         goto fail;
     if (v2) {
-        int txn = attr_true(b, s_is_transactional);
+        int txn = attr_true(&b_is_transactional, b);
         if (txn < 0)
             goto fail;
         v[9] = PyBool_FromLong(txn);
     }
-    if (any && ((v[10] = sum_of(batches, coded, s_size, 1)) == NULL
-                || (v[11] = sum_of(batches, coded, s_uncompressed_size, 0)) == NULL))
+    if (any && ((v[10] = sum_of(batches, coded, &b_size, 1)) == NULL
+                || (v[11] = sum_of(batches, coded, &b_uncompressed_size, 0)) == NULL))
         goto fail;
     PyMem_Free(coded);
     Py_DECREF(batches);
@@ -625,9 +580,7 @@ done:
 static PyObject *configure(PyObject *self, PyObject *args)
 {
     PyObject *names, *overhead, *exc;
-    PyTypeObject *batch;
-    if (!PyArg_ParseTuple(args, "O!O!OO!", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc,
-                          &PyType_Type, &batch))
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc))
         return NULL;
     if (!PyExceptionClass_Check(exc)) {
         PyErr_SetString(PyExc_TypeError, "Irregular: an exception class");
@@ -636,7 +589,6 @@ static PyObject *configure(PyObject *self, PyObject *args)
     Py_XSETREF(codec_names, Py_NewRef(names));
     Py_XSETREF(batch_overhead, Py_NewRef(overhead));
     Py_XSETREF(irregular, Py_NewRef(exc));
-    batch_layout(batch);
     Py_RETURN_NONE;
 }
 
@@ -644,7 +596,7 @@ static PyMethodDef methods[] = {
     {"walk_side", walk_side, METH_VARARGS,
      "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
     {"configure", configure, METH_VARARGS,
-     "configure(codec_names, batch_overhead, Irregular, Batch)"},
+     "configure(codec_names, batch_overhead, Irregular)"},
     {NULL}
 };
 
@@ -655,16 +607,12 @@ PyMODINIT_FUNC PyInit__partition_walk(void)
 {
     struct { PyObject **at; const char *name; } names[] = {
         {&s_name, "name"}, {&s_topic, "topic"}, {&s_topic_id, "topic_id"}, {&s_size, "size"},
-        {&s_record_count, "record_count"}, {&s_batches, "batches"},
-        {&s_is_control, "is_control"}, {&s_base_offset, "base_offset"},
-        {&s_last_offset_delta, "last_offset_delta"}, {&s_codec, "codec"},
-        {&s_uncompressed_size, "uncompressed_size"}, {&s_magic, "magic"},
-        {&s_producer_id, "producer_id"}, {&s_producer_epoch, "producer_epoch"},
-        {&s_base_sequence, "base_sequence"}, {&s_is_transactional, "is_transactional"},
-        {&s_offset, "offset"}, {&s_old_style_offsets, "old_style_offsets"}};
+        {&s_record_count, "record_count"}, {&s_batches, "batches"}, {&s_offset, "offset"},
+        {&s_old_style_offsets, "old_style_offsets"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
             return NULL;
+    BATCH_FIELDS(BATCH_INTERN)
     if ((two = PyLong_FromLong(2)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     return PyModule_Create(&module);

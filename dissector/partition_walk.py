@@ -29,7 +29,6 @@ tests compare the two.
 from __future__ import annotations
 
 from .records.codecs import CODEC_NAMES
-from .records.model import Batch
 
 # bytes of a batch around its (compressed) payload: RecordBatch v2 header; MessageSet v0/v1
 # wrapper (offset, size, crc, magic, attributes, [timestamp], null key, value length)
@@ -144,6 +143,6 @@ def record_values(rs) -> tuple:
 
 try:   # compiled (_partition_walk.c); the same, without Python calls per partition
     from ._partition_walk import configure, walk_side
-    configure(CODEC_NAMES, BATCH_OVERHEAD, Irregular, Batch)
+    configure(CODEC_NAMES, BATCH_OVERHEAD, Irregular)
 except ImportError:
     walk_side = py_walk_side
