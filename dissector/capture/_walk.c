@@ -399,8 +399,14 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                 if (r == NULL)
                     goto done;
                 if (r != Py_None) {   /* the handler started a run */
-                    PyObject *target, *flow, *stream;
-                    if (!PyArg_ParseTuple(r, "nOOO", &c->r_room, &target, &flow, &stream))
+                    if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 4) {
+                        PyErr_SetString(PyExc_TypeError, "a run is (room, buffer, flow, stream)");
+                        goto done;
+                    }
+                    PyObject *target = PyTuple_GET_ITEM(r, 1), *flow = PyTuple_GET_ITEM(r, 2);
+                    PyObject *stream = PyTuple_GET_ITEM(r, 3);
+                    Py_ssize_t room = PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 0));
+                    if (room == -1 && PyErr_Occurred())
                         goto done;
                     if (target != Py_None && !is_frame_buffer(target)
                             && !PyByteArray_CheckExact(target)) {
@@ -413,7 +419,7 @@ static int packet(Call *c, long long n, int64_t ts, PyObject *big_ts, Py_ssize_t
                     c->target = target;
                     c->r_flow = flow;
                     c->r_stream = stream;
-                    c->room = c->r_room;
+                    c->r_room = c->room = room;
                     c->run = 1;
                     memcpy(c->r_key, key, 12);
                     c->expect = seq + (uint32_t)size;

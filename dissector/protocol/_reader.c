@@ -11,8 +11,7 @@
  * good and damaged bytes. reader.summarize walks a body's bytes for the exchange table instead of
  * building it ("the summary walk" below; its twin is decoding and walking the objects). */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
+#include "../_attrs.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -522,8 +521,11 @@ typedef struct {
 static PyObject *in_place_sums;
 static int in_place_crc;
 
-static PyObject *s_int, *s_record_count, *s_size, *s_batches, *s_codec, *s_uncompressed_size,
-    *s_issues;
+static PyObject *s_int;
+/* what sum_records reads of a record set (rs_) and of its batches (b_), from their slots
+ * (_attrs.h): a Batch's attribute lookup goes through its __getattr__ hook, a slow path */
+static Slot rs_record_count, rs_size, rs_batches, rs_issues, b_codec, b_size,
+    b_uncompressed_size;
 
 static int skip_struct(Ctx *c, Py_ssize_t *p, Schema *s);
 
@@ -627,23 +629,23 @@ static int sum_records(Sum *S, PyObject *v, PyObject *partition)
         Py_DECREF(rs);
         return PyErr_Occurred() ? -1 : 0;
     }
-    PyObject *count = PyObject_GetAttr(rs, s_record_count), *size = NULL, *batches = NULL,
+    PyObject *count = attr_get(&rs_record_count, rs), *size = NULL, *batches = NULL,
              *issues = NULL;
-    if (count == NULL || (size = PyObject_GetAttr(rs, s_size)) == NULL)
+    if (count == NULL || (size = attr_get(&rs_size, rs)) == NULL)
         goto done;
     S->nrec += PyLong_AsLongLong(count);
     S->nbytes += PyLong_AsLongLong(size);
-    if (PyErr_Occurred() || (batches = PyObject_GetAttr(rs, s_batches)) == NULL
+    if (PyErr_Occurred() || (batches = attr_get(&rs_batches, rs)) == NULL
             || !PyList_Check(batches))
         goto done;
     for (Py_ssize_t i = 0; S->unc_known && i < PyList_GET_SIZE(batches); i++) {
         PyObject *bt = PyList_GET_ITEM(batches, i);
-        PyObject *codec = PyObject_GetAttr(bt, s_codec);
+        PyObject *codec = attr_get(&b_codec, bt);
         if (codec == NULL)
             goto done;
         int plain = PyLong_Check(codec) && PyLong_AsLong(codec) == 0;
         Py_DECREF(codec);
-        PyObject *n = PyObject_GetAttr(bt, plain ? s_size : s_uncompressed_size);
+        PyObject *n = attr_get(plain ? &b_size : &b_uncompressed_size, bt);
         if (n == NULL)
             goto done;
         if (n == Py_None)
@@ -654,7 +656,7 @@ static int sum_records(Sum *S, PyObject *v, PyObject *partition)
         if (PyErr_Occurred())
             goto done;
     }
-    if ((issues = PyObject_GetAttr(rs, s_issues)) == NULL)
+    if ((issues = attr_get(&rs_issues, rs)) == NULL)
         goto done;
     int any = PyObject_IsTrue(issues);
     if (any < 0)
@@ -1198,9 +1200,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_reader", 
 PyMODINIT_FUNC PyInit__reader(void)
 {
     struct { PyObject **at; const char *s; } names[] = {
-        {&unknown_tags_name, "unknown_tags"}, {&s_int, "int"}, {&s_record_count, "record_count"},
-        {&s_size, "size"}, {&s_batches, "batches"}, {&s_codec, "codec"},
-        {&s_uncompressed_size, "uncompressed_size"}, {&s_issues, "issues"}};
+        {&unknown_tags_name, "unknown_tags"}, {&s_int, "int"},
+        {&rs_record_count.name, "record_count"}, {&rs_size.name, "size"},
+        {&rs_batches.name, "batches"}, {&rs_issues.name, "issues"}, {&b_codec.name, "codec"},
+        {&b_size.name, "size"}, {&b_uncompressed_size.name, "uncompressed_size"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].at = PyUnicode_InternFromString(names[i].s)) == NULL)
             return NULL;
