@@ -17,9 +17,9 @@ without their handler calls (a run, see tcp.batch: the handler returns its start
 counts it); so is an ACK alone that acknowledges nothing past the data seen (tcp.batch's
 `ack_alone`). Every other packet goes to `other(packet_no, ts_ns, linktype, data)` (the
 general layer parser: VLAN tags, IPv6, IP options, truncation, issues). Either way a segment
-reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets its
-payload as a memoryview of the chunk buffer, not a copy (the caller unpins before a refill);
-other paths get bytes.
+reaches the flows exactly as `tcp_segment` and `FlowTable.add` would have it. A handler gets a
+payload over SMALL_PAYLOAD bytes as a memoryview of the chunk buffer, not a copy (the caller
+unpins before a refill), a smaller one as bytes; other paths get bytes.
 
 Two walks, each over one chunk: `pcap(buf, mv, pos, end, n, big_endian, scale, linktype,
 limit)` takes the complete pcap records from buf[pos:end] (stopping at an incomplete one or one
@@ -48,6 +48,13 @@ _split = struct.Struct("!4s4sHH").unpack
 # a pcap record's seconds, fraction and captured length, by byte order (big-endian or not)
 _RECORD = {big: struct.Struct((">" if big else "<") + "III4x").unpack_from for big in (False, True)}
 _NEVER_FAST = 1 << 62   # the packet length "needed" on links without a fused reader
+SMALL_PAYLOAD = 4096    # bytes: a handler's payload up to this is a copy, a larger one a view
+
+
+def _payload(mv, a, e):
+    """The payload at mv[a:e] for a handler: a copy when small, which (compiled) costs less than
+    a view of the chunk and pins nothing (flows.unpin), else the view."""
+    return mv[a:e].tobytes() if e - a <= SMALL_PAYLOAD else mv[a:e]
 
 
 class Walker:
@@ -159,15 +166,15 @@ class Walker:
                                 room -= size
                                 r_n, r_ts, r_a, r_e = n, ts, a, p
                                 if ts > deadline:
-                                    settle(flows, r_flow, r_stream, r_room - room, n, ts, mv[a:p])
+                                    settle(flows, r_flow, r_stream, r_room - room, n, ts,
+                                           _payload(mv, a, p))
                                     run = False
                                     deadline = tick(ts)
                                 continue
                             if room != r_room:   # taken up to the previous packet
                                 settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts,
-                                       mv[r_a:r_e])
+                                       _payload(mv, r_a, r_e))
                             run = False
-                        payload = mv[a:p]
                         handle = get(key)
                         if handle is False:   # a flow another process dissects
                             if ts > deadline:
@@ -177,7 +184,7 @@ class Walker:
                             if p == a and flags & 0x10 and ack_alone(flows, key, n, ts, ack):
                                 started = None
                             else:
-                                started = handle(n, ts, seq, ack, flags, payload)
+                                started = handle(n, ts, seq, ack, flags, _payload(mv, a, p))
                             if started is not None:
                                 r_room, target, r_flow, r_stream = started
                                 room = r_room
@@ -187,15 +194,17 @@ class Walker:
                             if ts > deadline:
                                 deadline = tick(ts)
                         else:
-                            add(n, ts, *_split(key), seq, ack, flags, payload.tobytes())
+                            add(n, ts, *_split(key), seq, ack, flags, mv[a:p].tobytes())
                             deadline = flows.deadline
                         continue
                 if run:
                     if room != r_room:
-                        settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts, mv[r_a:r_e])
+                        settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts,
+                               _payload(mv, r_a, r_e))
                     run = False
                 other(n, ts, linktype, mv[p:stop].tobytes())
                 deadline = flows.deadline
         finally:   # the end of the call, or an error in it
             if run and room != r_room:
-                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts, mv[r_a:r_e])
+                settle(flows, r_flow, r_stream, r_room - room, r_n, r_ts,
+                       _payload(mv, r_a, r_e))

@@ -447,7 +447,7 @@ static int full_of(Out *o, long long max_rows, long long max_bytes)
 
 /* The class of the record sets append_sets walks (records.model.RecordSet, set by configure) */
 static PyObject *record_set_type;
-static PyObject *s_batches;
+static Slot s_batches;
 
 /* append_sets(buffers, heads, stem, sets, at, batch_at, rows, data_bytes, sources, source,
  * codec_names) -> (set index, batch index, whether the buffers are full): columns.py_append_sets,
@@ -483,7 +483,7 @@ static PyObject *append_sets(PyObject *self, PyObject *const *args, Py_ssize_t n
         rs = PyTuple_GET_ITEM(entry, 2);
         if ((PyObject *)Py_TYPE(rs) != record_set_type)
             continue;
-        if ((batches = PyObject_GetAttr(rs, s_batches)) == NULL) {
+        if ((batches = attr_get(&s_batches, rs)) == NULL) {
             failed = 1;
             break;
         }
@@ -677,7 +677,7 @@ PyMODINIT_FUNC PyInit__columns(void)
     if ((s_deferred.name = PyUnicode_InternFromString("_deferred")) == NULL
             || (s_magic.name = PyUnicode_InternFromString("magic")) == NULL
             || (s_codec.name = PyUnicode_InternFromString("codec")) == NULL
-            || (s_batches = PyUnicode_InternFromString("batches")) == NULL)
+            || (s_batches.name = PyUnicode_InternFromString("batches")) == NULL)
         return NULL;
     for (int i = 0; i < HEAD_NAMES; i++)
         if ((s_head[i].name = PyUnicode_InternFromString(head_names[i])) == NULL)
