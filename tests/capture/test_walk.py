@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 from dissector.capture import chunks, fast, read_packets
 from dissector.capture.fast import LINKS
 from dissector.capture.pcap import MAX_RECORD
+from dissector.capture.walk import SMALL_PAYLOAD
 from dissector.pipeline import dissect
 
 from tests.capture import build
@@ -76,7 +77,8 @@ class Flows:
 
     def _handler(self, key):
         def handle(n, ts, seq, ack, flags, payload):
-            self.log.append(("handle", key, n, ts, seq, ack, flags, bytes(payload)))
+            self.log.append(("handle", key, n, ts, seq, ack, flags, type(payload).__name__,
+                             bytes(payload)))
             if n == 100 + self.fail_at:
                 raise Boom(n)
             room = self.rooms.pop() if self.rooms else None
@@ -103,7 +105,7 @@ class Flows:
 
     def settle(self, flows, flow, stream, taken, pkt, ts, last):
         assert (flows, flow, stream) == (self, "flow", "stream")
-        self.log.append(("settle", taken, pkt, ts, bytes(last)))
+        self.log.append(("settle", taken, pkt, ts, type(last).__name__, bytes(last)))
 
 
 def frame(key, seq, ack, flags, payload, damage):
@@ -123,7 +125,7 @@ packets = st.lists(st.tuples(
     st.sampled_from(["next", "next", "next", "same", "stray"]),
     st.sampled_from([1, 2]),
     st.sampled_from([0x10, 0x10, 0x18, 0x11, 0x02, 0x12, 0x04, 0x00]),
-    st.integers(0, 40),
+    st.one_of(st.integers(0, 40), st.integers(0, 40), st.integers(4094, 4098)),   # 4096: SMALL_PAYLOAD
     st.one_of(st.none(), st.none(), st.none(), st.tuples(st.integers(0, 60), st.integers(0, 255))),
     st.integers(0, 3),
     st.integers(1, 5),   # the packet, then as many more continuing it
@@ -188,6 +190,21 @@ def test_a_run_is_settled_before_the_error_leaves(name):
         assert calls[1][1:3] == (60, 103)   # two packets of 30 bytes, the last one packet 103
         # written after the 40 bytes the frame had: packets 102 and 103's payloads
         assert buffer == b"." * 40 + bytes([1]) * 30 + bytes([2]) * 30 + b"." * 440
+
+
+@pytest.mark.parametrize("name", ["compiled", "python"])
+def test_a_small_payload_is_a_copy_and_a_large_one_a_view(name):
+    """A handler's payload of up to SMALL_PAYLOAD bytes is bytes (a copy costs less than a view
+    and pins nothing), a larger one a view of the chunk; so is a run's last payload (settle)."""
+    pkts = [(0, "next", 1, 0x10, SMALL_PAYLOAD, None, 1, 1),
+            (0, "next", 1, 0x10, SMALL_PAYLOAD + 1, None, 1, 1),
+            (0, "next", 1, 0x10, 30, None, 1, 2)]
+    rooms = [500, None, None]   # popped from the end: the third packet starts a run
+    log, error, _pos, _n = walk(walker_class(name), "pcap", pkts, float("inf"), 0, rooms, 99)
+    assert error is None
+    handled = [(e[-2], len(e[-1])) for e in log if e[0] == "handle"]
+    assert handled == [("bytes", SMALL_PAYLOAD), ("memoryview", SMALL_PAYLOAD + 1), ("bytes", 30)]
+    assert [(e[-2], len(e[-1])) for e in log if e[0] == "settle"] == [("bytes", 30)]
 
 
 SOURCES = {name: list(read_packets(CAPTURES / name)) for name in
