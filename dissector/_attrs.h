@@ -1,5 +1,6 @@
 /* Python objects' attributes and calls from C, for the compiled paths that keep their state in
- * the twins' own objects (tcp/_handler.c, _pairing.c, _tablerow.c).
+ * the twins' own objects or read them (tcp/_handler.c, _pairing.c, _tablerow.c, _decoding.c;
+ * the record sets and batches of protocol/_reader.c, records/_columns.c, _partition_walk.c).
  *
  * An attribute is named by a Slot: the objects are of __slots__ classes, and a __slots__ member
  * is a pointer at a fixed offset in the object, which its member descriptor reads and writes.
