@@ -400,6 +400,12 @@ static Py_ssize_t append_deferred(Out *o, PyObject *deferred, PyObject *heads, P
     return found;
 }
 
+/* RecordColumns.full(max_rows, max_bytes) */
+static int full_of(Out *o, long long max_rows, long long max_bytes)
+{
+    return rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
+}
+
 /* The checked batches of batches[*at:] appended until the buffers are full (RecordColumns.full)
  * or a batch without _deferred comes (the caller takes it); *at is then the next batch's index.
  * 0, or -1 with an error. columns.py_append_batches is its twin. */
@@ -432,17 +438,12 @@ static int walk_batches(Out *o, PyObject *heads, PyObject *prefix, PyObject *bat
             if (failed)
                 return -1;
         }
-        if (n > 0 && (rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes)) {
+        if (n > 0 && full_of(o, max_rows, max_bytes)) {
             (*at)++;
             return 0;
         }
     }
     return 0;
-}
-
-static int full_of(Out *o, long long max_rows, long long max_bytes)
-{
-    return rows_of(o) >= max_rows || data_bytes_of(o) >= max_bytes;
 }
 
 /* The class of the record sets append_sets walks (records.model.RecordSet, set by configure) */
