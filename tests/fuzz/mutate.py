@@ -9,7 +9,7 @@ text, CSV and JSON lines, its records as rows and its partitions as the partitio
 columns: every compiled path a capture reaches. Then M direct calls with random arguments into
 the compiled entry points (the readers, the record-set walk, csv_line, fill, random segment
 streams through the compiled flow handler and pairing,
-exchange_row, the partition walk on random bodies).
+exchange_row, the partition walk on random bodies, _value_buffers on columns of any values).
 A Python exception escaping the dissection is a finding (exit status 1,
 the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
 the process with their exit status and report.
@@ -96,6 +96,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from dissector.records.columns import BATCH_KINDS, CODEC_NAMES, RecordColumns
     from dissector.records.model import Batch, RecordSet
     from dissector.records.text import _NAMES
+    from dissector._value_buffers import buffers
     odd = (None, 0, -1, 1 << 62, 1 << 70, 1.5, "a,b", "é", "\ud800", True, b"x", [], ())
     entries = [entry for k in APIS if tables(k) for side in tables(k)
                for entry in side.values()]
@@ -103,7 +104,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
               for entry in tables(k)[d].values()]
     for i in range(count):
         raw = rnd.randbytes(rnd.choice((0, 1, 4, 16, 64, 512)))
-        which = i % 9
+        which = i % 10
         try:
             if which == 0 and entries:
                 reader = rnd.choice(entries)[0]
@@ -149,6 +150,12 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                     _columns.batch_buffers(heads, BATCH_KINDS)
                 except TypeError:   # a head shorter than the columns
                     pass
+            elif which == 9:   # a column of any values, as any kind
+                values = [rnd.choice(odd + (raw, raw.decode("latin-1"), ["a", "é"], ["\ud800"],
+                                            [None], [raw]))
+                          for _ in range(rnd.randrange(40))]
+                buffers(values if rnd.random() < 0.5 else tuple(values),
+                        rnd.choice("bhiqdsyLx") if rnd.random() < 0.95 else raw)
             elif which == 5:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))
