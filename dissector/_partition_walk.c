@@ -270,23 +270,38 @@ static PyObject *listed_offset(PyObject *p)
     return r;
 }
 
+/* o.<slot> (a new reference); a missing attribute is None unless `required` (then its
+ * AttributeError, as getattr without a default) */
+static PyObject *read_attr(Slot *slot, PyObject *o, int required)
+{
+    PyObject **at = slot_at(slot, o);
+    if (at != NULL && *at != NULL)
+        return Py_NewRef(*at);
+    return required ? PyObject_GetAttr(o, slot->name) : attr_or_none(o, slot->name);
+}
+
 typedef struct {
     Py_ssize_t col;
-    PyObject *attr;
+    Slot attr;
     int required;
 } Field;
 
+/* A side's attributes are read through Slots of its own (a Spec's classes are one api key's,
+ * one version's in a capture); a Slot shared by the sides of every api key would bind to each
+ * class in turn. */
 typedef struct {
-    PyObject *parts, *index, *fields, *records;
+    PyObject *fields, *records;
+    Slot parts, index, record_set, name, topic, topic_id;
+    int indexed;    /* the entries hold their number at `index` (else they are the numbers) */
     Field *field;   /* the fields, parsed */
     int optional_records;
     Py_ssize_t listed, topic_col, tid_col, part_col, record_cols[NREC];
-    PyObject *topic_id;
+    PyObject *topic_id_text;
 } Spec;
 
 /* one partition entry's row (number: its partition number; made: this body makes the row) */
 static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *number,
-                         PyObject *name, int named, PyObject *tid, int made, const Spec *s)
+                         PyObject *name, int named, PyObject *tid, int made, Spec *s)
 {
     if (made) {
         if (put(cols, s->topic_col, row, named ? name : tid) < 0
@@ -298,8 +313,8 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
             return -1;
     }
     for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(s->fields); f++) {
-        const Field *fd = &s->field[f];
-        PyObject *v = fd->required ? PyObject_GetAttr(p, fd->attr) : attr_or_none(p, fd->attr);
+        Field *fd = &s->field[f];
+        PyObject *v = read_attr(&fd->attr, p, fd->required);
         if (v == NULL)
             return -1;
         int r = put(cols, fd->col, row, v);
@@ -315,8 +330,7 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
             return -1;
     }
     if (s->records != Py_None) {
-        PyObject *rs = s->optional_records ? attr_or_none(p, s->records)
-                                           : PyObject_GetAttr(p, s->records);
+        PyObject *rs = read_attr(&s->record_set, p, !s->optional_records);
         if (rs == NULL)
             return -1;
         int r = 0;
@@ -338,12 +352,12 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
 
 /* one topic entry t: its rows from `*row` on; 0 when it lists no partition */
 static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *keys,
-                      PyObject *made, PyObject *shape, Py_ssize_t *at, const Spec *s)
+                      PyObject *made, PyObject *shape, Py_ssize_t *at, Spec *s)
 {
     PyObject *entries = NULL, *name = NULL, *raw = NULL, *tid = NULL, *numbers = NULL,
         *seen = NULL, *pair = NULL;
     int result = -1;
-    PyObject *got = PyObject_GetAttr(t, s->parts);
+    PyObject *got = read_attr(&s->parts, t, 1);
     if (got == NULL)
         return -1;
     int truth = PyObject_IsTrue(got);
@@ -355,18 +369,18 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
     Py_DECREF(got);
     if (entries == NULL)
         return -1;
-    if ((name = attr_or_none(t, s_name)) == NULL)
+    if ((name = read_attr(&s->name, t, 0)) == NULL)
         goto done;
     int named = PyObject_IsTrue(name);
     if (named < 0)
         goto done;
     if (!named) {
-        Py_SETREF(name, attr_or_none(t, s_topic));
+        Py_SETREF(name, read_attr(&s->topic, t, 0));
         if (name == NULL || (named = PyObject_IsTrue(name)) < 0)
             goto done;
     }
-    if ((raw = attr_or_none(t, s_topic_id)) == NULL
-            || (tid = PyObject_CallOneArg(s->topic_id, raw)) == NULL)
+    if ((raw = read_attr(&s->topic_id, t, 0)) == NULL
+            || (tid = PyObject_CallOneArg(s->topic_id_text, raw)) == NULL)
         goto done;
     int has_tid = PyObject_IsTrue(tid);
     if (has_tid < 0)
@@ -377,7 +391,7 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *p = PySequence_Fast_GET_ITEM(entries, i);
-        PyObject *number = s->index == Py_None ? Py_NewRef(p) : PyObject_GetAttr(p, s->index);
+        PyObject *number = s->indexed ? read_attr(&s->index, p, 1) : Py_NewRef(p);
         if (number == NULL)
             goto done;
         PyList_SET_ITEM(numbers, i, number);
@@ -433,16 +447,23 @@ static void spec_free(Spec *s)
  * allocated; -1 with an error (nothing held) */
 static int spec_of(Spec *s, PyObject *side, PyObject *layout)
 {
-    PyObject *record_cols, *records;
-    if (!PyArg_ParseTuple(side, "UOO!On", &s->parts, &s->index, &PyTuple_Type, &s->fields,
+    PyObject *record_cols, *records, *parts, *index;
+    if (!PyArg_ParseTuple(side, "UOO!On", &parts, &index, &PyTuple_Type, &s->fields,
                           &records, &s->listed)
             || !PyArg_ParseTuple(layout, "nnnO!O", &s->topic_col, &s->tid_col, &s->part_col,
-                                 &PyTuple_Type, &record_cols, &s->topic_id))
+                                 &PyTuple_Type, &record_cols, &s->topic_id_text))
         return -1;
-    if (s->index != Py_None && !PyUnicode_Check(s->index)) {
+    if (index != Py_None && !PyUnicode_Check(index)) {
         PyErr_SetString(PyExc_TypeError, "index: a str or None");
         return -1;
     }
+    /* the names are borrowed from the side, which the Spec's keeper holds */
+    s->parts = (Slot){.name = parts};
+    s->indexed = index != Py_None;
+    s->index = (Slot){.name = index};
+    s->name = (Slot){.name = s_name};
+    s->topic = (Slot){.name = s_topic};
+    s->topic_id = (Slot){.name = s_topic_id};
     if (PyTuple_GET_SIZE(record_cols) != NREC) {
         PyErr_SetString(PyExc_TypeError, "layout: 12 record columns");
         return -1;
@@ -464,6 +485,7 @@ static int spec_of(Spec *s, PyObject *side, PyObject *layout)
     s->field = NULL;
     if (s->records == NULL)
         return -1;
+    s->record_set = (Slot){.name = s->records};
     Py_ssize_t nfields = PyTuple_GET_SIZE(s->fields);
     if ((s->field = PyMem_New(Field, nfields ? nfields : 1)) == NULL) {
         PyErr_NoMemory();
@@ -472,11 +494,13 @@ static int spec_of(Spec *s, PyObject *side, PyObject *layout)
     }
     for (Py_ssize_t f = 0; f < nfields; f++) {
         Field *fd = &s->field[f];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(s->fields, f), "nUp", &fd->col, &fd->attr,
+        PyObject *attr;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(s->fields, f), "nUp", &fd->col, &attr,
                               &fd->required)) {
             spec_free(s);
             return -1;
         }
+        fd->attr = (Slot){.name = attr};
     }
     return 0;
 }
@@ -493,7 +517,7 @@ static int next_spec, walking;
 
 /* The kept Spec of (side, layout), else `own` filled (*owned set: the caller frees it) and
  * kept when it can be; NULL with an error */
-static const Spec *spec_for(PyObject *side, PyObject *layout, Spec *own, int *owned)
+static Spec *spec_for(PyObject *side, PyObject *layout, Spec *own, int *owned)
 {
     *owned = 0;
     for (int i = 0; i < SPECS; i++)
@@ -518,16 +542,23 @@ static const Spec *spec_for(PyObject *side, PyObject *layout, Spec *own, int *ow
     return &specs[i].spec;
 }
 
-static PyObject *walk_side(PyObject *self, PyObject *args)
+static PyObject *walk_side(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *cols, *topics, *side, *layout, *shape;
-    Py_ssize_t start;
     if (codec_names == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!nOO!O!O", &PyList_Type, &cols, &start, &topics,
-                          &PyTuple_Type, &side, &PyTuple_Type, &layout, &shape))
+    if (nargs != 6 || !PyList_Check(args[0]) || !PyLong_Check(args[1]) || !PyTuple_Check(args[3])
+            || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "walk_side(cols: list, start: int, topics, side: tuple, layout: tuple, "
+                        "shape)");
+        return NULL;
+    }
+    PyObject *cols = args[0], *topics = args[2], *side = args[3], *layout = args[4];
+    PyObject *shape = args[5];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
         return NULL;
     if (shape != Py_None && !PyList_Check(shape)) {
         PyErr_SetString(PyExc_TypeError, "shape: a list or None");
@@ -535,10 +566,9 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     }
     Spec own;
     int owned;
-    const Spec *spec = spec_for(side, layout, &own, &owned);
-    if (spec == NULL)
+    Spec *s = spec_for(side, layout, &own, &owned);
+    if (s == NULL)
         return NULL;
-    Spec s = *spec;
     walking++;
     PyObject *made = NULL, *keys = NULL, *it = NULL, *result = NULL;
     made = shape == Py_None ? PyList_New(0) : NULL;
@@ -555,7 +585,7 @@ static PyObject *walk_side(PyObject *self, PyObject *args)
     Py_ssize_t row = start, at = 0;
     PyObject *t;
     while (it != NULL && (t = PyIter_Next(it)) != NULL) {
-        int r = topic_rows(cols, &row, t, keys, made, shape, &at, &s);
+        int r = topic_rows(cols, &row, t, keys, made, shape, &at, s);
         Py_DECREF(t);
         if (r < 0)
             goto done;
@@ -593,7 +623,7 @@ static PyObject *configure(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"walk_side", walk_side, METH_VARARGS,
+    {"walk_side", (PyCFunction)(void (*)(void))walk_side, METH_FASTCALL,
      "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
     {"configure", configure, METH_VARARGS,
      "configure(codec_names, batch_overhead, Irregular)"},
