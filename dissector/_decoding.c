@@ -1,17 +1,19 @@
-/* The body decoder's calls per message where no one will see the bodies, compiled:
- * decoding.BodyDecoder.py_request, py_response and py_summarize (the pure-Python twins) say what
- * this does. On message-dense traffic the Python between the session and the compiled summary
- * walk (Reader.summarize) was most of the bodies level's own time.
+/* The body decoder's calls per message, compiled: decoding.BodyDecoder.py_request, py_response
+ * and py_summarize (the pure-Python twins) say what this does. On message-dense traffic the Python
+ * between the session and the compiled readers was most of the bodies level's own time, and a
+ * third of analysis.load's work on the bodies it keeps.
  *
  * configure(decoder_class, message_class, summary_class, record_apis, module) -> the methods
- * request, response and summarize for decoder_class. request and response take the
- * common case: a body whose layout is walked on its bytes (the decoder's _walkable, asked once
- * per direction, api key and version and kept in its `_walks`), and for a response a plain header
- * (v0, or v1 without tagged fields); they make the same Message and Summary the twin makes
- * (their classes' slots set here). Everything else goes to the twin from its start (nothing has
- * happened yet), a walk that fails to the twin's `_decoded` (the body decoded and walked, as the
- * twin does then), trailing bytes and record sets with issues to its `_walked`. `module` is
- * decoding, whose set_sums is read at each walk. */
+ * request, response and summarize for decoder_class. request and response take the common
+ * case, as the decoder's _walkable says once per direction, api key and version (kept in its
+ * `_walks`), for a response with a plain header (v0, or v1 without tagged fields): a body whose
+ * layout is walked on its bytes (no body kept), or a body decoded by the compiled reader and
+ * walked by its layout's summary walker (kept, or a layout the byte walk does not take). They
+ * make the same Message and Summary the twin makes (their classes' slots set here). Everything
+ * else goes to the twin from its start (nothing has happened yet), a walk that fails or a body
+ * the reader does not read to its end to the twin's `_decoded` (the body decoded and walked, as
+ * the twin does then), trailing bytes and record sets with issues to its `_walked` or `_rebase`.
+ * `module` is decoding, whose set_sums and walk_set are read at each call. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -19,14 +21,15 @@
 
 #include "_attrs.h"
 
-static PyObject *message_class, *summary_class, *record_apis, *module, *one;
+static PyObject *message_class, *summary_class, *record_apis, *module, *one, *zero;
 
 enum { API_VERSIONS = 18, UNSUPPORTED_VERSION = 35 };   /* protocol/embedded.py's */
 
 #define NAMES(X) X(py_request) X(py_response) X(py_summarize) X(_walks) X(_walkable) \
     X(_decoded) X(_walked) X(_budget) X(max_uncompressed) X(topic_names) X(full_records) \
-    X(set_sums) X(summarize) X(summary) X(topics) X(partitions) X(records) X(records_bytes) \
-    X(uncompressed_bytes) X(error_code) X(error_codes) X(throttle_time_ms)
+    X(set_sums) X(walk_set) X(_rebase) X(summarize) X(summary) X(topics) X(partitions) \
+    X(records) X(records_bytes) X(uncompressed_bytes) X(error_code) X(error_codes) \
+    X(throttle_time_ms)
 /* the Exchange's (x_: a Slot is bound to one class at a time) */
 #define EXCHANGE_NAMES(X) X(request_msg) X(response_msg) X(topics) X(partition_count) \
     X(api_key) X(record_count) X(records_bytes) X(records_uncompressed_bytes) X(error_code) \
@@ -137,11 +140,146 @@ static PyObject *walkable(PyObject *self, int response, PyObject *key, PyObject 
 done:
     Py_XDECREF(at);
     Py_DECREF(walks);
-    if (w != NULL && w != Py_None && (!PyTuple_Check(w) || PyTuple_GET_SIZE(w) != 4)) {
-        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry, version)");
+    if (w != NULL && w != Py_None && !(PyTuple_Check(w) && (PyTuple_GET_SIZE(w) == 4
+            || (PyTuple_GET_SIZE(w) == 5 && PyTuple_Check(PyTuple_GET_ITEM(w, 4))
+                && PyTuple_GET_SIZE(PyTuple_GET_ITEM(w, 4)) == 3)))) {
+        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry, version) "
+                        "or (reader, None, entry, version, (class, walker, max elements))");
         Py_CLEAR(w);
     }
     return w;
+}
+
+/* The twin's _decoded for the body at data[offset:] (`tags` NULL: a new {}). */
+static PyObject *twin_decoded(PyObject *self, PyObject *w, int response, PyObject *data,
+                              PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
+                              PyObject *tags, PyObject *offset)
+{
+    PyObject *issues = PyList_New(0);
+    PyObject *none = tags == NULL ? PyDict_New() : Py_NewRef(tags);
+    PyObject *rest[10] = {data, PyTuple_GET_ITEM(w, 2), response ? Py_True : Py_False, key,
+                          version, corr, client ? client : Py_None, none, offset, issues};
+    PyObject *r = issues == NULL || none == NULL ? NULL : to_twin(self, s__decoded.name, rest, 10);
+    Py_XDECREF(none);
+    Py_XDECREF(issues);
+    return r;
+}
+
+/* The message (its `summary` given: a new reference) as the twin makes it: Message's
+ * header_tags are `header_tags or {}`. */
+static PyObject *new_message(PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
+                             PyObject *tags, PyObject *body, PyObject *issues, PyObject *offset,
+                             PyObject *summary)
+{
+    int has_tags = tags == NULL ? 0 : PyObject_IsTrue(tags);
+    PyObject *own_tags = has_tags < 0 ? NULL : has_tags ? Py_NewRef(tags) : PyDict_New();
+    if (own_tags == NULL) {
+        Py_DECREF(summary);
+        return NULL;
+    }
+    PyObject *values[M_SLOTS] = {Py_NewRef(key), Py_NewRef(version), Py_NewRef(corr),
+                                 Py_NewRef(client ? client : Py_None), own_tags,
+                                 Py_NewRef(body), Py_NewRef(issues), Py_NewRef(offset), summary};
+    return with_slots(message_class, message_off, values, M_SLOTS);
+}
+
+/* getattr(o, name, None): a new reference, NULL on another error */
+static PyObject *attr_or_none(PyObject *o, PyObject *name)
+{
+    PyObject *v;
+    int found = _PyObject_LookupAttr(o, name, &v);
+    return found < 0 ? NULL : found ? v : Py_NewRef(Py_None);
+}
+
+/* The message whose body at data[offset:] is decoded and walked (`w` the decoder's (reader,
+ * None, entry, version, (body class, walker, max elements))): the twin's _decoded with
+ * decode_struct's fast path and _summary, without their Python frames (a kept body's, every
+ * Produce and Fetch in analysis.load). A body the reader does not read to its end (or at all)
+ * goes to the twin's _decoded before anything has happened, which says what is wrong. */
+static PyObject *decoded_message(PyObject *self, PyObject *w, int response, PyObject *data,
+                                 PyObject *key, PyObject *version, PyObject *corr,
+                                 PyObject *client, PyObject *tags, PyObject *offset)
+{
+    PyObject *walk = PyTuple_GET_ITEM(w, 4);
+    PyObject *args[3] = {data, offset, PyTuple_GET_ITEM(walk, 2)};
+    PyObject *read = PyObject_Vectorcall(PyTuple_GET_ITEM(w, 0), args, 3, NULL);
+    if (read == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear();
+    }
+    Py_ssize_t end = -1;
+    if (read != NULL && PyTuple_CheckExact(read) && PyTuple_GET_SIZE(read) == 2
+            && PyLong_CheckExact(PyTuple_GET_ITEM(read, 1))
+            && PyTuple_GET_ITEM(read, 0) != Py_None)
+        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(read, 1));
+    PyErr_Clear();   /* an end past any size is not this body's */
+    if (end != PyBytes_GET_SIZE(data)) {
+        Py_XDECREF(read);
+        return twin_decoded(self, w, response, data, key, version, corr, client, tags, offset);
+    }
+    PyObject *body = Py_NewRef(PyTuple_GET_ITEM(read, 0));
+    Py_DECREF(read);
+    PyObject *budget = NULL, *names = NULL, *full = NULL, *walk_set = NULL, *issues = NULL;
+    PyObject *bad_sets = NULL, *summary = NULL, *result = NULL, *limit = NULL;
+    PyObject *values[S_SLOTS] = {PyList_New(0), PyList_New(0), Py_NewRef(zero), Py_NewRef(zero),
+                                 Py_NewRef(zero), Py_NewRef(zero), Py_NewRef(Py_None),
+                                 Py_NewRef(Py_None), Py_NewRef(Py_None)};
+    if (values[0] == NULL || values[1] == NULL) {
+        for (int i = 0; i < S_SLOTS; i++)
+            Py_XDECREF(values[i]);
+        goto done;
+    }
+    if ((summary = with_slots(summary_class, summary_off, values, S_SLOTS)) == NULL
+            || (limit = attr_get(&s_max_uncompressed, self)) == NULL
+            || (budget = PyList_New(1)) == NULL)
+        goto done;
+    PyList_SET_ITEM(budget, 0, limit);   /* one budget a message, as the twin's _summary */
+    limit = NULL;
+    if (attr_set(&s__budget, self, budget) < 0
+            || (names = attr_get(&s_topic_names, self)) == NULL
+            || (full = attr_get(&s_full_records, self)) == NULL
+            || (walk_set = PyObject_GetAttr(module, s_walk_set.name)) == NULL
+            || (issues = PyList_New(0)) == NULL || (bad_sets = PyList_New(0)) == NULL)
+        goto done;
+    if ((PyObject *)Py_TYPE(body) == PyTuple_GET_ITEM(walk, 0)) {
+        PyObject *call[8] = {body, summary, bad_sets, response ? Py_True : Py_False, names,
+                             budget, full, walk_set};
+        PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(walk, 1), call, 8, NULL);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    PyObject *top = attr_or_none(body, s_error_code.name);
+    if (top == NULL)
+        goto done;
+    Py_SETREF(*(PyObject **)((char *)summary + summary_off[S_ERROR_CODE]), top);
+    PyObject *throttle = attr_or_none(body, s_throttle_time_ms.name);
+    if (throttle == NULL)
+        goto done;
+    Py_SETREF(*(PyObject **)((char *)summary + summary_off[S_THROTTLE_TIME_MS]), throttle);
+    if (PyList_GET_SIZE(bad_sets) > 0) {   /* their issues, at offsets in the message */
+        PyObject *rebase = PyObject_GetAttr(module, s__rebase.name);
+        PyObject *rest[3] = {data, bad_sets, issues};
+        PyObject *r = rebase == NULL ? NULL : PyObject_Vectorcall(rebase, rest, 3, NULL);
+        Py_XDECREF(rebase);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    result = new_message(key, version, corr, client, tags, body, issues, offset,
+                         Py_NewRef(summary));
+done:
+    Py_DECREF(body);
+    Py_XDECREF(limit);
+    Py_XDECREF(budget);
+    Py_XDECREF(names);
+    Py_XDECREF(full);
+    Py_XDECREF(walk_set);
+    Py_XDECREF(issues);
+    Py_XDECREF(bad_sets);
+    Py_XDECREF(summary);
+    return result;
 }
 
 /* The message whose body at data[offset:] the entry `w` walks (what the twin does once its
@@ -171,11 +309,7 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             goto done;
         PyErr_Clear();
-        PyObject *none = tags == NULL ? PyDict_New() : Py_NewRef(tags);
-        PyObject *rest[10] = {data, PyTuple_GET_ITEM(w, 2), response ? Py_True : Py_False, key,
-                              version, corr, client ? client : Py_None, none, offset, issues};
-        result = none == NULL ? NULL : to_twin(self, s__decoded.name, rest, 10);
-        Py_XDECREF(none);
+        result = twin_decoded(self, w, response, data, key, version, corr, client, tags, offset);
         goto done;
     }
     if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 11) {
@@ -199,16 +333,8 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
     }
     if (summary == NULL)
         goto done;
-    /* Message's header_tags: `header_tags or {}` */
-    int has_tags = tags == NULL ? 0 : PyObject_IsTrue(tags);
-    PyObject *own_tags = has_tags < 0 ? NULL : has_tags ? Py_NewRef(tags) : PyDict_New();
-    if (own_tags == NULL)
-        goto done;
-    PyObject *values[M_SLOTS] = {Py_NewRef(key), Py_NewRef(version), Py_NewRef(corr),
-                                 Py_NewRef(client ? client : Py_None), own_tags,
-                                 Py_NewRef(Py_None), Py_NewRef(issues), Py_NewRef(offset),
-                                 Py_NewRef(summary)};
-    result = with_slots(message_class, message_off, values, M_SLOTS);
+    result = new_message(key, version, corr, client, tags, Py_None, issues, offset,
+                         Py_NewRef(summary));
 done:
     Py_XDECREF(limit);
     Py_XDECREF(budget);
@@ -232,8 +358,8 @@ static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         Py_XDECREF(w);
         return PyErr_Occurred() ? NULL : to_twin(self, s_py_request.name, args, nargs);
     }
-    PyObject *msg = walked_message(self, w, 0, args[0], args[1], args[2], args[3], args[4],
-                                   args[5], args[6]);
+    PyObject *msg = (PyTuple_GET_SIZE(w) == 5 ? decoded_message : walked_message)(
+        self, w, 0, args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
     Py_DECREF(w);
     return msg;
 }
@@ -274,7 +400,8 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
                                                | ((uint32_t)p[2] << 8) | p[3]));
     PyObject *offset = PyLong_FromLong(at), *msg = NULL;
     if (corr != NULL && offset != NULL)
-        msg = walked_message(self, w, 1, data, key, version, corr, NULL, NULL, offset);
+        msg = (PyTuple_GET_SIZE(w) == 5 ? decoded_message : walked_message)(
+            self, w, 1, data, key, version, corr, NULL, NULL, offset);
     Py_DECREF(w);
     Py_XDECREF(corr);
     Py_XDECREF(offset);
@@ -470,7 +597,7 @@ PyMODINIT_FUNC PyInit__decoding(void)
 {
     NAMES(SLOT_INTERN)
     EXCHANGE_NAMES(X_INTERN)
-    if ((one = PyLong_FromLong(1)) == NULL)
+    if ((one = PyLong_FromLong(1)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }

@@ -21,6 +21,7 @@ from .protocol.decode import decode_request_body, decode_response, decode_struct
 from .protocol.embedded import API_VERSIONS, EMBEDDING, v0_reply
 from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
+from .protocol.primitives import MAX_ELEMENTS
 from .protocol import readers
 from .records import record_set
 from .records.columns import RECORD_APIS   # Produce, Fetch, ShareFetch carry record sets
@@ -75,7 +76,8 @@ class BodyDecoder:
     def py_request(self, data, api_key, api_version, correlation_id, client_id, header_tags,
                    body_offset) -> Message:
         """The request whose header the session already parsed. `_decoding.c`'s `request` is
-        this compiled for bodies walked on their bytes (it hands the rest here)."""
+        this compiled for bodies walked on their bytes or read whole and walked (it hands the
+        rest here)."""
         issues = []
         key = (False, api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
@@ -99,7 +101,8 @@ class BodyDecoder:
     def py_response(self, data, api_key, api_version, request=None) -> Message:
         """The response; `request` (its decoded request Message) lets an Envelope's inner
         response be decoded with its inner request's api key and version. `_decoding.c`'s
-        `response` is this compiled for a plain header and a body walked on its bytes."""
+        `response` is this compiled for a plain header and a body walked on its bytes or read
+        whole and walked."""
         key = (True, api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
         head = None
@@ -137,17 +140,21 @@ class BodyDecoder:
         return msg
 
     def _walkable(self, response, api_key, api_version):
-        """For `_decoding.c`: (whether to keep the answer, (reader, plan, table entry, the
-        response header's version) when the bodies of (direction, api key, version) are walked
-        on their bytes, else None)."""
+        """For `_decoding.c`: (whether to keep the answer, how the bodies of (direction, api key,
+        version) are read, else None: the twin's). How: (reader, plan, table entry, the response
+        header's version) where they are walked on their bytes; (reader, None, table entry, the
+        header's version, (body class, its walker, the element budget)) where they are decoded
+        and walked (kept, or a layout the byte walk does not take), as `_decoded` does."""
         key = (bool(response), api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
-        if entry is None or api_key in self.kept:
+        if entry is None:
             return key in self._entries, None
-        walk_plan = plan(entry[1])
+        version = response_header_version(api_key, api_version)
+        walk_plan = None if api_key in self.kept else plan(entry[1])
         if walk_plan is None or not hasattr(entry[0], "summarize"):
-            return True, None
-        return True, (entry[0], walk_plan, entry, response_header_version(api_key, api_version))
+            walk = _WALKS.get(key) or _walk_entry(*key)
+            return True, (entry[0], None, entry, version, walk + (MAX_ELEMENTS,))
+        return True, (entry[0], walk_plan, entry, version)
 
     def _entry(self, key):
         """The table entry the bodies of one (direction, api key, version) are read with straight

@@ -1,6 +1,6 @@
 """The body decoder's calls per message compiled (_decoding.c: BodyDecoder.request, response and
 summarize) against their Python twins (py_request, py_response, py_summarize): the same
-Message (header fields, tags, body or none, issues, summary), the same topic ids learned and
+Message (header fields, tags, body as JSON or none, issues, summary), the same topic ids learned and
 looked up in vain, on random bodies of every layout in both directions with their headers (whole,
 cut short, with bytes flipped or added, with tagged fields in the header), and the same exchange
 columns from random summaries. Whole captures, real and damaged, compiled against the twin:
@@ -18,6 +18,7 @@ from dissector.model import Exchange
 from dissector.protocol.decode import tables
 from dissector.protocol.generated.apis import APIS
 from dissector.protocol.headers import request_header_version, response_header_version
+from dissector.protocol.jsonify import to_json
 from dissector.protocol.message import Message
 from tests.protocol.encoder import body_uuids, encode, random_body
 from tests.session.test_summary_bytes import PAIRS, _damaged
@@ -46,7 +47,8 @@ def _message(m):
             [(type(i), i.code, i.severity, i.detail, i.stream_offset) for i in m.issues],
             s if s is None else (type(s), s.error_codes, s.topics, s.partitions, s.records,
                                  s.records_bytes, s.uncompressed_bytes, s.error_code,
-                                 s.throttle_time_ms))
+                                 s.throttle_time_ms),
+            to_json(m.body))
 
 
 def outcome(call, data, key, version, direction, known, keep, full):
@@ -123,6 +125,33 @@ def test_bodies_kept_by_api_key():
             assert other == made(False)
             walked += other is not None and other[0][6] == "NoneType"
     assert walked > 50
+
+
+def test_kept_bodies_are_decoded_without_the_twin(monkeypatch):
+    """A kept body the reader reads to its end is decoded and walked by the compiled path, the
+    same as the twin's (test_random_messages): the twin's _decoded is not asked, so a test of
+    the two together cannot pass on the twin alone."""
+    rnd = random.Random("kept in C")
+    cases = []
+    for key, version, direction in PAIRS[::7]:
+        schema = tables(key)[direction][version][1]
+        body = random_body(schema, rnd)
+        cases.append((key, version, direction, _framed(key, version, direction,
+                                                       encode(schema, body), rnd)))
+    want = [outcome("py_", data, k, v, d, {}, True, True) for k, v, d, data in cases]
+
+    def twin(*_):
+        raise AssertionError("handed to the twin")
+    monkeypatch.setattr(BodyDecoder, "_decoded", twin)
+    compiled = 0
+    for (key, version, direction, data), expected in zip(cases, want):
+        try:
+            got = outcome("", data, key, version, direction, {}, True, True)
+        except AssertionError:   # the general path's (embedded structures, tagged headers)
+            continue
+        assert got == expected
+        compiled += 1
+    assert compiled > len(cases) * 3 // 4, (compiled, len(cases))
 
 
 @pytest.mark.parametrize("call", ["", "py_"])
