@@ -204,7 +204,11 @@ class PartitionTable:
         self._new()
         return arrays
 
-    def _pending(self) -> list:
+    def _pending(self, encode=False) -> list:
+        """The pending rows as arrays; `encode`: the categorical head columns encoded, before
+        they are repeated for their rows (the same dictionary and indices as encoding the rows:
+        every exchange here has rows, taken in order; a fourth the work). Not for arrays():
+        another table's parts must come plain, to be encoded as one."""
         n = self._rows
         if self._parts:
             return [pa.concat_arrays([part[i] for part in self._parts]) for i in range(_WIDTH)]
@@ -212,7 +216,9 @@ class PartitionTable:
             return [pa.array([], type=typ) for typ in _TYPES]
         take = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self._head_index)])
         heads = list(zip(*self._heads))
-        arrays = [_array(list(heads[i]), _TYPES[i]).take(take) for i in range(HEAD)]
+        arrays = [_array(list(heads[i]), _TYPES[i]) for i in range(HEAD)]
+        arrays = [(a.dictionary_encode() if encode and enc else a).take(take)
+                  for a, enc in zip(arrays, _ENCODE)]
         cols = self._cols
         for column in cols[HEAD:]:
             _pad(column, n)
@@ -223,7 +229,7 @@ class PartitionTable:
         n = self._rows
         if not n:
             return
-        arrays = self._pending()
+        arrays = self._pending(encode=True)
         self._done += n
         self._new()
         batch = pa.RecordBatch.from_arrays(shared_nulls(_encoded(arrays)), schema=self.schema)
@@ -242,7 +248,8 @@ class PartitionTable:
 
 
 def _encoded(arrays):
-    return [a.dictionary_encode() if enc else a for a, enc in zip(arrays, _ENCODE)]
+    return [a.dictionary_encode() if enc and not pa.types.is_dictionary(a.type) else a
+            for a, enc in zip(arrays, _ENCODE)]
 
 
 def _error_names(codes):
