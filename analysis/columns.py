@@ -24,9 +24,9 @@ import pyarrow as pa
 from .schema import CATEGORICAL, arrow_type
 
 try:
-    from dissector._value_buffers import buffers as _buffers
-except ImportError:   # not compiled: pyarrow converts every column
-    _buffers = None
+    from dissector._value_buffers import buffers as _buffers, text_length as _rows_length
+except ImportError:   # not compiled: pyarrow converts every column, _text_length counts
+    _buffers = _rows_length = None
 
 BATCH_ROWS = 65536
 BATCH_BYTES = 8 << 20
@@ -118,7 +118,9 @@ class ColumnBuilder:
             self.extend(*held.arrays())
 
     def _rows_payload(self, start, stop):
-        return _text_length(self._picked(self._rows[start:stop]))
+        rows = self._rows[start:stop]
+        counted = _rows_length(rows, self._sized) if _rows_length is not None else None
+        return counted if counted is not None else _text_length(self._picked(rows))
 
     def _sizes_payload(self, start, stop):
         return sum(self._sizes[start:stop])

@@ -11,7 +11,12 @@
  * A buffer is bytes, validity None without nulls. None is null; every other value must be of
  * the exact type (int, float, str, bytes, list of str) and fit: anything else (a subclass, an
  * int out of range, a str with no UTF-8, more than 2 GiB of data) returns None, and the caller
- * asks pa.array, which converts it or says what is wrong. */
+ * asks pa.array, which converts it or says what is wrong.
+ *
+ * text_length(rows, columns) -> int or None: the length of the str (characters) and bytes values
+ * at `columns` of `rows` (a list of tuples), as analysis.columns._text_length counts a batch's
+ * payload (its specification); None where a value there is not exactly a str, bytes or None, or a
+ * row is not a tuple that long (the caller counts). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -266,9 +271,48 @@ static PyObject *buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return r;
 }
 
+static PyObject *text_length(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "text_length(rows: list, columns: tuple)");
+        return NULL;
+    }
+    PyObject *rows = args[0], *columns = args[1];
+    Py_ssize_t ncols = PyTuple_GET_SIZE(columns), at[64];
+    if (ncols > 64)
+        Py_RETURN_NONE;
+    for (Py_ssize_t c = 0; c < ncols; c++) {
+        at[c] = PyLong_AsSsize_t(PyTuple_GET_ITEM(columns, c));
+        if (at[c] < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+    }
+    long long total = 0;
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r);
+        if (!PyTuple_CheckExact(row))
+            Py_RETURN_NONE;
+        for (Py_ssize_t c = 0; c < ncols; c++) {
+            if (at[c] >= PyTuple_GET_SIZE(row))
+                Py_RETURN_NONE;
+            PyObject *v = PyTuple_GET_ITEM(row, at[c]);
+            if (PyUnicode_CheckExact(v))
+                total += PyUnicode_GET_LENGTH(v);
+            else if (PyBytes_CheckExact(v))
+                total += PyBytes_GET_SIZE(v);
+            else if (v != Py_None)
+                Py_RETURN_NONE;
+        }
+    }
+    return PyLong_FromLongLong(total);
+}
+
 static PyMethodDef methods[] = {
     {"buffers", (PyCFunction)(void (*)(void))buffers, METH_FASTCALL,
      "buffers(values, kind) -> (null_count, [Arrow buffers]) or None: pa.array's for plain values"},
+    {"text_length", (PyCFunction)(void (*)(void))text_length, METH_FASTCALL,
+     "text_length(rows, columns) -> int or None: the str and bytes lengths there"},
     {NULL, NULL, 0, NULL},
 };
 

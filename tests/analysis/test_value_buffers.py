@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from analysis import columns
-from dissector._value_buffers import buffers
+from dissector._value_buffers import buffers, text_length
 
 TYPES = list(columns._KINDS)
 ODD = (True, False, 1.5, 2, "x", b"x", bytearray(b"x"), ("a",), ["a", None], ["a", b"x"], [1],
@@ -99,3 +99,39 @@ def test_bad_arguments_are_errors():
         buffers([1], "z")
     with pytest.raises(TypeError):
         buffers(5, "q")
+
+
+class _Str(str):
+    def __len__(self):
+        return 99
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_text_length_counts_what_the_python_counts(seed):
+    """text_length against _text_length (its specification) over the columns picked from rows:
+    the same count, or None where a value is not plainly a str, bytes or None."""
+    rnd = random.Random(seed)
+    plain = (None, "", "abc", "héllo", "\U0001f600", b"", b"\x00\xff", "z" * 300)
+    odd = (0, 1.5, ["a"], bytearray(b"xy"), _Str("q"), True)
+    counted = 0
+    for _ in range(300):
+        width = rnd.randrange(1, 8)
+        sized = tuple(sorted(rnd.sample(range(width), rnd.randrange(1, width + 1))))
+        oddity = 0.1 if rnd.random() < 0.2 else 0   # a fifth of the batches hold odd values
+        rows = [tuple(rnd.choice(odd if rnd.random() < oddity else plain) for _ in range(width))
+                for _ in range(rnd.randrange(0, 30))]
+        got = text_length(rows, sized)
+        want = columns._text_length(columns._picker(sized)(rows))
+        if got is None:
+            assert any(type(r[i]) not in (str, bytes, type(None)) for r in rows for i in sized)
+        else:
+            assert got == want, (rows, sized)
+            counted += 1
+    assert counted > 200
+
+
+def test_text_length_declines_rows_it_cannot_read():
+    assert text_length([("a",)], (1,)) is None            # a row shorter than the columns
+    assert text_length([["a"]], (0,)) is None             # a row that is not a tuple
+    assert text_length([("ab", _Str("q"))], (1,)) is None  # its own len()
+    assert text_length([], (0,)) == 0

@@ -96,7 +96,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from dissector.records.columns import BATCH_KINDS, CODEC_NAMES, RecordColumns
     from dissector.records.model import Batch, RecordSet
     from dissector.records.text import _NAMES
-    from dissector._value_buffers import buffers
+    from dissector._value_buffers import buffers, text_length
     odd = (None, 0, -1, 1 << 62, 1 << 70, 1.5, "a,b", "é", "\ud800", True, b"x", [], ())
     entries = [entry for k in APIS if tables(k) for side in tables(k)
                for entry in side.values()]
@@ -156,6 +156,9 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                           for _ in range(rnd.randrange(40))]
                 buffers(values if rnd.random() < 0.5 else tuple(values),
                         rnd.choice("bhiqdsyLx") if rnd.random() < 0.95 else raw)
+                rows = [tuple(values[j:j + 4]) if rnd.random() < 0.9 else values[j:j + 4]
+                        for j in range(0, len(values), 4)]
+                text_length(rows, tuple(rnd.randrange(-1, 6) for _ in range(rnd.randrange(4))))
             elif which == 5:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))
