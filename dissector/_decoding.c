@@ -150,6 +150,26 @@ done:
     return w;
 }
 
+/* What a message's walk is given: a fresh budget (one a message, set on the decoder, as the
+ * twin's _walk_bytes and _summary do), the decoder's topic names and full_records; 0, or -1
+ * with an error raised (the caller releases what was set) */
+static int walk_state(PyObject *self, PyObject **budget, PyObject **names, PyObject **full)
+{
+    PyObject *limit = attr_get(&s_max_uncompressed, self);
+    if (limit == NULL)
+        return -1;
+    if ((*budget = PyList_New(1)) == NULL) {
+        Py_DECREF(limit);
+        return -1;
+    }
+    PyList_SET_ITEM(*budget, 0, limit);
+    if (attr_set(&s__budget, self, *budget) < 0
+            || (*names = attr_get(&s_topic_names, self)) == NULL
+            || (*full = attr_get(&s_full_records, self)) == NULL)
+        return -1;
+    return 0;
+}
+
 /* The twin's _decoded for the body at data[offset:] (`tags` NULL: a new {}). */
 static PyObject *twin_decoded(PyObject *self, PyObject *w, int response, PyObject *data,
                               PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
@@ -221,7 +241,7 @@ static PyObject *decoded_message(PyObject *self, PyObject *w, int response, PyOb
     PyObject *body = Py_NewRef(PyTuple_GET_ITEM(read, 0));
     Py_DECREF(read);
     PyObject *budget = NULL, *names = NULL, *full = NULL, *walk_set = NULL, *issues = NULL;
-    PyObject *bad_sets = NULL, *summary = NULL, *result = NULL, *limit = NULL;
+    PyObject *bad_sets = NULL, *summary = NULL, *result = NULL;
     PyObject *values[S_SLOTS] = {PyList_New(0), PyList_New(0), Py_NewRef(zero), Py_NewRef(zero),
                                  Py_NewRef(zero), Py_NewRef(zero), Py_NewRef(Py_None),
                                  Py_NewRef(Py_None), Py_NewRef(Py_None)};
@@ -231,14 +251,7 @@ static PyObject *decoded_message(PyObject *self, PyObject *w, int response, PyOb
         goto done;
     }
     if ((summary = with_slots(summary_class, summary_off, values, S_SLOTS)) == NULL
-            || (limit = attr_get(&s_max_uncompressed, self)) == NULL
-            || (budget = PyList_New(1)) == NULL)
-        goto done;
-    PyList_SET_ITEM(budget, 0, limit);   /* one budget a message, as the twin's _summary */
-    limit = NULL;
-    if (attr_set(&s__budget, self, budget) < 0
-            || (names = attr_get(&s_topic_names, self)) == NULL
-            || (full = attr_get(&s_full_records, self)) == NULL
+            || walk_state(self, &budget, &names, &full) < 0
             || (walk_set = PyObject_GetAttr(module, s_walk_set.name)) == NULL
             || (issues = PyList_New(0)) == NULL || (bad_sets = PyList_New(0)) == NULL)
         goto done;
@@ -271,7 +284,6 @@ static PyObject *decoded_message(PyObject *self, PyObject *w, int response, PyOb
                          Py_NewRef(summary));
 done:
     Py_DECREF(body);
-    Py_XDECREF(limit);
     Py_XDECREF(budget);
     Py_XDECREF(names);
     Py_XDECREF(full);
@@ -290,15 +302,8 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
                                 PyObject *tags, PyObject *offset)
 {
     PyObject *budget = NULL, *names = NULL, *full = NULL, *set_sums = NULL, *walked = NULL;
-    PyObject *issues = NULL, *summary = NULL, *result = NULL, *limit = NULL;
-    if ((limit = attr_get(&s_max_uncompressed, self)) == NULL
-            || (budget = PyList_New(1)) == NULL)
-        goto done;
-    PyList_SET_ITEM(budget, 0, limit);   /* one budget a message, as the twin's _walk_bytes */
-    limit = NULL;
-    if (attr_set(&s__budget, self, budget) < 0
-            || (names = attr_get(&s_topic_names, self)) == NULL
-            || (full = attr_get(&s_full_records, self)) == NULL
+    PyObject *issues = NULL, *summary = NULL, *result = NULL;
+    if (walk_state(self, &budget, &names, &full) < 0
             || (set_sums = PyObject_GetAttr(module, s_set_sums.name)) == NULL
             || (issues = PyList_New(0)) == NULL)
         goto done;
@@ -336,7 +341,6 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
     result = new_message(key, version, corr, client, tags, Py_None, issues, offset,
                          Py_NewRef(summary));
 done:
-    Py_XDECREF(limit);
     Py_XDECREF(budget);
     Py_XDECREF(names);
     Py_XDECREF(full);

@@ -72,7 +72,37 @@ fail:
     return NULL;
 }
 
-static PyObject *ints(PyObject **items, Py_ssize_t n, int width)
+/* items[i] into p at i (width bytes, little-endian as Arrow's buffers on the machines we build
+ * for): an exact int in [lo, hi], or an exact float (`real`); 0, or 1 when it is not one */
+static int put_number(PyObject *v, char *p, Py_ssize_t i, int width, int real, long long lo,
+                      long long hi)
+{
+    if (real) {
+        if (!PyFloat_CheckExact(v))
+            return 1;
+        double x = PyFloat_AS_DOUBLE(v);
+        memcpy(p + 8 * i, &x, 8);
+        return 0;
+    }
+    int overflow;
+    long long x;
+    if (!PyLong_CheckExact(v)
+        || ((x = PyLong_AsLongLongAndOverflow(v, &overflow)) == -1 && PyErr_Occurred())
+        || overflow || x < lo || x > hi) {
+        PyErr_Clear();
+        return 1;
+    }
+    switch (width) {
+    case 1: { int8_t y = (int8_t)x; memcpy(p + i, &y, 1); break; }
+    case 2: { int16_t y = (int16_t)x; memcpy(p + 2 * i, &y, 2); break; }
+    case 4: { int32_t y = (int32_t)x; memcpy(p + 4 * i, &y, 4); break; }
+    default: memcpy(p + 8 * i, &x, 8);
+    }
+    return 0;
+}
+
+/* ints of `width` bytes, or float64 (`real`, width 8) */
+static PyObject *numbers(PyObject **items, Py_ssize_t n, int width, int real)
 {
     long long lo = width == 8 ? INT64_MIN : -(1LL << (width * 8 - 1));
     long long hi = width == 8 ? INT64_MAX : (1LL << (width * 8 - 1)) - 1;
@@ -81,50 +111,10 @@ static PyObject *ints(PyObject **items, Py_ssize_t n, int width)
         return NULL;
     char *p = PyBytes_AS_STRING(data);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = items[i];
-        if (v == Py_None)
-            continue;
-        int overflow;
-        long long x;
-        if (!PyLong_CheckExact(v)
-            || ((x = PyLong_AsLongLongAndOverflow(v, &overflow)) == -1 && PyErr_Occurred())
-            || overflow || x < lo || x > hi) {
-            PyErr_Clear();
+        if (items[i] != Py_None && put_number(items[i], p, i, width, real, lo, hi)) {
             Py_DECREF(data);
             Py_RETURN_NONE;
         }
-        switch (width) {   /* little-endian, as Arrow's buffers on the machines we build for */
-        case 1: { int8_t y = (int8_t)x; memcpy(p + i, &y, 1); break; }
-        case 2: { int16_t y = (int16_t)x; memcpy(p + 2 * i, &y, 2); break; }
-        case 4: { int32_t y = (int32_t)x; memcpy(p + 4 * i, &y, 4); break; }
-        default: memcpy(p + 8 * i, &x, 8);
-        }
-    }
-    Py_ssize_t nulls;
-    PyObject *valid = validity(items, n, &nulls);
-    if (valid == NULL) {
-        Py_DECREF(data);
-        return NULL;
-    }
-    return made(nulls, valid, &data, 1);
-}
-
-static PyObject *floats(PyObject **items, Py_ssize_t n)
-{
-    PyObject *data = zeroed(n * 8);
-    if (data == NULL)
-        return NULL;
-    char *p = PyBytes_AS_STRING(data);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = items[i];
-        if (v == Py_None)
-            continue;
-        if (!PyFloat_CheckExact(v)) {
-            Py_DECREF(data);
-            Py_RETURN_NONE;
-        }
-        double x = PyFloat_AS_DOUBLE(v);
-        memcpy(p + 8 * i, &x, 8);
     }
     Py_ssize_t nulls;
     PyObject *valid = validity(items, n, &nulls);
@@ -255,11 +245,11 @@ static PyObject *buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *r;
     switch (PyUnicode_READ_CHAR(args[1], 0)) {
-    case 'b': r = ints(items, n, 1); break;
-    case 'h': r = ints(items, n, 2); break;
-    case 'i': r = ints(items, n, 4); break;
-    case 'q': r = ints(items, n, 8); break;
-    case 'd': r = floats(items, n); break;
+    case 'b': r = numbers(items, n, 1, 0); break;
+    case 'h': r = numbers(items, n, 2, 0); break;
+    case 'i': r = numbers(items, n, 4, 0); break;
+    case 'q': r = numbers(items, n, 8, 0); break;
+    case 'd': r = numbers(items, n, 8, 1); break;
     case 's': r = texts(items, n, 0); break;
     case 'y': r = texts(items, n, 1); break;
     case 'L': r = lists(items, n); break;
