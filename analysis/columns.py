@@ -248,6 +248,7 @@ def payloads(lists, sized) -> list:
 _KINDS = {pa.int8(): "b", pa.int16(): "h", pa.int32(): "i", pa.int64(): "q",
           pa.timestamp("ns", tz="UTC"): "q", pa.float64(): "d", pa.string(): "s",
           pa.binary(): "y", pa.list_(pa.string()): "L"}
+_STRINGS = pa.list_(pa.string())
 
 
 def _array(values, typ) -> pa.Array:
@@ -265,15 +266,12 @@ def _array(values, typ) -> pa.Array:
 
 
 def _from_buffers(typ, n, nulls, buffers) -> pa.Array:
-    """The array of `n` values of `typ` from buffers.buffers' answer."""
+    """The array of `n` values of `typ` from _value_buffers.buffers' answer."""
     bufs = [None if b is None else pa.py_buffer(b) for b in buffers]
     if typ == _STRINGS:
         strings = pa.Array.from_buffers(pa.string(), len(buffers[2]) // 4 - 1, [None] + bufs[2:])
         return pa.Array.from_buffers(typ, n, bufs[:2], nulls, children=[strings])
     return pa.Array.from_buffers(typ, n, bufs, nulls)
-
-
-_STRINGS = pa.list_(pa.string())
 
 
 def _scalar(value, typ):

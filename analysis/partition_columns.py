@@ -205,13 +205,15 @@ class PartitionTable:
         return arrays
 
     def _pending(self, encode=False) -> list:
-        """The pending rows as arrays; `encode`: the categorical head columns encoded, before
-        they are repeated for their rows (the same dictionary and indices as encoding the rows:
-        every exchange here has rows, taken in order; a fourth the work). Not for arrays():
-        another table's parts must come plain, to be encoded as one."""
+        """The pending rows as arrays, the categorical ones dictionary-encoded with `encode` (a
+        batch's; not for arrays(): another table's parts must come plain, to be encoded as
+        one). A categorical head column is encoded before it is repeated for its rows: the same
+        dictionary and indices as encoding the rows (every exchange here has rows, taken in
+        order), a fourth the work."""
         n = self._rows
         if self._parts:
-            return [pa.concat_arrays([part[i] for part in self._parts]) for i in range(_WIDTH)]
+            arrays = [pa.concat_arrays([part[i] for part in self._parts]) for i in range(_WIDTH)]
+            return _encoded(arrays) if encode else arrays
         if not n:
             return [pa.array([], type=typ) for typ in _TYPES]
         take = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self._head_index)])
@@ -223,7 +225,8 @@ class PartitionTable:
         for column in cols[HEAD:]:
             _pad(column, n)
         cols[_ERR_NAME] = _error_names(cols[_ERR])
-        return arrays + [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
+        rows = [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
+        return arrays + (_encoded(rows, _ENCODE[HEAD:]) if encode else rows)
 
     def _cut(self) -> None:
         n = self._rows
@@ -232,7 +235,7 @@ class PartitionTable:
         arrays = self._pending(encode=True)
         self._done += n
         self._new()
-        batch = pa.RecordBatch.from_arrays(shared_nulls(_encoded(arrays)), schema=self.schema)
+        batch = pa.RecordBatch.from_arrays(shared_nulls(arrays), schema=self.schema)
         if self._sink is None:
             self._chunks.append(batch)
         else:
@@ -247,9 +250,8 @@ class PartitionTable:
         return kept_table(self._chunks, self.schema)
 
 
-def _encoded(arrays):
-    return [a.dictionary_encode() if enc and not pa.types.is_dictionary(a.type) else a
-            for a, enc in zip(arrays, _ENCODE)]
+def _encoded(arrays, encode=_ENCODE):
+    return [a.dictionary_encode() if enc else a for a, enc in zip(arrays, encode)]
 
 
 def _error_names(codes):

@@ -62,6 +62,18 @@ static inline PyObject **slot_at(Slot *s, PyObject *o)
     return s->offset ? (PyObject **)((char *)o + s->offset) : NULL;
 }
 
+/* getattr(o, name, None): a new reference; NULL on an error other than AttributeError. A
+ * missing attribute of a plain class raises nothing to clear (_PyObject_LookupAttr): a body of
+ * another version lacks a field on every entry. */
+static inline PyObject *attr_or_none(PyObject *o, PyObject *name)
+{
+    PyObject *v;
+    int found = _PyObject_LookupAttr(o, name, &v);
+    if (found < 0)
+        return NULL;
+    return found ? v : Py_NewRef(Py_None);
+}
+
 /* o.name (a new reference), or NULL with an error raised */
 static inline PyObject *attr_get(Slot *s, PyObject *o)
 {

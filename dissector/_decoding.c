@@ -203,14 +203,6 @@ static PyObject *new_message(PyObject *key, PyObject *version, PyObject *corr, P
     return with_slots(message_class, message_off, values, M_SLOTS);
 }
 
-/* getattr(o, name, None): a new reference, NULL on another error */
-static PyObject *attr_or_none(PyObject *o, PyObject *name)
-{
-    PyObject *v;
-    int found = _PyObject_LookupAttr(o, name, &v);
-    return found < 0 ? NULL : found ? v : Py_NewRef(Py_None);
-}
-
 /* The message whose body at data[offset:] is decoded and walked (`w` the decoder's (reader,
  * None, entry, version, (body class, walker, max elements))): the twin's _decoded with
  * decode_struct's fast path and _summary, without their Python frames (a kept body's, every

@@ -25,18 +25,6 @@ static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_bat
 #define BATCH_INTERN(n) if ((b_##n.name = PyUnicode_InternFromString(#n)) == NULL) return NULL;
 BATCH_FIELDS(BATCH_DECLARE)
 
-/* getattr(o, name, None): a new reference; NULL on an error other than AttributeError. A
- * missing attribute of a plain class raises nothing to clear (_PyObject_LookupAttr): a body of
- * another version lacks a field on every entry. */
-static PyObject *attr_or_none(PyObject *o, PyObject *name)
-{
-    PyObject *v;
-    int found = _PyObject_LookupAttr(o, name, &v);
-    if (found < 0)
-        return NULL;
-    return found ? v : Py_NewRef(Py_None);
-}
-
 /* o.name is None (1 or 0), or -1 on error */
 static int attr_none(Slot *name, PyObject *o)
 {
