@@ -116,7 +116,7 @@ class _Collector:
         if row is None:
             return
         self.exchanges.append(row)
-        self.partitions.add_exchange(ex)   # straight into its columns: no piece to copy
+        self.partitions.add_exchange(ex, row)   # straight into its columns: no piece to copy
         for issue in ex.issues:
             self.issues.append(issue_row(issue))
         self.count(row[0], row[_CLIENT_ID], ex.request.length if ex.request is not None else 0,

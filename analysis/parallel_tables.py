@@ -50,7 +50,7 @@ class WorkerTables:
             kept.append(len(tokens))
             self.exchanges.append(row)
             before = len(partitions)
-            partitions.add_exchange(ex)
+            partitions.add_exchange(ex, row)
             for issue in ex.issues:
                 self.issues.append(issue_row(issue))
             tokens.append((len(partitions) - before, len(ex.issues), row[0],

@@ -19,7 +19,7 @@ from operator import attrgetter
 
 import pyarrow as pa
 
-from dissector.partition_walk import Irregular, walk_side
+from dissector.partition_walk import Irregular, walk_exchange
 from dissector.protocol.names import error_name
 
 from . import columns as _budget
@@ -28,8 +28,8 @@ from .partitions import (
     _BASE_OFF, _COMMITTED, _ERR, _ERR_NAME, _FETCH_OFF, _FIRST, _HW, _LAST, _LEADER,
     _LEADER_EPOCH, _LISTED, _LOG_START, _LSO, _PARTITION, _RECORDS, _TOPIC, _TOPIC_ID, _TS_QUERY,
     FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, PRODUCE, RECORD_COLS,
-    SHARE_ACKNOWLEDGE, SHARE_FETCH, exchange_head, offset_fetch_topics, partition_rows,
-    produced_offsets, topic_id)
+    SHARE_ACKNOWLEDGE, SHARE_FETCH, exchange_head, head_of_row, offset_fetch_topics,
+    partition_rows, topic_id)
 from .schema import CATEGORICAL, PARTITION_COLUMNS, arrow_type
 
 HEAD = _TOPIC   # the exchange's own columns come first
@@ -67,33 +67,13 @@ SIDES = {   # api key: how its request and its response list partitions (None: n
     SHARE_FETCH: (_side("topics"), _side("responses", fields=(_ERROR,), records="?records")),
 }
 SIDES[SHARE_ACKNOWLEDGE] = SIDES[SHARE_FETCH]
+_OFFSETS = {PRODUCE: (_BASE_OFF, _RECORDS, _FIRST, _LAST)}   # the offsets given the records
 _WIDTH = len(PARTITION_COLUMNS)
 
 
 def _bodies(ex):
     return (ex.request_msg.body if ex.request_msg is not None else None,
             ex.response_msg.body if ex.response_msg is not None else None)
-
-
-def walk_exchange(cols, start, ex, req, resp) -> int:
-    """Write the exchange's rows into `cols` from row `start` on (see
-    dissector.partition_walk); returns how many. Irregular, AttributeError or TypeError when
-    the walk does not take it (the caller drops what it wrote)."""
-    shape = None
-    for sided, body in zip(SIDES[ex.api_key], (req, resp)):
-        if sided is not None and body is not None:
-            topics, side = sided
-            shape = walk_side(cols, start, topics(body), side, LAYOUT, shape) or None
-    n = len(cols[_PARTITION]) - start   # the first body wrote every row's partition
-    if ex.api_key == PRODUCE and n:   # the offsets the broker gave the records
-        stop = start + n
-        for i in (_BASE_OFF, _RECORDS, _FIRST, _LAST):
-            _pad(cols[i], stop)
-        pairs = list(map(produced_offsets, cols[_BASE_OFF][start:stop],
-                         cols[_RECORDS][start:stop]))
-        cols[_FIRST][start:stop] = [first for first, _ in pairs]
-        cols[_LAST][start:stop] = [last for _, last in pairs]
-    return n
 
 
 def _pad(column, rows):
@@ -149,15 +129,19 @@ class PartitionTable:
     def __len__(self):
         return self._done + self._rows
 
-    def add_exchange(self, ex) -> None:
-        if ex.api_key not in SIDES:
+    def add_exchange(self, ex, row=None) -> None:
+        """The exchange's rows; `row`, if given, its exchanges-table row (the head's values
+        are read from it)."""
+        sides = SIDES.get(ex.api_key)
+        if sides is None:
             return
         req, resp = _bodies(ex)
         if req is None and resp is None:
             return
         start = self._rows
         try:
-            n = walk_exchange(self._cols, start, ex, req, resp)
+            n = walk_exchange(self._cols, start, sides, req, resp, LAYOUT,
+                              _OFFSETS.get(ex.api_key))
         except (Irregular, AttributeError, TypeError):
             for column in self._cols:
                 del column[start:]
@@ -166,7 +150,7 @@ class PartitionTable:
                 self.add(piece)
             return
         if n:
-            self._added(exchange_head(ex, req), n)
+            self._added(exchange_head(ex, req) if row is None else head_of_row(row, req), n)
 
     def add(self, piece: PartitionPiece) -> None:
         start = self._rows

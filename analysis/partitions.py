@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import uuid
 
-from dissector.partition_walk import RECORD_COLUMNS, listed_offset, record_values
+from operator import itemgetter
+
+from dissector.partition_walk import (
+    RECORD_COLUMNS, listed_offset, produced_offsets, record_values)
 from dissector.protocol.names import error_name
 from dissector.protocol.primitives import UUID0
-from dissector.tables import exchange_api_name
+from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_api_name
 
 from .columns import ColumnBuilder
 from .schema import PARTITION_COLUMNS
@@ -120,12 +123,6 @@ def _produce(rows, req, resp):
             row[_LOG_START] = getattr(p, "log_start_offset", None)
     for row in rows.rows.values():   # the offsets the broker gave the records
         row[_FIRST], row[_LAST] = produced_offsets(row[_BASE_OFF], row[_RECORDS])
-
-
-def produced_offsets(base, count):
-    """(first, last) offset of `count` records the broker appended at `base` (unknown: None)."""
-    first = base if isinstance(base, int) and base >= 0 and count else None
-    return first, (first + count - 1 if first is not None else None)
 
 
 def _fetch(rows, req, resp):
@@ -247,6 +244,18 @@ def exchange_head(ex, req) -> tuple:
             ex.api_version, ex.client_id, _group_id(req) if req is not None else None,
             req_f.first_ts if req_f else None, resp_f.first_ts if resp_f else None,
             ex.latency_ms)
+
+
+_FROM_ROW = itemgetter(*(EXCHANGE_COLUMN_NAMES.index(name) for name in (
+    "exchange", "connection_id", "api_key", "api_name", "api_version", "client_id", "request_ts",
+    "response_ts", "latency_ms")))
+
+
+def head_of_row(row, req) -> tuple:
+    """exchange_head from the exchange's row in the exchanges table (the same values, read
+    once there), `req` its request body."""
+    head = _FROM_ROW(row)
+    return head[:6] + (_group_id(req) if req is not None else None,) + head[6:]
 
 
 def row_by_row_table(exchanges):

@@ -3,13 +3,14 @@
  * or record set. The tests compare the two on every shipped capture and on mutated ones.
  *
  * configure(codec_names, batch_overhead, Irregular) once, then
- * walk_side(cols, start, topics, side, layout, shape) -> shape, as the twin: the same attributes
- * read in the same order, the same values written into the same lists, Irregular (or the error
- * an attribute read raises) where it raises. */
+ * walk_side(cols, start, topics, side, layout, shape) -> shape and
+ * walk_exchange(cols, start, sides, req, resp, layout, offsets) -> rows, as the twin: the same
+ * attributes read in the same order, the same values written into the same lists, Irregular (or
+ * the error an attribute read raises) where it raises. */
 #define PY_SSIZE_T_CLEAN
 #include "_attrs.h"
 
-static PyObject *codec_names, *batch_overhead, *irregular, *two, *zero;
+static PyObject *codec_names, *batch_overhead, *irregular, *one, *two, *zero;
 static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches, *s_offset,
     *s_old_style_offsets;
 
@@ -595,6 +596,145 @@ done:
     return result;
 }
 
+/* produced_offsets(base, count) as two new references in *first, *last; -1 with an error */
+static int produced_offsets(PyObject *base, PyObject *count, PyObject **first, PyObject **last)
+{
+    *first = *last = NULL;
+    int known = 0;
+    if (PyLong_Check(base)) {
+        known = PyObject_RichCompareBool(base, zero, Py_GE);
+        if (known > 0)
+            known = PyObject_IsTrue(count);
+        if (known < 0)
+            return -1;
+    }
+    if (!known) {
+        *first = Py_NewRef(Py_None);
+        *last = Py_NewRef(Py_None);
+        return 0;
+    }
+    PyObject *end = PyNumber_Add(base, count);
+    if (end == NULL)
+        return -1;
+    *last = PyNumber_Subtract(end, one);
+    Py_DECREF(end);
+    if (*last == NULL)
+        return -1;
+    *first = Py_NewRef(base);
+    return 0;
+}
+
+/* cols[col] padded with None to `rows` values (borrowed); NULL with an error */
+static PyObject *padded(PyObject *cols, Py_ssize_t col, Py_ssize_t rows)
+{
+    PyObject *column = column_at(cols, col);
+    while (column != NULL && PyList_GET_SIZE(column) < rows)
+        if (PyList_Append(column, Py_None) < 0)
+            return NULL;
+    return column;
+}
+
+/* The first and last offsets of rows [start, stop), from their base offsets and record counts
+ * (offsets: the four columns, each padded to `stop` first), as the twin: every value read
+ * before any is written. */
+static int fill_offsets(PyObject *cols, Py_ssize_t start, Py_ssize_t stop, PyObject *offsets)
+{
+    Py_ssize_t col[4];
+    if (!PyTuple_Check(offsets) || PyTuple_GET_SIZE(offsets) != 4) {
+        PyErr_SetString(PyExc_TypeError, "offsets: four column numbers or None");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++)
+        if ((col[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(offsets, i))) == -1 && PyErr_Occurred())
+            return -1;
+    for (int i = 0; i < 4; i++)
+        if (padded(cols, col[i], stop) == NULL)
+            return -1;
+    Py_ssize_t n = stop > start ? stop - start : 0;
+    PyObject *bases = PyList_GetSlice(PyList_GET_ITEM(cols, col[0]), start, stop);
+    PyObject *counts = PyList_GetSlice(PyList_GET_ITEM(cols, col[1]), start, stop);
+    PyObject *firsts = PyList_New(n), *lasts = PyList_New(n);
+    int rc = -1;
+    if (bases == NULL || counts == NULL || firsts == NULL || lasts == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *first, *last;
+        if (produced_offsets(PyList_GET_ITEM(bases, i), PyList_GET_ITEM(counts, i), &first,
+                             &last) < 0)
+            goto done;
+        PyList_SET_ITEM(firsts, i, first);
+        PyList_SET_ITEM(lasts, i, last);
+    }
+    PyObject *column = column_at(cols, col[2]);
+    if (column == NULL || PyList_SetSlice(column, start, stop, firsts) < 0
+            || (column = column_at(cols, col[3])) == NULL
+            || PyList_SetSlice(column, start, stop, lasts) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(bases);
+    Py_XDECREF(counts);
+    Py_XDECREF(firsts);
+    Py_XDECREF(lasts);
+    return rc;
+}
+
+static PyObject *walk_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
+            || PyTuple_GET_SIZE(args[2]) != 2 || !PyTuple_Check(args[5])
+            || PyTuple_GET_SIZE(args[5]) < 3) {
+        PyErr_SetString(PyExc_TypeError,
+                        "walk_exchange(cols: list, start: int, sides: (side, side), req, resp, "
+                        "layout: tuple, offsets)");
+        return NULL;
+    }
+    PyObject *cols = args[0], *sides = args[2], *layout = args[5], *offsets = args[6];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t part_col = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    if ((start == -1 || part_col == -1) && PyErr_Occurred())
+        return NULL;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "start: a row number");
+        return NULL;
+    }
+    PyObject *shape = Py_NewRef(Py_None);
+    for (int i = 0; i < 2; i++) {
+        PyObject *sided = PyTuple_GET_ITEM(sides, i), *body = args[3 + i];
+        if (sided == Py_None || body == Py_None)
+            continue;
+        if (!PyTuple_Check(sided) || PyTuple_GET_SIZE(sided) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a side: (topics, side) or None");
+            goto fail;
+        }
+        PyObject *topics = PyObject_CallOneArg(PyTuple_GET_ITEM(sided, 0), body);
+        if (topics == NULL)
+            goto fail;
+        PyObject *call[6] = {cols, args[1], topics, PyTuple_GET_ITEM(sided, 1), layout, shape};
+        PyObject *walked = walk_side(self, call, 6);
+        Py_DECREF(topics);
+        int some = walked == NULL ? -1 : PyObject_IsTrue(walked);
+        if (some < 0) {
+            Py_XDECREF(walked);
+            goto fail;
+        }
+        Py_SETREF(shape, some ? walked : Py_NewRef(Py_None));
+        if (!some)
+            Py_DECREF(walked);
+    }
+    Py_DECREF(shape);
+    PyObject *parts = column_at(cols, part_col);
+    if (parts == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(parts) - start;
+    if (offsets != Py_None && n != 0 && fill_offsets(cols, start, start + n, offsets) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(n);
+fail:
+    Py_DECREF(shape);
+    return NULL;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args)
 {
     PyObject *names, *overhead, *exc;
@@ -613,6 +753,8 @@ static PyObject *configure(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"walk_side", (PyCFunction)(void (*)(void))walk_side, METH_FASTCALL,
      "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
+    {"walk_exchange", (PyCFunction)(void (*)(void))walk_exchange, METH_FASTCALL,
+     "walk_exchange(cols, start, sides, req, resp, layout, offsets) -> rows (partition_walk.py)"},
     {"configure", configure, METH_VARARGS,
      "configure(codec_names, batch_overhead, Irregular)"},
     {NULL}
@@ -631,7 +773,8 @@ PyMODINIT_FUNC PyInit__partition_walk(void)
         if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
             return NULL;
     BATCH_FIELDS(BATCH_INTERN)
-    if ((two = PyLong_FromLong(2)) == NULL || (zero = PyLong_FromLong(0)) == NULL)
+    if ((one = PyLong_FromLong(1)) == NULL || (two = PyLong_FromLong(2)) == NULL
+            || (zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -23,7 +23,10 @@ attribute holding the entry's record set (None: none; "?records": optional) and 
 ListOffsets' answered offset (-1: none). `layout` = (topic, topic_id and partition columns, the
 RECORD_COLUMNS' columns, topic_id(value) -> text or None).
 
-The same runs compiled (_partition_walk.c) where it is built; this is its specification and the
+walk_exchange(cols, start, sides, req, resp, layout, offsets) walks an exchange's two bodies so,
+and fills in the first and last offsets a Produce response gives its records.
+
+Both run compiled (_partition_walk.c) where it is built; this is their specification and the
 tests compare the two.
 """
 from __future__ import annotations
@@ -99,6 +102,39 @@ def py_walk_side(cols, start, topics, side, layout, shape):
     return made if made is not None else shape
 
 
+def py_walk_exchange(cols, start, sides, req, resp, layout, offsets):
+    """Both bodies of an exchange through walk_side: `sides` (the request's, the response's)
+    each None or (topics(body) -> its topic entries, side); a body that is None is not walked,
+    the second walked is given the first's shape. With `offsets` = the columns (base offset,
+    record count, first offset, last offset), each row's first and last offset
+    (produced_offsets) from its base offset and record count, every one of the four columns
+    padded to the rows. Returns how many rows were written: those of layout's partition column
+    from `start` on."""
+    shape = None
+    for sided, body in zip(sides, (req, resp)):
+        if sided is not None and body is not None:
+            topics, side = sided
+            shape = py_walk_side(cols, start, topics(body), side, layout, shape) or None
+    n = len(cols[layout[2]]) - start
+    if offsets is not None and n:
+        base, records, first, last = offsets
+        stop = start + n
+        for col in offsets:
+            column = cols[col]
+            if len(column) < stop:
+                column.extend([None] * (stop - len(column)))
+        pairs = list(map(produced_offsets, cols[base][start:stop], cols[records][start:stop]))
+        cols[first][start:stop] = [f for f, _ in pairs]
+        cols[last][start:stop] = [lst for _, lst in pairs]
+    return n
+
+
+def produced_offsets(base, count):
+    """(first, last) offset of `count` records the broker appended at `base` (unknown: None)."""
+    first = base if isinstance(base, int) and base >= 0 and count else None
+    return first, (first + count - 1 if first is not None else None)
+
+
 def listed_offset(p):
     """The offset a ListOffsets response partition answers (v0: the first of its old-style
     list)."""
@@ -142,7 +178,7 @@ def record_values(rs) -> tuple:
 
 
 try:   # compiled (_partition_walk.c); the same, without Python calls per partition
-    from ._partition_walk import configure, walk_side
+    from ._partition_walk import configure, walk_exchange, walk_side
     configure(CODEC_NAMES, BATCH_OVERHEAD, Irregular)
 except ImportError:
-    walk_side = py_walk_side
+    walk_side, walk_exchange = py_walk_side, py_walk_exchange

@@ -2,8 +2,9 @@
 specification (analysis.partitions.partition_rows through the generic column builder), on every
 shipped capture and the benchmark sources: the same Arrow table in memory, in batches to a sink
 and from a parallel run's pieces. And the compiled walk (dissector/_partition_walk.c) against
-its Python twin (partition_walk.py_walk_side): the same columns, shape or exception for every
-body of those captures and for random bodies of every version of every partition API."""
+its Python twins (partition_walk.py_walk_side, py_walk_exchange): the same columns, shape, row
+count or exception for every body and exchange of those captures and for random bodies of every
+version of every partition API."""
 import json
 import random
 
@@ -14,16 +15,17 @@ from analysis import partition_columns as PC
 from analysis.partitions import row_by_row_table
 from analysis.schema import PARTITION_COLUMNS
 from dissector import partition_walk
-from dissector.partition_walk import Irregular, py_walk_side
+from dissector.partition_walk import Irregular, py_walk_exchange, py_walk_side
 from dissector.pipeline import dissect
 from dissector.protocol.decode import tables
 from tests.protocol.encoder import random_body
 from tests.support import CAPTURES, ROOT, require_compiled
 
 try:
+    from dissector._partition_walk import walk_exchange as compiled_exchange
     from dissector._partition_walk import walk_side as compiled
 except ImportError:
-    compiled = None
+    compiled = compiled_exchange = None
 
 BENCH = ROOT / "benchmarks" / "corpus"
 
@@ -31,6 +33,11 @@ BENCH = ROOT / "benchmarks" / "corpus"
 @pytest.fixture(scope="module")
 def c_walk():
     return require_compiled(compiled, "partition walk (dissector/_partition_walk.c)")
+
+
+@pytest.fixture(scope="module")
+def c_exchange():
+    return require_compiled(compiled_exchange, "partition walk (dissector/_partition_walk.c)")
 
 
 def _captures():
@@ -87,7 +94,7 @@ def test_every_capture_gives_the_row_by_row_table(exchanges):
 
 def test_the_python_walk_gives_the_same_table(exchanges, monkeypatch):
     """The pure-Python twin, where the extension is not built, makes the same table."""
-    monkeypatch.setattr(PC, "walk_side", py_walk_side)
+    monkeypatch.setattr(PC, "walk_exchange", py_walk_exchange)
     for name, exs in exchanges[:6]:
         table = PC.PartitionTable()
         for ex in exs:
@@ -136,7 +143,7 @@ def test_compiled_walk_is_its_twin_on_every_capture(c_walk, exchanges):
 
 
 @pytest.mark.parametrize("api_key", sorted(PC.SIDES))
-def test_compiled_walk_is_its_twin_on_random_bodies(c_walk, api_key):
+def test_compiled_walk_is_its_twin_on_random_bodies(c_walk, c_exchange, api_key):
     rnd = random.Random(f"partition walk {api_key}")
     requests, responses = tables(api_key)
     for version in sorted(set(requests) & set(responses)):
@@ -145,6 +152,62 @@ def test_compiled_walk_is_its_twin_on_random_bodies(c_walk, api_key):
             resp = random_body(responses[version][1], rnd)
             _compare(c_walk, api_key, req, resp)
             _compare(c_walk, api_key, None, resp)
+            _compare_exchange(c_exchange, api_key, req, resp)
+            _compare_exchange(c_exchange, api_key, None, resp)
+
+
+_START = 3   # rows already in the columns, each holding 7, None, -1
+
+
+def _exchange_outcome(walk, sides, req, resp, offsets, cols=None):
+    cols = cols if cols is not None else [[7, None, -1] for _ in PARTITION_COLUMNS]
+    try:
+        got = walk(cols, _START, sides, req, resp, PC.LAYOUT, offsets)
+    except (Irregular, AttributeError, TypeError, IndexError, KeyError) as exc:
+        got = type(exc)
+    return got, cols
+
+
+def _compare_exchange(c_walk, api_key, req, resp):
+    """Both exchange walks on the bodies; returns the rows the twin wrote (0 on an error)."""
+    args = (PC.SIDES[api_key], req, resp, PC._OFFSETS.get(api_key))
+    ours = _exchange_outcome(py_walk_exchange, *args)
+    assert _exchange_outcome(c_walk, *args) == ours, api_key
+    return ours[0] if isinstance(ours[0], int) else 0
+
+
+def test_compiled_exchange_walk_is_its_twin_on_every_capture(c_exchange, exchanges):
+    rows = produced = 0
+    for _, exs in exchanges:
+        for ex in exs:
+            if ex.api_key in PC.SIDES:
+                n = _compare_exchange(c_exchange, ex.api_key,
+                                      ex.request_msg.body if ex.request_msg else None,
+                                      ex.response_msg.body if ex.response_msg else None)
+                rows += n
+                produced += n if ex.api_key == PC.PRODUCE else 0
+    assert rows > 1500 and produced > 100
+
+
+def test_compiled_produced_offsets_are_the_twins(c_exchange):
+    """The first and last offsets of the records a Produce response placed, for base offsets
+    and counts of every kind a damaged body can give: the same values, or the same error."""
+    class Odd(int):
+        pass
+    values = [None, 0, 1, -1, 5, True, False, 2 ** 63 - 1, 2 ** 70, -(2 ** 70), Odd(4), 1.5, "3",
+              b"x"]
+    offsets = PC._OFFSETS[PC.PRODUCE]
+    for base in values:
+        for count in values:
+            outcomes = []
+            for walk in (py_walk_exchange, c_exchange):
+                cols = [[7, None, -1] for _ in PARTITION_COLUMNS]
+                cols[PC._PARTITION] += [0, 1]
+                cols[PC._BASE_OFF] += [base]   # the second row's is padded
+                cols[PC._RECORDS] += [count, count]
+                outcomes.append(_exchange_outcome(walk, (None, None), None, None, offsets, cols))
+            assert outcomes[0] == outcomes[1], (base, count)
+            assert outcomes[0][0] in (2, TypeError), (base, count)
 
 
 def test_a_second_body_listing_other_partitions_is_irregular(c_walk):
