@@ -35,7 +35,7 @@ from benchmarks import corpus as C  # noqa: E402
 def _columns(walk):
     def build(exs):
         from analysis import partition_columns as PC
-        PC.walk_side = walk
+        PC.walk_exchange = walk
         table = PC.PartitionTable()
         for ex in exs:
             table.add_exchange(ex)
@@ -49,8 +49,8 @@ def measure(path, port, rounds, log=print):
     from dissector.pipeline import dissect
     exs = list(dissect([str(path)], (port,), level="bodies"))
     from analysis.partitions import row_by_row_table
-    ways = {"rows": row_by_row_table, "columns": _columns(partition_walk.walk_side),
-            "columns (Python walk)": _columns(partition_walk.py_walk_side)}
+    ways = {"rows": row_by_row_table, "columns": _columns(partition_walk.walk_exchange),
+            "columns (Python walk)": _columns(partition_walk.py_walk_exchange)}
     times = {name: [] for name in ways}
     expected = ways["rows"](exs)   # a first round, not counted: imports (pa.array: pandas)
     for i in range(rounds):
@@ -82,7 +82,7 @@ def main(argv=None):
         import analysis
         from analysis import partition_columns as PC
         from dissector import partition_walk
-        PC.walk_side = partition_walk.walk_side
+        PC.walk_exchange = partition_walk.walk_exchange
         start = time.process_time()
         analysis.load(str(path), args.port, level="bodies", jobs=1)
         load = time.process_time() - start

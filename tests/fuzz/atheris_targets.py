@@ -16,8 +16,8 @@ target's segments through the compiled flow handler), pairing (_pairing.c: the s
 compiled pairing), decoder (_decoding.c's BodyDecoder.request and response on a message, chosen as
 for decode, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
-(_partition_walk.c walk_side on a decoded body of a partition API: the first bytes choose the pair
-and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
+(_partition_walk.c walk_side and walk_exchange on a decoded body of a partition API: the first
+bytes choose the pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
 escapes, when an Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past
 -rss_limit_mb.
 """
@@ -413,19 +413,25 @@ def target_partitions():
 
 def partition_walks(k, direction, body):
     """(compiled, twin): each walk of a body of API k as the first body of its exchange, then
-    (given its own shape) as the second: the columns, shape or exception type each time."""
-    from analysis.partition_columns import LAYOUT, SIDES
+    (given its own shape) as the second, then as the exchange walk's one body: the columns,
+    shape, rows or exception type each time."""
+    from analysis.partition_columns import _OFFSETS, LAYOUT, SIDES
     from analysis.schema import PARTITION_COLUMNS
     from dissector import partition_walk
     topics, side = SIDES[k][direction]
+    bodies = (None, body) if direction else (body, None)
     out = []
-    for walk in (partition_walk.walk_side, partition_walk.py_walk_side):
+    for walk, exchange in ((partition_walk.walk_side, partition_walk.walk_exchange),
+                           (partition_walk.py_walk_side, partition_walk.py_walk_exchange)):
         cols = [[] for _ in PARTITION_COLUMNS]
         first = _outcome(walk, cols, 0, topics(body), side, LAYOUT, None)
         seen = [first, [list(c) for c in cols]]
         if first[0] == "ok" and first[1]:
             seen.append(_outcome(walk, cols, 0, topics(body), side, LAYOUT, first[1]))
             seen.append(cols)
+        cols = [[] for _ in PARTITION_COLUMNS]
+        seen.append(_outcome(exchange, cols, 0, SIDES[k], *bodies, LAYOUT, _OFFSETS.get(k)))
+        seen.append(cols)
         out.append(seen)
     return out
 
