@@ -9,7 +9,8 @@ text, CSV and JSON lines, its records as rows and its partitions as the partitio
 columns: every compiled path a capture reaches. Then M direct calls with random arguments into
 the compiled entry points (the readers, the record-set walk, csv_line, fill, random segment
 streams through the compiled flow handler and pairing,
-exchange_row, the partition walk on random bodies, _value_buffers on columns of any values).
+exchange_row, the partition walks on random bodies and columns, _value_buffers on columns of any
+values).
 A Python exception escaping the dissection is a finding (exit status 1,
 the mutant kept under --out); under the sanitizers a memory or undefined-behaviour error ends
 the process with their exit status and report.
@@ -89,7 +90,8 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from dissector.tables import exchange_row
     from tests.fuzz.atheris_targets import exchange_of
     from tests.tcp.test_compiled_handler import segment_run
-    from analysis.partition_columns import SIDES
+    from analysis.partition_columns import _OFFSETS, LAYOUT, SIDES
+    from dissector.partition_walk import walk_exchange
     from tests.fuzz.atheris_targets import partition_walks
     from tests.protocol.encoder import random_body
     from dissector.records import _columns, _text
@@ -159,9 +161,16 @@ def direct_calls(count: int, rnd: random.Random) -> None:
                 rows = [tuple(values[j:j + 4]) if rnd.random() < 0.9 else values[j:j + 4]
                         for j in range(0, len(values), 4)]
                 text_length(rows, tuple(rnd.randrange(-1, 6) for _ in range(rnd.randrange(4))))
-            elif which == 5:
+            elif which == 5 and rnd.random() < 0.8:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))
+            elif which == 5:   # an exchange walk with columns and offsets of any values
+                cols = [[rnd.choice(odd) for _ in range(rnd.randrange(4))]
+                        for _ in range(rnd.choice((0, 3, 40)))]
+                walk_exchange(cols, rnd.randrange(-1, 5), rnd.choice(((None, None), odd)),
+                              None, None, rnd.choice((LAYOUT, (0, 1, rnd.randrange(-1, 45)))),
+                              rnd.choice((None, _OFFSETS[0], odd,
+                                          tuple(rnd.randrange(-1, 45) for _ in range(4)))))
             else:
                 buf = framebuf.frame_buffer(rnd.randrange(64))
                 src = buf if rnd.random() < 0.3 else raw
