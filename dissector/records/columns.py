@@ -539,14 +539,15 @@ CHUNK_BYTES = 4 << 20
 def record_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
     """The records of `exchanges` as RecordColumns of about `rows` rows or `data_bytes` bytes
     each (cut between batches): what a streaming writer holds at a time."""
-    for cols, _ in sourced_chunks(exchanges, rows, data_bytes, topic_names):
+    for cols, _ in sourced_chunks(exchanges, rows, data_bytes, topic_names, sourced=False):
         yield cols
 
 
-def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None):
+def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_names=None,
+                   sourced=True):
     """record_chunks' RecordColumns, each with its batches' sources: per batch (the index of
-    its exchange in `exchanges`, its records)."""
-    cols, sources = RecordColumns(), []
+    its exchange in `exchanges`, its records); None without `sourced`."""
+    cols, sources = RecordColumns(), [] if sourced else None
     for i, ex in enumerate(exchanges):
         found = exchange_records(ex, topic_names)
         if found is None:
@@ -557,6 +558,6 @@ def sourced_chunks(exchanges, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES, topic_nam
             at, batch_at, full = cols.fill(stem, sets, at, batch_at, rows, data_bytes, sources, i)
             if full:
                 yield cols, sources
-                cols, sources = RecordColumns(), []
+                cols, sources = RecordColumns(), [] if sourced else None
     if cols.rows:
         yield cols, sources
