@@ -12,7 +12,6 @@ does not (sides that list other partitions, a partial body) from here.
 from __future__ import annotations
 
 import uuid
-
 from operator import itemgetter
 
 from dissector.partition_walk import (

@@ -50,16 +50,21 @@ static PyObject *column_at(PyObject *cols, Py_ssize_t col)
     return column;
 }
 
+/* cols[col] padded with None to `rows` values (borrowed); NULL with an error */
+static PyObject *padded(PyObject *cols, Py_ssize_t col, Py_ssize_t rows)
+{
+    PyObject *column = column_at(cols, col);
+    while (column != NULL && PyList_GET_SIZE(column) < rows)
+        if (PyList_Append(column, Py_None) < 0)
+            return NULL;
+    return column;
+}
+
 /* column[row] = value after padding with None to row */
 static int put(PyObject *cols, Py_ssize_t col, Py_ssize_t row, PyObject *value)
 {
-    PyObject *column = column_at(cols, col);
-    if (column == NULL)
-        return -1;
-    while (PyList_GET_SIZE(column) < row)
-        if (PyList_Append(column, Py_None) < 0)
-            return -1;
-    return PyList_Append(column, value);
+    PyObject *column = padded(cols, col, row);
+    return column == NULL ? -1 : PyList_Append(column, value);
 }
 
 static int raise_irregular(const char *why)
@@ -622,16 +627,6 @@ static int produced_offsets(PyObject *base, PyObject *count, PyObject **first, P
         return -1;
     *first = Py_NewRef(base);
     return 0;
-}
-
-/* cols[col] padded with None to `rows` values (borrowed); NULL with an error */
-static PyObject *padded(PyObject *cols, Py_ssize_t col, Py_ssize_t rows)
-{
-    PyObject *column = column_at(cols, col);
-    while (column != NULL && PyList_GET_SIZE(column) < rows)
-        if (PyList_Append(column, Py_None) < 0)
-            return NULL;
-    return column;
 }
 
 /* The first and last offsets of rows [start, stop), from their base offsets and record counts
