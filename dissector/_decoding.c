@@ -143,8 +143,9 @@ done:
     if (w != NULL && w != Py_None && !(PyTuple_Check(w) && (PyTuple_GET_SIZE(w) == 4
             || (PyTuple_GET_SIZE(w) == 5 && PyTuple_Check(PyTuple_GET_ITEM(w, 4))
                 && PyTuple_GET_SIZE(PyTuple_GET_ITEM(w, 4)) == 3)))) {
-        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader, plan, entry, version) "
-                        "or (reader, None, entry, version, (class, walker, max elements))");
+        PyErr_SetString(PyExc_TypeError, "_walkable's entry is (reader or None, plan, entry, "
+                        "version) or (reader, None, entry, version, (class, walker, max "
+                        "elements))");
         Py_CLEAR(w);
     }
     return w;
@@ -343,6 +344,31 @@ done:
     return result;
 }
 
+/* The message of a body not read (the decoder's `unread`: `w` has no reader): no body, no
+ * summary, no issues */
+static PyObject *unread_message(PyObject *key, PyObject *version, PyObject *corr,
+                                PyObject *client, PyObject *tags, PyObject *offset)
+{
+    PyObject *issues = PyList_New(0);
+    if (issues == NULL)
+        return NULL;
+    PyObject *msg = new_message(key, version, corr, client, tags, Py_None, issues, offset,
+                                Py_NewRef(Py_None));
+    Py_DECREF(issues);
+    return msg;
+}
+
+/* The message of `w` (walkable's answer) */
+static PyObject *message_of(PyObject *self, PyObject *w, int response, PyObject *data,
+                            PyObject *key, PyObject *version, PyObject *corr, PyObject *client,
+                            PyObject *tags, PyObject *offset)
+{
+    if (PyTuple_GET_ITEM(w, 0) == Py_None)
+        return unread_message(key, version, corr, client, tags, offset);
+    return (PyTuple_GET_SIZE(w) == 5 ? decoded_message : walked_message)(
+        self, w, response, data, key, version, corr, client, tags, offset);
+}
+
 /* BodyDecoder.request(data, api_key, api_version, correlation_id, client_id, header_tags,
  * body_offset) */
 static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -354,8 +380,8 @@ static PyObject *request(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         Py_XDECREF(w);
         return PyErr_Occurred() ? NULL : to_twin(self, s_py_request.name, args, nargs);
     }
-    PyObject *msg = (PyTuple_GET_SIZE(w) == 5 ? decoded_message : walked_message)(
-        self, w, 0, args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
+    PyObject *msg = message_of(self, w, 0, args[0], args[1], args[2], args[3], args[4], args[5],
+                               args[6]);
     Py_DECREF(w);
     return msg;
 }
@@ -396,8 +422,7 @@ static PyObject *response(PyObject *self, PyObject *const *args, Py_ssize_t narg
                                                | ((uint32_t)p[2] << 8) | p[3]));
     PyObject *offset = PyLong_FromLong(at), *msg = NULL;
     if (corr != NULL && offset != NULL)
-        msg = (PyTuple_GET_SIZE(w) == 5 ? decoded_message : walked_message)(
-            self, w, 1, data, key, version, corr, NULL, NULL, offset);
+        msg = message_of(self, w, 1, data, key, version, corr, NULL, NULL, offset);
     Py_DECREF(w);
     Py_XDECREF(corr);
     Py_XDECREF(offset);

@@ -10,7 +10,8 @@ names, partition entries and record counts. Where no one will see the bodies (ke
 keep_bodies names), the compiled reader does that walk on the body's bytes instead
 (dissector.summary_plan), with the same checks and without building the body; at the records
 level it also hands over each record set with its topic and partition (Summary.record_sets),
-all the records table reads of a body.
+all the records table reads of a body. The records commands do not read the sides that carry no
+records (records_only: Produce's responses, the fetch requests) at all.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .protocol.message import Message
 from .protocol.primitives import MAX_ELEMENTS
 from .protocol import readers
 from .records import record_set
-from .records.columns import RECORD_APIS   # Produce, Fetch, ShareFetch carry record sets
+from .records.columns import RECORD_APIS, RECORDLESS_SIDES   # who carries record sets
 from .records.record_set import py_set_sums, set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
@@ -57,14 +58,19 @@ class Summary:
 
 class BodyDecoder:
     """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
-    __slots__ = ("full_records", "kept", "max_uncompressed", "topic_names", "_budget",
-                 "_entries", "_walks")
+    __slots__ = ("full_records", "kept", "unread", "max_uncompressed", "topic_names",
+                 "_budget", "_entries", "_walks")
 
-    def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True):
+    def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True,
+                 records_only=False):
         """keep_bodies: True (every message keeps its decoded body), False (none does, where
-        the bytes allow it: summaries only) or the api keys whose bodies are kept."""
+        the bytes allow it: summaries only) or the api keys whose bodies are kept.
+        records_only: the bodies of RECORDLESS_SIDES are not read at all (their messages have
+        neither body nor summary), for output made of the records alone: they teach no topic
+        names (only responses do, and Produce's names no topic id)."""
         self.full_records = records
         self.kept = (_Every() if keep_bodies is True else frozenset(keep_bodies or ()))
+        self.unread = RECORDLESS_SIDES if records_only else frozenset()
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
         self._budget = [max_uncompressed]   # what the message being walked may still decode
@@ -88,6 +94,9 @@ class BodyDecoder:
             msg.summary = None if body is None else self._summary(data, body, issues, False,
                                                                   api_key, api_version)
             return msg
+        if (False, api_key) in self.unread:
+            return Message(api_key, api_version, correlation_id, client_id, header_tags, None,
+                           issues, body_offset)
         walked = None if api_key in self.kept else self._walk_bytes(data, body_offset, entry,
                                                                     issues, False)
         if walked is None:
@@ -118,6 +127,8 @@ class BodyDecoder:
             return msg
         correlation_id, tags, offset = head
         issues = []
+        if (True, api_key) in self.unread:
+            return Message(api_key, api_version, correlation_id, None, tags, None, issues, offset)
         walked = (None if api_key in self.kept
                   else self._walk_bytes(data, offset, entry, issues, True))
         if walked is None:
@@ -144,12 +155,15 @@ class BodyDecoder:
         version) are read, else None: the twin's). How: (reader, plan, table entry, the response
         header's version) where they are walked on their bytes; (reader, None, table entry, the
         header's version, (body class, its walker, the element budget)) where they are decoded
-        and walked (kept, or a layout the byte walk does not take), as `_decoded` does."""
+        and walked (kept, or a layout the byte walk does not take), as `_decoded` does; (None,
+        None, table entry, the header's version) where they are not read (`unread`)."""
         key = (bool(response), api_key, api_version)
         entry = self._entries[key] if key in self._entries else self._entry(key)
         if entry is None:
             return key in self._entries, None
         version = response_header_version(api_key, api_version)
+        if key[:2] in self.unread:   # no reader: the message alone, from its header
+            return True, (None, None, entry, version)
         walk_plan = None if api_key in self.kept else plan(entry[1])
         if walk_plan is None or not hasattr(entry[0], "summarize"):
             walk = _WALKS.get(key) or _walk_entry(*key)

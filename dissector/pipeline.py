@@ -32,9 +32,12 @@ class Dissector:
     """Stateful engine: feed packets in capture order, take exchanges from `output`."""
 
     def __init__(self, ports=DEFAULT_PORTS, *, auto=False, level="headers",
-                 max_frame=MAX_FRAME, max_buffered=MAX_BUFFERED, keep_bodies=True, keylog=None):
+                 max_frame=MAX_FRAME, max_buffered=MAX_BUFFERED, keep_bodies=True, keylog=None,
+                 records_only=False):
         """keylog: TLS key material (dissector.tls: a KeyLog, or key log file paths); TLS is
-        recognised without it, and pcapng Decryption Secrets Blocks add to it."""
+        recognised without it, and pcapng Decryption Secrets Blocks add to it. records_only:
+        the bodies that carry no records of Produce and the fetches are not read
+        (decoding.BodyDecoder)."""
         if level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}")
         self.ports = frozenset(ports)
@@ -53,7 +56,8 @@ class Dissector:
         self._decoder = None
         if level != "headers":
             from .decoding import BodyDecoder
-            self._decoder = BodyDecoder(records=(level == "records"), keep_bodies=keep_bodies)
+            self._decoder = BodyDecoder(records=(level == "records"), keep_bodies=keep_bodies,
+                                        records_only=records_only)
         self.tls = TlsLayer(as_keylog(keylog), self.add_issue)
         self._flows = FlowTable(BrokerSide(self.ports, auto, self.tls.keylog), self._open,
                                 max_buffered=max_buffered, max_frame=max_frame,
@@ -249,18 +253,19 @@ def _drained(out) -> list:
 
 def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_frame=MAX_FRAME,
             max_buffered=MAX_BUFFERED, progress=None, keep_bodies=True,
-            keylog=None) -> Dissection:
+            keylog=None, records_only=False) -> Dissection:
     """Dissect one or more captures (read in the given order, as one capture: rotated files of one
     capture point continue each other's connections). Packet numbers run on across files.
     keep_bodies=False: the messages keep their summaries (the table's columns; at the records
     level the record sets too, Summary.record_sets) but not their decoded bodies (body None),
     where the bytes allow it; faster, for table output. A set of api keys: only their messages
     keep their bodies.
-    keylog: TLS key material, as for Dissector."""
+    keylog: TLS key material, as for Dissector. records_only: as for Dissector, for output made
+    of the records alone."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     d = Dissector(ports, auto=auto, level=level, max_frame=max_frame, max_buffered=max_buffered,
-                  keep_bodies=keep_bodies, keylog=keylog)
+                  keep_bodies=keep_bodies, keylog=keylog, records_only=records_only)
     return Dissection(paths, d, progress)
 
 

@@ -48,8 +48,10 @@ def run(args) -> int:
     if args.format == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     # no body is built: the walk over their bytes hands the record sets of Produce, Fetch and
-    # ShareFetch over with their topics and partitions (Summary.record_sets)
-    dissection, progress = open_dissection(args, "records", keep_bodies=False)
+    # ShareFetch over with their topics and partitions (Summary.record_sets); the other sides
+    # of these (Produce's response, the fetch requests) are not read at all
+    dissection, progress = open_dissection(args, "records", keep_bodies=False,
+                                           records_only=True)
     result = dissection
     try:
         if args.format == "parquet":
@@ -110,7 +112,7 @@ def _parquet(args, dissection, progress):
         from ..parallel_records import Writer, render
         from ..records_table import SCHEMA
         plan = Plan(args.captures, lambda: render, jobs, ports, level="records",
-                    max_frame=args.max_frame, keep_bodies=False,
+                    max_frame=args.max_frame, keep_bodies=False, records_only=True,
                     keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
         try:
             with pq.ParquetWriter(args.out, SCHEMA) as parquet:
@@ -171,7 +173,7 @@ def _parallel(args, dissection, progress, write, placed=None):
         count[0] += sum(n for n, _ in pieces)
         write(("" if fmt == "text" else b"").join(text for _, text in pieces))
     plan = Plan(args.captures, render, jobs, ports, level="records", max_frame=args.max_frame,
-                keep_bodies=False, keylog=dissection.dissector.tls.keylog,
+                keep_bodies=False, records_only=True, keylog=dissection.dissector.tls.keylog,
                 by=args.jobs_by, out=placed)
     try:
         return run(plan, written, progress), count[0], 0

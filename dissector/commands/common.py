@@ -102,7 +102,7 @@ class Progress:
             sys.stderr.flush()
 
 
-def open_dissection(args, level, keep_bodies=True):
+def open_dissection(args, level, keep_bodies=True, records_only=False):
     from ..cli import UsageError
     ports, auto = parse_ports(args.port)
     for path in args.captures:
@@ -111,7 +111,8 @@ def open_dissection(args, level, keep_bodies=True):
     keylog = keylog_from(args)
     progress = Progress(args.captures)
     run = dissect(args.captures, ports, auto=auto, level=level, max_frame=args.max_frame,
-                  progress=progress, keep_bodies=keep_bodies, keylog=keylog)
+                  progress=progress, keep_bodies=keep_bodies, keylog=keylog,
+                  records_only=records_only)
     return run, progress
 
 

@@ -72,7 +72,7 @@ class Plan:
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
                  max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,
-                 by="client", out=None):
+                 by="client", out=None, records_only=False):
         self.paths = [os.fspath(p) for p in paths]
         self.render = render
         self.jobs = jobs
@@ -81,6 +81,7 @@ class Plan:
         self.level = level
         self.max_frame = max_frame
         self.keep_bodies = keep_bodies
+        self.records_only = records_only   # as for pipeline.Dissector
         self.keylog = keylog   # a dissector.tls KeyLog (each worker has its copy)
         self.tables = tables   # the run's result also has `issues` and `connections`
         self.by = by

@@ -77,7 +77,8 @@ class _Worker:
         self.plan = plan
         self.link = link
         self.d = Part(plan.owns(me), me, plan.ports, auto=plan.auto, level=plan.level,
-                      max_frame=plan.max_frame, keep_bodies=plan.keep_bodies, keylog=plan.keylog)
+                      max_frame=plan.max_frame, keep_bodies=plan.keep_bodies, keylog=plan.keylog,
+                      records_only=plan.records_only)
         render = plan.render()
         self.draft = getattr(render, "draft", None)
         self.render = render.late if self.draft is not None else render

@@ -26,6 +26,8 @@ from .record_set import decode_record_set
 
 PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
 RECORD_APIS = frozenset((PRODUCE, FETCH, SHARE_FETCH))
+# (is response, api key) of their sides that carry none: Produce's response, the fetch requests
+RECORDLESS_SIDES = frozenset(((True, PRODUCE), (False, FETCH), (False, SHARE_FETCH)))
 
 # The columns that come from the batch (stored once a batch), in the table's order (RECORD_COLUMNS
 # in rows.py interleaves them with RECORD_FIELD_COLUMNS).

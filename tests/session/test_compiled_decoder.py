@@ -51,11 +51,11 @@ def _message(m):
             to_json(m.body))
 
 
-def outcome(call, data, key, version, direction, known, keep, full):
+def outcome(call, data, key, version, direction, known, keep, full, records_only=False):
     """What BodyDecoder's `call + "request"` or `call + "response"` made of `data` (None for a
     request whose header is unreadable): the Message, the topic ids known and looked up in vain,
     the message's record-set budget."""
-    d = BodyDecoder(records=full, keep_bodies=keep)
+    d = BodyDecoder(records=full, keep_bodies=keep, records_only=records_only)
     d.topic_names = Names(known)
     if direction:
         m = getattr(d, call + "response")(data, key, version)
@@ -104,8 +104,36 @@ def test_random_messages(key, version, direction):
         for bad in (data, *_damaged(data, rnd)):
             keep = rnd.choice((False, False, False, True, {key}, {key + 1}))
             full = rnd.random() < 0.3
-            got = outcome("", bad, key, version, direction, known, keep, full)
-            assert got == outcome("py_", bad, key, version, direction, known, keep, full)
+            only = rnd.random() < 0.3
+            got = outcome("", bad, key, version, direction, known, keep, full, only)
+            assert got == outcome("py_", bad, key, version, direction, known, keep, full, only)
+
+
+def test_records_only_reads_no_recordless_side():
+    """records_only: a Produce response's and a fetch request's body are not read (no body, no
+    summary, no issue, nothing learned), compiled and twin alike; every other message is as
+    without it."""
+    from dissector.records.columns import RECORDLESS_SIDES
+    rnd = random.Random("records only")
+    unread = 0
+    for key, version, direction in PAIRS:
+        schema = tables(key)[direction][version][1]
+        body = random_body(schema, rnd)
+        known = {u: "known" for u in body_uuids(body) if u.int}
+        data = _framed(key, version, direction, encode(schema, body), rnd)
+        for call in ("", "py_"):
+            def made(only, keep):
+                return outcome(call, data, key, version, direction, dict(known), keep, True, only)
+            for keep in (False, True):
+                got = made(True, keep)
+                if (bool(direction), key) not in RECORDLESS_SIDES:
+                    assert got == made(False, keep), (key, version, direction)
+                elif got is not None:
+                    message, names, misses, _ = got
+                    assert message[6] == "NoneType" and message[8] == [] and message[9] is None
+                    assert names == known and misses == []
+                    unread += 1
+    assert unread > 40
 
 
 def test_bodies_kept_by_api_key():
