@@ -14,7 +14,7 @@ append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
 csv_line), framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream
 target's segments through the compiled flow handler), pairing (_pairing.c: the same through the
 compiled pairing), decoder (_decoding.c's BodyDecoder.request and response on a message, chosen as
-for decode, and its twins),
+for decode, with or without records_only, and its twins),
 tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
 (_partition_walk.c walk_side and walk_exchange on a decoded body of a partition API: the first
 bytes choose the pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
@@ -331,7 +331,8 @@ def target_decoder():
         if len(data) < 3:
             return
         k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
-        args = (data[3:], k, v, data[2] & 1, {}, bool(data[2] & 2), bool(data[2] & 4))
+        args = (data[3:], k, v, data[2] & 1, {}, bool(data[2] & 2), bool(data[2] & 4),
+                bool(data[2] & 8))
         assert outcome("", *args) == outcome("py_", *args)
     return one
 

@@ -73,9 +73,10 @@ def dissect_all(path: Path) -> None:
                 for _ in record_rows(ex):
                     pass
         partitions.table()
-    # the records commands' way: no body built, the record sets handed over by the byte walk
-    for cols, _ in sourced_chunks(dissect([str(path)], level="records", keep_bodies=False), 7,
-                                  1 << 12):
+    # the records commands' way: no body built, the record sets handed over by the byte walk,
+    # the sides without records not read
+    for cols, _ in sourced_chunks(dissect([str(path)], level="records", keep_bodies=False,
+                                          records_only=True), 7, 1 << 12):
         csv_chunk(cols)
         jsonl_chunk(cols)
 
