@@ -19,7 +19,7 @@ from operator import attrgetter
 
 import pyarrow as pa
 
-from dissector.partition_walk import Irregular, walk_exchange
+from dissector.partition_walk import Irregular, pad, walk_exchange
 from dissector.protocol.names import error_name
 
 from . import columns as _budget
@@ -74,12 +74,6 @@ _WIDTH = len(PARTITION_COLUMNS)
 def _bodies(ex):
     return (ex.request_msg.body if ex.request_msg is not None else None,
             ex.response_msg.body if ex.response_msg is not None else None)
-
-
-def _pad(column, rows):
-    """`column` grown with None to `rows` values."""
-    if len(column) < rows:
-        column.extend([None] * (rows - len(column)))
 
 
 class PartitionPiece:
@@ -156,7 +150,7 @@ class PartitionTable:
         start = self._rows
         for i, values in piece.columns.items():
             column = self._cols[i]
-            _pad(column, start)
+            pad(column, start)
             column.extend(values)
         self._added(piece.head, piece.rows)
 
@@ -207,7 +201,7 @@ class PartitionTable:
                   for a, enc in zip(arrays, _ENCODE)]
         cols = self._cols
         for column in cols[HEAD:]:
-            _pad(column, n)
+            pad(column, n)
         cols[_ERR_NAME] = _error_names(cols[_ERR])
         rows = [_array(cols[i], _TYPES[i]) for i in range(HEAD, _WIDTH)]
         return arrays + (_encoded(rows, _ENCODE[HEAD:]) if encode else rows)

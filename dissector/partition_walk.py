@@ -47,9 +47,14 @@ class Irregular(Exception):
     """A body the column walk does not take (see the module doc)."""
 
 
+def pad(column, rows):
+    """`column` grown with None to `rows` values."""
+    if len(column) < rows:
+        column.extend([None] * (rows - len(column)))
+
+
 def _put(column, row, value):
-    if len(column) < row:
-        column.extend([None] * (row - len(column)))
+    pad(column, row)
     column.append(value)
 
 
@@ -120,9 +125,7 @@ def py_walk_exchange(cols, start, sides, req, resp, layout, offsets):
         base, records, first, last = offsets
         stop = start + n
         for col in offsets:
-            column = cols[col]
-            if len(column) < stop:
-                column.extend([None] * (stop - len(column)))
+            pad(cols[col], stop)
         pairs = list(map(produced_offsets, cols[base][start:stop], cols[records][start:stop]))
         cols[first][start:stop] = [f for f, _ in pairs]
         cols[last][start:stop] = [lst for _, lst in pairs]
