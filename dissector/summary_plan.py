@@ -24,11 +24,10 @@ order, topic naming inside a struct that names a topic); such bodies are decoded
 """
 from __future__ import annotations
 
-from .summary_walk import _entries, _has_id, _list_flags, _name_attr, _relevant
+from .summary_walk import (PARTITION_INDEX, _entries, _has_id, _holds_sets, _list_flags,
+                           _name_attr, _relevant)
 
 R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_PARTITION = range(8)
-# a partition entry's index, read where it holds records (records.columns.partitions' names)
-PARTITION_INDEX = ("index", "partition_index")
 M_TOPIC, M_PARTITION, M_NAME, M_ID = 1, 2, 4, 8
 
 _plans = {}   # id(schema) -> (schema, plan): holding the schema keeps its id from being reused
@@ -118,12 +117,6 @@ def _node(schema, in_topic, in_partition, top):
     id_default = (_default(schema, "topic_id")
                   if naming and (has_id or "topic_id" in cls.__slots__) else -1)
     return (mode, name_default, id_default, tuple(roles))
-
-
-def _holds_sets(schema):
-    """Whether the entries of a struct's list field hold `records` (a topic's partitions)."""
-    return any(child is not None and any(f[0] == "records" for f in child[2] + child[3])
-               for _, _, _, _, _, _, _, child in schema[2] + schema[3])
 
 
 def _names(mode):

@@ -12,10 +12,17 @@ tests/session/test_summary_walk.py keeps as the reference; the body stage per me
 A field's role follows from its attribute name, as in the generic walk: `error_code`,
 `records`, lists of structs whose name holds "topic" (topic entries: their `topic`/`name` is
 collected) or else "partition" (each element counts as one partition).
+
+At the records level (`full`) a layout holding record sets also hands each one over with its topic
+and partition, as the byte walk does (Summary.record_sets): the topic as
+records.columns.partitions names it in the walked body (its name, else its topic id's text), the
+partition its entry's index; the records table then reads no kept body.
 """
 from __future__ import annotations
 
 _RAW = (bytes, bytearray, memoryview)
+# a partition entry's index, read where it holds records (records.columns.partitions' names)
+PARTITION_INDEX = ("index", "partition_index")
 _compiled = {}   # id(schema) -> (schema, walker): holding the schema keeps its id from being reused
 _by_source = {}  # walker source -> walker: many layouts share one (e.g. a top-level error code only)
 
@@ -82,9 +89,23 @@ def _list_flags(attr, kind):
     return topic, not topic and "partition" in attr
 
 
+def _holds_sets(schema):
+    """Whether the entries of a struct's list field hold `records` (a topic's partitions)."""
+    return any(child is not None and any(f[0] == "records" for f in child[2] + child[3])
+               for _, _, _, _, _, _, _, child in schema[2] + schema[3])
+
+
+def _holds_records(schema):
+    """Whether a body of `schema` can hold a `records` field anywhere."""
+    return any(f[0] == "records" or (f[7] is not None and _holds_records(f[7]))
+               for f in schema[2] + schema[3])
+
+
 def _compile(schema):
     lines = ["def walk(o0, s, bad_sets, learn, names, budget, full, decode_set):",
              "    topics = s.topics", "    errs = s.error_codes", "    parts = nrec = nbytes = unc = 0"]
+    if _holds_records(schema):
+        lines.append("    sets = s.record_sets = [] if full else None")
     lines += _body(schema, 0, False, False, 1)
     lines += ["    s.partitions = parts", "    s.records = nrec", "    s.records_bytes = nbytes",
               "    s.uncompressed_bytes = unc"]
@@ -97,8 +118,9 @@ def _compile(schema):
     return walk
 
 
-def _body(schema, d, in_topic, in_partition, ind):
-    """Lines with the effects of the generic walk on the body in o{d}."""
+def _body(schema, d, in_topic, in_partition, ind, topic=None):
+    """Lines with the effects of the generic walk on the body in o{d}; `topic` the variable
+    naming the sets of the topic entry it is in (t{depth}), if any."""
     pad = "    " * ind
     o = f"o{d}"
     cls = schema[0]
@@ -123,6 +145,13 @@ def _body(schema, d, in_topic, in_partition, ind):
                   f"{pad}    topics.append(name)"]
     if in_partition:
         lines.append(f"{pad}parts += 1")
+    if _holds_sets(schema):   # records.columns.partitions' topic of the sets below, when kept
+        topic = f"t{d}"
+        named = [f"{o}.{a}" for a in ("name", "topic") if a in cls.__slots__]
+        lines += [f"{pad}if full:", f"{pad}    {topic} = {' or '.join(named + ['None'])}"]
+        if "topic_id" in cls.__slots__:
+            lines += [f"{pad}    if {topic} is None and {o}.topic_id is not None:",
+                      f"{pad}        {topic} = str({o}.topic_id)"]
     for attr, kind, elem, child in _entries(schema):
         if kind == "default":
             lines.append(f"{pad}errs.append({elem!r})")
@@ -145,6 +174,10 @@ def _body(schema, d, in_topic, in_partition, ind):
                       f"{pad}                break",
                       f"{pad}    if rs.issues:",
                       f"{pad}        bad_sets.append((v, rs))"]
+            index = next((a for a in PARTITION_INDEX if a in cls.__slots__), None)
+            lines += [f"{pad}    if full:",
+                      f"{pad}        sets.append(({topic}, "
+                      f"{'None' if index is None else f'{o}.{index}'}, rs))"]
         elif child is not None:
             flags = _list_flags(attr, kind)
             if not _relevant(child, *flags):
@@ -152,10 +185,10 @@ def _body(schema, d, in_topic, in_partition, ind):
             c = f"o{d + 1}"
             if kind == "array":
                 lines += [f"{pad}v = {o}.{attr}", f"{pad}if v:", f"{pad}    for {c} in v:"]
-                lines += _body(child, d + 1, *flags, ind + 2)
+                lines += _body(child, d + 1, *flags, ind + 2, topic)
             else:
                 lines += [f"{pad}{c} = {o}.{attr}", f"{pad}if {c} is not None:"]
-                lines += _body(child, d + 1, False, False, ind + 1)
+                lines += _body(child, d + 1, False, False, ind + 1, topic)
     if not lines:
         lines.append(f"{pad}pass")
     return lines

@@ -320,9 +320,9 @@ def _over(buffers, batches=None) -> RecordColumns:
 def partitions(ex, topic_names=None):
     """(direction, sets) for an exchange whose bodies carry records, else None: sets is the
     (topic, partition, records field) of every partition carrying records, from the decoded
-    body (an iterator), or where the body was walked on its bytes at the records level and not
-    built, what that walk took (Summary.record_sets, a list: the same, its topics named when
-    walked)."""
+    body (an iterator), or where the body was walked at the records level, on its bytes or
+    decoded, what that walk took (Summary.record_sets, a list: the same, its topics named when
+    walked; topic_names, where given, name a decoded body's unnamed topics instead)."""
     if ex.api_key == PRODUCE:
         msg = ex.request_msg
         direction, topics_attr, parts_attr, index_attr = (REQUEST, "topic_data", "partition_data",
@@ -335,8 +335,8 @@ def partitions(ex, topic_names=None):
         return None
     if msg is None:
         return None
-    if msg.body is None:
-        walked = msg.summary.record_sets if msg.summary is not None else None
+    walked = msg.summary.record_sets if msg.summary is not None else None
+    if msg.body is None or (walked is not None and not topic_names):
         return (direction, walked) if walked else None
     return direction, _body_sets(msg.body, topics_attr, parts_attr, index_attr, topic_names)
 

@@ -73,3 +73,26 @@ def test_records_only_gives_the_same_records(pcap):
     tables = [[record_batch(cols) for cols in record_chunks(exs)] for exs in both]
     assert len(tables[0]) == len(tables[1])
     assert all(a.equals(b) for a, b in zip(*tables))
+
+
+@pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.stem)
+def test_kept_bodies_walk_hands_over_their_bodies_sets(pcap):
+    """At the records level the summary walk of a kept (decoded) body hands over the sets
+    records.columns.partitions finds in that body itself (the records table then reads no
+    body); topic_names, where given, still name the body's unnamed topics."""
+    seen = 0
+    for ex in dissect(pcap, (_port(pcap),), level="records", keep_bodies=True):
+        msg = ex.request_msg if ex.api_key == 0 else ex.response_msg
+        if ex.api_key not in (0, 1) or msg is None or msg.body is None:
+            continue
+        walked = msg.summary.record_sets
+        assert type(walked) is list
+        msg.summary.record_sets = None   # what partitions() finds in the body
+        in_body = _sets(ex)
+        msg.summary.record_sets = walked
+        assert _sets(ex) == in_body
+        if walked:
+            assert partitions(ex)[1] is walked
+            assert type(partitions(ex, {"unused": "names"})[1]) is not list   # the body's
+        seen += len(walked)
+    assert seen > 0
