@@ -69,26 +69,47 @@ def cluster_facts(ex, req, resp) -> tuple:
                 brokers = keys = []
             return (None, None, brokers, keys, None, None, None)
         if key == API_VERSIONS:
-            named = req is not None and (ex.api_version or 0) >= 3   # the fields are v3+
+            named = (ex.api_version or 0) >= 3   # the fields are v3+
+            if named and req is None:
+                req = unkept_body(ex, False)
             name = _str(g(req, "client_software_name", None)) if named else None
             version = _str(g(req, "client_software_version", None)) if named else None
-            ranges = None
-            if resp is not None and g(resp, "api_keys", None):
-                ranges = _ranges(ex, resp)
-            return (None, None, None, None, name, version, ranges)
+            return (None, None, None, None, name, version, _ranges(ex, resp))
     except (AttributeError, TypeError):
         pass   # a partially decoded body
     return _NONE
 
 
+def unkept_body(ex, response):
+    """The body of the exchange's response (or request) where it was walked and not kept,
+    decoded from its bytes; None where there is none to decode (no message, or one whose body
+    was not read: the headers level)."""
+    msg, frame = (ex.response_msg, ex.response) if response else (ex.request_msg, ex.request)
+    data = getattr(frame, "data", None)
+    if msg is None or msg.summary is None or data is None:
+        return None
+    if msg.body is not None:
+        return msg.body
+    from dissector.protocol.decode import decode_request_body, decode_response
+    if response:
+        return decode_response(data, msg.api_key, msg.api_version).body
+    return decode_request_body(data, msg.header_size, msg.api_key, msg.api_version, [])
+
+
 def _ranges(ex, resp):
-    """The api_versions value of an ApiVersions response's body `resp` (the same list for the
-    same version and bytes: shared by rows, never changed)."""
+    """The api_versions value of an ApiVersions response, from its body `resp` or, where it was
+    not kept (analysis.load keeps none), the body decoded from the bytes: the same list for the
+    same version and bytes (shared by rows, never changed), decoded once (clients that
+    reconnect get the same answer each time); None without ranges."""
     data = getattr(ex.response, "data", None)
     key = ((ex.api_version, bytes(data[4:]))
            if data is not None and len(data) <= MAX_KEPT_ANSWER else None)
     ranges = _RANGES.get(key) if key is not None else None
     if ranges is None:
+        if resp is None:
+            resp = unkept_body(ex, True)
+        if resp is None or not getattr(resp, "api_keys", None):
+            return None
         g = getattr
         ranges = [{"api_key": _int(g(a, "api_key", None)),
                    "min_version": _int(g(a, "min_version", None)),

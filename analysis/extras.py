@@ -24,7 +24,8 @@ def _settings(ex, req, resp) -> tuple:
     generation_id, top_error_code, replica_id) of an exchange; None where the body lacks the
     field or was not decoded."""
     g = getattr
-    top_error = _int(g(resp, "error_code", None)) if resp is not None else None
+    top_error = (_int(g(resp, "error_code", None)) if resp is not None
+                 else _walked_error(ex.response_msg))
     if req is None:
         return _NONE[:-2] + (top_error, None)
     member_id = generation = group_id = None
@@ -79,6 +80,13 @@ def _membership(ex, req, resp) -> tuple:
         if groups:
             group_id = g(groups[0], "group_id", None)
     return member_id, generation, group_id
+
+
+def _walked_error(msg):
+    """The body's error_code of a response walked and not kept (analysis.load keeps no
+    ApiVersions body): the walk's, the same value."""
+    summary = msg.summary if msg is not None and msg.body is None else None
+    return _int(summary.error_code) if summary is not None else None
 
 
 def _replica_id(req):

@@ -184,6 +184,14 @@ def keylog_or_default(keylog):
     return default_paths() or None
 
 
+def kept_bodies():
+    """The bodies a load keeps: all but ApiVersions' (cluster_facts decodes an answer again
+    only where it is new, and clients that reconnect get the same one on each connection)."""
+    from dissector.decoding import AllBut
+    from .cluster_facts import API_VERSIONS
+    return AllBut({API_VERSIONS})
+
+
 @paced()
 def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_frame=None,
             sinks=None, keylog=None, jobs=None):
@@ -199,7 +207,7 @@ def collect(paths, port=None, *, level="bodies", keep=None, progress=None, max_f
     ports, auto = _ports(port)
     kwargs = {} if max_frame is None else {"max_frame": max_frame}
     run = dissect(paths, ports, auto=auto, level=level, progress=progress,
-                  keylog=keylog_or_default(keylog), **kwargs)
+                  keylog=keylog_or_default(keylog), keep_bodies=kept_bodies(), **kwargs)
     col = _Collector(level == "records", keep, sinks)
     capture = ", ".join(os.path.basename(p) for p in paths)
     jobs = jobs_for(jobs, paths, auto)
@@ -238,7 +246,8 @@ def _parallel(paths, ports, level, keep, progress, col, jobs, keylog, **kwargs):
         if importing is None:
             importing = _import_meanwhile("pandas")
         add_step(col, tokens, whose, shared)
-    plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True, **kwargs)
+    plan = Plan(paths, render, jobs, ports, level=level, keylog=keylog, tables=True,
+                keep_bodies=kept_bodies(), **kwargs)
     return run(plan, write, progress)
 
 

@@ -31,11 +31,16 @@ from .summary_plan import plan
 from .summary_walk import walker
 
 
-class _Every:
-    """keep_bodies=True: every api key's bodies are kept."""
+class AllBut:
+    """keep_bodies: every api key's bodies are kept but those of `keys` (keep_bodies=True is
+    AllBut())."""
+    __slots__ = ("keys",)
 
-    def __contains__(self, _api_key):
-        return True
+    def __init__(self, keys=()):
+        self.keys = frozenset(keys)
+
+    def __contains__(self, api_key):
+        return api_key not in self.keys
 
 
 class Summary:
@@ -64,12 +69,13 @@ class BodyDecoder:
     def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True,
                  records_only=False):
         """keep_bodies: True (every message keeps its decoded body), False (none does, where
-        the bytes allow it: summaries only) or the api keys whose bodies are kept.
+        the bytes allow it: summaries only), the api keys whose bodies are kept or an AllBut.
         records_only: the bodies of RECORDLESS_SIDES are not read at all (their messages have
         neither body nor summary), for output made of the records alone: they teach no topic
         names (only responses do, and Produce's names no topic id)."""
         self.full_records = records
-        self.kept = (_Every() if keep_bodies is True else frozenset(keep_bodies or ()))
+        self.kept = (AllBut() if keep_bodies is True else keep_bodies
+                     if isinstance(keep_bodies, AllBut) else frozenset(keep_bodies or ()))
         self.unread = RECORDLESS_SIDES if records_only else frozenset()
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses

@@ -259,7 +259,7 @@ def dissect(paths, ports=DEFAULT_PORTS, *, auto=False, level="headers", max_fram
     keep_bodies=False: the messages keep their summaries (the table's columns; at the records
     level the record sets too, Summary.record_sets) but not their decoded bodies (body None),
     where the bytes allow it; faster, for table output. A set of api keys: only their messages
-    keep their bodies.
+    keep their bodies (decoding.AllBut: all but theirs).
     keylog: TLS key material, as for Dissector. records_only: as for Dissector, for output made
     of the records alone."""
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):

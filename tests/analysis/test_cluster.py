@@ -6,6 +6,7 @@ capture's single tansu broker."""
 import datetime
 import json
 
+import pandas as pd
 import pytest
 
 import analysis
@@ -127,7 +128,8 @@ def test_api_version_ranges_made_once_per_distinct_answer(monkeypatch):
     monkeypatch.setattr(cf, "MAX_RANGES", 3)
 
     def facts(version, data, max_version=9):
-        ex = NS(api_key=18, api_version=version, response=NS(data=data))
+        ex = NS(api_key=18, api_version=version, response=NS(data=data), request=None,
+                request_msg=None, response_msg=None)
         resp = NS(api_keys=[NS(api_key=0, min_version=0, max_version=max_version)])
         return cf.cluster_facts(ex, None, resp)[-1]
     first = facts(3, b"\0\0\0\1answer")
@@ -140,3 +142,26 @@ def test_api_version_ranges_made_once_per_distinct_answer(monkeypatch):
     for n in range(10):
         facts(3, bytes([0, 0, 0, n]) * 2)
         assert len(cf._RANGES) <= 3
+
+
+@pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.stem)
+def test_unkept_api_versions_bodies_give_what_kept_ones_do(pcap, monkeypatch):
+    """analysis.load keeps no ApiVersions body (its answer is decoded again only where it is
+    new): the software names, the version ranges and the top error code are those of a load that
+    kept every body, the cache of answers emptied before each."""
+    import importlib
+
+    from analysis import cluster_facts as cf
+    L = importlib.import_module("analysis.load")   # the module, not analysis.load()
+    truth = CAPTURES / f"{pcap.name.split('.')[0]}.truth.json"
+    port = json.loads(truth.read_text())["broker_port"]
+    columns = ["client_software_name", "client_software_version", "api_versions",
+               "top_error_code"]
+    loaded = []
+    for kept in (L.kept_bodies, lambda: True):
+        monkeypatch.setattr(cf, "_RANGES", {})
+        monkeypatch.setattr(L, "kept_bodies", kept)
+        ex = analysis.load(pcap, port=port, jobs=1).exchanges
+        loaded.append(ex[ex["api_name"] == "ApiVersions"][columns].reset_index(drop=True))
+    pd.testing.assert_frame_equal(loaded[0], loaded[1])
+    assert len(loaded[0]) > 0
