@@ -28,6 +28,20 @@ def _settings(ex, req, resp) -> tuple:
                  else _walked_error(ex.response_msg))
     if req is None:
         return _NONE[:-2] + (top_error, None)
+    cls = type(req)
+    read = _READERS[cls] if cls in _READERS else _reader(cls, ex.api_key)
+    if read is not None:
+        try:
+            return read(req, top_error)
+        except AttributeError:   # a partially decoded body: a field not set
+            pass
+    return _looked_up(ex, req, resp, top_error)
+
+
+def _looked_up(ex, req, resp, top_error) -> tuple:
+    """_settings' tuple of a request, each field looked up with a default: the general way,
+    and the specification of the readers (_reader)."""
+    g = getattr
     member_id = generation = group_id = None
     if ex.api_key in (JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT) or _grouped(type(req)):
         member_id, generation, group_id = _membership(ex, req, resp)
@@ -39,19 +53,49 @@ def _settings(ex, req, resp) -> tuple:
 
 _GROUP_FIELDS = ("group_id", "groups", "member_id", "members", "generation_id",
                  "member_epoch", "generation_id_or_member_epoch")
-_GROUPED = {}   # request body class -> whether its objects can have a _GROUP_FIELDS field
+_READERS = {}   # request body class -> its settings read without getattr's defaults, or None
+_SETTINGS = (("acks", "int"), ("transactional_id", "str"), ("max_wait_ms", "int"),
+             ("min_bytes", "int"), ("isolation_level", "int"))
+
+
+def _plain(cls) -> bool:
+    """A __slots__ class with no instance dict and no attribute hook: its objects have only the
+    fields its class lists."""
+    return (cls.__dictoffset__ == 0 and not hasattr(cls, "__getattr__")
+            and cls.__getattribute__ is object.__getattribute__)
 
 
 def _grouped(cls) -> bool:
-    """Whether a request of `cls` can name a group or member: a plain __slots__ class (no
-    instance dict, no attribute hook) has only the fields its class lists. Produce's and
-    Fetch's have none: their seven lookups, in vain, were a third of the settings' time."""
-    grouped = _GROUPED.get(cls)
-    if grouped is None:
-        plain = (cls.__dictoffset__ == 0 and not hasattr(cls, "__getattr__")
-                 and cls.__getattribute__ is object.__getattribute__)
-        grouped = _GROUPED[cls] = not plain or any(hasattr(cls, n) for n in _GROUP_FIELDS)
-    return grouped
+    """Whether a request of `cls` can name a group or member. Produce's and Fetch's cannot:
+    their seven lookups, in vain, were a third of the settings' time."""
+    return not _plain(cls) or any(hasattr(cls, n) for n in _GROUP_FIELDS)
+
+
+def _reader(cls, api_key):
+    """`read(req, top_error)`: _settings' tuple for a request of `cls` that names no group,
+    reading the fields its class has and no other (Produce's and Fetch's: a third of the
+    settings' time went to getattr's defaults); None for the others (the general way)."""
+    read = None
+    if api_key not in (JOIN_GROUP, CONSUMER_GROUP_HEARTBEAT) and not _grouped(cls):
+        fields = [(name, kind) for name, kind in _SETTINGS if hasattr(cls, name)]
+        lines = ["def read(req, top_error):"]
+        lines += [f"    {name} = req.{name}" for name, _ in fields]
+        rid = "None"
+        if hasattr(cls, "replica_id") or hasattr(cls, "replica_state"):   # as _replica_id
+            rid = "rid if isinstance(rid, int) else None"
+            lines.append(f"    rid = {'req.replica_id' if hasattr(cls, 'replica_id') else 'None'}")
+            if hasattr(cls, "replica_state"):
+                lines += ["    if req.replica_state is not None:",
+                          "        rid = getattr(req.replica_state, 'replica_id', None)"]
+        given = dict(fields)
+        values = [f"{name} if isinstance({name}, {given[name]}) else None" if name in given
+                  else "None" for name, _ in _SETTINGS]
+        lines.append(f"    return ({', '.join(values)}, None, None, None, top_error, {rid})")
+        scope = {}
+        exec("\n".join(lines), scope)
+        read = scope["read"]
+    _READERS[cls] = read
+    return read
 
 
 def _membership(ex, req, resp) -> tuple:
@@ -90,13 +134,13 @@ def _walked_error(msg):
 
 
 def _replica_id(req):
-    """A Fetch's or ListOffsets' replica id: a follower broker's id, -1 for a consumer (Fetch
-    v15+ moved it into the tagged replica_state)."""
-    rid = getattr(req, "replica_id", None)
-    if rid is None:
-        state = getattr(req, "replica_state", None)
-        rid = getattr(state, "replica_id", None) if state is not None else None
-    return _int(rid)
+    """A Fetch's or ListOffsets' replica id: a follower broker's id, -1 for a consumer. Fetch
+    v15+ moved it into the tagged replica_state (its replica_id field then holds the absent
+    field's default, -1); before v15 replica_state is never set."""
+    state = getattr(req, "replica_state", None)
+    if state is not None:
+        return _int(getattr(state, "replica_id", None))
+    return _int(getattr(req, "replica_id", None))
 
 
 def _str(v):
