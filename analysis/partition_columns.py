@@ -144,7 +144,7 @@ class PartitionTable:
                 self.add(piece)
             return
         if n:
-            self._added(exchange_head(ex, req) if row is None else head_of_row(row, req), n)
+            self._added(exchange_head(ex, req) if row is None else head_of_row(row), n)
 
     def add(self, piece: PartitionPiece) -> None:
         start = self._rows

@@ -21,7 +21,7 @@ from dissector.protocol.primitives import UUID0
 from dissector.tables import EXCHANGE_COLUMN_NAMES, exchange_api_name
 
 from .columns import ColumnBuilder
-from .schema import PARTITION_COLUMNS
+from .schema import EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
 SHARE_FETCH, SHARE_ACKNOWLEDGE = 78, 79
@@ -245,16 +245,13 @@ def exchange_head(ex, req) -> tuple:
             ex.latency_ms)
 
 
-_FROM_ROW = itemgetter(*(EXCHANGE_COLUMN_NAMES.index(name) for name in (
-    "exchange", "connection_id", "api_key", "api_name", "api_version", "client_id", "request_ts",
-    "response_ts", "latency_ms")))
-
-
-def head_of_row(row, req) -> tuple:
-    """exchange_head from the exchange's row in the exchanges table (the same values, read
-    once there), `req` its request body."""
-    head = _FROM_ROW(row)
-    return head[:6] + (_group_id(req) if req is not None else None,) + head[6:]
+_ROW_NAMES = EXCHANGE_COLUMN_NAMES + tuple(name for name, _ in EXCHANGE_EXTRA_COLUMNS)
+# head_of_row(row): exchange_head from the exchange's row in the exchanges table (the same
+# values, read once there; its group id a string or None, which the table's string column makes
+# of any other value alike)
+head_of_row = itemgetter(*(_ROW_NAMES.index(name) for name in (
+    "exchange", "connection_id", "api_key", "api_name", "api_version", "client_id", "group_id",
+    "request_ts", "response_ts", "latency_ms")))
 
 
 def row_by_row_table(exchanges):
