@@ -92,7 +92,7 @@ def _reader(cls, api_key):
                   else "None" for name, _ in _SETTINGS]
         lines.append(f"    return ({', '.join(values)}, None, None, None, top_error, {rid})")
         scope = {}
-        exec("\n".join(lines), scope)
+        exec("\n".join(lines), scope)   # names from _SETTINGS only: nothing from a capture
         read = scope["read"]
     _READERS[cls] = read
     return read

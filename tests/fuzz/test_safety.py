@@ -25,7 +25,9 @@ DANGEROUS_MODULES = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill"
 ALLOWED_SUBPROCESS = {"dissector/live/bpf.py": "tcpdump -ddd compiles the user's --bpf option"}
 # Code that compiles Python source, with why it is safe: the source is built from the generated
 # schema tables (field names from Kafka's specs), never from capture bytes.
-ALLOWED_COMPILE = {"dissector/summary_walk.py": "summary walkers from the body schema tables"}
+ALLOWED_COMPILE = {"dissector/summary_walk.py": "summary walkers from the body schema tables",
+                   "analysis/extras.py": "settings readers from the fixed settings' names and "
+                                         "which of them a request class has"}
 # Code that unpickles, with why it is safe: what it reads was pickled by this program.
 ALLOWED_PICKLE = {"dissector/parallel/pipes.py": "messages between the parent and the workers it "
                                                  "forked, over pipes only they hold"}
