@@ -53,6 +53,7 @@ def _looked_up(ex, req, resp, top_error) -> tuple:
 
 _GROUP_FIELDS = ("group_id", "groups", "member_id", "members", "generation_id",
                  "member_epoch", "generation_id_or_member_epoch")
+_GROUPED = {}   # request body class -> whether its objects can have a _GROUP_FIELDS field
 _READERS = {}   # request body class -> its settings read without getattr's defaults, or None
 _SETTINGS = (("acks", "int"), ("transactional_id", "str"), ("max_wait_ms", "int"),
              ("min_bytes", "int"), ("isolation_level", "int"))
@@ -68,7 +69,10 @@ def _plain(cls) -> bool:
 def _grouped(cls) -> bool:
     """Whether a request of `cls` can name a group or member. Produce's and Fetch's cannot:
     their seven lookups, in vain, were a third of the settings' time."""
-    return not _plain(cls) or any(hasattr(cls, n) for n in _GROUP_FIELDS)
+    grouped = _GROUPED.get(cls)
+    if grouped is None:
+        grouped = _GROUPED[cls] = not _plain(cls) or any(hasattr(cls, n) for n in _GROUP_FIELDS)
+    return grouped
 
 
 def _reader(cls, api_key):

@@ -158,13 +158,14 @@ def _runs(parts, at):
     `parts` one after another), or None where the runs are shorter than RUN_ROWS on average."""
     if not len(at):
         return None
-    ends = np.cumsum([len(p[0]) for p in parts])
+    sizes = [len(p[0]) for p in parts]
+    ends = np.cumsum(sizes)
     part = np.searchsorted(ends, at, side="right")
     breaks = np.flatnonzero((np.diff(at) != 1) | (np.diff(part) != 0)) + 1
     if (len(breaks) + 1) * RUN_ROWS > len(at):
         return None
     firsts = np.concatenate(([0], breaks))
     lengths = np.diff(np.concatenate((firsts, [len(at)])))
-    starts = ends - [len(p[0]) for p in parts]
+    starts = ends - sizes
     return [(int(part[f]), int(at[f] - starts[part[f]]), int(n))
             for f, n in zip(firsts, lengths)]
