@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dissector.parallel import Shared
 from dissector.records.columns import sourced_chunks
 
 from .columns import UNCUT
 from .records_table import OWN, assembled, batch_fields, own_columns
+
+# Where the parent's copies of the workers' columns are made: the C library's allocator, not
+# pyarrow's default (mimalloc). A load of the 400 MB bulk capture with two workers: the parent's
+# CPU 2.4 s -> 1.7 s (medians of 3), most of the difference system time, the kernel clearing
+# fresh huge pages under mimalloc's allocations of the gathered values.
+GATHER_POOL = pa.system_memory_pool()
 
 
 def render(exchanges) -> Shared:
@@ -140,14 +147,17 @@ def _slice(parts, arrays, rows, mask, at) -> None:
 def _gathered(parts, at) -> list:
     """Rows `at` of `parts` joined, one array per column: copied run by run where the rows come
     in runs of RUN_ROWS or more on average (bulk traffic: a batch's records, the values the most
-    of the bytes; `take` gathered them one by one, most of the parent's CPU), else taken."""
+    of the bytes; `take` gathered them one by one, most of the parent's CPU), else taken. The
+    copies are made in GATHER_POOL."""
     at = np.ascontiguousarray(at, np.int64)
     runs = _runs(parts, at)
     if runs is not None:
-        return [pa.concat_arrays([parts[p][i].slice(start, n) for p, start, n in runs])
+        return [pa.concat_arrays([parts[p][i].slice(start, n) for p, start, n in runs],
+                                 memory_pool=GATHER_POOL)
                 for i in range(len(parts[0]))]
     index = pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
-    return [pa.concat_arrays([p[i] for p in parts]).take(index) for i in range(len(parts[0]))]
+    return [pc.take(pa.concat_arrays([p[i] for p in parts], memory_pool=GATHER_POOL), index,
+                    memory_pool=GATHER_POOL) for i in range(len(parts[0]))]
 
 
 RUN_ROWS = 16

@@ -13,12 +13,13 @@ from __future__ import annotations
 from itertools import chain
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dissector.parallel import Shared
 from dissector.tables import issue_row
 
 from .columns import UNCUT, ColumnBuilder
-from .parallel_records import render as record_arrays
+from .parallel_records import GATHER_POOL, render as record_arrays
 from .partition_columns import PartitionTable
 
 
@@ -113,4 +114,5 @@ def _taken(parts, at):
 def _arrays_taken(parts, at) -> list:
     """The rows at `at` of the workers' arrays, one after another, column by column."""
     index = pa.array(at, pa.int64())
-    return [pa.concat_arrays([p[i] for p in parts]).take(index) for i in range(len(parts[0]))]
+    return [pc.take(pa.concat_arrays([p[i] for p in parts], memory_pool=GATHER_POOL), index,
+                    memory_pool=GATHER_POOL) for i in range(len(parts[0]))]

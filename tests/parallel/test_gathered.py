@@ -54,3 +54,16 @@ def test_long_runs_are_copied_run_by_run_short_ones_taken():
     assert PR._runs(parts, np.arange(150, dtype=np.int64)) == [(0, 0, 100), (1, 0, 50)]
     assert PR._runs(parts, np.arange(0, 200, 2, dtype=np.int64)) is None
     assert PR._runs(parts, np.array([], np.int64)) is None
+
+
+@pytest.mark.parametrize("step", [1, 2])   # run by run; taken
+def test_gathered_columns_live_in_the_system_allocator(step):
+    """The gathered copies are made in GATHER_POOL (the C library's allocator): under pyarrow's
+    default one the parent of a parallel load spent most of its CPU in the kernel, clearing
+    fresh huge pages (benchmarks/README.md)."""
+    parts = _parts(random.Random(2), [300, 300])
+    pool = PR.GATHER_POOL
+    before = pool.bytes_allocated()
+    got = PR._gathered(parts, np.arange(0, 600, step, dtype=np.int64))
+    assert pool.backend_name == "system"
+    assert pool.bytes_allocated() - before >= sum(a.nbytes for a in got) // 2
