@@ -34,11 +34,13 @@ STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between i
 # slower than its workers (Parquet of bulk traffic, which it encodes alone) let them run ahead
 # with every step held, 430 MB each and 400 MB of the parent's shared memory on a 1 GiB capture.
 MAX_HELD = 4
-# The cyclic collector's first threshold in a worker. The exchanges held for their numbers (up
-# to two steps' worth, ~90,000 objects on the dense mix at the bodies level) are young objects
-# one process would have written and freed: at its threshold (the CLI's 50,000) a collection
-# every step scanned them, a tenth of a worker's CPU. Cyclic garbage stays bounded by it.
-GC_THRESHOLD = 200_000
+# The cyclic collector's first threshold in a worker. The exchanges held for their numbers are
+# young objects one process would have written and freed, and a young collection traverses all
+# they hold: at analysis.load's records level (bodies and record sets kept) a step's worth is
+# more than 200,000, and at that threshold each worker spent a quarter of its CPU in a dozen
+# collections on the dense 400 MB capture, which found no garbage; at 1,000,000 it made none.
+# Cyclic garbage stays bounded by it (the workers' peak memory did not move).
+GC_THRESHOLD = 1_000_000
 KEYS, NUMBERS, PIECES, DONE, FAILED = "keys", "numbers", "pieces", "done", "failed"
 OFFSETS, WROTE = "offsets", "wrote"   # with Plan.out (placing.py)
 
