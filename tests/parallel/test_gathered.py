@@ -59,7 +59,7 @@ def test_long_runs_are_copied_run_by_run_short_ones_taken():
 @pytest.mark.parametrize("step", [1, 2])   # run by run; taken
 def test_gathered_columns_live_in_the_system_allocator(step):
     """The gathered copies are made in GATHER_POOL (the C library's allocator): under pyarrow's
-    default one the parent of a parallel load spent most of its CPU in the kernel, clearing
+    default one the parent of a parallel load spent much of its CPU in the kernel, clearing
     fresh huge pages (benchmarks/README.md)."""
     parts = _parts(random.Random(2), [300, 300])
     pool = PR.GATHER_POOL
