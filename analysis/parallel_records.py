@@ -155,7 +155,12 @@ def _gathered(parts, at) -> list:
         return [pa.concat_arrays([parts[p][i].slice(start, n) for p, start, n in runs],
                                  memory_pool=GATHER_POOL)
                 for i in range(len(parts[0]))]
-    index = pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)])
+    return taken(parts, pa.Array.from_buffers(pa.int64(), len(at), [None, pa.py_buffer(at)]))
+
+
+def taken(parts, index) -> list:
+    """Rows `index` (an Arrow int64 array) of `parts` (one list of arrays per part, the same
+    columns) joined, one array per column, in GATHER_POOL."""
     return [pc.take(pa.concat_arrays([p[i] for p in parts], memory_pool=GATHER_POOL), index,
                     memory_pool=GATHER_POOL) for i in range(len(parts[0]))]
 

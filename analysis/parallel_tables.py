@@ -14,13 +14,12 @@ from itertools import chain
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dissector.parallel import Shared
 from dissector.tables import issue_row
 
 from .columns import UNCUT, ColumnBuilder
-from .parallel_records import GATHER_POOL, render as record_arrays
+from .parallel_records import render as record_arrays, taken
 from .partition_columns import PartitionTable
 
 
@@ -119,6 +118,4 @@ def _taken(parts, at):
 
 def _arrays_taken(parts, at) -> list:
     """The rows at `at` of the workers' arrays, one after another, column by column."""
-    index = pa.array(at, pa.int64())
-    return [pc.take(pa.concat_arrays([p[i] for p in parts], memory_pool=GATHER_POOL), index,
-                    memory_pool=GATHER_POOL) for i in range(len(parts[0]))]
+    return taken(parts, pa.array(at, pa.int64()))
