@@ -27,7 +27,7 @@ def _settings(ex, req, resp) -> tuple:
     top_error = (_int(g(resp, "error_code", None)) if resp is not None
                  else _walked_error(ex.response_msg))
     if req is None:
-        return _NONE[:-2] + (top_error, None)
+        return _walked_settings(ex.request_msg, top_error)
     cls = type(req)
     read = _READERS[cls] if cls in _READERS else _reader(cls, ex.api_key)
     if read is not None:
@@ -57,6 +57,24 @@ _GROUPED = {}   # request body class -> whether its objects can have a _GROUP_FI
 _READERS = {}   # request body class -> its settings read without getattr's defaults, or None
 _SETTINGS = (("acks", "int"), ("transactional_id", "str"), ("max_wait_ms", "int"),
              ("min_bytes", "int"), ("isolation_level", "int"))
+
+# what the byte walk hands over of a request not kept (summary_plan.RowSpec: analysis.load's
+# Produce and Fetch): the _SETTINGS, then the replica id, which Fetch v15+ moved into the tagged
+# replica_state (set there where that is on the wire, as _replica_id reads it)
+WALKED_SETTINGS = tuple(name for name, _ in _SETTINGS) + ("replica_id",)
+WALKED_NESTED = (("replica_state", "replica_id", len(_SETTINGS)),)
+
+
+def _walked_settings(msg, top_error) -> tuple:
+    """_settings' tuple of a request not kept: from what the byte walk handed over of it (a
+    request that names no group: the values of its typed fields or their defaults, as the
+    readers keep them), else None but the top error code."""
+    summary = msg.summary if msg is not None else None
+    settings = summary.settings if summary is not None else None
+    if settings is None:
+        return _NONE[:-2] + (top_error, None)
+    acks, txn, wait, least, isolation, rid = settings
+    return acks, txn, wait, least, isolation, None, None, None, top_error, rid
 
 
 def _plain(cls) -> bool:

@@ -213,10 +213,14 @@ def keylog_or_default(keylog):
 
 def kept_bodies():
     """The bodies a load keeps: all but ApiVersions' (cluster_facts decodes an answer again
-    only where it is new, and clients that reconnect get the same one on each connection)."""
+    only where it is new, and clients that reconnect get the same one on each connection),
+    Produce's and Fetch's (the byte walk hands over what the partitions table and the request
+    settings read of them: partition_columns.row_specs)."""
     from dissector.decoding import AllBut
     from .cluster_facts import API_VERSIONS
-    return AllBut({API_VERSIONS})
+    from .extras import WALKED_NESTED, WALKED_SETTINGS
+    from .partition_columns import row_specs
+    return AllBut({API_VERSIONS}, row_specs(WALKED_SETTINGS, WALKED_NESTED))
 
 
 @paced()

@@ -11,6 +11,11 @@ budget of analysis.columns (BATCH_ROWS rows, or BATCH_BYTES at VALUE_COST a valu
 to a sink (streaming export) or keeps it for table(), as its ColumnBuilder does for the other
 tables. A parallel run's workers hand theirs over as arrays (arrays(), extend():
 analysis.parallel_tables).
+
+analysis.load keeps no Produce or Fetch body: the byte walk hands over what this table reads of
+them (row_specs(): decoding.Summary.groups), which the walk takes as it takes the bodies (tupled).
+Where it has a body on one side and groups on the other, or the walk does not take it, the groups
+stand for the body (walked_body).
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ from operator import attrgetter
 
 import pyarrow as pa
 
-from dissector.partition_walk import Irregular, pad, walk_exchange
+from dissector.partition_walk import Entry, Irregular, pad, walk_exchange, walked_topics
 from dissector.protocol.names import error_name
+from dissector.summary_plan import RowSpec
 
 from . import columns as _budget
 from .columns import _array, kept_table, shared_nulls, table_schema
@@ -69,11 +75,63 @@ SIDES = {   # api key: how its request and its response list partitions (None: n
 SIDES[SHARE_ACKNOWLEDGE] = SIDES[SHARE_FETCH]
 _OFFSETS = {PRODUCE: (_BASE_OFF, _RECORDS, _FIRST, _LAST)}   # the offsets given the records
 _WIDTH = len(PARTITION_COLUMNS)
+# the attribute SIDES' topics() reads, per direction, of the APIs whose bodies the byte walk
+# hands over (row_specs)
+WALKED = {PRODUCE: ("topic_data", "responses"), FETCH: ("topics", "responses")}
+
+
+def row_specs(settings=(), nested=()) -> dict:
+    """{api key: (the request's RowSpec, the response's)} of WALKED: what the byte walk hands
+    over of their bodies for this table, and the request's `settings` and `nested`
+    (summary_plan.RowSpec; analysis.extras' WALKED_SETTINGS)."""
+    specs = {}
+    for key, topics in WALKED.items():
+        pair = []
+        for (_, side), attr, extra in zip(SIDES[key], topics, ((settings, nested), ())):
+            parts, index, fields, records, _ = side
+            pair.append(RowSpec(attr, parts, index, tuple((a, req) for _, a, req in fields),
+                                records, *extra))
+        specs[key] = tuple(pair)
+    return specs
 
 
 def _bodies(ex):
     return (ex.request_msg.body if ex.request_msg is not None else None,
             ex.response_msg.body if ex.response_msg is not None else None)
+
+
+def _groups(msg):
+    """What the byte walk handed over of a message's body (Summary.groups), or None."""
+    summary = msg.summary if msg is not None and msg.body is None else None
+    return summary.groups if summary is not None else None
+
+
+def _walked(ex):
+    """(request, response, tupled): the exchange's bodies, or the byte walk's groups of both
+    (tupled); where one side kept its body, the other's groups stand for its body."""
+    req, resp = _bodies(ex)
+    groups = _groups(ex.request_msg), _groups(ex.response_msg)
+    if groups == (None, None):
+        return req, resp, False
+    if req is None and resp is None:
+        return groups + (True,)
+    return _standing(ex.api_key, (req, resp), groups) + (False,)
+
+
+def walked_body(groups, api_key, response):
+    """A body made of what the byte walk handed over of it (its `groups`; None: None): its
+    WALKED attribute lists the topic entries they stand for (partition_walk.walked_topics)."""
+    if groups is None:
+        return None
+    body = Entry()
+    setattr(body, WALKED[api_key][response], walked_topics(groups, SIDES[api_key][response][1]))
+    return body
+
+
+def _standing(api_key, bodies, groups):
+    """(request, response): each body, or the one its groups stand for."""
+    return tuple(body if body is not None else walked_body(g, api_key, d)
+                 for d, (body, g) in enumerate(zip(bodies, groups)))
 
 
 class PartitionPiece:
@@ -129,22 +187,24 @@ class PartitionTable:
         sides = SIDES.get(ex.api_key)
         if sides is None:
             return
-        req, resp = _bodies(ex)
+        req, resp, tupled = _walked(ex)
         if req is None and resp is None:
             return
         start = self._rows
         try:
             n = walk_exchange(self._cols, start, sides, req, resp, LAYOUT,
-                              _OFFSETS.get(ex.api_key))
+                              _OFFSETS.get(ex.api_key), tupled)
         except (Irregular, AttributeError, TypeError):
             for column in self._cols:
                 del column[start:]
-            piece = _from_rows(partition_rows(ex))
+            piece = _from_rows(partition_rows(
+                ex, _standing(ex.api_key, (None, None), (req, resp)) if tupled else None))
             if piece is not None:
                 self.add(piece)
             return
         if n:
-            self._added(exchange_head(ex, req) if row is None else head_of_row(row), n)
+            head = exchange_head(ex, None if tupled else req) if row is None else head_of_row(row)
+            self._added(head, n)
 
     def add(self, piece: PartitionPiece) -> None:
         start = self._rows

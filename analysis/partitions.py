@@ -209,14 +209,18 @@ def _group_id(body):
     return gid
 
 
-def partition_rows(ex):
+def partition_rows(ex, bodies=None):
     """The exchange's partitions rows (tuples in PARTITION_COLUMNS order); none for other APIs
-    or when no body was decoded."""
+    or when no body was decoded. `bodies`: (request, response) bodies to read instead of its
+    messages' (decoded from their bytes where they were not kept)."""
     extract = _EXTRACT.get(ex.api_key)
     if extract is None:
         return []
-    req = ex.request_msg.body if ex.request_msg is not None else None
-    resp = ex.response_msg.body if ex.response_msg is not None else None
+    if bodies is not None:
+        req, resp = bodies
+    else:
+        req = ex.request_msg.body if ex.request_msg is not None else None
+        resp = ex.response_msg.body if ex.response_msg is not None else None
     if req is None and resp is None:
         return []
     rows = _Rows()

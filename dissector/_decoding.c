@@ -45,10 +45,11 @@ enum { M_API_KEY, M_API_VERSION, M_CORRELATION_ID, M_CLIENT_ID, M_HEADER_TAGS, M
 static const char *message_slots[] = {"api_key", "api_version", "correlation_id", "client_id",
                                       "header_tags", "body", "issues", "header_size", "summary"};
 enum { S_ERROR_CODES, S_TOPICS, S_PARTITIONS, S_RECORDS, S_RECORDS_BYTES,
-       S_UNCOMPRESSED_BYTES, S_ERROR_CODE, S_THROTTLE_TIME_MS, S_RECORD_SETS, S_SLOTS };
+       S_UNCOMPRESSED_BYTES, S_ERROR_CODE, S_THROTTLE_TIME_MS, S_RECORD_SETS, S_GROUPS,
+       S_SETTINGS, S_SLOTS };
 static const char *summary_slots[] = {"error_codes", "topics", "partitions", "records",
                                       "records_bytes", "uncompressed_bytes", "error_code",
-                                      "throttle_time_ms", "record_sets"};
+                                      "throttle_time_ms", "record_sets", "groups", "settings"};
 static Py_ssize_t message_off[M_SLOTS], summary_off[S_SLOTS];
 
 /* The offsets of cls's object slots `names`: 0, or -1 with an error raised. */
@@ -237,7 +238,8 @@ static PyObject *decoded_message(PyObject *self, PyObject *w, int response, PyOb
     PyObject *bad_sets = NULL, *summary = NULL, *result = NULL;
     PyObject *values[S_SLOTS] = {PyList_New(0), PyList_New(0), Py_NewRef(zero), Py_NewRef(zero),
                                  Py_NewRef(zero), Py_NewRef(zero), Py_NewRef(Py_None),
-                                 Py_NewRef(Py_None), Py_NewRef(Py_None)};
+                                 Py_NewRef(Py_None), Py_NewRef(Py_None), Py_NewRef(Py_None),
+                                 Py_NewRef(Py_None)};
     if (values[0] == NULL || values[1] == NULL) {
         for (int i = 0; i < S_SLOTS; i++)
             Py_XDECREF(values[i]);
@@ -296,11 +298,15 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
 {
     PyObject *budget = NULL, *names = NULL, *full = NULL, *set_sums = NULL, *walked = NULL;
     PyObject *issues = NULL, *summary = NULL, *result = NULL;
+    /* a RowSpec's plan (4 members) hands over the record sets whole: walk_set's */
+    PyObject *plan = PyTuple_GET_ITEM(w, 1);
+    int rows = PyTuple_Check(plan) && PyTuple_GET_SIZE(plan) == 4;
     if (walk_state(self, &budget, &names, &full) < 0
-            || (set_sums = PyObject_GetAttr(module, s_set_sums.name)) == NULL
+            || (set_sums = PyObject_GetAttr(module, rows ? s_walk_set.name : s_set_sums.name))
+                == NULL
             || (issues = PyList_New(0)) == NULL)
         goto done;
-    PyObject *args[9] = {PyTuple_GET_ITEM(w, 0), data, offset, PyTuple_GET_ITEM(w, 1),
+    PyObject *args[9] = {PyTuple_GET_ITEM(w, 0), data, offset, plan,
                          response ? Py_True : Py_False, names, set_sums, full, budget};
     walked = PyObject_VectorcallMethod(s_summarize.name, args, 9, NULL);
     if (walked == NULL) {   /* malformed, or a layout it cannot walk: decoded instead */
@@ -310,8 +316,8 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         result = twin_decoded(self, w, response, data, key, version, corr, client, tags, offset);
         goto done;
     }
-    if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != 11) {
-        PyErr_SetString(PyExc_TypeError, "summarize returns an 11-tuple");
+    if (!PyTuple_CheckExact(walked) || PyTuple_GET_SIZE(walked) != (rows ? 13 : 11)) {
+        PyErr_SetString(PyExc_TypeError, "summarize returns an 11-tuple (13 with rows)");
         goto done;
     }
     Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(walked, 0));
@@ -323,10 +329,11 @@ static PyObject *walked_message(PyObject *self, PyObject *w, int response, PyObj
         PyObject *rest[3] = {data, walked, issues};
         summary = to_twin(self, s__walked.name, rest, 3);
     } else {
-        static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9, 10};
+        static const int from[S_SLOTS] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12};
         PyObject *values[S_SLOTS];
         for (int i = 0; i < S_SLOTS; i++)
-            values[i] = Py_NewRef(PyTuple_GET_ITEM(walked, from[i]));
+            values[i] = Py_NewRef(from[i] < PyTuple_GET_SIZE(walked)
+                                  ? PyTuple_GET_ITEM(walked, from[i]) : Py_None);
         summary = with_slots(summary_class, summary_off, values, S_SLOTS);
     }
     if (summary == NULL)

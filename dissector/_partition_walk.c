@@ -2,15 +2,16 @@
  * pure-Python twin) is the specification; this does the same without a Python call per partition
  * or record set. The tests compare the two on every shipped capture and on mutated ones.
  *
- * configure(codec_names, batch_overhead, Irregular) once, then
- * walk_side(cols, start, topics, side, layout, shape) -> shape and
- * walk_exchange(cols, start, sides, req, resp, layout, offsets) -> rows, as the twin: the same
- * attributes read in the same order, the same values written into the same lists, Irregular (or
- * the error an attribute read raises) where it raises. */
+ * configure(codec_names, batch_overhead, Irregular, zero_uuid) once, then
+ * walk_side(cols, start, topics, side, layout, shape, tupled=False) -> shape and
+ * walk_exchange(cols, start, sides, req, resp, layout, offsets, tupled=False) -> rows, as the
+ * twin: the same attributes read in the same order, the same values written into the same lists,
+ * Irregular (or the error an attribute read raises) where it raises. `tupled`: the topics are
+ * the byte walk's groups (Summary.groups), not decoded topic entries. */
 #define PY_SSIZE_T_CLEAN
 #include "_attrs.h"
 
-static PyObject *codec_names, *batch_overhead, *irregular, *one, *two, *zero;
+static PyObject *codec_names, *batch_overhead, *irregular, *zero_id, *one, *two, *zero;
 static PyObject *s_name, *s_topic, *s_topic_id, *s_size, *s_record_count, *s_batches, *s_offset,
     *s_old_style_offsets;
 
@@ -293,10 +294,16 @@ typedef struct {
     PyObject *topic_id_text;
 } Spec;
 
-/* one partition entry's row (number: its partition number; made: this body makes the row) */
+/* one partition entry's row (number: its partition number; made: this body makes the row);
+ * p a decoded entry, or with `tupled` a walked row: [number, fields..., record set] */
 static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *number,
-                         PyObject *name, int named, PyObject *tid, int made, Spec *s)
+                         PyObject *name, int named, PyObject *tid, int made, Spec *s, int tupled)
 {
+    Py_ssize_t nfields = PyTuple_GET_SIZE(s->fields);
+    if (tupled && (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != nfields + 2 || s->listed >= 0)) {
+        PyErr_SetString(PyExc_TypeError, "a walked row: (number, fields..., record set)");
+        return -1;
+    }
     if (made) {
         if (put(cols, s->topic_col, row, named ? name : tid) < 0
                 || put(cols, s->tid_col, row, tid) < 0 || put(cols, s->part_col, row, number) < 0)
@@ -306,9 +313,10 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
         if (column == NULL || PySequence_SetItem(column, row, name) < 0)
             return -1;
     }
-    for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(s->fields); f++) {
+    for (Py_ssize_t f = 0; f < nfields; f++) {
         Field *fd = &s->field[f];
-        PyObject *v = read_attr(&fd->attr, p, fd->required);
+        PyObject *v = tupled ? Py_NewRef(PyTuple_GET_ITEM(p, f + 1))
+            : read_attr(&fd->attr, p, fd->required);
         if (v == NULL)
             return -1;
         int r = put(cols, fd->col, row, v);
@@ -324,7 +332,8 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
             return -1;
     }
     if (s->records != Py_None) {
-        PyObject *rs = read_attr(&s->record_set, p, !s->optional_records);
+        PyObject *rs = tupled ? Py_NewRef(PyTuple_GET_ITEM(p, nfields + 1))
+            : read_attr(&s->record_set, p, !s->optional_records);
         if (rs == NULL)
             return -1;
         int r = 0;
@@ -344,14 +353,45 @@ static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *
     return 0;
 }
 
-/* one topic entry t: its rows from `*row` on; 0 when it lists no partition */
+/* Whether `numbers` (a list of n) holds a value twice, as a set of them would say: a few plain
+ * ints compared pair by pair (a set of them was a tenth of the walk), else the set; -1 with an
+ * error */
+static int repeats(PyObject *numbers, Py_ssize_t n)
+{
+    int few = n <= 8;
+    for (Py_ssize_t i = 0; few && i < n; i++)
+        few = PyLong_CheckExact(PyList_GET_ITEM(numbers, i));
+    if (few) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (Py_ssize_t j = i + 1; j < n; j++) {
+                int same = PyObject_RichCompareBool(PyList_GET_ITEM(numbers, i),
+                                                    PyList_GET_ITEM(numbers, j), Py_EQ);
+                if (same != 0)
+                    return same;
+            }
+        return 0;
+    }
+    PyObject *seen = PySet_New(numbers);
+    if (seen == NULL)
+        return -1;
+    int r = PySet_GET_SIZE(seen) != n;
+    Py_DECREF(seen);
+    return r;
+}
+
+/* one topic entry t: its rows from `*row` on; 0 when it lists no partition. With `tupled`, t is
+ * a walked group: (name, topic id, rows) */
 static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *keys,
-                      PyObject *made, PyObject *shape, Py_ssize_t *at, Spec *s)
+                      PyObject *made, PyObject *shape, Py_ssize_t *at, Spec *s, int tupled)
 {
     PyObject *entries = NULL, *name = NULL, *raw = NULL, *tid = NULL, *numbers = NULL,
-        *seen = NULL, *pair = NULL;
+        *pair = NULL;
     int result = -1;
-    PyObject *got = read_attr(&s->parts, t, 1);
+    if (tupled && (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3)) {
+        PyErr_SetString(PyExc_TypeError, "a walked group: (name, topic id, rows)");
+        return -1;
+    }
+    PyObject *got = tupled ? Py_NewRef(PyTuple_GET_ITEM(t, 2)) : read_attr(&s->parts, t, 1);
     if (got == NULL)
         return -1;
     int truth = PyObject_IsTrue(got);
@@ -363,18 +403,19 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
     Py_DECREF(got);
     if (entries == NULL)
         return -1;
-    if ((name = read_attr(&s->name, t, 0)) == NULL)
+    if ((name = tupled ? Py_NewRef(PyTuple_GET_ITEM(t, 0)) : read_attr(&s->name, t, 0)) == NULL)
         goto done;
     int named = PyObject_IsTrue(name);
     if (named < 0)
         goto done;
-    if (!named) {
+    if (!named && !tupled) {   /* a walked group's name is already the one of the two */
         Py_SETREF(name, read_attr(&s->topic, t, 0));
         if (name == NULL || (named = PyObject_IsTrue(name)) < 0)
             goto done;
     }
-    if ((raw = read_attr(&s->topic_id, t, 0)) == NULL
-            || (tid = PyObject_CallOneArg(s->topic_id_text, raw)) == NULL)
+    if ((raw = tupled ? Py_NewRef(PyTuple_GET_ITEM(t, 1)) : read_attr(&s->topic_id, t, 0)) == NULL
+            || (tid = raw == Py_None || raw == zero_id ? Py_NewRef(Py_None)   /* no id */
+                : PyObject_CallOneArg(s->topic_id_text, raw)) == NULL)
         goto done;
     int has_tid = PyObject_IsTrue(tid);
     if (has_tid < 0)
@@ -385,15 +426,19 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
         goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *p = PySequence_Fast_GET_ITEM(entries, i);
-        PyObject *number = s->indexed ? read_attr(&s->index, p, 1) : Py_NewRef(p);
+        PyObject *number = tupled ? (PyTuple_Check(p) && PyTuple_GET_SIZE(p) > 0
+                                     ? Py_NewRef(PyTuple_GET_ITEM(p, 0)) : NULL)
+            : s->indexed ? read_attr(&s->index, p, 1) : Py_NewRef(p);
+        if (number == NULL && tupled)
+            PyErr_SetString(PyExc_TypeError, "a walked row: (number, fields..., record set)");
         if (number == NULL)
             goto done;
         PyList_SET_ITEM(numbers, i, number);
     }
     int dup = PySet_Contains(keys, key);
-    if (dup < 0 || (!dup && (seen = PySet_New(numbers)) == NULL))
+    if (dup < 0 || (!dup && (dup = repeats(numbers, n)) < 0))
         goto done;
-    if (dup || PySet_GET_SIZE(seen) != n) {
+    if (dup) {
         raise_irregular("a topic or partition listed twice");
         goto done;
     }
@@ -416,7 +461,7 @@ static int topic_rows(PyObject *cols, Py_ssize_t *row, PyObject *t, PyObject *ke
     for (Py_ssize_t i = 0; i < n; i++, *row += 1)
         if (partition_row(cols, *row, PySequence_Fast_GET_ITEM(entries, i),
                           PyList_GET_ITEM(numbers, i),
-                          name, named, tid, made != NULL, s) < 0)
+                          name, named, tid, made != NULL, s, tupled) < 0)
             goto done;
     result = 0;
 done:
@@ -425,7 +470,6 @@ done:
     Py_XDECREF(raw);
     Py_XDECREF(tid);
     Py_XDECREF(numbers);
-    Py_XDECREF(seen);
     Py_XDECREF(pair);
     return result;
 }
@@ -542,13 +586,16 @@ static PyObject *walk_side(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return NULL;
     }
-    if (nargs != 6 || !PyList_Check(args[0]) || !PyLong_Check(args[1]) || !PyTuple_Check(args[3])
-            || !PyTuple_Check(args[4])) {
+    if (nargs < 6 || nargs > 7 || !PyList_Check(args[0]) || !PyLong_Check(args[1])
+            || !PyTuple_Check(args[3]) || !PyTuple_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError,
                         "walk_side(cols: list, start: int, topics, side: tuple, layout: tuple, "
-                        "shape)");
+                        "shape, tupled=False)");
         return NULL;
     }
+    int tupled = nargs == 7 ? PyObject_IsTrue(args[6]) : 0;
+    if (tupled < 0)
+        return NULL;
     PyObject *cols = args[0], *topics = args[2], *side = args[3], *layout = args[4];
     PyObject *shape = args[5];
     Py_ssize_t start = PyLong_AsSsize_t(args[1]);
@@ -579,7 +626,7 @@ static PyObject *walk_side(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t row = start, at = 0;
     PyObject *t;
     while (it != NULL && (t = PyIter_Next(it)) != NULL) {
-        int r = topic_rows(cols, &row, t, keys, made, shape, &at, s);
+        int r = topic_rows(cols, &row, t, keys, made, shape, &at, s, tupled);
         Py_DECREF(t);
         if (r < 0)
             goto done;
@@ -676,14 +723,18 @@ done:
 
 static PyObject *walk_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
+    if (nargs < 7 || nargs > 8 || !PyList_Check(args[0]) || !PyTuple_Check(args[2])
             || PyTuple_GET_SIZE(args[2]) != 2 || !PyTuple_Check(args[5])
             || PyTuple_GET_SIZE(args[5]) < 3) {
         PyErr_SetString(PyExc_TypeError,
                         "walk_exchange(cols: list, start: int, sides: (side, side), req, resp, "
-                        "layout: tuple, offsets)");
+                        "layout: tuple, offsets, tupled=False)");
         return NULL;
     }
+    PyObject *tupled = nargs == 8 ? args[7] : Py_False;
+    int walked_groups = PyObject_IsTrue(tupled);
+    if (walked_groups < 0)
+        return NULL;
     PyObject *cols = args[0], *sides = args[2], *layout = args[5], *offsets = args[6];
     Py_ssize_t start = PyLong_AsSsize_t(args[1]);
     Py_ssize_t part_col = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
@@ -702,11 +753,13 @@ static PyObject *walk_exchange(PyObject *self, PyObject *const *args, Py_ssize_t
             PyErr_SetString(PyExc_TypeError, "a side: (topics, side) or None");
             goto fail;
         }
-        PyObject *topics = PyObject_CallOneArg(PyTuple_GET_ITEM(sided, 0), body);
+        PyObject *topics = walked_groups ? Py_NewRef(body)   /* the groups themselves */
+            : PyObject_CallOneArg(PyTuple_GET_ITEM(sided, 0), body);
         if (topics == NULL)
             goto fail;
-        PyObject *call[6] = {cols, args[1], topics, PyTuple_GET_ITEM(sided, 1), layout, shape};
-        PyObject *walked = walk_side(self, call, 6);
+        PyObject *call[7] = {cols, args[1], topics, PyTuple_GET_ITEM(sided, 1), layout, shape,
+                             tupled};
+        PyObject *walked = walk_side(self, call, 7);
         Py_DECREF(topics);
         int some = walked == NULL ? -1 : PyObject_IsTrue(walked);
         if (some < 0) {
@@ -732,8 +785,9 @@ fail:
 
 static PyObject *configure(PyObject *self, PyObject *args)
 {
-    PyObject *names, *overhead, *exc;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc))
+    PyObject *names, *overhead, *exc, *no_id;
+    if (!PyArg_ParseTuple(args, "O!O!OO", &PyDict_Type, &names, &PyDict_Type, &overhead, &exc,
+                          &no_id))
         return NULL;
     if (!PyExceptionClass_Check(exc)) {
         PyErr_SetString(PyExc_TypeError, "Irregular: an exception class");
@@ -742,16 +796,19 @@ static PyObject *configure(PyObject *self, PyObject *args)
     Py_XSETREF(codec_names, Py_NewRef(names));
     Py_XSETREF(batch_overhead, Py_NewRef(overhead));
     Py_XSETREF(irregular, Py_NewRef(exc));
+    Py_XSETREF(zero_id, Py_NewRef(no_id));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"walk_side", (PyCFunction)(void (*)(void))walk_side, METH_FASTCALL,
-     "walk_side(cols, start, topics, side, layout, shape) -> shape (partition_walk.py)"},
+     "walk_side(cols, start, topics, side, layout, shape, tupled=False) -> shape "
+     "(partition_walk.py)"},
     {"walk_exchange", (PyCFunction)(void (*)(void))walk_exchange, METH_FASTCALL,
-     "walk_exchange(cols, start, sides, req, resp, layout, offsets) -> rows (partition_walk.py)"},
+     "walk_exchange(cols, start, sides, req, resp, layout, offsets, tupled=False) -> rows "
+     "(partition_walk.py)"},
     {"configure", configure, METH_VARARGS,
-     "configure(codec_names, batch_overhead, Irregular)"},
+     "configure(codec_names, batch_overhead, Irregular, zero_uuid)"},
     {NULL}
 };
 

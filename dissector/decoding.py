@@ -11,7 +11,10 @@ keep_bodies names), the compiled reader does that walk on the body's bytes inste
 (dissector.summary_plan), with the same checks and without building the body; at the records
 level it also hands over each record set with its topic and partition (Summary.record_sets),
 all the records table reads of a body. The records commands do not read the sides that carry no
-records (records_only: Produce's responses, the fetch requests) at all.
+records (records_only: Produce's responses, the fetch requests) at all. For the api keys given
+RowSpecs (keep_bodies=AllBut(rows=...): analysis.load's Produce and Fetch) the byte walk also
+hands over what the partitions table and the request settings read of the body (Summary.groups,
+Summary.settings).
 """
 from __future__ import annotations
 
@@ -33,11 +36,13 @@ from .summary_walk import walker
 
 class AllBut:
     """keep_bodies: every api key's bodies are kept but those of `keys` (keep_bodies=True is
-    AllBut())."""
-    __slots__ = ("keys",)
+    AllBut()) and those of `rows` ({api key: (the request's RowSpec, the response's)}: the
+    walk over their bytes hands over what summary_plan.RowSpec names)."""
+    __slots__ = ("keys", "rows")
 
-    def __init__(self, keys=()):
-        self.keys = frozenset(keys)
+    def __init__(self, keys=(), rows=None):
+        self.rows = dict(rows or {})
+        self.keys = frozenset(keys) | frozenset(self.rows)
 
     def __contains__(self, api_key):
         return api_key not in self.keys
@@ -47,9 +52,12 @@ class Summary:
     """What one body walk collected (filled by the layout's walker), and the body's own
     error_code and throttle_time_ms (None where its class has no such field). record_sets: where
     the walk went over the body's bytes at the records level, (topic, partition, RecordSet) per
-    `records` field (records.columns.partitions' of the body it did not build), else None."""
+    `records` field (records.columns.partitions' of the body it did not build), else None.
+    groups and settings: where the walk went over the body's bytes with a RowSpec
+    (summary_plan), its topic entries (name, topic id, rows) and its settings, else None."""
     __slots__ = ("error_codes", "topics", "partitions", "records", "records_bytes",
-                 "uncompressed_bytes", "error_code", "throttle_time_ms", "record_sets")
+                 "uncompressed_bytes", "error_code", "throttle_time_ms", "record_sets", "groups",
+                 "settings")
 
     def __init__(self):
         self.error_codes = []
@@ -59,11 +67,12 @@ class Summary:
         self.records_bytes = 0
         self.uncompressed_bytes = 0   # None once a compressed batch was not decompressed
         self.error_code = self.throttle_time_ms = self.record_sets = None
+        self.groups = self.settings = None
 
 
 class BodyDecoder:
     """Decodes bodies for every session of one capture (topic ids are capture-wide)."""
-    __slots__ = ("full_records", "kept", "unread", "max_uncompressed", "topic_names",
+    __slots__ = ("full_records", "kept", "unread", "max_uncompressed", "topic_names", "rows",
                  "_budget", "_entries", "_walks")
 
     def __init__(self, records=False, max_uncompressed=64 << 20, keep_bodies=True,
@@ -77,6 +86,7 @@ class BodyDecoder:
         self.kept = (AllBut() if keep_bodies is True else keep_bodies
                      if isinstance(keep_bodies, AllBut) else frozenset(keep_bodies or ()))
         self.unread = RECORDLESS_SIDES if records_only else frozenset()
+        self.rows = self.kept.rows if isinstance(self.kept, AllBut) else {}
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
         self._budget = [max_uncompressed]   # what the message being walked may still decode
@@ -104,7 +114,7 @@ class BodyDecoder:
             return Message(api_key, api_version, correlation_id, client_id, header_tags, None,
                            issues, body_offset)
         walked = None if api_key in self.kept else self._walk_bytes(data, body_offset, entry,
-                                                                    issues, False)
+                                                                    issues, False, api_key)
         if walked is None:
             return self._decoded(data, entry, False, api_key, api_version, correlation_id,
                                  client_id, header_tags, body_offset, issues)
@@ -136,7 +146,7 @@ class BodyDecoder:
         if (True, api_key) in self.unread:
             return Message(api_key, api_version, correlation_id, None, tags, None, issues, offset)
         walked = (None if api_key in self.kept
-                  else self._walk_bytes(data, offset, entry, issues, True))
+                  else self._walk_bytes(data, offset, entry, issues, True, api_key))
         if walked is None:
             return self._decoded(data, entry, True, api_key, api_version, correlation_id, None,
                                  tags, offset, issues)
@@ -170,7 +180,7 @@ class BodyDecoder:
         version = response_header_version(api_key, api_version)
         if key[:2] in self.unread:   # no reader: the message alone, from its header
             return True, (None, None, entry, version)
-        walk_plan = None if api_key in self.kept else plan(entry[1])
+        walk_plan = None if api_key in self.kept else plan(entry[1], self._spec(*key[:2]))
         if walk_plan is None or not hasattr(entry[0], "summarize"):
             walk = _WALKS.get(key) or _walk_entry(*key)
             return True, (entry[0], None, entry, version, walk + (MAX_ELEMENTS,))
@@ -241,17 +251,24 @@ class BodyDecoder:
         _rebase(data, bad_sets, issues)
         return s
 
-    def _walk_bytes(self, data, offset, entry, issues, learn) -> Summary | None:
+    def _spec(self, response, api_key):
+        """The RowSpec of a body of (direction, api key), or None."""
+        specs = self.rows.get(api_key)
+        return specs[bool(response)] if specs is not None else None
+
+    def _walk_bytes(self, data, offset, entry, issues, learn, api_key=None) -> Summary | None:
         """The summary of the body at data[offset:] walked on its bytes; None where the
         compiled reader cannot (no plan, not compiled) or the body is malformed: the caller then
-        decodes it, which says what is wrong, and walks that."""
+        decodes it, which says what is wrong, and walks that. `learn`: a response's."""
         reader, schema = entry
-        walk_plan = plan(schema)
+        spec = self._spec(learn, api_key)
+        walk_plan = plan(schema, spec)
         if walk_plan is None or not hasattr(reader, "summarize"):
             return None
         self._budget = [self.max_uncompressed]   # as _summary: one budget a message
-        try:
-            walked = reader.summarize(data, offset, walk_plan, learn, self.topic_names, set_sums,
+        try:   # with rows, the record sets are handed over whole (walk_set's)
+            walked = reader.summarize(data, offset, walk_plan, learn, self.topic_names,
+                                      set_sums if spec is None else walk_set,
                                       self.full_records, self._budget)
         except Exception:   # malformed (or a layout it cannot walk): decoded instead
             return None
@@ -259,7 +276,7 @@ class BodyDecoder:
 
     def _walked(self, data, walked, issues) -> Summary:
         """The Summary of what Reader.summarize returned for the body in `data`."""
-        (end, codes, topics, bad_sets, parts, count, size, unc, top, throttle, sets) = walked
+        (end, codes, topics, bad_sets, parts, count, size, unc, top, throttle, sets) = walked[:11]
         if end < len(data):
             issues.append(Issue("kafka.trailing_bytes", WARNING,
                                 f"{len(data) - end} bytes after the end of the body",
@@ -268,6 +285,8 @@ class BodyDecoder:
         s.error_codes, s.topics, s.partitions = codes, topics, parts
         s.records, s.records_bytes, s.uncompressed_bytes = count, size, unc
         s.error_code, s.throttle_time_ms, s.record_sets = top, throttle, sets
+        if len(walked) == 13:
+            s.groups, s.settings = walked[11:]
         _rebase(data, bad_sets, issues)
         return s
 

@@ -21,16 +21,23 @@ number (None: the entries are the numbers), (column, attribute, required) fields
 entry (a required one missing raises AttributeError; an optional one missing is None), the
 attribute holding the entry's record set (None: none; "?records": optional) and the column of
 ListOffsets' answered offset (-1: none). `layout` = (topic, topic_id and partition columns, the
-RECORD_COLUMNS' columns, topic_id(value) -> text or None).
+RECORD_COLUMNS' columns, topic_id(value) -> text or None: None for None and the zero UUID, for
+which the compiled walk does not call it).
 
 walk_exchange(cols, start, sides, req, resp, layout, offsets) walks an exchange's two bodies so,
 and fills in the first and last offsets a Produce response gives its records.
+
+With tupled=True, either walks what the byte walk handed over of a body instead of its topic
+entries (decoding.Summary.groups: per topic entry (name, topic id, rows), a row per partition
+entry (number, the side's fields..., its record set)): the topic entries they stand for
+(walked_topics).
 
 Both run compiled (_partition_walk.c) where it is built; this is their specification and the
 tests compare the two.
 """
 from __future__ import annotations
 
+from .protocol.primitives import UUID0
 from .records.codecs import CODEC_NAMES
 
 # bytes of a batch around its (compressed) payload: RecordBatch v2 header; MessageSet v0/v1
@@ -58,8 +65,10 @@ def _put(column, row, value):
     column.append(value)
 
 
-def py_walk_side(cols, start, topics, side, layout, shape):
+def py_walk_side(cols, start, topics, side, layout, shape, tupled=False):
     parts_attr, index_attr, fields, records_attr, listed = side
+    if tupled:
+        topics = walked_topics(topics, side)
     topic_col, tid_col, part_col, record_cols, topic_id = layout
     optional_records = records_attr is not None and records_attr.startswith("?")
     made = [] if shape is None else None
@@ -107,7 +116,7 @@ def py_walk_side(cols, start, topics, side, layout, shape):
     return made if made is not None else shape
 
 
-def py_walk_exchange(cols, start, sides, req, resp, layout, offsets):
+def py_walk_exchange(cols, start, sides, req, resp, layout, offsets, tupled=False):
     """Both bodies of an exchange through walk_side: `sides` (the request's, the response's)
     each None or (topics(body) -> its topic entries, side); a body that is None is not walked,
     the second walked is given the first's shape. With `offsets` = the columns (base offset,
@@ -119,7 +128,8 @@ def py_walk_exchange(cols, start, sides, req, resp, layout, offsets):
     for sided, body in zip(sides, (req, resp)):
         if sided is not None and body is not None:
             topics, side = sided
-            shape = py_walk_side(cols, start, topics(body), side, layout, shape) or None
+            shape = py_walk_side(cols, start, body if tupled else topics(body), side, layout,
+                                 shape, tupled) or None
     n = len(cols[layout[2]]) - start
     if offsets is not None and n:
         base, records, first, last = offsets
@@ -130,6 +140,41 @@ def py_walk_exchange(cols, start, sides, req, resp, layout, offsets):
         cols[first][start:stop] = [f for f, _ in pairs]
         cols[last][start:stop] = [lst for _, lst in pairs]
     return n
+
+
+class Entry:
+    """A topic or partition entry, or a body, made of what the byte walk handed over."""
+
+
+def walked_topics(groups, side) -> list:
+    """The byte walk's groups (of a body walked with the RowSpec of `side`) as the topic entries
+    they stand for: each with its name (as `topic`: what reading `name` then `topic` gives), its
+    `topic_id`, and the side's partitions attribute listing its partition entries, each with the
+    side's number, fields and record set attributes (the decoded entry's values)."""
+    parts_attr, index_attr, fields, records_attr, listed = side
+    if index_attr is None or listed >= 0:
+        raise TypeError("walked rows have numbers and no listed offset")
+    topics = []
+    for group in groups:
+        if not isinstance(group, tuple) or len(group) != 3:
+            raise TypeError("a walked group: (name, topic id, rows)")
+        name, tid, rows = group
+        t = Entry()
+        t.topic, t.topic_id = name, tid
+        entries = []
+        for row in rows:
+            if not isinstance(row, tuple) or len(row) != len(fields) + 2:
+                raise TypeError("a walked row: (number, fields..., record set)")
+            p = Entry()
+            setattr(p, index_attr, row[0])
+            for (_, attr, _), value in zip(fields, row[1:]):
+                setattr(p, attr, value)
+            if records_attr is not None:
+                setattr(p, records_attr.lstrip("?"), row[-1])
+            entries.append(p)
+        setattr(t, parts_attr, entries)
+        topics.append(t)
+    return topics
 
 
 def produced_offsets(base, count):
@@ -182,6 +227,6 @@ def record_values(rs) -> tuple:
 
 try:   # compiled (_partition_walk.c); the same, without Python calls per partition
     from ._partition_walk import configure, walk_exchange, walk_side
-    configure(CODEC_NAMES, BATCH_OVERHEAD, Irregular)
+    configure(CODEC_NAMES, BATCH_OVERHEAD, Irregular, UUID0)
 except ImportError:
     walk_side, walk_exchange = py_walk_side, py_walk_exchange

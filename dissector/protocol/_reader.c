@@ -55,6 +55,10 @@ struct Schema {
     int *roles;           /* per field, then tagged field: an R_* code (R_NODE: see the child) */
     int *run_bytes;       /* per field: the bytes of the fixed-size skipped fields from it on */
     int *run_end;         /* per field: the field after that run (both in roles' allocation) */
+    int *slots;           /* per field, then tagged field: where its value goes, or -1 (a row's
+                           * member in an M_ROW struct, else a setting; in roles' allocation) */
+    Py_ssize_t nrow;      /* an M_ROW struct's row: its members' count and defaults (-1: None) */
+    Py_ssize_t *row_defs;
 };
 
 static PyObject *default_struct;   /* primitives.DEFAULT_STRUCT */
@@ -79,6 +83,7 @@ static void schema_free(Schema *s)
     }
     Py_XDECREF(s->cls);
     PyMem_Free(s->roles);
+    PyMem_Free(s->row_defs);
     PyMem_Free(s->fields);
     PyMem_Free(s->defaults);
     PyMem_Free(s);
@@ -504,11 +509,15 @@ static PyObject *read_struct(Ctx *c, Py_ssize_t *p, Schema *s)
  * fails the walk as a read would fail (decoding.BodyDecoder then decodes and walks the body). */
 enum { R_SKIP, R_ERROR, R_TOP_ERROR, R_THROTTLE, R_RECORDS, R_NAME, R_TOPIC_ID, R_PARTITION,
        R_NODE };
-enum { M_TOPIC = 1, M_PARTITION = 2, M_NAME = 4, M_ID = 8 };
+enum { M_TOPIC = 1, M_PARTITION = 2, M_NAME = 4, M_ID = 8, M_GROUP = 16, M_ROW = 32,
+       M_BY_NAME = 64 };
 
 typedef struct {
     PyObject *errs, *topics, *names, *decode_set, *full, *budget, *bad_sets;
     PyObject *sets;       /* at the records level: [topic, partition, record set] per set */
+    PyObject *groups;     /* with a RowSpec's plan: (name, topic id, rows) per topic entry */
+    PyObject *rows;       /* the rows of the topic entry being walked (its Walked's), or NULL */
+    PyObject *settings;   /* with a RowSpec's plan: the settings, a list */
     int learn;
     int in_place;         /* decode_set is set_sums headers-only: its common case done here */
     long long parts, nrec, nbytes, unc;
@@ -594,13 +603,16 @@ static PyObject *unnamed;
 
 /* One record set: the walker's `decode_set` call and its sums (decode_set may give those alone,
  * (records, bytes, uncompressed bytes or None), for a set without issues: record_set.set_sums);
- * at the records level the set too, with `partition` (its entry's index), in S->sets. */
-static int sum_records(Sum *S, PyObject *v, PyObject *partition)
+ * at the records level the set too, with `partition` (its entry's index), in S->sets. `kept`
+ * (unless NULL) receives what decode_set gave (a new reference). */
+static int sum_records(Sum *S, PyObject *v, PyObject *partition, PyObject **kept)
 {
     PyObject *call[3] = {v, S->full, S->budget};
     PyObject *rs = PyObject_Vectorcall(S->decode_set, call, 3, NULL);
     if (rs == NULL)
         return -1;
+    if (kept != NULL)
+        *kept = Py_NewRef(rs);
     int rc = -1;
     if (S->sets != NULL && !PyTuple_CheckExact(rs)) {
         PyObject *entry = PyList_New(3);
@@ -685,17 +697,34 @@ typedef struct {
     Sum *S;
     PyObject *name, *id;  /* the struct's topic name and id so far (R_NAME, R_TOPIC_ID) */
     PyObject *partition;  /* a partition entry's index (R_PARTITION, at the records level) */
+    PyObject *rows;       /* an M_GROUP struct's rows, a list */
+    PyObject *row;        /* an M_ROW struct's row, a tuple filled in place before it is handed */
 } Walked;
+
+/* A field's value (`slots`) into the row of its M_ROW struct, else into the settings */
+static int keep(Schema *s, Walked *w, int slot, PyObject *v)
+{
+    if (!(s->mode & M_ROW))
+        return w->S->settings == NULL ? 0 : PyList_SetItem(w->S->settings, slot, Py_NewRef(v));
+    if (w->row == NULL)
+        return 0;
+    if (slot >= PyTuple_GET_SIZE(w->row)) {
+        PyErr_SetString(PyExc_IndexError, "a row member out of range");
+        return -1;
+    }
+    Py_SETREF(PyTuple_GET_ITEM(w->row, slot), Py_NewRef(v));
+    return 0;
+}
 
 static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
 {
     Walked *w = arg;
     Sum *S = w->S;
     Field *f = &s->fields[i];
-    int role = s->roles[i];
-    if (role == R_SKIP || (role == R_PARTITION && S->sets == NULL))
+    int role = s->roles[i], slot = s->slots[i];
+    if (slot < 0 && (role == R_SKIP || (role == R_PARTITION && S->sets == NULL)))
         return skip_field(c, p, s, i, NULL);
-    if (role == R_RECORDS && S->in_place) {   /* set_sums' common case, with no view made */
+    if (role == R_RECORDS && S->in_place && slot < 0) {   /* set_sums' common case, with no view made */
         Py_ssize_t q = *p;
         long long n, count, unc;
         if (length(c, &q, f->compact, 1, &n) == 0 && 0 <= n && n <= c->end - q
@@ -724,7 +753,7 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
                 return -1;
         return 0;
     }
-    PyObject *v = read_field(c, p, f);
+    PyObject *v = read_field(c, p, f), *rs = NULL;
     if (v == NULL)
         return -1;
     int rc = 0;
@@ -741,7 +770,7 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
         break;
     case R_RECORDS:
         if (v != Py_None)
-            rc = sum_records(S, v, w->partition);
+            rc = sum_records(S, v, w->partition, slot >= 0 ? &rs : NULL);
         break;
     case R_PARTITION:
         Py_XSETREF(w->partition, Py_NewRef(v));
@@ -753,6 +782,9 @@ static int sum_field(Ctx *c, Py_ssize_t *p, Schema *s, Py_ssize_t i, void *arg)
         Py_XSETREF(w->id, Py_NewRef(v));
         break;
     }
+    if (rc == 0 && slot >= 0)   /* the record set as decode_set gave it */
+        rc = keep(s, w, slot, rs != NULL ? rs : v);
+    Py_XDECREF(rs);
     Py_DECREF(v);
     return rc;
 }
@@ -846,15 +878,57 @@ static int name_sets(Sum *S, Py_ssize_t from, Walked *w)
     return 0;
 }
 
+/* An M_ROW struct's row of defaults (its fields' values replace them as they are read) */
+static PyObject *new_row(Schema *s)
+{
+    PyObject *row = PyTuple_New(s->nrow);
+    for (Py_ssize_t i = 0; row != NULL && i < s->nrow; i++) {
+        PyObject *v = s->row_defs[i] < 0 ? Py_NewRef(Py_None) : fresh(&s->defaults[s->row_defs[i]]);
+        if (v == NULL)
+            Py_CLEAR(row);
+        else
+            PyTuple_SET_ITEM(row, i, v);
+    }
+    return row;
+}
+
+/* A struct's rows handed over: an M_ROW struct's row to its topic entry's rows, an M_GROUP
+ * struct's (name, topic id, rows) to the groups (named as the walker names it; M_BY_NAME: an
+ * empty name is None, as reading `name` then `topic` gives it) */
+static int hand_rows(Schema *s, Walked *w)
+{
+    Sum *S = w->S;
+    if (w->row != NULL && S->rows != NULL && PyList_Append(S->rows, w->row) < 0)
+        return -1;
+    if (w->rows == NULL)
+        return 0;
+    int named = w->name == NULL ? 0 : PyObject_IsTrue(w->name);
+    if (named < 0)
+        return -1;
+    PyObject *name = w->name == NULL || (!named && (s->mode & M_BY_NAME)) ? Py_None : w->name;
+    PyObject *group = PyTuple_Pack(3, name, w->id ? w->id : Py_None, w->rows);
+    int rc = group == NULL ? -1 : PyList_Append(S->groups, group);
+    Py_XDECREF(group);
+    return rc;
+}
+
 static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
 {
     Walked w = {.S = S};
     int rc = -1;
     Py_ssize_t sets_from = S->sets != NULL ? PyList_GET_SIZE(S->sets) : 0;
+    PyObject *outer_rows = S->rows;
     if (s->mode & M_PARTITION)
         S->parts++;
     if ((s->name_def >= 0 && (w.name = fresh(&s->defaults[s->name_def])) == NULL)
             || (s->id_def >= 0 && (w.id = fresh(&s->defaults[s->id_def])) == NULL))
+        goto done;
+    if ((s->mode & M_GROUP) && S->groups != NULL) {
+        if ((w.rows = PyList_New(0)) == NULL)
+            goto done;
+        S->rows = w.rows;
+    }
+    if ((s->mode & M_ROW) && S->rows != NULL && (w.row = new_row(s)) == NULL)
         goto done;
     for (Py_ssize_t i = 0; i < s->nfields; ) {
         if (s->run_bytes[i] > 0) {   /* skipped fixed-size fields: checked as one */
@@ -870,13 +944,19 @@ static int sum_struct(Ctx *c, Py_ssize_t *p, Schema *s, Sum *S)
     }
     if (s->flexible && walk_tags(c, p, s, sum_field, NULL, &w) < 0)
         goto done;
+    S->rows = outer_rows;
     rc = (w.name != NULL || w.id != NULL) ? name_topic(s, &w) : 0;
     if (rc == 0 && S->sets != NULL && (w.name != NULL || w.id != NULL))
         rc = name_sets(S, sets_from, &w);
+    if (rc == 0)
+        rc = hand_rows(s, &w);
 done:
+    S->rows = outer_rows;
     Py_XDECREF(w.name);
     Py_XDECREF(w.id);
     Py_XDECREF(w.partition);
+    Py_XDECREF(w.rows);
+    Py_XDECREF(w.row);
     return rc;
 }
 
@@ -884,10 +964,14 @@ done:
 static int set_plan(Schema *s, PyObject *node)
 {
     Py_ssize_t n = s->nfields + s->ntagged;
-    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) != 4)
+    if (!PyTuple_Check(node) || (PyTuple_GET_SIZE(node) != 4 && PyTuple_GET_SIZE(node) != 6))
         return -1;
     PyObject *roles = PyTuple_GET_ITEM(node, 3);
-    if (!PyTuple_Check(roles) || PyTuple_GET_SIZE(roles) != n)
+    PyObject *slots = PyTuple_GET_SIZE(node) == 6 ? PyTuple_GET_ITEM(node, 4) : NULL;
+    PyObject *row_defs = slots != NULL ? PyTuple_GET_ITEM(node, 5) : NULL;
+    if (!PyTuple_Check(roles) || PyTuple_GET_SIZE(roles) != n
+            || (slots != NULL && (!PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) != n
+                                  || !PyTuple_Check(row_defs))))
         return -1;
     s->mode = (int)PyLong_AsLong(PyTuple_GET_ITEM(node, 0));
     s->name_def = PyLong_AsSsize_t(PyTuple_GET_ITEM(node, 1));
@@ -895,10 +979,30 @@ static int set_plan(Schema *s, PyObject *node)
     if (PyErr_Occurred() || s->name_def >= s->ndefaults || s->id_def >= s->ndefaults)
         return -1;
     PyMem_Free(s->roles);
-    if ((s->roles = PyMem_Calloc(n + 1 + 2 * s->nfields, sizeof(int))) == NULL)
+    PyMem_Free(s->row_defs);
+    s->row_defs = NULL;
+    s->nrow = 0;
+    if ((s->roles = PyMem_Calloc(2 * n + 1 + 2 * s->nfields, sizeof(int))) == NULL)
         return -1;
     s->run_bytes = s->roles + n + 1;
     s->run_end = s->run_bytes + s->nfields;
+    s->slots = s->run_end + s->nfields;
+    if (row_defs != NULL && PyTuple_GET_SIZE(row_defs) > 0) {
+        s->nrow = PyTuple_GET_SIZE(row_defs);
+        if ((s->row_defs = PyMem_New(Py_ssize_t, s->nrow)) == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < s->nrow; i++) {
+            s->row_defs[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(row_defs, i));
+            if (PyErr_Occurred() || s->row_defs[i] < -1 || s->row_defs[i] >= s->ndefaults)
+                return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long slot = slots == NULL ? -1 : PyLong_AsLong(PyTuple_GET_ITEM(slots, i));
+        if (PyErr_Occurred() || slot < -1 || slot > INT_MAX)
+            return -1;
+        s->slots[i] = (int)slot;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = PyTuple_GET_ITEM(roles, i);
         Field *f = &s->fields[i];
@@ -915,7 +1019,7 @@ static int set_plan(Schema *s, PyObject *node)
     }
     for (Py_ssize_t i = s->nfields - 1; i >= 0; i--) {   /* runs of skipped fixed-size fields */
         Field *f = &s->fields[i];
-        int fixed = s->roles[i] == R_SKIP && f->kind <= K_UUID;
+        int fixed = s->roles[i] == R_SKIP && s->slots[i] < 0 && f->kind <= K_UUID;
         int next = i + 1 < s->nfields && s->run_bytes[i + 1] > 0;
         s->run_bytes[i] = fixed ? min_size[f->kind] + (next ? s->run_bytes[i + 1] : 0) : 0;
         s->run_end[i] = fixed ? (next ? s->run_end[i + 1] : (int)i + 1) : 0;
@@ -1002,8 +1106,10 @@ static PyObject *top_value(Schema *s, Py_ssize_t def)
  * bad sets, partitions, records, records bytes, uncompressed bytes or None, error_code,
  * throttle_time_ms, record sets): the summary walk of the body at b[p:] (see "the summary
  * walk"); the record sets, with `full` (the records level), are (topic, partition, set) per
- * `records` field walked, else None. ValueError when this reader cannot walk (not compiled, a
- * plan that does not fit the layout, not bytes); malformed bytes fail as a call does. */
+ * `records` field walked, else None. A RowSpec's plan (its 4th member: the settings' defaults)
+ * adds two: the groups (name, topic id, rows) and the settings (a list). ValueError when this
+ * reader cannot walk (not compiled, a plan that does not fit the layout, not bytes); malformed
+ * bytes fail as a call does. */
 static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8)
@@ -1012,8 +1118,10 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
         compile_reader(self);
     PyObject *plan = args[2];
     if (self->state < 0 || !PyBytes_CheckExact(args[0]) || !PyTuple_Check(plan)
-            || PyTuple_GET_SIZE(plan) != 3)
+            || (PyTuple_GET_SIZE(plan) != 3
+                && (PyTuple_GET_SIZE(plan) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(plan, 3)))))
         return PyErr_Format(PyExc_ValueError, "this reader cannot walk that");
+    int rows = PyTuple_GET_SIZE(plan) == 4, nout = rows ? 13 : 11;
     Schema *s = self->compiled;
     if (plan != self->plan) {
         Py_CLEAR(self->plan);
@@ -1046,20 +1154,39 @@ static PyObject *reader_summarize(Reader *self, PyObject *const *args, Py_ssize_
     PyObject *out = NULL;
     if (full && (S.sets = PyList_New(0)) == NULL)   /* the records level keeps the sets */
         goto failed;
+    if (rows) {
+        PyObject *defs = PyTuple_GET_ITEM(plan, 3);
+        if ((S.groups = PyList_New(0)) == NULL
+                || (S.settings = PyList_New(PyTuple_GET_SIZE(defs))) == NULL)
+            goto failed;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defs); i++) {
+            Py_ssize_t def = PyLong_AsSsize_t(PyTuple_GET_ITEM(defs, i));
+            if ((def == -1 && PyErr_Occurred()) || def >= s->ndefaults || def < -1) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "this reader cannot walk that");
+                goto failed;
+            }
+            PyObject *v = top_value(s, def);
+            if (v == NULL)
+                goto failed;
+            PyList_SET_ITEM(S.settings, i, v);
+        }
+    }
     if (S.errs != NULL && S.topics != NULL && S.bad_sets != NULL && S.top_error != NULL
             && S.throttle != NULL) {
         if (sum_struct(&c, &p, s, &S) < 0)
             malformed();
         else {
-            PyObject *items[11] = {
+            PyObject *items[13] = {
                 PyLong_FromSsize_t(p), Py_NewRef(S.errs), Py_NewRef(S.topics),
                 Py_NewRef(S.bad_sets), PyLong_FromLongLong(S.parts),
                 PyLong_FromLongLong(S.nrec), PyLong_FromLongLong(S.nbytes),
                 S.unc_known ? PyLong_FromLongLong(S.unc) : Py_NewRef(Py_None),
                 Py_NewRef(S.top_error), Py_NewRef(S.throttle),
-                sets_of(S.sets)};
-            out = PyTuple_New(11);
-            for (int i = 0; i < 11; i++) {
+                sets_of(S.sets), rows ? Py_NewRef(S.groups) : NULL,
+                rows ? Py_NewRef(S.settings) : NULL};
+            out = PyTuple_New(nout);
+            for (int i = 0; i < nout; i++) {
                 if (out != NULL && items[i] != NULL)
                     PyTuple_SET_ITEM(out, i, items[i]);
                 else {
@@ -1075,6 +1202,8 @@ failed:
     Py_XDECREF(S.topics);
     Py_XDECREF(S.bad_sets);
     Py_XDECREF(S.sets);
+    Py_XDECREF(S.groups);
+    Py_XDECREF(S.settings);
     Py_XDECREF(S.top_error);
     Py_XDECREF(S.throttle);
     return out;
