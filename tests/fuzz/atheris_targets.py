@@ -8,7 +8,8 @@ capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder:
 choose the pair), records (record sets and codecs), stream (a sequence of TCP segments through
 reassembly, framing and pairing); and one per compiled entry point, each against its Python twin
 (the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
-summarize (its byte walk, which must agree with decoding and walking), walkset (records/_headers.c
+summarize (its byte walk, which must agree with decoding and walking; with analysis.load's Produce
+and Fetch plans, its rows taken by both partition walks alike), walkset (records/_headers.c
 and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2,
 append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
 csv_line), framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream
@@ -177,24 +178,39 @@ def _read(reader, body, budget):
 
 
 def target_summarize():
+    from analysis.load import kept_bodies
+    from analysis.partition_columns import LAYOUT, SIDES
+    from analysis.schema import PARTITION_COLUMNS
+    from dissector import partition_walk
     from dissector.protocol.decode import tables
     from dissector.summary_plan import plan
     from dissector.records.record_set import walk_set
     from tests.fuzz.support import PAIRS
+    specs = kept_bodies().rows
 
     def one(data):
         if len(data) < 3:
             return
         k, v = PAIRS[int.from_bytes(data[:2], "big") % len(PAIRS)]
-        entry = tables(k)[data[2] & 1].get(v)
-        if entry is None or plan(entry[1]) is None or not hasattr(entry[0], "summarize"):
+        direction = data[2] & 1
+        entry = tables(k)[direction].get(v)
+        # with bit 2, analysis.load's plan for Produce and Fetch: their rows handed over too
+        spec = specs[k][direction] if data[2] & 4 and k in specs else None
+        if entry is None or plan(entry[1], spec) is None or not hasattr(entry[0], "summarize"):
             return
         full = data[2] & 2 == 2   # the records level: the record sets handed over too
-        got = _outcome(entry[0].summarize, data[3:], 0, plan(entry[1]), True, {}, walk_set,
+        got = _outcome(entry[0].summarize, data[3:], 0, plan(entry[1], spec), True, {}, walk_set,
                        full, [1 << 20])
         if got[0] == "ok":   # what it walked, a decode must read too, to the same end
             assert entry[0].fallback(data[3:], 0)[1] == got[1][0]
             assert (got[1][10] is None) != full
+            assert len(got[1]) == (13 if spec is not None else 11)
+        if got[0] == "ok" and spec is not None:   # the groups walked by both walks alike
+            side = SIDES[k][direction][1]
+            walks = [(walk, [[] for _ in PARTITION_COLUMNS]) for walk in (
+                partition_walk.walk_side, partition_walk.py_walk_side)]
+            assert len({repr((_outcome(walk, cols, 0, got[1][11], side, LAYOUT, None, True),
+                              cols)) for walk, cols in walks}) == 1
     return one
 
 
@@ -479,6 +495,11 @@ def make_corpus(root: Path):
                                                        request_message(k, v, rnd))
         (root / "decode" / f"{k}v{v}-resp").write_bytes(prefix + b"\1" +
                                                         response_message(k, v, rnd))
+        if k in (0, 1):   # Produce and Fetch walked as analysis.load walks them (their rows)
+            for d in ("req", "resp"):
+                seed = bytearray((root / "decode" / f"{k}v{v}-{d}").read_bytes())
+                seed[2] |= 4
+                (root / "summarize" / f"{k}v{v}-{d}-rows").write_bytes(bytes(seed))
     try:
         from tests.records.builders import build
         items = [(1_700_000_000_000 + i, b"k", b"v" * i, None) for i in range(4)]

@@ -55,6 +55,8 @@ def mutate(data: bytes, rnd: random.Random, others: list[bytes]) -> bytes:
 
 
 def dissect_all(path: Path) -> None:
+    from analysis.extras import exchange_extras
+    from analysis.load import kept_bodies
     from analysis.partition_columns import PartitionTable
     from dissector.output import CsvWriter, JsonlWriter, TextWriter
     from dissector.pipeline import dissect
@@ -72,6 +74,13 @@ def dissect_all(path: Path) -> None:
             if level == "records":
                 for _ in record_rows(ex):
                     pass
+        partitions.table()
+    # analysis.load's way: no Produce or Fetch body, the byte walk handing over their rows
+    for level in ("bodies", "records"):
+        partitions = PartitionTable()
+        for ex in dissect([str(path)], level=level, keep_bodies=kept_bodies()):
+            partitions.add_exchange(ex)
+            exchange_extras(ex)
         partitions.table()
     # the records commands' way: no body built, the record sets handed over by the byte walk,
     # the sides without records not read
@@ -92,7 +101,7 @@ def direct_calls(count: int, rnd: random.Random) -> None:
     from tests.fuzz.atheris_targets import exchange_of
     from tests.tcp.test_compiled_handler import segment_run
     from analysis.partition_columns import _OFFSETS, LAYOUT, SIDES
-    from dissector.partition_walk import walk_exchange
+    from dissector.partition_walk import walk_exchange, walk_side
     from tests.fuzz.atheris_targets import partition_walks
     from tests.protocol.encoder import random_body
     from dissector.records import _columns, _text
@@ -165,6 +174,14 @@ def direct_calls(count: int, rnd: random.Random) -> None:
             elif which == 5 and rnd.random() < 0.8:
                 k, d, schema = rnd.choice(walked)
                 partition_walks(k, d, random_body(schema, rnd))
+            elif which == 5 and rnd.random() < 0.5:   # walked groups of any shape and values
+                groups = [rnd.choice(((rnd.choice(odd), rnd.choice(odd), [
+                    tuple(rnd.choice(odd) for _ in range(rnd.choice((6, 6, 2, 0))))
+                    for _ in range(rnd.randrange(4))]), rnd.choice(odd), ("t", None)))
+                    for _ in range(rnd.randrange(4))]
+                k, d, _ = rnd.choice(walked)
+                walk_side([[] for _ in range(40)], rnd.randrange(5), groups, SIDES[k][d][1],
+                          LAYOUT, None, True)
             elif which == 5:   # an exchange walk with columns and offsets of any values
                 cols = [[rnd.choice(odd) for _ in range(rnd.randrange(4))]
                         for _ in range(rnd.choice((0, 3, 40)))]
