@@ -211,8 +211,8 @@ def _group_id(body):
 
 def partition_rows(ex, bodies=None):
     """The exchange's partitions rows (tuples in PARTITION_COLUMNS order); none for other APIs
-    or when no body was decoded. `bodies`: (request, response) bodies to read instead of its
-    messages' (decoded from their bytes where they were not kept)."""
+    or when no body was decoded. `bodies`: (request, response) to read instead of its
+    messages' bodies (where the byte walk kept none: the bodies its groups stand for)."""
     extract = _EXTRACT.get(ex.api_key)
     if extract is None:
         return []

@@ -295,12 +295,12 @@ typedef struct {
 } Spec;
 
 /* one partition entry's row (number: its partition number; made: this body makes the row);
- * p a decoded entry, or with `tupled` a walked row: [number, fields..., record set] */
+ * p a decoded entry, or with `tupled` a walked row: (number, fields..., record set) */
 static int partition_row(PyObject *cols, Py_ssize_t row, PyObject *p, PyObject *number,
                          PyObject *name, int named, PyObject *tid, int made, Spec *s, int tupled)
 {
     Py_ssize_t nfields = PyTuple_GET_SIZE(s->fields);
-    if (tupled && (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != nfields + 2 || s->listed >= 0)) {
+    if (tupled && (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != nfields + 2)) {
         PyErr_SetString(PyExc_TypeError, "a walked row: (number, fields..., record set)");
         return -1;
     }
@@ -610,8 +610,14 @@ static PyObject *walk_side(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Spec *s = spec_for(side, layout, &own, &owned);
     if (s == NULL)
         return NULL;
-    walking++;
     PyObject *made = NULL, *keys = NULL, *it = NULL, *result = NULL;
+    if (tupled && (!s->indexed || s->listed >= 0)) {   /* walked rows: numbered, none listed */
+        PyErr_SetString(PyExc_TypeError, "walked rows have numbers and no listed offset");
+        if (owned)
+            spec_free(&own);
+        return NULL;
+    }
+    walking++;
     made = shape == Py_None ? PyList_New(0) : NULL;
     keys = PySet_New(NULL);
     if ((shape == Py_None && made == NULL) || keys == NULL)

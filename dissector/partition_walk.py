@@ -68,7 +68,7 @@ def _put(column, row, value):
 def py_walk_side(cols, start, topics, side, layout, shape, tupled=False):
     parts_attr, index_attr, fields, records_attr, listed = side
     if tupled:
-        topics = walked_topics(topics, side)
+        topics = walked_topics(topics or (), side)
     topic_col, tid_col, part_col, record_cols, topic_id = layout
     optional_records = records_attr is not None and records_attr.startswith("?")
     made = [] if shape is None else None

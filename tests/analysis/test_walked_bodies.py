@@ -108,12 +108,22 @@ def test_random_bodies(key, version, direction):
 
 
 def test_walked_groups_stand_for_the_entries():
-    """A group whose rows do not fit the side is refused, by both walks alike."""
+    """A group whose rows do not fit the side, or a side whose entries are not numbered rows,
+    is refused by both walks alike; no groups make no rows."""
     _, side = PC.SIDES[1][1]
     for groups in ([("t", None, [(0, 1)])], [("t", None, [()])], [("t", None)]):
         assert _outcome(walk_side, groups, side, True) == _outcome(py_walk_side, groups, side,
                                                                    True)
         assert _outcome(walk_side, groups, side, True)[0] is TypeError
+    for key, direction in ((9, 0), (2, 1)):   # entries that are numbers; a listed offset
+        other = PC.SIDES[key][direction][1]
+        groups = [("t", None, [(0, None)])]
+        assert _outcome(walk_side, groups, other, True)[0] is TypeError
+        assert _outcome(py_walk_side, groups, other, True)[0] is TypeError
+    for groups in (None, []):
+        compiled = _outcome(walk_side, groups, side, True)
+        assert compiled == _outcome(py_walk_side, groups, side, True)
+        assert compiled[0] == []
 
 
 @pytest.mark.parametrize("capture", sorted(CAPTURES.glob("*.pcap"))[::2],
