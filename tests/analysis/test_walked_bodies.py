@@ -19,9 +19,9 @@ from analysis.schema import PARTITION_COLUMNS
 from dissector.decoding import AllBut, BodyDecoder
 from dissector.partition_walk import Irregular, py_walk_side, walk_side
 from dissector.protocol.decode import decode_struct, tables
-from dissector.protocol.message import Message
 from dissector.summary_plan import plan
-from tests.protocol.encoder import body_uuids, encode, random_body
+from tests.protocol.encoder import encode, random_body
+from tests.session.test_summary_bytes import _damaged, _random_bodies
 from tests.support import CAPTURES
 
 SPECS = kept_bodies().rows
@@ -77,21 +77,6 @@ def _compare(data, key, version, direction, known, full=False):
     return True
 
 
-def _bodies(entry, rnd, n):
-    for _ in range(n):
-        body = random_body(entry[1], rnd)
-        ids = [u for u in body_uuids(body) if u.int]
-        yield encode(entry[1], body), {u: f"known-{i}" for i, u in enumerate(ids) if i % 2}
-
-
-def _damaged(data, rnd):
-    yield data[:rnd.randrange(len(data))] if data else data
-    if data:
-        flipped = bytearray(data)
-        flipped[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
-        yield bytes(flipped)
-
-
 @pytest.mark.parametrize("key,version,direction", PAIRS,
                          ids=[f"{k}-v{v}-{'resp' if d else 'req'}" for k, v, d in PAIRS])
 def test_random_bodies(key, version, direction):
@@ -99,7 +84,7 @@ def test_random_bodies(key, version, direction):
     assert plan(entry[1], SPECS[key][direction]) is not None   # every layout is walked
     rnd = random.Random(f"walked/{key}/{version}/{direction}")
     walked = 0
-    for data, known in _bodies(entry, rnd, 6):
+    for data, known in _random_bodies(entry, rnd, 6):
         assert _compare(data, key, version, direction, known, full=rnd.random() < 0.5)
         walked += 1
         for bad in _damaged(data, rnd):
@@ -142,5 +127,5 @@ def test_a_message_walked_without_rows_has_no_groups():
     entry = tables(1)[1][11]
     data = encode(entry[1], random_body(entry[1], random.Random(3)))
     walked = BodyDecoder(keep_bodies=False)._walk_bytes(data, 0, entry, [], True, 1)
+    assert walked is not None   # walked on its bytes, handing over no rows
     assert walked.groups is None and walked.settings is None
-    assert Message(1, 11, 1).body is None
