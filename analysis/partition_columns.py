@@ -197,8 +197,8 @@ class PartitionTable:
         except (Irregular, AttributeError, TypeError):
             for column in self._cols:
                 del column[start:]
-            piece = _from_rows(partition_rows(
-                ex, _standing(ex.api_key, (None, None), (req, resp)) if tupled else None))
+            bodies = _standing(ex.api_key, (None, None), (req, resp)) if tupled else (req, resp)
+            piece = _from_rows(partition_rows(ex, bodies))
             if piece is not None:
                 self.add(piece)
             return

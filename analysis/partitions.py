@@ -212,7 +212,7 @@ def _group_id(body):
 def partition_rows(ex, bodies=None):
     """The exchange's partitions rows (tuples in PARTITION_COLUMNS order); none for other APIs
     or when no body was decoded. `bodies`: (request, response) to read instead of its
-    messages' bodies (where the byte walk kept none: the bodies its groups stand for)."""
+    messages' bodies (theirs, or where the byte walk kept none, the ones its groups stand for)."""
     extract = _EXTRACT.get(ex.api_key)
     if extract is None:
         return []

@@ -6,6 +6,7 @@ bodies of every version in both directions, damaged ones among them; and the tab
 shipped capture the same whether the bodies are kept or walked."""
 from __future__ import annotations
 
+import json
 import random
 import sys
 from types import SimpleNamespace as NS
@@ -15,9 +16,11 @@ import pytest
 from analysis import extras as E
 from analysis import partition_columns as PC
 from analysis.load import kept_bodies, load
+from analysis.partitions import row_by_row_table
 from analysis.schema import PARTITION_COLUMNS
 from dissector.decoding import AllBut, BodyDecoder
 from dissector.partition_walk import Irregular, py_walk_side, walk_side
+from dissector.pipeline import dissect
 from dissector.protocol.decode import decode_struct, tables
 from dissector.summary_plan import plan
 from tests.protocol.encoder import encode, random_body
@@ -129,3 +132,33 @@ def test_a_message_walked_without_rows_has_no_groups():
     walked = BodyDecoder(keep_bodies=False)._walk_bytes(data, 0, entry, [], True, 1)
     assert walked is not None   # walked on its bytes, handing over no rows
     assert walked.groups is None and walked.settings is None
+
+
+def _exchanges(capture, **kwargs):
+    port = json.loads((CAPTURES / f"{capture.name.split('.')[0]}.truth.json").read_text())
+    return [ex for ex in dissect(capture, (port["broker_port"],), level="records", **kwargs)
+            if ex.api_key in SPECS]
+
+
+@pytest.mark.parametrize("capture", [p for p in sorted(CAPTURES.glob("*.pcap"))
+                                     if "mss" not in p.name], ids=lambda p: p.name)
+def test_one_side_kept_the_other_walked(capture):
+    """An exchange whose request kept its body while its response was walked (a damaged
+    message is decoded, the other side not), and the other way round: the partitions table as
+    with both bodies kept; and WALKED names the lists SIDES reads."""
+    kept = _exchanges(capture)
+    assert len(kept) == len(_exchanges(capture, keep_bodies=kept_bodies())) > 0
+    for ex in kept:
+        for d, msg in enumerate((ex.request_msg, ex.response_msg)):
+            if msg is not None and msg.body is not None:
+                attr = PC.WALKED[ex.api_key][d]
+                assert PC.SIDES[ex.api_key][d][0](msg.body) is getattr(msg.body, attr)
+    expected = row_by_row_table(kept)
+    for side in ("request_msg", "response_msg"):
+        mixed = _exchanges(capture, keep_bodies=kept_bodies())
+        for k, w in zip(kept, mixed):
+            setattr(w, side, getattr(k, side))
+        table = PC.PartitionTable()
+        for ex in mixed:
+            table.add_exchange(ex)
+        assert table.table().equals(expected), side
