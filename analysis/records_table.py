@@ -1,6 +1,6 @@
 """The records table as Arrow: the core's column buffers (dissector.records.columns) wrapped
-without copying a key, value or header (pa.Array.from_buffers), the batch fields built once per
-batch and repeated by index (take).
+(pa.Array.from_buffers; only the small ones copied, SMALL_BUFFER), the batch fields built once
+per batch and repeated by index (take).
 
 RecordTable is fed exchange by exchange and cuts a batch every CHUNK_ROWS rows or about
 CHUNK_BYTES of keys, values and headers: each batch goes to a sink (streaming: Parquet row
@@ -30,19 +30,29 @@ OWN = ("offset", "timestamp", "key", "value", "headers")   # a record's own colu
 
 
 def record_batch(cols: RecordColumns) -> pa.RecordBatch:
-    """The rows of `cols` as one RecordBatch in RECORD_TABLE_COLUMNS order. The arrays share the
-    buffers' memory (the bytearrays must not grow afterwards). A kept batch is not copied to
-    exact size either: the buffers grow by doubling, but the pages of their allocation never
-    written are never resident (dense400: peak RSS +1%, and copying was 8% of the load)."""
-    take = pa.Array.from_buffers(pa.int32(), cols.rows, [None, pa.py_buffer(cols.batch_index)])
+    """The rows of `cols` as one RecordBatch in RECORD_TABLE_COLUMNS order, over its buffers
+    (_wrapped: the bytearrays must not grow afterwards)."""
+    take = pa.Array.from_buffers(pa.int32(), cols.rows, [None, _wrapped(cols.batch_index)])
     batch = [_encoded(i, column).take(take) for i, column in enumerate(batch_fields(cols.batches))]
     return _assembled(own_columns(cols), batch)
+
+
+# The buffers grow by doubling. A large one is a mapping of its own, whose pages past what was
+# written are never resident: wrapped as it is (copying the keys and values to exact size, and
+# faulting in fresh pages for them, was 8% of a dense load's CPU). A small one lies in the heap,
+# in memory used before: copied to its exact size, which frees the rest for the next batch
+# (load(records=True) peak RSS, dense400: 633 MB wrapping all, 627 MB copying all, 621 MB so).
+SMALL_BUFFER = 1 << 20
+
+
+def _wrapped(b) -> pa.Buffer:
+    return pa.py_buffer(bytes(b) if len(b) < SMALL_BUFFER else b)
 
 
 def own_columns(cols: RecordColumns) -> dict:
     """The records' own columns (OWN: name -> array) over the buffers of `cols`."""
     n = cols.rows
-    buf = pa.py_buffer
+    buf = _wrapped
 
     def binary(valid, offsets, data, typ=pa.binary()):
         return pa.Array.from_buffers(typ, n, [buf(valid), buf(offsets), buf(data)])

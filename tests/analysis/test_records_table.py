@@ -80,3 +80,23 @@ def test_batch_fields_are_pyarrows_own_conversion_with_damaged_values_null(seed)
                      for v in values]
             want = pa.array([v if fits(v, kind) else None for v in values], RT._BATCH_TYPES[i])
             assert RT.batch_fields(heads)[i].equals(want), (kind, values)
+
+
+def test_a_batch_wraps_its_large_buffers_and_copies_its_small_ones(monkeypatch):
+    """A batch's arrays read the column buffers themselves where they are large (no copy of the
+    keys and values) and exact-size copies of the small ones (which frees their doubled
+    allocations in the heap): analysis.records_table.SMALL_BUFFER."""
+    from analysis import records_table as RT
+    from dissector.records.columns import RecordColumns
+    cols = RecordColumns()
+    for ex in dissect(CAPTURES / "codecs.pcap", (port("codecs"),), level="records"):
+        found = RT.exchange_records(ex)
+        if found is not None:
+            cols.fill(*found)
+    monkeypatch.setattr(RT, "SMALL_BUFFER", 100_000)   # the capture holds 0.5 MB of values
+    assert len(cols.value_data) >= RT.SMALL_BUFFER > len(cols.value_offsets) > 0
+    value = RT.record_batch(cols).column("value")
+    _, offsets, data = value.buffers()
+    assert data.address == pa.py_buffer(cols.value_data).address
+    assert offsets.address != pa.py_buffer(cols.value_offsets).address
+    assert offsets.to_pybytes() == bytes(cols.value_offsets)
