@@ -21,6 +21,7 @@ from operator import itemgetter, length_hint
 
 import pyarrow as pa
 
+from .parquet_codec import DEFAULT as DEFAULT_CODEC
 from .schema import CATEGORICAL, arrow_type
 
 try:
@@ -283,15 +284,16 @@ def _scalar(value, typ):
 
 
 class ParquetSink:
-    """Writes each batch it is given as one row group of a Parquet file."""
+    """Writes each batch it is given as one row group of a Parquet file, compressed with
+    `codec` (analysis.parquet_codec)."""
 
-    def __init__(self, path, schema: pa.Schema):
-        self._path, self._schema = path, schema
+    def __init__(self, path, schema: pa.Schema, codec=DEFAULT_CODEC):
+        self._path, self._schema, self._codec = path, schema, codec
         self._open()
 
     def _open(self):
         import pyarrow.parquet as pq
-        self._writer = pq.ParquetWriter(self._path, self._schema)
+        self._writer = pq.ParquetWriter(self._path, self._schema, compression=self._codec)
         self.rows = 0
 
     def reset(self) -> None:

@@ -23,6 +23,7 @@ from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange
 
 from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
 from .extras import exchange_extras
+from .parquet_codec import DEFAULT as DEFAULT_CODEC
 from .partition_columns import PartitionTable
 from .records_table import RECORD_TABLE_COLUMNS, RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,
@@ -78,18 +79,20 @@ class Tables:
             self._derived[name] = getattr(_derived_module(name), name)(self)
         return self._derived[name]
 
-    def write_parquet(self, directory) -> list[Path]:
-        """One Parquet file per table in `directory` (created if needed)."""
+    def write_parquet(self, directory, codec=DEFAULT_CODEC) -> list[Path]:
+        """One Parquet file per table in `directory` (created if needed), compressed with
+        `codec` (analysis.parquet_codec)."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name in TABLES:
             path = out / f"{name}.parquet"
-            pq.write_table(self.arrow[name], path)
+            pq.write_table(self.arrow[name], path, compression=codec)
             paths.append(path)
         for name in DERIVED:
             path = out / f"{name}.parquet"
-            pq.write_table(pa.Table.from_pandas(getattr(self, name), preserve_index=False), path)
+            pq.write_table(pa.Table.from_pandas(getattr(self, name), preserve_index=False), path,
+                           compression=codec)
             paths.append(path)
         return paths
 
@@ -333,24 +336,26 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,
-           max_frame=None, keylog=None, jobs=None):
+           max_frame=None, keylog=None, jobs=None, codec=DEFAULT_CODEC):
     """Dissect `paths` like load() (`keylog` as there) and write the tables as Parquet files in
-    `directory` (created if needed) as they fill, batch by batch (one row group each): memory
-    stays bounded however large the captures. load_parquet(directory) reads back what load()
-    returns. Returns (collector, dissection): len(collector.exchanges) etc. count the rows
-    written, and dissection.errors lists damaged captures."""
+    `directory` (created if needed) as they fill, batch by batch (one row group each), compressed
+    with `codec` (analysis.parquet_codec): memory stays bounded however large the
+    captures. load_parquet(directory) reads back what load() returns. Returns (collector,
+    dissection): len(collector.exchanges) etc. count the rows written, and dissection.errors
+    lists damaged captures."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     sinks = {}
     try:
         for name in TABLES:
-            sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)))
+            sinks[name] = ParquetSink(out / f"{name}.parquet", table_schema(table_columns(name)),
+                                      codec)
         result = collect(paths, port, level=level, keep=keep, progress=progress,
                          max_frame=max_frame, sinks=sinks, keylog=keylog, jobs=jobs)
     finally:
         for sink in sinks.values():
             sink.close()
-    write_derived(out)
+    write_derived(out, codec)
     return result
 
 
@@ -359,10 +364,10 @@ def _derived_module(name):
     return import_module(f".{name}", __package__)
 
 
-def write_derived(directory) -> None:
-    """The DERIVED tables of the Parquet tables in `directory`, written next to them: each
-    computed from the columns its module NEEDS (of the rows of the api keys its ROWS names, when
-    it does), read back (export streamed the tables out of memory)."""
+def write_derived(directory, codec=DEFAULT_CODEC) -> None:
+    """The DERIVED tables of the Parquet tables in `directory`, written next to them (compressed
+    with `codec`): each computed from the columns its module NEEDS (of the rows of the api keys
+    its ROWS names, when it does), read back (export streamed the tables out of memory)."""
     d = Path(directory)
     for name in DERIVED:
         module = _derived_module(name)
@@ -370,7 +375,8 @@ def write_derived(directory) -> None:
         arrow = {table: _read_columns(d / f"{table}.parquet", cols, rows.get(table))
                  for table, cols in module.NEEDS.items()}
         frame = getattr(module, name)(_Columns(arrow))
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{name}.parquet")
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), d / f"{name}.parquet",
+                       compression=codec)
         del arrow, frame   # each table's memory given back before the next: the peak stays flat
         gc.collect()
         pa.default_memory_pool().release_unused()

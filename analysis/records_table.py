@@ -17,6 +17,7 @@ from dissector.records.columns import (BATCH_COLUMNS, BATCH_KINDS, CHUNK_BYTES, 
 from dissector.records.rows import RECORD_COLUMNS
 
 from .columns import kept_table, shared_nulls, table_schema
+from .parquet_codec import DEFAULT as DEFAULT_CODEC
 from .schema import CATEGORICAL, arrow_type
 from .trace_context import TRACE_COLUMNS, trace_columns
 
@@ -172,12 +173,13 @@ class RecordTable:
         return kept_table(self._batches, SCHEMA)
 
 
-def write_parquet(exchanges, path, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES) -> int:
-    """The records of `exchanges` as a Parquet file, a row group every `rows` rows or about
-    `data_bytes` of keys, values and headers; returns the rows written."""
+def write_parquet(exchanges, path, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES,
+                  codec=DEFAULT_CODEC) -> int:
+    """The records of `exchanges` as a Parquet file compressed with `codec`, a row group every
+    `rows` rows or about `data_bytes` of keys, values and headers; returns the rows written."""
     import pyarrow.parquet as pq
     n = 0
-    with pq.ParquetWriter(path, SCHEMA) as writer:
+    with pq.ParquetWriter(path, SCHEMA, compression=codec) as writer:
         for cols in record_chunks(exchanges, rows, data_bytes):
             writer.write_batch(record_batch(cols))
             n += cols.rows

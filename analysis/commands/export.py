@@ -11,6 +11,7 @@ from dissector.commands.common import (Progress, keylog_from, parse_ports, repor
 from dissector.filters import compile_filter_option
 
 from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
+from .. import parquet_codec
 from .options import add_analysis_options, jobs_of
 
 
@@ -22,6 +23,7 @@ def add_parser(sub) -> None:
                                    "(read them back with analysis.load_parquet).")
     add_analysis_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="directory for the Parquet files")
+    parquet_codec.add_option(p)
     p.set_defaults(run=run)
 
 
@@ -38,7 +40,7 @@ def run(args) -> int:
         col, dissection = export(args.captures, args.out, list(ports) + (["auto"] if auto else []),
                                  level=args.level, keep=keep, progress=progress,
                                  max_frame=args.max_frame, keylog=keylog,
-                                 jobs=jobs_of(args, auto))
+                                 jobs=jobs_of(args, auto), codec=args.parquet_codec)
     finally:
         progress.done()
     report_undecrypted(dissection.dissector.tls)

@@ -23,6 +23,8 @@ from dissector.records.columns import record_chunks, sourced_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
 from dissector.text_safety import escape
 
+from .. import parquet_codec
+
 FORMATS = ("text", "jsonl", "csv", "parquet")
 ROW_GROUP = 65536
 ROW_GROUP_BYTES = 4 << 20
@@ -40,6 +42,7 @@ def add_parser(sub) -> None:
     add_jobs_option(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--out", metavar="FILE", help="write to FILE (required for parquet)")
+    parquet_codec.add_option(p)
     p.set_defaults(run=run)
 
 
@@ -115,14 +118,15 @@ def _parquet(args, dissection, progress):
                     max_frame=args.max_frame, keep_bodies=False, records_only=True,
                     keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
         try:
-            with pq.ParquetWriter(args.out, SCHEMA) as parquet:
+            with pq.ParquetWriter(args.out, SCHEMA, compression=args.parquet_codec) as parquet:
                 writer = Writer(parquet.write_batch, ROW_GROUP, ROW_GROUP_BYTES)
                 result = run(plan, writer.write, progress)
                 writer.finish()
             return result, writer.count
         except Diverged:
             pass
-    return dissection, write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES)
+    return dissection, write_parquet(dissection, args.out, ROW_GROUP, ROW_GROUP_BYTES,
+                                     args.parquet_codec)
 
 
 def _parallel(args, dissection, progress, write, placed=None):

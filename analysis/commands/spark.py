@@ -9,6 +9,8 @@ from dissector.commands.common import add_keylog_option, parse_ports
 from dissector.pipeline import MAX_FRAME
 from dissector.session import LEVELS
 
+from .. import parquet_codec
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -34,6 +36,7 @@ def add_parser(sub) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting (repeatable)")
     add_keylog_option(p)
+    parquet_codec.add_option(p)
     p.set_defaults(run=run)
 
 
@@ -55,7 +58,8 @@ def run(args) -> int:
     keylog = keylog_from(args)
     try:
         result = spark_run(args.inputs, args.out, args.master, ports=ports, auto=auto,
-                           level=args.level, max_frame=args.max_frame, conf=conf, keylog=keylog)
+                           level=args.level, max_frame=args.max_frame, conf=conf, keylog=keylog,
+                           codec=args.parquet_codec)
     except (InputError, NoJava) as exc:
         raise UsageError(str(exc)) from None
     rows = result.rows

@@ -127,9 +127,10 @@ def clients(spark):
     return spark.sql(SQL)
 
 
-def write(spark, out: str) -> int:
+def write(spark, out: str, codec) -> int:
     """Compute the clients of the run in `out` and write them as
-    `<out>/clients.parquet/part-00000.parquet`; returns the row count."""
+    `<out>/clients.parquet/part-00000.parquet`, compressed with `codec`; returns the row
+    count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyarrow import fs
@@ -148,7 +149,7 @@ def write(spark, out: str) -> int:
         filesystem.delete_dir(path)
     filesystem.create_dir(path, recursive=True)
     pq.write_table(pa.Table.from_batches(table.to_batches(), schema), f"{path}/part-00000.parquet",
-                   filesystem=filesystem)
+                   filesystem=filesystem, compression=codec)
     return table.num_rows
 
 

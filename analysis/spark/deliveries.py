@@ -88,9 +88,10 @@ def deliveries(spark):
     return spark.sql(SQL)
 
 
-def write(spark, out: str) -> int:
+def write(spark, out: str, codec) -> int:
     """Compute the deliveries of the run in `out` and write them as
-    `<out>/deliveries.parquet/part-*.parquet` from the executors; returns the row count."""
+    `<out>/deliveries.parquet/part-*.parquet` from the executors, compressed with `codec`;
+    returns the row count."""
     import pyarrow as pa
 
     from ..columns import table_schema
@@ -120,7 +121,7 @@ def write(spark, out: str) -> int:
             table = pa.concat_tables(tables)
             rows = table.num_rows
             pq.write_table(table, f"{dest}/deliveries.parquet/part-{part:05d}.parquet",
-                           filesystem=dest_fs)
+                           filesystem=dest_fs, compression=codec)
         yield pa.RecordBatch.from_pydict({"rows": [rows]})
 
     counts = deliveries(spark).mapInArrow(write_part, "rows long").collect()

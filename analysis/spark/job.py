@@ -25,6 +25,7 @@ import numpy as np
 from dissector.pipeline import DEFAULT_PORTS, MAX_FRAME, as_keylog
 from dissector.tls.keylog import KeyLog
 
+from ..parquet_codec import DEFAULT as DEFAULT_CODEC
 from . import clients, deliveries, index
 from .decode import Options, decode_bucket
 from .extract import extract_file
@@ -58,7 +59,8 @@ class Result:
 
 
 def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=False,
-        level=None, max_frame=MAX_FRAME, spark=None, conf=None, keylog=None) -> Result:
+        level=None, max_frame=MAX_FRAME, spark=None, conf=None, keylog=None,
+        codec=DEFAULT_CODEC) -> Result:
     """Dissect capture files (paths, directories, globs or URIs) into `out` on Spark.
 
     Writes `<out>/<table>.parquet/` for exchanges, partitions, records, issues and connections in
@@ -69,8 +71,9 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
     `analysis.load`. keylog: TLS key log file(s) to decrypt TLS connections with, as for
     `analysis.load` (default $SSLKEYLOGFILE): read here, on the driver, and shipped to the decode
     tasks with their options, with the key logs of the pcapng files' Decryption Secrets Blocks
-    (which the extract tasks collect). The files are read as one capture, in the order of their
-    first packet.
+    (which the extract tasks collect). codec: how the Parquet files are compressed
+    (analysis.parquet_codec). The files are read as one capture, in the order of their first
+    packet.
     """
     from ..load import keylog_or_default
     from .session import spark_session
@@ -162,12 +165,12 @@ def run(inputs, out, master=None, *, ports=DEFAULT_PORTS, auto=False, records=Fa
         [np.frombuffer(r.ids, np.int64) for r in decoded if r.table == "connections"]
         or [np.zeros(0, np.int64)]))
     stages.stage("number")
-    rows = write_tables(spark, str(out), blobs, starts, provisional)
+    rows = write_tables(spark, str(out), blobs, starts, provisional, codec)
     stages.stage("write")
     # 5. the tables that join rows across connections and files, from the tables written
-    rows["deliveries"] = deliveries.write(spark, str(out))
+    rows["deliveries"] = deliveries.write(spark, str(out), codec)
     stages.stage("deliveries")
-    rows["clients"] = clients.write(spark, str(out))
+    rows["clients"] = clients.write(spark, str(out), codec)
     stages.stage("clients")
     return Result(str(out), file_order, errors, rows, time.monotonic() - start, stages.rows)
 

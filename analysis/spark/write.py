@@ -65,10 +65,11 @@ def spill(parts: pa.Table, out: str, bucket: int) -> pa.Table:
     return parts.drop_columns(["data"]).append_column("path", pa.array(paths, pa.string()))
 
 
-def write_tables(spark, out: str, blobs: dict, starts: dict, provisional) -> dict:
-    """Write the tables from the blobs (part -> table -> their files), one task per part.
-    starts: part -> exchanges in the parts before it; provisional: every provisional connection
-    id, sorted. Returns the rows written per table; the blobs are removed."""
+def write_tables(spark, out: str, blobs: dict, starts: dict, provisional, codec) -> dict:
+    """Write the tables from the blobs (part -> table -> their files), one task per part, as
+    Parquet compressed with `codec`. starts: part -> exchanges in the parts before it;
+    provisional: every provisional connection id, sorted. Returns the rows written per table;
+    the blobs are removed."""
     prepare(out)
     ids = pa.array(provisional, pa.int64())
 
@@ -94,7 +95,8 @@ def write_tables(spark, out: str, blobs: dict, starts: dict, provisional) -> dic
                 t = _global_ids(t, ids, numbers)
                 filesystem, path = table_dir(out, name)
                 pq.write_table(t.select(target_schema(name).names).cast(target_schema(name)),
-                               f"{path}/part-{part:05d}.parquet", filesystem=filesystem)
+                               f"{path}/part-{part:05d}.parquet", filesystem=filesystem,
+                               compression=codec)
                 rows[name] += t.num_rows
         yield pa.RecordBatch.from_pydict({"table": list(rows), "rows": list(rows.values())})
 
@@ -108,7 +110,7 @@ def write_tables(spark, out: str, blobs: dict, starts: dict, provisional) -> dic
         if n == 0:   # keep the table's schema readable
             filesystem, path = table_dir(out, name)
             pq.write_table(target_schema(name).empty_table(), f"{path}/part-00000.parquet",
-                           filesystem=filesystem)
+                           filesystem=filesystem, compression=codec)
     remove_blobs(out)
     return totals
 

@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 from analysis import load
 from analysis.spark import load_output
 from dissector.cli import main
+from tests.analysis.test_parquet_codec import assert_compressed
 from tests.support import require_module, require_path, require_tool
 
 from .compare import assert_tables_equal
@@ -23,13 +24,16 @@ def test_spark_command(tmp_path, capsys):
     out = tmp_path / "out"
     status = main(["spark", str(tmp_path / "in" / "*.pcap"), "--out", str(out), "--master",
                    "local[2]", "--conf", "spark.ui.enabled=false",
-                   "--conf", "spark.sql.shuffle.partitions=4"])
+                   "--conf", "spark.sql.shuffle.partitions=4", "--parquet-codec", "zstd"])
     err = capsys.readouterr().err
     assert status == 2   # junk.pcap is not a capture
     assert f"kafka-dissect: error: {tmp_path / 'in' / 'junk.pcap'}: not a pcap" in err
     assert "4 files:" in err
     for table in ("exchanges", "partitions", "records", "issues", "connections"):
         assert list((out / f"{table}.parquet").glob("part-*.parquet"))
+    assert_compressed(out.glob("*.parquet/part-*.parquet"), "zstd")
+    assert {p.parent.stem for p in out.glob("*.parquet/part-*.parquet")} >= {"deliveries",
+                                                                            "clients"}
     written = pq.read_table(out / "exchanges.parquet")
     assert written.num_rows > 10
     assert str(written.schema.field("request_ts").type) == "timestamp[ns, tz=UTC]"

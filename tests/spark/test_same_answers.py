@@ -67,7 +67,7 @@ def test_clients_of_thousands_give_the_same_rows(spark, tmp_path):
     t = synthetic_clients.tables(1000)
     for name in ("exchanges", "partitions"):
         pq.write_table(t.arrow[name], tmp_path / f"{name}.parquet")
-    assert clients.write(spark, str(tmp_path)) == 1000
+    assert clients.write(spark, str(tmp_path), "snappy") == 1000
     pd.testing.assert_frame_equal(to_pandas(clients.read(tmp_path)), t.clients)
 
 
