@@ -10,8 +10,8 @@ from dissector.commands.common import (Progress, keylog_from, parse_ports, repor
                                        report_undecrypted)
 from dissector.filters import compile_filter_option
 
-from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
 from .. import parquet_codec
+from ..load import DERIVED, EXCHANGE_NAMES, TABLES, export
 from .options import add_analysis_options, jobs_of
 
 
