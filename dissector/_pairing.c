@@ -485,6 +485,35 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data, Py
     return r;
 }
 
+/* Does the response whose first bytes are p[0:4] (its correlation id) answer the oldest request
+ * in flight, one that expects an answer (acks not 0)? 1 or 0, or -1 with an error */
+static int answers_oldest(PyObject *session, const unsigned char *p)
+{
+    PyObject *inflight = attr_get(&s__inflight, session);
+    if (inflight == NULL)
+        return -1;
+    Py_ssize_t len = PyObject_Length(inflight);
+    int r = len < 0 ? -1 : 0;
+    if (len > 0) {
+        PyObject *oldest = PySequence_GetItem(inflight, 0);
+        PyObject *acks = oldest == NULL ? NULL : attr_get(&s_acks, oldest);   /* None: not Produce */
+        long long corr;
+        if (acks == NULL || get_ll(&s_correlation_id, oldest, &corr) < 0) {
+            r = -1;
+        } else {
+            int none = acks != Py_None && PyLong_Check(acks) && PyLong_AsLongLong(acks) == 0;
+            if (PyErr_Occurred())   /* acks out of range: not 0 */
+                PyErr_Clear();
+            r = !none && corr == (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16
+                                           | (uint32_t)p[2] << 8 | p[3]);
+        }
+        Py_XDECREF(acks);
+        Py_XDECREF(oldest);
+    }
+    Py_DECREF(inflight);
+    return r;
+}
+
 /* Session._head_size(direction, data) */
 static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -507,8 +536,11 @@ static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t 
     const unsigned char *p = view.buf;
     Py_ssize_t n = view.len;
     if (direction != 0) {   /* a response: its tagged fields, if any, to the twin */
-        if (n < 6 || p[4] == 0)
-            result = n < 6 ? Py_NewRef(Py_None) : PyLong_FromLong(6);
+        int oldest = n < 6 ? 0 : answers_oldest(session, p);
+        if (oldest <= 0)
+            result = oldest < 0 ? NULL : Py_NewRef(Py_None);
+        else if (p[4] == 0)
+            result = PyLong_FromLong(6);
         else
             result = PyObject_CallMethodObjArgs(session, s_py_head_size.name, args[0], data, NULL);
         goto done;

@@ -171,3 +171,23 @@ def test_made_up_conversations_report_the_same_with_heads_only(streams, seed, da
     assert report == whole_report
     assert raw == whole_raw   # tokens have no header: kept whole
     assert all(w.startswith(h) for h, w in zip(datas, whole_datas))
+
+
+@pytest.mark.parametrize("size", [Session._head_size, Session.py_head_size],
+                         ids=["compiled", "twin"])
+def test_a_response_is_a_head_only_when_it_answers_the_oldest_request_awaiting_one(size):
+    """Else it is kept whole: in a damaged capture an answer can come before its request, which
+    may be a SaslHandshake that makes it a raw token (whole where keeping every message). The
+    made-up conversations found one answering, by its first bytes, an acks=0 Produce."""
+    from dissector.session import _Pending
+    data = struct.pack(">i", 7) + b"\x00\x00" + b"m" * 40
+    cases = [([], None), ([(7, None)], 6), ([(7, 1)], 6), ([(7, -1)], 6), ([(7, 0)], None),
+             ([(8, None)], None), ([(8, None), (7, None)], None), ([(7, None), (8, 0)], 6)]
+    for inflight, want in cases:
+        session = Session(None, None, None)
+        for corr, acks in inflight:
+            pending = _Pending(None, 0 if acks is not None else 3, 0, corr, None)
+            pending.acks = acks
+            session._inflight.append(pending)
+        assert size(session, 1, data) == want, inflight
+    assert size(Session(None, None, None), 1, data[:5]) is None
