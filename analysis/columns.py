@@ -10,7 +10,7 @@ summed over the rows added since the last look, not on each append; the next loo
 to the budget at the mean row size so far (at most CHECK_EVERY rows on). Rows made elsewhere (a
 parallel run's workers) come as Arrow arrays with each row's size (`extend`), and are cut where
 the same rows appended one by one would have been. A full batch is either kept (in-memory
-tables: `table()` concatenates the batches) or handed to a sink such as ParquetSink (streaming
+tables: `table()` concatenates the batches) or handed to a sink such as parquet_sink.ParquetSink (streaming
 export: memory bounded by one batch per table). Names in CATEGORICAL are dictionary-encoded,
 which pandas shows as categories.
 """
@@ -21,7 +21,6 @@ from operator import itemgetter, length_hint
 
 import pyarrow as pa
 
-from .parquet_codec import DEFAULT as DEFAULT_CODEC
 from .schema import CATEGORICAL, arrow_type
 
 try:
@@ -281,32 +280,6 @@ def _scalar(value, typ):
         return value
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         return None
-
-
-class ParquetSink:
-    """Writes each batch it is given as one row group of a Parquet file, compressed with
-    `codec` (analysis.parquet_codec)."""
-
-    def __init__(self, path, schema: pa.Schema, codec=DEFAULT_CODEC):
-        self._path, self._schema, self._codec = path, schema, codec
-        self._open()
-
-    def _open(self):
-        import pyarrow.parquet as pq
-        self._writer = pq.ParquetWriter(self._path, self._schema, compression=self._codec)
-        self.rows = 0
-
-    def reset(self) -> None:
-        """Start the file again, empty."""
-        self._writer.close()
-        self._open()
-
-    def __call__(self, batch: pa.RecordBatch) -> None:
-        self._writer.write_batch(batch)
-        self.rows += batch.num_rows
-
-    def close(self) -> None:
-        self._writer.close()
 
 
 def to_pandas(table: pa.Table):

@@ -21,9 +21,10 @@ import pyarrow.parquet as pq
 from dissector.gc_pace import paced
 from dissector.tables import EXCHANGE_COLUMN_NAMES, connection_tls_row, exchange_row, issue_row
 
-from .columns import ColumnBuilder, ParquetSink, table_schema, to_pandas
+from .columns import ColumnBuilder, table_schema, to_pandas
 from .extras import exchange_extras
 from .parquet_codec import DEFAULT as DEFAULT_CODEC
+from .parquet_sink import ParquetSink
 from .partition_columns import PartitionTable
 from .records_table import RECORD_TABLE_COLUMNS, RecordTable
 from .schema import (CONNECTION_COLUMNS, EXCHANGE_EXTRA_COLUMNS, PARTITION_COLUMNS,

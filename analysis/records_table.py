@@ -177,10 +177,8 @@ def write_parquet(exchanges, path, rows=CHUNK_ROWS, data_bytes=CHUNK_BYTES,
                   codec=DEFAULT_CODEC) -> int:
     """The records of `exchanges` as a Parquet file compressed with `codec`, a row group every
     `rows` rows or about `data_bytes` of keys, values and headers; returns the rows written."""
-    import pyarrow.parquet as pq
-    n = 0
-    with pq.ParquetWriter(path, SCHEMA, compression=codec) as writer:
+    from .parquet_sink import ParquetSink
+    with ParquetSink(path, SCHEMA, codec) as sink:
         for cols in record_chunks(exchanges, rows, data_bytes):
-            writer.write_batch(record_batch(cols))
-            n += cols.rows
-    return n
+            sink(record_batch(cols))
+    return sink.rows

@@ -108,18 +108,17 @@ def _parquet(args, dissection, progress):
     ports, auto = parse_ports(args.port)
     jobs = jobs_for(args.jobs, args.captures, auto)
     if jobs > 1:
-        import pyarrow.parquet as pq
-
         from dissector.parallel import Diverged, Plan, run
 
         from ..parallel_records import Writer, render
+        from ..parquet_sink import ParquetSink
         from ..records_table import SCHEMA
         plan = Plan(args.captures, lambda: render, jobs, ports, level="records",
                     max_frame=args.max_frame, keep_bodies=False, records_only=True,
                     keylog=dissection.dissector.tls.keylog, by=args.jobs_by)
         try:
-            with pq.ParquetWriter(args.out, SCHEMA, compression=args.parquet_codec) as parquet:
-                writer = Writer(parquet.write_batch, ROW_GROUP, ROW_GROUP_BYTES)
+            with ParquetSink(args.out, SCHEMA, args.parquet_codec) as parquet:
+                writer = Writer(parquet, ROW_GROUP, ROW_GROUP_BYTES)
                 result = run(plan, writer.write, progress)
                 writer.finish()
             return result, writer.count
