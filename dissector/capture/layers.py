@@ -162,8 +162,21 @@ def tcp_segment(linktype, data):
     return src, dst, sport, dport, seq, ack, flags, data[t + doff:end]
 
 
+_TEXTS = {}          # raw address -> format_addr's text: a capture has few hosts, many connections
+MAX_TEXTS = 1 << 16
+
+
 def format_addr(addr):
     """Dotted IPv4 or compressed IPv6 text of a raw 4- or 16-byte address."""
+    text = _TEXTS.get(addr)
+    if text is None:
+        if len(_TEXTS) >= MAX_TEXTS:
+            _TEXTS.clear()
+        text = _TEXTS[addr] = _text(addr)
+    return text
+
+
+def _text(addr):
     if len(addr) == 4:
         return "%d.%d.%d.%d" % tuple(addr)
     import socket   # only for IPv6: socket costs 2 ms at every start

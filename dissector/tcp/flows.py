@@ -233,9 +233,13 @@ class FlowTable:
                 if flags & ZERO_WINDOW:
                     Reassembler.event(flow.conn.zero_windows, packet_no)
                 handlers = flow.handlers
-                if handlers is None:   # made when first needed (_open)
-                    handlers = flow.handlers = self._handlers(flow)
-                handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
+                if handlers is not None:
+                    handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
+                elif not payload and flow.timed is None:
+                    _ack_before_data(flow, side, packet_no, ts_ns, ack, flags)
+                else:   # made when first needed (_open)
+                    flow.handlers = self._handlers(flow)
+                    flow.handlers[side](packet_no, ts_ns, seq, ack, flags, payload)
         else:
             if flow in self._quiet:
                 self._stir(flow, payload)
@@ -610,7 +614,8 @@ class FlowTable:
         if len(closed) > MAX_CLOSED:
             self.evicted["closed"] += 1
             self._unlink(closed.popleft())
-        self._deadline()
+        if len(closed) == 1:   # else the oldest's linger, and so the deadline, is as before or
+            self._deadline()   # later: a deadline too early costs one `tick`, which corrects it
 
     def _unlink(self, flow):
         """Forget the tuple of a flow that is no longer live."""
@@ -710,6 +715,19 @@ def _handshake_ack(flow, side, flags, ts):
     if hs[2] is None and hs[1] is not None and flags & ACK and not flags & SYN \
             and side == flow.opener:
         hs[2] = ts
+
+
+def _ack_before_data(flow, side, pkt, ts, ack, flags):
+    """What py_handler does with a segment without data, for a flow without handlers yet (the
+    handshake's last ACK): making them would be in vain, the first data makes them again
+    (_birth)."""
+    flow.last_pkt = pkt
+    flow.conn.last_ts = ts
+    if flags & ACK:
+        peer = flow.rs[1 - side]
+        base = peer.base
+        if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
+            peer.acked(ack, flags, pkt)
 
 
 def handler(flow, mine, peer, pinned):

@@ -221,6 +221,16 @@ def test_format_addr():
     assert format_addr(bytes(15) + b"\1") == "::1"
 
 
+def test_format_addr_remembers_a_bounded_number_of_addresses(monkeypatch):
+    from dissector.capture import layers
+    monkeypatch.setattr(layers, "MAX_TEXTS", 8)
+    monkeypatch.setattr(layers, "_TEXTS", {})
+    for i in range(20):
+        assert format_addr(bytes((10, 0, 0, i))) == f"10.0.0.{i}"
+        assert 1 <= len(layers._TEXTS) <= 8
+    assert format_addr(bytes((10, 0, 0, 19))) == "10.0.0.19"
+
+
 @given(st.binary(min_size=4, max_size=4) | st.binary(min_size=16, max_size=16))
 def test_format_addr_is_inet_ntop(addr):
     import socket

@@ -6,6 +6,7 @@ import pytest
 from dissector.budget import Budget
 from dissector.framing import Framer
 from dissector.model import REQUEST, RESPONSE, Connection
+from dissector.tables import issue_row
 from dissector.tcp import flows
 from dissector.tcp.reassembly import ACK, FIN, RST, SYN
 from dissector.tls.layer import TlsLayer
@@ -111,3 +112,42 @@ def test_a_fin_past_the_data_seen_is_a_hole():
     assert sink.codes() == ["tcp.gap"] and sink.conn.gaps == [acked]
     assert sink.issues[0].detail == "40 bytes missing from the request stream at offset 0"
     assert sink.closed == 1
+
+
+def _streams(table):
+    """Each live connection's reassemblers' state and its last packet and time."""
+    return [(flow.last_pkt, flow.conn.last_ts,
+             [(r.anchor, r.base, r.next, r.owed) for r in flow.rs])
+            for flow in table._live.values()]
+
+
+@pytest.mark.parametrize("ack", ["handshake", "old", "ahead", "far"])
+def test_an_ack_before_any_data_makes_no_handlers_and_does_what_they_would(ack, monkeypatch):
+    """The handshake's last ACK comes before the first data, which makes the handlers anew
+    (_birth): flows._ack_before_data notes it as py_handler would, handlers unmade."""
+    def fed(table):
+        w = Wire(table)
+        w.send(w.segment(0, flags=SYN, ack=0))
+        w.send(w.segment(1, flags=SYN | ACK))
+        offset = {"handshake": 0, "old": -1, "ahead": 300, "far": 1 << 30}[ack]
+        w.send(w.segment(0, flags=ACK, ack=w.seq[1] + offset))
+        return w
+    h = Harness()
+    w = fed(h.table)
+    (flow,) = h.table._live.values()
+    assert flow.handlers is None
+    made = Harness()
+    monkeypatch.setattr(flows, "_ack_before_data",   # what add did before: made them
+                        lambda flow, side, *seg: made.table._handlers(flow)[side](
+                            seg[0], seg[1], 0, seg[2], seg[3], b""))
+    w_made = fed(made.table)
+    assert _streams(h.table) == _streams(made.table)
+    for wire, harness in ((w, h), (w_made, made)):
+        wire.send(wire.segment(0, request(1)))
+        wire.send(wire.segment(1, response(1)))
+        wire.close()
+    def seen(sink):
+        return ([(f.direction, f.stream_offset, f.length, bytes(f.data), f.first_packet,
+                  f.last_packet) for f in sink.frames], [issue_row(i) for i in sink.issues])
+    assert seen(h.sink) == seen(made.sink)
+    assert seen(h.sink)[0]   # the exchange came through
