@@ -8,6 +8,7 @@ spark), so the core never imports them. Each command module has `add_parser(sub)
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from importlib import import_module
@@ -132,12 +133,29 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         sys.stderr.close()   # output piped into `head`: not an error
         return 0
+    except OSError as exc:
+        if exc.errno not in _MACHINE or args.debug:
+            return _internal(args, exc)
+        # the machine's, not a bug: a full disk, no permission, a directory that is not there
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"kafka-dissect: error: {escape(exc.strerror or str(exc))}{escape(where)}",
+              file=sys.stderr)
+        return 2
     except Exception as exc:  # an escaped exception is a bug: one line, not a traceback
-        if args.debug:
-            raise
-        print(f"kafka-dissect: internal error: {type(exc).__name__}: {escape(str(exc))} "
-              "(run with --debug for details, and please report it)", file=sys.stderr)
-        return 3
+        return _internal(args, exc)
+
+
+_MACHINE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EACCES, errno.EPERM,
+            errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG,
+            errno.EMFILE, errno.ENFILE}
+
+
+def _internal(args, exc) -> int:
+    if args.debug:
+        raise exc
+    print(f"kafka-dissect: internal error: {type(exc).__name__}: {escape(str(exc))} "
+          "(run with --debug for details, and please report it)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":
