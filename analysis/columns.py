@@ -10,9 +10,9 @@ summed over the rows added since the last look, not on each append; the next loo
 to the budget at the mean row size so far (at most CHECK_EVERY rows on). Rows made elsewhere (a
 parallel run's workers) come as Arrow arrays with each row's size (`extend`), and are cut where
 the same rows appended one by one would have been. A full batch is either kept (in-memory
-tables: `table()` concatenates the batches) or handed to a sink such as parquet_sink.ParquetSink (streaming
-export: memory bounded by one batch per table). Names in CATEGORICAL are dictionary-encoded,
-which pandas shows as categories.
+tables: `table()` concatenates the batches) or handed to a sink such as
+parquet_sink.ParquetSink (streaming export: memory bounded by one batch per table). Names in
+CATEGORICAL are dictionary-encoded, which pandas shows as categories.
 """
 from __future__ import annotations
 
