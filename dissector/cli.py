@@ -146,8 +146,8 @@ def main(argv=None) -> int:
 
 
 _MACHINE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EACCES, errno.EPERM,
-            errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG,
-            errno.EMFILE, errno.ENFILE}
+            errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
+            errno.ENAMETOOLONG, errno.EMFILE, errno.ENFILE}
 
 
 def _internal(args, exc) -> int:

@@ -341,6 +341,7 @@ def test_stats_on_rebalance_rows_left_null_by_damage(tmp_path):
     ["records", "--format", "parquet", "--out", "/dev/full"],
     ["records", "--format", "csv", "--out", "/dev/full"],
     ["export", "--level", "records", "--out", "{tmp}/a-file/dir"],
+    ["export", "--out", "{tmp}/a-file"],
 ])
 def test_a_full_disk_or_an_output_that_cannot_be_made_is_a_one_line_error(tmp_path, capsys, argv):
     """Found: a full disk under `records --format parquet` (a 2 MiB tmpfs) ended in `internal
