@@ -19,7 +19,9 @@ each round also runs N copies of the one-process command side by side (independe
 to merge), and N times one process's wall over theirs is what the machine gives N processes: the
 ceiling of any split of the work. The last line is the verdict on the target. The target is for
 the levels of issue 20 (bodies, records, the records table); export's scaling is printed beside
-them. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it, or
+them. Parquet is written on a thread of its own (analysis.parquet_sink), so one process's wall
+time there is already less than its CPU time: its scaling is what workers add to the help of
+that thread. Without --corpus, the corpus is built (benchmarks/corpus.py, as vs_tshark builds it, or
 replicating another capture: --source) and deleted afterwards unless --keep is given; --quick
 takes 2 rounds. More connections than the workers remember (parallel.part.MAX_FLOWS):
 --source captures/librdkafka_produce_consume.pcap --size-mb 600 (~146,000 connections of
