@@ -332,4 +332,3 @@ def test_stats_on_rebalance_rows_left_null_by_damage(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (0, 2), proc.stderr
-
