@@ -3,9 +3,9 @@
 pyarrow encodes and compresses a row group without the GIL, so while the thread writes one the
 caller makes the next (decodes records, gathers a parallel run's columns) on another core:
 `records --format parquet --jobs 1` of the bulk 400 MB benchmark capture took 1.8-2.2 s of wall
-time instead of 3.0-3.4 s, for 0-7% more CPU. At most AHEAD batches wait for the thread, so memory stays bounded
-by them, and the file is byte for byte what writing in the caller's thread makes (the same
-batches, in the same order, to one writer).
+time instead of 3.0-3.4 s, for 0-7% more CPU. At most AHEAD batches wait for the thread, so
+memory stays bounded by them, and the file is byte for byte what writing in the caller's thread
+makes (the same batches, in the same order, to one writer).
 """
 from __future__ import annotations
 

@@ -57,6 +57,12 @@ static Slot *exchange_members[EXCHANGE_MEMBERS];
 static int pending_in_place, exchange_in_place;
 static PyObject *numbering;   /* pipeline.Dissector._emit, done in place (emit) */
 
+/* a correlation id: the big-endian int32 at p */
+static inline int32_t be_i32(const unsigned char *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
 static PyObject *to_twin(PyObject *session, PyObject *method, PyObject *a, PyObject *b)
 {
     return PyObject_CallMethodObjArgs(session, method, a, b, NULL);
@@ -454,8 +460,7 @@ static PyObject *response(PyObject *session, PyObject *frame, PyObject *data, Py
     }
     const unsigned char *p = view.buf;
     Py_ssize_t n = view.len;
-    long long corr = n < 4 ? 0 : (long long)(int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16)
-                                             | ((uint32_t)p[2] << 8) | p[3]);
+    long long corr = n < 4 ? 0 : be_i32(p);
     PyBuffer_Release(&view);
     PyObject *inflight = attr_get(&s__inflight, session);
     if (inflight == NULL)
@@ -496,16 +501,16 @@ static int answers_oldest(PyObject *session, const unsigned char *p)
     int r = len < 0 ? -1 : 0;
     if (len > 0) {
         PyObject *oldest = PySequence_GetItem(inflight, 0);
-        PyObject *acks = oldest == NULL ? NULL : attr_get(&s_acks, oldest);   /* None: not Produce */
+        /* acks: None unless a Produce */
+        PyObject *acks = oldest == NULL ? NULL : attr_get(&s_acks, oldest);
         long long corr;
         if (acks == NULL || get_ll(&s_correlation_id, oldest, &corr) < 0) {
             r = -1;
         } else {
-            int none = acks != Py_None && PyLong_Check(acks) && PyLong_AsLongLong(acks) == 0;
+            int unanswered = acks != Py_None && PyLong_Check(acks) && PyLong_AsLongLong(acks) == 0;
             if (PyErr_Occurred())   /* acks out of range: not 0 */
                 PyErr_Clear();
-            r = !none && corr == (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16
-                                           | (uint32_t)p[2] << 8 | p[3]);
+            r = !unanswered && corr == be_i32(p);
         }
         Py_XDECREF(acks);
         Py_XDECREF(oldest);
