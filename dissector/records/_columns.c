@@ -528,14 +528,6 @@ static PyObject *configure(PyObject *Py_UNUSED(module), PyObject *type)
 
 /* -- batch fields into column buffers -------------------------------------------------------- */
 
-static PyObject *buf_bytes(Buf *b)   /* frees b's memory */
-{
-    PyObject *out = PyBytes_FromStringAndSize(b->b ? b->b : "", b->n);
-    PyMem_Free(b->b);
-    b->b = NULL;
-    return out;
-}
-
 /* The validity bitmap of n rows (NULL bits: every row valid, then None) */
 static PyObject *validity(unsigned char *bits, Py_ssize_t n, Py_ssize_t valid)
 {
@@ -624,8 +616,8 @@ static PyObject *column_buffers(PyObject *heads, Py_ssize_t col, int kind)
 done:
     PyMem_Free(bits);
     PyMem_Free(flags);
-    PyMem_Free(data.b);
-    PyMem_Free(offsets.b);
+    buf_free(&data);
+    buf_free(&offsets);
     return out;
 }
 

@@ -104,6 +104,24 @@ def test_random_rows_are_written_alike_and_read_back(compiled, batches, rows):
     assert [len(r) for r in table] == [len(RECORD_COLUMN_NAMES)] * len(rows)
 
 
+def test_keys_values_and_header_values_of_every_length_are_base64(compiled):
+    """The compiled base64 takes six bytes at a time, then the rest: every length to 50 and long
+    ones, each byte value in each place, written as the twin and base64 write them."""
+    batch = (1, 2, 0, 0, "t", 3, 2, "none", 0, -1, -1, -1, False, False, True)
+    data = bytes(range(256)) * 40
+    rows = [(0, n, None, data[n:2 * n], data[-n - 1:], [("h", data[3 * n:4 * n])])
+            for n in (*range(51), 255, 256, 257, 4097)]
+    cols = columns([batch], rows)
+    for fmt, fn in (("csv", "csv_text"), ("jsonl", "jsonl_text")):
+        pre_mid_post = _pieces(cols, fmt)
+        assert getattr(compiled, fn)(cols.buffers, *pre_mid_post) == \
+            getattr(text, f"py_{fn}")(cols.buffers, *pre_mid_post)
+    lines = compiled.jsonl_text(cols.buffers, *_pieces(cols, "jsonl")).decode().splitlines()
+    b64 = [base64.b64encode(v).decode() for _, _, _, k, v, hs in rows for v in (k, v, hs[0][1])]
+    assert [v for line in lines for r in [json.loads(line)]
+            for v in (r["key"], r["value"], r["headers"][0]["value"])] == b64
+
+
 def _pieces(cols, fmt):
     """The pre, mid and post lists csv_chunk / jsonl_chunk hand over."""
     seen = {}
