@@ -247,7 +247,7 @@ static int put_bytes_obj(Buf *o, PyObject *list, Py_ssize_t i)
 /* The text's size, about: each row's own text besides its bytes (numbers, time, punctuation),
  * its batch's pieces, and the bytes of keys, values and headers as base64 with a header's own
  * punctuation. Written into one allocation of that size, the text is neither copied as a
- * growing buffer moves nor at the end (a fifth of the table's copying of memory). */
+ * growing buffer moves nor at the end (a third of the CSV table's copying of memory). */
 static Py_ssize_t size_of_text(const Col *c, Py_ssize_t rows, PyObject *pre, PyObject *mid,
                                PyObject *post)
 {
