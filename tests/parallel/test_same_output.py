@@ -220,6 +220,38 @@ def test_records(tmp_path, capsys, monkeypatch, fmt):
     same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
 
 
+def test_the_workers_write_into_the_file_one_at_a_time(tmp_path, capsys, monkeypatch):
+    """Into a file, the workers write their own records (parallel.placing), and the parent hands
+    the next worker its offsets only once the last has written: two writers of one file wait on
+    its lock. Over many steps, at most one worker is writing at any time; the file is one
+    process's."""
+    from dissector.parallel import pipes, worker
+    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)
+    capture = _interleaved(tmp_path, "codecs.pcap")
+    events = []   # "sent" for each offsets message, "wrote" for each answer
+    put, handle = pipes.Workers.put, driver._Parent.handle
+
+    def noting_put(self, w, msg):
+        if msg[0] == worker.OFFSETS:
+            events.append("sent")
+        return put(self, w, msg)
+
+    def noting_handle(self, msg):
+        if msg[0] == worker.WROTE:
+            events.append("wrote")
+        return handle(self, msg)
+    monkeypatch.setattr(pipes.Workers, "put", noting_put)
+    monkeypatch.setattr(driver._Parent, "handle", noting_handle)
+    for fmt in ("csv", "jsonl"):
+        events.clear()
+        same(records_outputs(tmp_path, capsys, capture, "--format", fmt))
+        assert events.count("sent") == events.count("wrote") >= 10
+        writing = 0
+        for e in events:
+            writing += 1 if e == "sent" else -1
+            assert writing in (0, 1), events
+
+
 def test_records_parquet_row_groups_where_one_process_cuts_them(tmp_path, capsys, monkeypatch):
     """The workers send the records as arrays; the parent's row groups (cut by records and by
     bytes, across the workers' steps) are one process's, byte for byte."""
