@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from itertools import groupby
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
@@ -158,12 +157,19 @@ def _parallel(args, dissection, progress, write, placed=None):
             for cols, sources in sourced_chunks(exchanges, ROW_GROUP, TEXT_CHUNK_BYTES):
                 ends = []
                 data = memoryview(chunk(cols, ends))
-                start = 0   # an exchange's batches are one run of the text
-                for i, run in groupby(zip(sources, ends), key=lambda source_end: source_end[0][0]):
-                    run = list(run)
-                    counts[i] += sum(n for (_, n), _ in run)
-                    texts[i].append(data[start:run[-1][1]])
-                    start = run[-1][1]
+                # an exchange's batches are one run of the text: cut where the exchange changes
+                start = end = 0
+                was = None
+                for (i, n), batch_end in zip(sources, ends):
+                    counts[i] += n
+                    if i != was:
+                        if was is not None:
+                            texts[was].append(data[start:end])
+                            start = end
+                        was = i
+                    end = batch_end
+                if was is not None:
+                    texts[was].append(data[start:end])
             # views of the text where the workers write it themselves (no copy), else bytes
             return [(n, t[0] if placed is not None and len(t) == 1 else b"".join(t))
                     for n, t in zip(counts, texts)]
