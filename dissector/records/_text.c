@@ -59,7 +59,7 @@ static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 
 /* the two characters of every 12 bits, in output order (filled by PyInit__text): a lookup and a
  * 2-byte store per 12 bits take half the time of one per 6 bits, and base64 of the keys and
- * values is the largest single cost of the CSV and JSON Lines tables */
+ * values is the CSV and JSON Lines tables' largest cost after decompression */
 static char PAIRS[4096][2];
 
 static void fill_pairs(void)
