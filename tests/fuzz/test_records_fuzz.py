@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 from dissector.records import decode_record_set
 from tests.records.builders import build, fix_crc32, with_body
-from tests.support import require_module
+from tests.support import require_compiled, require_module
 
 from .support import BUG_CODES, bounded, fuzz_settings, mutate
 
@@ -111,3 +111,57 @@ def test_random_bytes_behind_a_plausible_batch_header(data, magic, length):
     head = struct.pack(">qi", 0, length) + b"\0\0\0\0" + bytes((magic,))
     check_set(head + data)
     check_set(data)
+
+
+def _text_inputs():
+    """A records table's column buffers and batch pieces as records/text.py hands them to the
+    compiled writers: three batches of rows with keys, values and headers of several sizes."""
+    from dissector.records import text
+    from dissector.records.columns import RecordColumns, _append_record
+    cols = RecordColumns()
+    cols.batches = [(1, 2, 0, 0, "t", 3, 2, "none", 0, -1, -1, -1, False, False, True)] * 3
+    for i in range(9):
+        _append_record(cols, i % 3, i, 1_700_000_000_000 + i, None if i % 4 == 0 else b"k" * i,
+                       b"v" * (7 * i), [("h\u00e9", b"x" * i), ("n", None)] if i % 2 else [])
+    return text, cols
+
+
+@pytest.mark.parametrize("csv", [True, False], ids=["csv", "jsonl"])
+@fuzz_settings(300)
+@given(seed=st.integers(0, 2**32), edits=st.integers(1, 4),
+       cut=st.sampled_from([None, "shorter", "bytes", "other"]))
+@bounded(30)
+def test_the_text_writers_refuse_buffers_out_of_step(csv, seed, edits, cut):
+    """records/_text.c trusts nothing it is handed: column buffers with damaged offsets, batch
+    indices and lengths, and batch pieces missing or of another type give a ValueError or a
+    TypeError, never a read out of bounds (the sanitizers' run) or a text the size of memory;
+    undamaged, it writes what its Python twin writes."""
+    text, cols = _text_inputs()
+    try:
+        from dissector.records import _text
+    except ImportError:
+        _text = None
+    compiled = require_compiled(_text, "records text writer (dissector/records/_text.c)")
+    fn = compiled.csv_text if csv else compiled.jsonl_text
+    pieces = [list(p) for p in text.py_batch_texts(cols.batches, csv)]
+    twin = text.py_csv_text if csv else text.py_jsonl_text
+    assert fn(cols.buffers, *pieces) == twin(cols.buffers, *pieces)
+    rng = random.Random(seed)
+    buffers = [bytearray(b) for b in cols.buffers]
+    for _ in range(edits):
+        b = rng.choice(buffers)
+        if b and rng.random() < 0.7:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        else:
+            del b[rng.randrange(len(b) + 1):]
+    if cut == "shorter":
+        pieces[rng.randrange(3)].pop()
+    elif cut == "bytes":
+        pieces[rng.randrange(3)][rng.randrange(3)] = "text"
+    elif cut == "other":
+        pieces[rng.randrange(3)][rng.randrange(3)] = None
+    try:
+        out = fn(tuple(buffers), *pieces, [])
+    except (ValueError, TypeError):
+        return
+    assert len(out) < 1 << 20
