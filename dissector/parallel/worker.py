@@ -33,6 +33,8 @@ STEP_CHUNKS = 16   # file chunks (capture.chunks.CHUNK) a worker reads between i
 # it has read what came before it, the pieces it writes included: without this bound a parent
 # slower than its workers (Parquet of bulk traffic, which it encodes alone) let them run ahead
 # with every step held, 430 MB each and 400 MB of the parent's shared memory on a 1 GiB capture.
+# The same bound holds the steps whose pieces wait for their turn to be written (placing.py):
+# the workers write one at a time, so slow writes would otherwise let the others read on.
 MAX_HELD = 4
 # The cyclic collector's first threshold in a worker. The exchanges held for their numbers are
 # young objects one process would have written and freed, and a young collection traverses all
@@ -188,7 +190,7 @@ class _Worker:
         self.held[self.chunk] = (exchanges, cids, late, [c.connection_id for c, _ in opened])
         self.chunk += 1
         self.serve(block=False)
-        while len(self.held) > MAX_HELD:
+        while len(self.held) > MAX_HELD or len(self.unplaced) > MAX_HELD:
             self.serve(block=True)
 
     def serve(self, block):

@@ -252,6 +252,38 @@ def test_the_workers_write_into_the_file_one_at_a_time(tmp_path, capsys, monkeyp
             assert writing in (0, 1), events
 
 
+def test_workers_waiting_for_their_turn_to_write_do_not_run_ahead(tmp_path, capsys,
+                                                                   monkeypatch):
+    """Writes slower than the workers read (a slow disk) hold them back as a slow parent does:
+    a worker with worker.MAX_HELD steps waiting for their turn to be written waits for it
+    instead of reading on, so the text it holds stays bounded. The file is one process's."""
+    import time
+
+    from benchmarks import corpus
+    from dissector.parallel import worker
+    source = next(c for c in CAPTURES if c.name == "codecs.pcap")
+    capture = tmp_path / "long.pcap"
+    corpus.build(capture, 40 * source.stat().st_size, src=str(source), parallel=12)
+    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)   # a step per MiB of the capture
+    monkeypatch.setattr(worker, "MAX_HELD", 1)
+    write_at = worker.write_at
+
+    def slow(*args):
+        time.sleep(0.05)
+        return write_at(*args)
+    monkeypatch.setattr(worker, "write_at", slow)   # inherited by the forked workers
+    ahead = []   # per step reported: how many steps before it are not written yet
+    handle = driver._Parent.handle
+
+    def noting(self, msg):
+        if msg[0] == worker.KEYS:
+            ahead.append(msg[2] - self.to_ack)
+        return handle(self, msg)
+    monkeypatch.setattr(driver._Parent, "handle", noting)
+    same(records_outputs(tmp_path, capsys, capture, "--format", "csv"))
+    assert len(ahead) >= 16 and max(ahead) <= 2 * worker.MAX_HELD + 2, ahead
+
+
 def test_records_parquet_row_groups_where_one_process_cuts_them(tmp_path, capsys, monkeypatch):
     """The workers send the records as arrays; the parent's row groups (cut by records and by
     bytes, across the workers' steps) are one process's, byte for byte."""
