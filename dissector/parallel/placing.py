@@ -9,7 +9,8 @@ chunk's pieces one after another in exchange order and sends each worker the fil
 its own, and the worker writes them there (os.pwritev: no copy, no seek shared between
 processes) and says so. One worker writes at a time: the parent hands out the next offsets once
 the last are written (driver._Parent.next_turn), since two processes writing into one file at
-once wait on its lock.
+once wait on its lock; a worker whose pieces of worker.MAX_HELD steps wait for their turn waits
+too, rather than reading on.
 
 The parent also has the file system allocate each chunk's place in the file before it hands out
 the offsets (`reserver`): two workers extending one file side by side spent each 0.27-0.30 s of
