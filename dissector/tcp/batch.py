@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..framebuf import fill
 from .flows import INDIRECT, PLAIN, pack_ports
-from .reassembly import ACK, ACK_HORIZON, MASK
+from .reassembly import ACK, MASK
 
 
 def py_settle(flows, flow, stream, taken, pkt, ts, last):
@@ -47,9 +47,7 @@ def ack_alone(flows, key, pkt, ts, ack):
     if entry is None:
         return False
     flow, side = entry
-    peer = flow.rs[1 - side]
-    base = peer.base
-    if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
+    if flow.rs[1 - side].acks_unseen(ack):
         return False
     flow.last_pkt = pkt
     flow.conn.last_ts = ts

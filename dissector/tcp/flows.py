@@ -723,11 +723,9 @@ def _ack_before_data(flow, side, pkt, ts, ack, flags):
     (_birth)."""
     flow.last_pkt = pkt
     flow.conn.last_ts = ts
-    if flags & ACK:
-        peer = flow.rs[1 - side]
-        base = peer.base
-        if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
-            peer.acked(ack, flags, pkt)
+    peer = flow.rs[1 - side]
+    if flags & ACK and peer.acks_unseen(ack):
+        peer.acked(ack, flags, pkt)
 
 
 def handler(flow, mine, peer, pinned):
@@ -762,7 +760,8 @@ def py_handler(flow, mine, peer, pinned):
         conn.last_ts = ts
         if flags & ACK:
             base = peer.base
-            # acked() acts on an ack ahead of the data seen (loss) or before the first data
+            # peer.acks_unseen(ack), inlined: acked() acts on an ack ahead of the data seen
+            # (loss) or before the first data
             if base is None or 0 < (ack - base - peer.next) & MASK < ACK_HORIZON:
                 acked(ack, flags, pkt)
         # A segment without data, SYN or FIN never changes a stream (whenever `next` reaches

@@ -176,6 +176,13 @@ class Reassembler:
             return None
         return self.framer.answers(payload)
 
+    def acks_unseen(self, ack) -> bool:
+        """Whether an ACK of `ack` from the other side asks anything of acked(): this stream
+        not started yet, or an ack past the data seen of it (a loss). tcp.flows.py_handler
+        inlines the same test on its per-packet path."""
+        base = self.base
+        return base is None or 0 < (ack - base - self.next) & MASK < ACK_HORIZON
+
     def acked(self, ack, flags, pkt):
         """The other side acknowledged everything before sequence number `ack` (in a segment
         with these flags)."""

@@ -20,6 +20,7 @@ from dissector.capture.fast import LINKS
 from dissector.capture.pcap import MAX_RECORD
 from dissector.capture.walk import SMALL_PAYLOAD
 from dissector.pipeline import dissect
+from dissector.tcp.reassembly import Reassembler
 
 from tests.capture import build
 from tests.support import CAPTURES, walker_class
@@ -51,6 +52,8 @@ class Flow(Logged):
 
 
 class Stream:
+    acks_unseen = Reassembler.acks_unseen   # the rule the walkers apply to an ACK alone
+
     def __init__(self, base, next):
         self.base = base
         self.next = next
