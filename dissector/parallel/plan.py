@@ -63,16 +63,20 @@ class Plan:
     """What the workers do: dissect `paths` like dissect() and render each chunk's exchanges
     with `render()` (called once in each worker): a function of a list of numbered exchanges
     returning one piece per exchange, None for none (or a Shared list of them); or, to render
-    them as they complete, an object with that function as `late` and `draft(exchanges)`,
-    returning per exchange its piece but for its connection id and number, as the three
-    strings around them (the number after the id), or None where `late` renders it once
-    numbered. With `out` (the file descriptor of a regular file, at the place to write from),
-    each piece is (what the parent's write gets, bytes the worker writes there itself:
-    placing.py)."""
+    them as they complete, an object with that function as `late` and either
+    `draft(exchanges)`, returning per exchange its piece but for its connection id and number,
+    as the three strings around them (the number after the id), or None where `late` renders
+    it once numbered; or `early = True`, where a piece needs the global id of its exchange's
+    connection but not its number: the worker renders an exchange with `late` as it completes
+    if its connection's id is known by then (the connection opened in an earlier step), else
+    once numbered. With `out` (the file descriptor of a regular file, at the place to write
+    from), each piece is (what the parent's write gets, bytes the worker writes there itself:
+    placing.py). `step`: the file chunks a worker reads between its reports (None:
+    worker.STEP_CHUNKS)."""
 
     def __init__(self, paths, render, jobs, ports=DEFAULT_PORTS, *, level="headers",
                  max_frame=MAX_FRAME, keep_bodies=True, keylog=None, tables=False,
-                 by="client", out=None, records_only=False):
+                 by="client", out=None, records_only=False, step=None):
         self.paths = [os.fspath(p) for p in paths]
         self.render = render
         self.jobs = jobs
@@ -86,6 +90,7 @@ class Plan:
         self.tables = tables   # the run's result also has `issues` and `connections`
         self.by = by
         self.out = out
+        self.step = step
 
     def owns(self, me):
         """owns(src, dst, sport, dport, past=False) for worker `me`, asked at each new flow's

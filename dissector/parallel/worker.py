@@ -1,7 +1,7 @@
 """A worker process: its share of the capture dissected (part.Part), chunk by chunk of the files.
 
-After each STEP_CHUNKS chunks of a file and at its end (the same chunks in every worker: each
-reads the whole capture; "chunk" below means such a step) it
+After each STEP_CHUNKS chunks of a file (or the plan's `step`) and at its end (the same chunks
+in every worker: each reads the whole capture; "chunk" below means such a step) it
 sends the parent what the chunk made, keyed by packet (`keys`), and goes on without waiting;
 when the parent has numbered a chunk (global exchange numbers and connection ids: `numbers`),
 the worker renders that chunk's exchanges with the command's `render` (numbers in place) and
@@ -12,7 +12,9 @@ waits for numbers: a parent slower than its workers holds them back).
 A render that can (plan.Plan says how) drafts each file chunk's exchanges as they complete, all
 of their text but the two numbers, and only the drafts wait: held a step, the exchanges took a
 worker a tenth more CPU than rendered at once (dense traffic, bodies level: out of the caches by
-the time they were rendered and freed).
+the time they were rendered and freed). A render whose pieces need no exchange numbers (the
+records table's) renders each file chunk's exchanges whose connections have their global ids
+then, the others once numbered.
 
 Connection ids are swapped in for the rendering only: the flow table keys its live
 connections by their local ids.
@@ -84,7 +86,8 @@ class _Worker:
                       max_frame=plan.max_frame, keep_bodies=plan.keep_bodies, keylog=plan.keylog,
                       records_only=plan.records_only)
         render = plan.render()
-        self.draft = getattr(render, "draft", None)
+        self.early = getattr(render, "early", False)
+        self.draft = self._early if self.early else getattr(render, "draft", None)
         self.render = render.late if self.draft is not None else render
         self.drafts = []    # the step's drafts so far (or exchanges rendered once numbered)
         self.cids = []      # their connections' (local) ids
@@ -98,12 +101,13 @@ class _Worker:
 
     def run(self):
         d = self.d
+        step = self.plan.step or STEP_CHUNKS
         for path in self.plan.paths:
             try:
                 for i, _ in enumerate(scan(path, d.packets, d._flows, d._packet, d), 1):
                     if self.draft is not None:
                         self.take()
-                    if i % STEP_CHUNKS == 0:
+                    if i % step == 0:
                         self.end_chunk(path)
                     elif self.held or self.unplaced:   # numbers in: rendered now, not later
                         self.serve(block=False)
@@ -223,12 +227,27 @@ class _Worker:
             if block:
                 return
 
+    def _early(self, exchanges):
+        """A render whose pieces need no exchange numbers (Plan: `early`), now: the pieces of
+        the exchanges whose connections have their global ids, None for the others."""
+        gid = self.gid
+        known = [k for k, ex in enumerate(exchanges) if ex.connection.connection_id in gid]
+        pieces = [None] * len(exchanges)
+        if known:
+            now = [exchanges[k] for k in known]
+            for k, piece in zip(known, self.globally(now, self.render)):
+                pieces[k] = piece
+        return pieces
+
     def filled(self, drafts, cids, late, indices):
         """The step's drafts with their numbers and global connection ids in (the exchanges
         among them rendered whole)."""
-        gid = self.gid
-        pieces = [f"{dr[0]}{gid[c]}{dr[1]}{i}{dr[2]}" if dr.__class__ is tuple else None
-                  for dr, c, i in zip(drafts, cids, indices)]
+        if self.early:   # rendered already
+            pieces = drafts
+        else:
+            gid = self.gid
+            pieces = [f"{dr[0]}{gid[c]}{dr[1]}{i}{dr[2]}" if dr.__class__ is tuple else None
+                      for dr, c, i in zip(drafts, cids, indices)]
         if late:
             rendered = self.numbered([drafts[k] for k in late], [indices[k] for k in late])
             for k, piece in zip(late, rendered):
@@ -237,10 +256,16 @@ class _Worker:
 
     def numbered(self, exchanges, indices):
         """The chunk's exchanges rendered with their global numbers and connection ids."""
-        gid = self.gid
-        local = {}
         for ex, i in zip(exchanges, indices):
             ex.index = i
+        return self.globally(exchanges, self.render)
+
+    def globally(self, exchanges, render):
+        """render(exchanges) with their connections' and issues' global ids in (the
+        connections' only while it runs: the flow table keys them by their local ids)."""
+        gid = self.gid
+        local = {}
+        for ex in exchanges:
             c = ex.connection
             if c not in local:
                 local[c] = c.connection_id
@@ -250,7 +275,7 @@ class _Worker:
         for c, lid in local.items():
             c.connection_id = gid[lid]
         try:
-            return self.render(exchanges)
+            return render(exchanges)
         finally:
             for c, lid in local.items():
                 c.connection_id = lid

@@ -220,13 +220,44 @@ def test_records(tmp_path, capsys, monkeypatch, fmt):
     same(records_outputs(tmp_path, capsys, *parts, "--format", fmt))
 
 
+@pytest.mark.parametrize("fmt", ["text", "csv", "jsonl"])
+def test_records_rendered_as_they_complete_are_one_process_s(tmp_path, capsys, monkeypatch, fmt):
+    """The records text holds connection ids, not exchange numbers: a worker renders an
+    exchange as it completes where its connection's global id is known by then (it opened in
+    an earlier step), the others once their step is numbered. Both happen here (a step a MiB,
+    each numbered before the next is read), and the output is one process's, byte for byte."""
+    from analysis.commands import records as records_cmd
+    from dissector.parallel import worker
+    monkeypatch.setattr(records_cmd, "STEP_CHUNKS", 1)
+    monkeypatch.setattr(worker, "MAX_HELD", 0)
+    log = tmp_path / "rendered"   # written by the forked workers
+
+    def noting(kind, method):
+        def call(self, exchanges, *rest):
+            pieces = method(self, exchanges, *rest)
+            with open(log, "a") as f:
+                f.write(f"{kind} {sum(p is not None for p in pieces)}\n")
+            return pieces
+        return call
+    monkeypatch.setattr(worker._Worker, "_early", noting("early", worker._Worker._early))
+    monkeypatch.setattr(worker._Worker, "numbered", noting("late", worker._Worker.numbered))
+    same(records_outputs(tmp_path, capsys, _interleaved(tmp_path, "codecs.pcap"),
+                         "--format", fmt))
+    counts = {"early": 0, "late": 0}
+    for line in log.read_text().splitlines():
+        kind, n = line.split()
+        counts[kind] += int(n)
+    assert counts["early"] > 50 and counts["late"] > 50, counts
+
+
 def test_the_workers_write_into_the_file_one_at_a_time(tmp_path, capsys, monkeypatch):
     """Into a file, the workers write their own records (parallel.placing), and the parent hands
     the next worker its offsets only once the last has written: two writers of one file wait on
     its lock. Over many steps, at most one worker is writing at any time; the file is one
     process's."""
+    from analysis.commands import records as records_cmd
     from dissector.parallel import pipes, worker
-    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)
+    monkeypatch.setattr(records_cmd, "STEP_CHUNKS", 1)
     capture = _interleaved(tmp_path, "codecs.pcap")
     events = []   # "sent" for each offsets message, "wrote" for each answer
     put, handle = pipes.Workers.put, driver._Parent.handle
@@ -260,11 +291,12 @@ def test_workers_waiting_for_their_turn_to_write_do_not_run_ahead(tmp_path, caps
     import time
 
     from benchmarks import corpus
+    from analysis.commands import records as records_cmd
     from dissector.parallel import worker
     source = next(c for c in CAPTURES if c.name == "codecs.pcap")
     capture = tmp_path / "long.pcap"
     corpus.build(capture, 40 * source.stat().st_size, src=str(source), parallel=12)
-    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)   # a step per MiB of the capture
+    monkeypatch.setattr(records_cmd, "STEP_CHUNKS", 1)   # a step per MiB of the capture
     monkeypatch.setattr(worker, "MAX_HELD", 1)
     write_at = worker.write_at
 
@@ -452,11 +484,12 @@ def test_a_parent_slower_than_its_workers_holds_them_back(tmp_path, capsys, monk
     import time
 
     from benchmarks import corpus
+    from analysis.commands import records as records_cmd
     from dissector.parallel import worker
     source = next(c for c in CAPTURES if c.name == "codecs.pcap")
     capture = tmp_path / "long.pcap"
     corpus.build(capture, 40 * source.stat().st_size, src=str(source), parallel=12)
-    monkeypatch.setattr(worker, "STEP_CHUNKS", 1)   # a step per MiB of the capture
+    monkeypatch.setattr(records_cmd, "STEP_CHUNKS", 1)   # a step per MiB of the capture
     monkeypatch.setattr(worker, "MAX_HELD", 1)
     ahead = []   # per step reported: how many steps before it the parent has not numbered yet
     handle, flush = driver._Parent.handle, driver._Parent.flush
