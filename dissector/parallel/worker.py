@@ -89,7 +89,8 @@ class _Worker:
         self.early = getattr(render, "early", False)
         self.draft = self._early if self.early else getattr(render, "draft", None)
         self.render = render.late if self.draft is not None else render
-        self.drafts = []    # the step's drafts so far (or exchanges rendered once numbered)
+        self.drafts = []    # the step's drafts (early: pieces) so far, or exchanges rendered
+                            # once numbered
         self.cids = []      # their connections' (local) ids
         self.late = []      # where the exchanges are in `drafts`
         self.unplaced = {}  # with plan.out: chunk -> its pieces' bytes, until their offsets come
@@ -235,7 +236,7 @@ class _Worker:
         pieces = [None] * len(exchanges)
         if known:
             now = [exchanges[k] for k in known]
-            for k, piece in zip(known, self.globally(now, self.render)):
+            for k, piece in zip(known, self.globally(now)):
                 pieces[k] = piece
         return pieces
 
@@ -258,11 +259,11 @@ class _Worker:
         """The chunk's exchanges rendered with their global numbers and connection ids."""
         for ex, i in zip(exchanges, indices):
             ex.index = i
-        return self.globally(exchanges, self.render)
+        return self.globally(exchanges)
 
-    def globally(self, exchanges, render):
-        """render(exchanges) with their connections' and issues' global ids in (the
-        connections' only while it runs: the flow table keys them by their local ids)."""
+    def globally(self, exchanges):
+        """The exchanges rendered with their connections' and issues' global ids in (the
+        connections' only while rendering: the flow table keys them by their local ids)."""
         gid = self.gid
         local = {}
         for ex in exchanges:
@@ -275,7 +276,7 @@ class _Worker:
         for c, lid in local.items():
             c.connection_id = gid[lid]
         try:
-            return render(exchanges)
+            return self.render(exchanges)
         finally:
             for c, lid in local.items():
                 c.connection_id = lid
