@@ -39,7 +39,7 @@ static Py_ssize_t known;
     X(popleft) X(append) X(_request) X(_response) X(_paired) X(_give_up) X(MAX_IN_FLIGHT) \
     X(MAX_IN_FLIGHT_BYTES) X(py_head_size) X(request) X(response) X(summarize) X(response_msg) \
     X(_rebase) X(severity) X(status) X(ERROR) X(MALFORMED) X(emitted) X(walker) X(n) \
-    X(_early) X(py_frame)
+    X(_early) X(py_frame) X(_requests) X(owed) X(next)
 NAMES(SLOT_DECLARE)
 
 /* The objects made in place (_attrs.h slots_new) when their classes have these members. */
@@ -519,6 +519,28 @@ static int answers_oldest(PyObject *session, const unsigned char *p)
     return r;
 }
 
+/* Session.owed(): has the broker acknowledged request bytes the capture has not shown yet? 1 or
+ * 0, or -1 with an error */
+static int owed(PyObject *session)
+{
+    PyObject *ref = attr_get(&s__requests, session);   /* a weak reference, or None */
+    if (ref == NULL)
+        return -1;
+    int r = 0;
+    if (ref != Py_None) {
+        PyObject *stream = PyObject_CallNoArgs(ref);   /* None once it is gone */
+        long long upto, next;
+        if (stream == NULL)
+            r = -1;
+        else if (stream != Py_None)
+            r = get_ll(&s_owed, stream, &upto) < 0 || get_ll(&s_next, stream, &next) < 0 ? -1
+                : upto > next;
+        Py_XDECREF(stream);
+    }
+    Py_DECREF(ref);
+    return r;
+}
+
 /* Session._head_size(direction, data) */
 static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -542,6 +564,10 @@ static PyObject *head_size(PyObject *session, PyObject *const *args, Py_ssize_t 
     Py_ssize_t n = view.len;
     if (direction != 0) {   /* a response: its tagged fields, if any, to the twin */
         int oldest = n < 6 ? 0 : answers_oldest(session, p);
+        if (oldest > 0) {   /* while request bytes are owed, an answer may precede its request */
+            int owes = owed(session);
+            oldest = owes < 0 ? -1 : !owes;
+        }
         if (oldest <= 0)
             result = oldest < 0 ? NULL : Py_NewRef(Py_None);
         else if (p[4] == 0)

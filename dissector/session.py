@@ -226,9 +226,10 @@ class Session:
         bytes alone, not from what is in flight then (which may change before it completes).
         None when they do not tell, once raw SASL tokens may follow (they have no header), and for
         a response that does not answer the oldest request in flight or answers one that expects
-        no answer (acks=0): in a damaged capture, an answer shown before its request, which may
-        be a SaslHandshake that makes it a raw token. The frame of a request measured here is
-        the next to reach `frame`. `_pairing.c`'s _head_size is the same compiled (it hands a
+        no answer (acks=0), or while the request stream owes bytes the broker acknowledged
+        (`owed`): in a damaged capture, an answer shown before its request, which may be a
+        SaslHandshake that makes it a raw token. The frame of a request measured here is the
+        next to reach `frame`. `_pairing.c`'s _head_size is the same compiled (it hands a
         response's tagged fields here)."""
         if self._sasl:
             return None
@@ -245,7 +246,7 @@ class Session:
                 return end
             oldest = self._inflight[0] if self._inflight else None
             if (n < 6 or oldest is None or oldest.acks == 0
-                    or oldest.correlation_id != _INT32.unpack_from(data, 0)[0]):
+                    or oldest.correlation_id != _INT32.unpack_from(data, 0)[0] or self.owed()):
                 return None
             # a header of either version: the correlation id, and the bytes after it read as a
             # tagged-field section (the flexible one); a first byte of 0 is an empty section

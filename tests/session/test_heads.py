@@ -191,3 +191,22 @@ def test_a_response_is_a_head_only_when_it_answers_the_oldest_request_awaiting_o
             session._inflight.append(pending)
         assert size(session, 1, data) == want, inflight
     assert size(Session(None, None, None), 1, data[:5]) is None
+
+
+@pytest.mark.parametrize("size", [Session._head_size, Session.py_head_size],
+                         ids=["compiled", "twin"])
+def test_a_response_is_whole_while_the_broker_acknowledged_requests_not_shown(size):
+    """An answer can then come before its request, whatever its first bytes (a raw SASL token,
+    once the SaslHandshake request shows): kept whole, as where every message is."""
+    from dissector.session import _Pending
+    from dissector.tcp.reassembly import Reassembler
+    data = struct.pack(">i", 7) + b"\x00\x00" + b"m" * 40
+    for owed, want in ((0, 6), (100, 6), (101, None)):
+        session = Session(None, None, None)
+        session._inflight.append(_Pending(None, 3, 0, 7, None))
+        requests = Reassembler(None, session, 1, 0, 1 << 20)
+        requests.next, requests.owed = 100, owed
+        session.follow(requests)
+        assert size(session, 1, data) == want, owed
+    del requests   # the session holds it weakly: once gone, nothing is owed
+    assert size(session, 1, data) == 6
