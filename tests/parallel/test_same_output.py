@@ -343,6 +343,11 @@ def test_tls_with_and_without_the_key_log(tmp_path, capsys):
     for command in ("stats", "export"):
         same(analysis_outputs(tmp_path, capsys, command, capture, "--port", "9093", "--keylog",
                               keys))
+    for fmt in ("csv", "parquet"):   # the records of the decrypted connections
+        results = records_outputs(tmp_path, capsys, capture, "--port", "9093", "--keylog", keys,
+                                  "--format", fmt)
+        same(results)
+        assert results[0][0] == 0
 
 
 def test_hundreds_of_connections_in_flight(tmp_path, capsys):
