@@ -13,7 +13,7 @@ from dissector.records import record_batch, record_set
 from dissector.records.checksums import crc32c
 from dissector.records.model import Batch, RecordSet
 from tests.records.builders import build
-from tests.support import _missing
+from tests.support import _missing, require_module
 
 FIELDS = Batch.__slots__
 
@@ -146,6 +146,47 @@ def test_the_byte_walks_sums_are_its_twins(batches, as_view, records, codec):
         assert type(got) is tuple and got == want
     else:
         assert type(got) is RecordSet and _records_view(got) == _records_view(want)
+
+
+# Lengths the CRC covers (a batch from byte 21 on) around the compiled CRC32C's three streams of
+# 2048 and of 256 bytes (records/_batchsums.h), and where in them a byte is damaged
+CRC_LENGTHS = [40, 767, 768, 769, 775, 776, 1536, 6143, 6144, 6145, 6144 + 767, 6144 + 768,
+               12288 + 1535, 20011]
+CRC_DAMAGE = [0, 255, 256, 511, 512, 767, 2047, 2048, 4095, 4096, 6143, 6144, -1]
+
+
+@pytest.mark.parametrize("covered", CRC_LENGTHS)
+def test_the_byte_walks_crc_of_long_batches_is_the_crc32c_librarys(covered):
+    """The compiled CRC32C (set_sums) accepts what the crc32c library accepts, by itself (the
+    walk it falls back to would check again), and rejects a batch damaged anywhere, in each of its
+    streams and in the rest, as py_set_sums does."""
+    from dissector.records import _headers
+    from dissector.records.model import RECORD_COST
+    compiled()
+    require_module("crc32c")
+    body = bytes((i * 7 + covered) & 0xFF for i in range(covered - 40))
+    buf = bytearray(struct.pack(">qiibIhiqqqhii", 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1) + body)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
+    want = record_set.py_set_sums(bytes(buf), False, [64 << 20])
+    assert type(want) is tuple
+
+    def no_python(*_args, **_kwargs):
+        raise AssertionError("the compiled CRC32C rejected a good batch")
+    _headers.configure(Batch, RecordSet, no_python, no_python, record_batch._build_records,
+                       RECORD_COST)
+    try:
+        assert record_set.set_sums(bytes(buf), False, [64 << 20]) == want
+    finally:
+        record_set._configure_walk_set(
+            Batch, RecordSet, record_batch.crc32c if record_set.checks_crc() else None,
+            record_set.decode_record_set, record_batch._build_records, RECORD_COST)
+    for at in sorted({a % covered for a in CRC_DAMAGE if a < covered}):
+        bad = bytearray(buf)
+        bad[21 + at] ^= 0x10
+        got = record_set.set_sums(bytes(bad), False, [64 << 20])
+        assert type(got) is RecordSet, at
+        assert [i.code for i in got.issues] == ["records.crc_mismatch"], at
 
 
 ITEMS = st.lists(st.tuples(st.integers(0, 1 << 42), st.one_of(st.none(), st.binary(max_size=200)),
