@@ -19,6 +19,11 @@ def overview(t) -> pd.DataFrame:
     status = ex["status"].astype("string").value_counts()
     span = producers.span_seconds(t)
     tls_connections, decrypted = tls.counts(t)
+    # the batch headers' counts; at the headers level no Produce or Fetch has one
+    counts = ex["record_count"]
+    carriers = counts[ex["api_key"].isin([producers.PRODUCE, latency.FETCH])]
+    in_batches = None if len(carriers) and carriers.isna().all() else int(counts.fillna(0).sum())
+    decoded = len(t.records)
     rows = [
         ("exchanges", len(ex)),
         ("connections", len(t.connections)),
@@ -31,7 +36,10 @@ def overview(t) -> pd.DataFrame:
     ] + [(f"status {k}", int(v)) for k, v in status.items()] + [
         ("exchanges with an error", int((ex["error_code"].fillna(0) != 0).sum())),
         ("partition rows", len(t.partitions)),
-        ("records decoded", len(t.records)),
+        ("records in batches", "not read (--level headers)" if in_batches is None
+         else in_batches),
+        ("records decoded", "0 (--level records decodes them)" if in_batches and not decoded
+         else decoded),
         ("issues", len(t.issues)),
     ]
     return pd.DataFrame([(k, str(v)) for k, v in rows], columns=["what", "value"])

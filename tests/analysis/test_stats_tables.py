@@ -208,3 +208,22 @@ def test_clients_in_every_format_keep_capture_strings_data(capsys):
     consumer = next(r for r in doc["Clients"] if r["client_id"] == CONSUMER)
     assert consumer["groups"] == [GROUP] and consumer["topics_consumed"] == [TOPIC]
     assert {r["software_name"] for r in doc["Client software"]} == {SOFTWARE, None}
+
+
+def test_the_overview_counts_records_at_every_level():
+    """The records the batch headers count at the bodies level are the rows the records level
+    decodes (which test_real_captures checks against what the clients produced and fetched); the
+    overview says which level counts or decodes them rather than showing a bare 0."""
+    import analysis
+    from analysis.summary import overview
+
+    def shown(level):
+        rows = overview(analysis.load(SHIPPED, level=level))
+        return dict(zip(rows["what"], rows["value"]))
+    headers, bodies, records = shown("headers"), shown("bodies"), shown("records")
+    decoded = int(records["records decoded"])
+    assert decoded > 100 and records["records in batches"] == str(decoded)
+    assert bodies["records in batches"] == str(decoded)
+    assert bodies["records decoded"] == "0 (--level records decodes them)"
+    assert headers["records in batches"] == "not read (--level headers)"
+    assert headers["records decoded"] == "0"
