@@ -48,7 +48,7 @@ static uint32_t crc32c_soft(const unsigned char *p, size_t n)
 #include <nmmintrin.h>
 #define CRC32C_HW 1
 /* The instruction takes 3 cycles and can start one every cycle: three streams of B bytes are
- * summed at once (about 2.6x one stream), then joined. A CRC without its final inversion is
+ * summed at once (three times one stream's speed on data in cache), then joined. A CRC without its final inversion is
  * linear, so crc(s, D0 D1 D2) = shift(crc(s, D0), 2B) ^ shift(crc(0, D1), B) ^ crc(0, D2), where
  * shift(c, L) is c run through L zero bytes: linear in c, so four byte tables per shift. */
 #define CRC32C_LONG 2048    /* bytes per stream for long sets (bulk batches)... */
