@@ -48,9 +48,10 @@ static uint32_t crc32c_soft(const unsigned char *p, size_t n)
 #include <nmmintrin.h>
 #define CRC32C_HW 1
 /* The instruction takes 3 cycles and can start one every cycle: three streams of B bytes are
- * summed at once (three times one stream's speed on data in cache), then joined. A CRC without its final inversion is
- * linear, so crc(s, D0 D1 D2) = shift(crc(s, D0), 2B) ^ shift(crc(0, D1), B) ^ crc(0, D2), where
- * shift(c, L) is c run through L zero bytes: linear in c, so four byte tables per shift. */
+ * summed at once (three times one stream's speed on data in cache), then joined. A CRC without
+ * its final inversion is linear, so crc(s, D0 D1 D2) = shift(crc(s, D0), 2B) ^
+ * shift(crc(0, D1), B) ^ crc(0, D2), where shift(c, L) is c run through L zero bytes: linear in
+ * c, so four byte tables per shift. */
 #define CRC32C_LONG 2048    /* bytes per stream for long sets (bulk batches)... */
 #define CRC32C_SHORT 256    /* ...and for what is left, down to 768 bytes */
 static uint32_t crc32c_shift[2][2][4][256];   /* [long, short][by B, by 2B][byte][value] */
