@@ -57,9 +57,12 @@ ROWS = st.lists(st.tuples(st.integers(0, 1), st.one_of(st.none(), st.integers(-5
                           st.lists(st.tuples(KEYS, VALUES), max_size=3)), max_size=6)
 BATCH = st.tuples(st.one_of(st.none(), st.integers(0, 9)), st.integers(-3, 9),
                   st.sampled_from([0, 1, 78]), st.integers(0, 1),
-                  # (a lone "\r" is left unquoted by csv.writer, as by the row writers)
-                  st.one_of(st.none(), st.text(st.characters(blacklist_characters="\r"),
-                                               max_size=5), st.just('to,p"ic\n')),
+                  # (a lone "\r" is left unquoted by csv.writer, as by the row writers; no
+                  # surrogates: topic names are decoded as strict UTF-8, which has none)
+                  st.one_of(st.none(),
+                            st.text(st.characters(blacklist_categories=("Cs",),
+                                                  blacklist_characters="\r"), max_size=5),
+                            st.just('to,p"ic\n')),
                   st.integers(-1, 3), st.integers(0, 2), st.sampled_from(["none", "gzip"]),
                   st.one_of(st.none(), st.integers(0, 1)), st.integers(-1, 9), st.integers(-1, 2),
                   st.integers(-1, 5), st.booleans(), st.booleans(),
