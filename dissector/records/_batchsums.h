@@ -83,14 +83,14 @@ __attribute__((target("sse4.2"))) static void crc32c_shift_tables(void)
         }
 }
 
-static inline uint32_t crc32c_shifted(const uint32_t t[4][256], uint64_t c)
+static inline uint32_t crc32c_shifted(uint32_t t[4][256], uint64_t c)
 {
     return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][(c >> 24) & 0xFF];
 }
 
 /* c run through p[:*n] three streams of `b` bytes at a time, while 3b bytes are left */
 __attribute__((target("sse4.2"))) static uint64_t crc32c_streams(
-    uint64_t c, const unsigned char **p, size_t *n, size_t b, const uint32_t shift[2][4][256])
+    uint64_t c, const unsigned char **p, size_t *n, size_t b, uint32_t shift[2][4][256])
 {
     const unsigned char *q = *p;
     for (; *n >= 3 * b; *n -= 3 * b, q += 3 * b) {
