@@ -39,7 +39,7 @@ order, topic naming inside a struct that names a topic); such bodies are decoded
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 from .summary_walk import (PARTITION_INDEX, _entries, _has_id, _holds_sets, _list_flags,
                            _name_attr, _relevant)
@@ -51,19 +51,15 @@ _GROUP, _ROW, _SETTING = "group", "row", "setting"   # what a node's struct is t
 _plans = {}   # (id(schema), rows) -> (schema, plan): holding the schema keeps its id from being reused
 
 
-class RowSpec(NamedTuple):
+# a collections.namedtuple: typing.NamedTuple would import typing, 2 ms of every start
+class RowSpec(namedtuple("RowSpec", "topics parts index fields records settings nested",
+                         defaults=((), ()))):
     """What a body gives the partitions table and the request settings, by attribute: its list
     of topic entries, a topic entry's list of partition entries, a partition entry's number, its
     (field, required) read into its row, then its record set (None: none); the body's settings
     (a row of the top-level fields `settings`, each with its default where absent, then
     `nested`: (struct field, its field, the setting it sets where the struct is there))."""
-    topics: str
-    parts: str
-    index: str
-    fields: tuple
-    records: str | None
-    settings: tuple = ()
-    nested: tuple = ()
+    __slots__ = ()
 
 
 class _Unplannable(Exception):
