@@ -23,12 +23,13 @@ from __future__ import annotations
 import mmap
 import os
 import select
-import socket
 import struct
 import time
 import fcntl
-# the compiled cores of pickle and signal: importing the modules themselves (pickle.py's
-# names, signal's enums) took ~5 ms of each parallel run's start, before the workers start
+# the compiled cores of pickle, signal and socket: importing the modules themselves (pickle.py's
+# names, signal's and socket's enums) took ~9 ms of each parallel run's start, before the
+# workers start
+import _socket
 from _pickle import dumps, loads
 from _signal import SIG_DFL, SIGINT, SIGKILL, signal
 
@@ -36,7 +37,8 @@ _LEN = struct.Struct("<Q")      # a frame: its length, then its kind (one byte) 
 _INBAND, _SHARED = 0, 1         # kinds: the pickle; the buffers' sizes and the pickle
 _COUNT = struct.Struct("<I")
 SHARED_FROM = 1 << 20   # a message's out-of-band buffers this large go through shared memory
-_MEMFD = hasattr(os, "memfd_create") and hasattr(socket, "send_fds")   # Linux
+_MEMFD = hasattr(os, "memfd_create") and hasattr(_socket, "SCM_RIGHTS")   # Linux
+_FD = struct.Struct("i")   # a descriptor in an SCM_RIGHTS message
 _READ = 1 << 20
 _PROTOCOL = 5   # pickle.HIGHEST_PROTOCOL (since Python 3.8)
 PIPE_SIZE = 1 << 20   # Linux's limit for unprivileged processes by default (pipe-max-size)
@@ -66,7 +68,7 @@ def _shared_frame(msg, sock):
     if fd is None:
         return _frame(msg)
     try:
-        socket.send_fds(sock, [b"f"], [fd])
+        _send_fd(sock, fd)
     finally:
         os.close(fd)   # the one in flight keeps the file
     head = _COUNT.pack(len(sizes)) + b"".join(map(_LEN.pack, sizes))
@@ -93,18 +95,33 @@ def _memory_file(raws):
 def _mapped(sock, sizes):
     """The buffers of a _SHARED frame: views of the memory file received on `sock`, mapped
     copy-on-write (what is built on them may be written; the worker's file stays as it was)."""
-    _, fds, _, _ = socket.recv_fds(sock, 1, 1)
-    if not fds:   # dropped by the kernel: this process is out of file descriptors
+    fd = _recv_fd(sock)
+    if fd is None:   # dropped by the kernel: this process is out of file descriptors
         raise RuntimeError("a worker's columns did not arrive (out of file descriptors?)")
     try:
-        view = memoryview(mmap.mmap(fds[0], sum(sizes), access=mmap.ACCESS_COPY))
+        view = memoryview(mmap.mmap(fd, sum(sizes), access=mmap.ACCESS_COPY))
     finally:
-        os.close(fds[0])   # the map holds its own
+        os.close(fd)   # the map holds its own
     buffers, at = [], 0
     for size in sizes:
         buffers.append(view[at:at + size])
         at += size
     return buffers
+
+
+def _send_fd(sock, fd):
+    """Pass descriptor `fd` over Unix socket `sock` (socket.send_fds, without the module)."""
+    sock.sendmsg([b"f"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _FD.pack(fd))])
+
+
+def _recv_fd(sock):
+    """The descriptor _send_fd passed on `sock` (now this process's), or None if the kernel
+    dropped it."""
+    _, ancillary, _, _ = sock.recvmsg(1, _socket.CMSG_LEN(_FD.size))
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) >= _FD.size:
+            return _FD.unpack_from(data)[0]
+    return None
 
 
 def _enlarge(fd):
@@ -196,7 +213,7 @@ class Workers:
             down_r, down_w = os.pipe()
             _enlarge(up_w)
             _enlarge(down_w)
-            mine, theirs = socket.socketpair() if _MEMFD else (None, None)
+            mine, theirs = _socket.socketpair() if _MEMFD else (None, None)
             pid = os.fork()
             if pid == 0:   # the worker: its ends only, and no return into the parent's code
                 status = 1
