@@ -356,7 +356,7 @@ class Module:
         lst = f"l{depth}"
         # A count larger than the bytes left must fail before the loop builds objects for it:
         # elements whose first read raises past the end fail at once; others are checked first.
-        check = f"k < 0" if self._reads_first(f) else f"{n} > len(b) - p or k < 0"
+        check = "k < 0" if self._reads_first(f) else f"{n} > len(b) - p or k < 0"
         lines = [f"{pad}{target} = {lst} = []", f"{pad}if {n}:", f"{inner}k -= {n}",
                  f"{inner}if {check}:", f"{inner}    raise Malformed"]
         if elem == "struct" and f.struct.fields and all(x.kind in FIXED for x in f.struct.fields):

@@ -127,7 +127,6 @@ def test_checksums_are_valid_by_scapy(flow):
 
 
 def test_flags_timestamps_and_mss_option(flow):
-    from scapy.layers.inet import TCP
     packets, out, _ = flow
     by_ts = {}
     for ts, p, tcp in _tcp_pieces(out):

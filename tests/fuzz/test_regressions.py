@@ -249,7 +249,8 @@ def test_framebuf_fill_writes_only_buffers_frame_buffer_made():
     with pytest.raises(TypeError):
         framebuf.fill(done, 0, b"z", 0, 1)
     empty = framebuf.frame_buffer(0)
-    assert framebuf.finished(empty) == b"" and empty is not b""
+    shared_empty = bytes()   # the interpreter's one empty bytes object, which must stay empty
+    assert framebuf.finished(empty) == b"" and empty is not shared_empty
 
 
 def test_reader_budget_near_the_lowest_int64():

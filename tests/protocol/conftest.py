@@ -1,5 +1,3 @@
-import pytest
-
 from dissector.protocol.decode import tables
 from dissector.protocol.generated.apis import APIS
 

@@ -175,7 +175,7 @@ class Broker:
                     conn.sendall(struct.pack(">i", len(reply)) + reply)
 
     def _answer(self, msg, scram):
-        from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse
+        from kafka.protocol.metadata import MetadataResponse
         from kafka.protocol.sasl import SaslHandshakeResponse
         api_key, version, corr = struct.unpack(">hhi", msg[:8])
         head = struct.pack(">i", corr)
