@@ -40,18 +40,6 @@ def throughput(t, by=("topic", "client_id")) -> pd.DataFrame:
     return out.reset_index()[cols].sort_values("bytes", ascending=False).reset_index(drop=True)
 
 
-def rate_series(t, freq: str = "1s") -> pd.DataFrame:
-    """Records and bytes produced per interval and topic."""
-    df = _produce(t)
-    cols = ["second", "topic", "records", "bytes"]
-    if df.empty:
-        return pd.DataFrame(columns=cols)
-    df = df.assign(second=df["request_ts"].dt.floor(freq))
-    out = df.groupby(["second", "topic"], observed=True).agg(
-        records=("record_count", "sum"), bytes=("bytes", "sum"))
-    return out.reset_index()[cols]
-
-
 def batch_sizes(t) -> pd.DataFrame:
     """Per topic: mean records and bytes per batch, and the largest record set sent."""
     df = _produce(t)

@@ -2,8 +2,9 @@
 
 A client id, topic or header key is whatever the capture's sender wrote: an escape sequence in it
 would retitle, clear or reprogram the terminal of whoever reads the capture, and `[/]` in it
-would be rich markup. Everything a command prints from a capture goes through `escape` (plain
-text) or `rich_text` (rich tables), never through an f-string straight to the terminal.
+would be rich markup. Everything a command prints from a capture goes through `escape`, never
+through an f-string straight to the terminal; rich tables and the browser show the escaped text
+as a rich Text, which rich never reads as markup.
 
 The scheme (unambiguous: the original bytes can be read back from the output):
 
@@ -68,11 +69,3 @@ def escape(value: str | bytes | bytearray | memoryview | None) -> str:
         return value
     return "".join(map(_escape_char, value))
 
-
-def rich_text(value, style: str | None = None):
-    """`value` (any object: str() of non-strings) escaped as a rich Text: rich never reads
-    markup in a Text, so `[/]` or `[link=...]` in a capture string stays text."""
-    from rich.text import Text   # rich only where a rich table is drawn
-    if not isinstance(value, (str, bytes, bytearray, memoryview)) and value is not None:
-        value = str(value)
-    return Text(escape(value), style=style or "")

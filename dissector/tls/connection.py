@@ -180,7 +180,7 @@ class TlsConnection:
             self.issue(stream, "tls.bad_handshake", WARNING,
                        f"malformed TLS handshake message {mtype} from the {_NAMES[d]}", pkt, None)
 
-    def alert(self, stream, body, pkt, encrypted):
+    def alert(self, stream, body, pkt):
         if len(body) < 2 or body[1] == 0:
             return   # close_notify: the normal end
         level = "fatal" if body[0] == 2 else "warning"

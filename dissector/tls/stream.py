@@ -330,7 +330,7 @@ class TlsStream:
                 for mtype, mbody in self.msgs.feed(body):
                     tc.message(self, mtype, mbody, pkt, ts)
             elif rtype == ALERT and len(body) == 2:
-                tc.alert(self, bytes(body), pkt, False)
+                tc.alert(self, bytes(body), pkt)
             elif rtype == ALERT:   # an alert after an unseen ChangeCipherSpec
                 self._protected(rtype, rver, body, pieces)
             return
@@ -397,7 +397,7 @@ class TlsStream:
             for mtype, mbody in self.msgs.feed(plain):
                 tc.message(self, mtype, mbody, pkt, ts)
         elif ctype == ALERT:
-            tc.alert(self, bytes(plain), pkt, True)
+            tc.alert(self, bytes(plain), pkt)
 
     def _deliver(self, plain, prefix, pieces):
         """Hand plaintext to the framer with the packets that carried it: piece by piece where

@@ -1,7 +1,7 @@
 """dissector.text_safety: the escape scheme, byte for byte."""
 import pytest
 
-from dissector.text_safety import escape, rich_text
+from dissector.text_safety import escape
 
 
 @pytest.mark.parametrize("raw, shown", [
@@ -28,11 +28,3 @@ def test_output_is_printable_and_unambiguous():
     outs = [escape(s) for s in samples]
     assert len(set(outs)) == len(outs)
     assert all(o.isprintable() for o in outs)
-
-
-def test_rich_text_is_never_markup():
-    from rich.console import Console
-    console = Console(width=80, force_terminal=False, highlight=False, record=True)
-    console.print(rich_text("[/] [bold]x[/bold] [link=http://e]y\x1b[2J"))
-    assert console.export_text() == "[/] [bold]x[/bold] [link=http://e]y\\x1b[2J\n"
-    assert rich_text(42).plain == "42"
