@@ -293,7 +293,9 @@ static int count(Ctx *c, Py_ssize_t *p, int elem, int nullable, int compact, lon
         return *n == -1 && nullable ? 0 : -1;
     if (*n * min_size[elem] > c->end - *p)
         return -1;
-    if (*n > c->budget)   /* compared, not subtracted: a caller's budget may be near LLONG_MIN */
+    /* compared, not subtracted: a caller's budget may be near LLONG_MIN; an empty array
+     * charges nothing and is never refused, as in the generated readers (`if n:`) */
+    if (*n > 0 && *n > c->budget)
         return -1;
     c->budget -= *n;
     return 1;

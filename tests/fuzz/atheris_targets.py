@@ -282,7 +282,10 @@ def target_columns():
 
 
 def target_csvrow():
-    from dissector.output import csv_line, plain_line
+    import csv
+    import io
+
+    from dissector.output import csv_line, csv_values, plain_line
     values = (None, 0, -1, 1 << 62, -(1 << 63), 2.5, float("nan"), 1e300, "", "a,b", 'q"', "\n",
               "\r", True)
     stamps = (None, 0, -1, 1 << 62, (1 << 63) - 1, -(1 << 63), 253402300800 * 10**9)
@@ -304,12 +307,22 @@ def target_csvrow():
                 row.append(values[x % len(values)])
             else:
                 row.append(data[i:i + x % 9].decode("latin-1"))
-        row = tuple(row)
-        got = _outcome(csv_line, row, tuple(ts_at), topics_at)
-        assert got == _outcome(plain_line, row, tuple(ts_at), topics_at), (row, got)
+        row, ts_at = tuple(row), tuple(ts_at)
+        # the compiled line leaves a timestamp past 64 bits to the slow path (None), whose
+        # text must then be the twin's line (tests/cli/test_csv_line.py)
+        wide = any(row[i] is not None and not -2**63 <= row[i] < 2**63 for i in ts_at)
+        got, want = (_outcome(csv_line, row, ts_at, topics_at),
+                     _outcome(plain_line, row, ts_at, topics_at))
+        if wide and got == ("ok", None) and want[0] == "ok" and want[1] is not None:
+            slow = io.StringIO()
+            csv.writer(slow, lineterminator="\n").writerow(csv_values(row, ts_at, topics_at))
+            assert slow.getvalue() == want[1], (row, want)
+        else:
+            assert got == want, (row, got)
         holes = tuple(x % (len(row) + 2) - 1 for x in data[40:44])   # some out of range
-        got = _outcome(csv_line, row, tuple(ts_at), topics_at, holes)
-        assert got == _outcome(plain_line, row, tuple(ts_at), topics_at, holes), (row, holes)
+        got, want = (_outcome(csv_line, row, ts_at, topics_at, holes),
+                     _outcome(plain_line, row, ts_at, topics_at, holes))
+        assert got == want or wide and got == ("ok", None) and want[0] == "ok", (row, holes)
     return one
 
 

@@ -278,6 +278,18 @@ def test_reader_budget_near_the_lowest_int64():
         assert outcomes[0] == outcomes[1] and outcomes[0][0] == "fault"
 
 
+def test_reader_empty_array_with_an_exhausted_budget():
+    """Found by the atheris reader target: with a caller's budget below zero, the compiled
+    reader refused an empty array, which the generated reader (its twin) charges nothing and
+    never refuses. Both now read the body (a ListOffsets v9 request with no topics)."""
+    fast, _schema = tables(2)[0][9]
+    raw = bytes.fromhex("4e000100000100")   # replica id, isolation level, 0 topics, no tags
+    for budget in (-(1 << 63), -1, 0):
+        body, end = fast(raw, 0, budget)
+        twin, twin_end = fast.fallback(raw, 0, budget)
+        assert (body, end) == (twin, twin_end) and end == len(raw) and body.topics == []
+
+
 def test_reader_summarize_plan_naming_no_field():
     """Hardened: _reader.c's name_topic dereferenced a plan's name without a NULL check; a plan
     whose struct has a topic-id default but no name (only a caller could make one) crashed."""
