@@ -114,7 +114,7 @@ def _refuse(*_):
 # a process without a free descriptor: the kernel drops the one passed to it (in a process of
 # its own, so that this one never runs out)
 _DROPPED = """
-import _socket, os, resource
+import _socket, errno, os, resource
 from dissector.parallel import pipes
 a, b = _socket.socketpair()
 fd = os.memfd_create("t")
@@ -126,9 +126,9 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (max(b.fileno(), a.fileno()) + 8,
 held = []
 try:
     while True:
-        held.append(os.dup(0))
-except OSError:
-    pass
+        held.append(os.dup(a.fileno()))
+except OSError as exc:
+    assert exc.errno == errno.EMFILE, exc
 try:
     pipes._mapped(b, [8])
 except RuntimeError as exc:
