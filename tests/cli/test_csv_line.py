@@ -49,6 +49,19 @@ def rows(draw):
     return tuple(row), tuple(ts_at), topics_at
 
 
+def past_64_bits(row, ts_at) -> bool:
+    """Is a timestamp of `row` an int past 64 bits (which the compiled line leaves to the slow
+    path)?"""
+    return any(row[i] is not None and not -2**63 <= row[i] < 2**63 for i in ts_at)
+
+
+def slow_line(row, ts_at, topics_at) -> str:
+    """The line the slow path (the csv module) writes for `row`."""
+    slow = io.StringIO()
+    csv.writer(slow, lineterminator="\n").writerow(csv_values(row, ts_at, topics_at))
+    return slow.getvalue()
+
+
 @settings(max_examples=2000, deadline=None)
 @given(rows())
 def test_compiled_line_is_the_python_line(case):
@@ -56,10 +69,8 @@ def test_compiled_line_is_the_python_line(case):
     line = compiled_line()(row, ts_at, topics_at)
     expected = plain_line(row, ts_at, topics_at)
     if line is None and expected is not None:   # only a timestamp past 64 bits goes slow
-        assert any(row[i] is not None and not -2**63 <= row[i] < 2**63 for i in ts_at), row
-        slow = io.StringIO()
-        csv.writer(slow, lineterminator="\n").writerow(csv_values(row, ts_at, topics_at))
-        assert slow.getvalue() == expected
+        assert past_64_bits(row, ts_at), row
+        assert slow_line(row, ts_at, topics_at) == expected
     else:
         assert line == expected
 
@@ -93,7 +104,7 @@ def test_holes_cut_the_line_where_their_values_go(case, data):
         return
     whole = plain_line(row, ts_at, topics_at)
     if results[0] is None and pieces is not None:   # only a timestamp past 64 bits goes slow
-        assert any(row[i] is not None and not -2**63 <= row[i] < 2**63 for i in ts_at), row
+        assert past_64_bits(row, ts_at), row
     else:
         assert results[0] == pieces
     if pieces is None or whole is None:

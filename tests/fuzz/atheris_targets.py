@@ -282,10 +282,8 @@ def target_columns():
 
 
 def target_csvrow():
-    import csv
-    import io
-
-    from dissector.output import csv_line, csv_values, plain_line
+    from dissector.output import csv_line, plain_line
+    from tests.cli.test_csv_line import past_64_bits, slow_line
     values = (None, 0, -1, 1 << 62, -(1 << 63), 2.5, float("nan"), 1e300, "", "a,b", 'q"', "\n",
               "\r", True)
     stamps = (None, 0, -1, 1 << 62, (1 << 63) - 1, -(1 << 63), 253402300800 * 10**9)
@@ -310,13 +308,11 @@ def target_csvrow():
         row, ts_at = tuple(row), tuple(ts_at)
         # the compiled line leaves a timestamp past 64 bits to the slow path (None), whose
         # text must then be the twin's line (tests/cli/test_csv_line.py)
-        wide = any(row[i] is not None and not -2**63 <= row[i] < 2**63 for i in ts_at)
+        wide = past_64_bits(row, ts_at)
         got, want = (_outcome(csv_line, row, ts_at, topics_at),
                      _outcome(plain_line, row, ts_at, topics_at))
         if wide and got == ("ok", None) and want[0] == "ok" and want[1] is not None:
-            slow = io.StringIO()
-            csv.writer(slow, lineterminator="\n").writerow(csv_values(row, ts_at, topics_at))
-            assert slow.getvalue() == want[1], (row, want)
+            assert slow_line(row, ts_at, topics_at) == want[1], (row, want)
         else:
             assert got == want, (row, got)
         holes = tuple(x % (len(row) + 2) - 1 for x in data[40:44])   # some out of range
