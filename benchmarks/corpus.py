@@ -1,15 +1,18 @@
 """Build a large benchmark capture from real Kafka traffic, streaming.
 
-    python benchmarks/corpus.py [--size-mb 400] [--out benchmarks/corpus/corpus.pcap] [--one-host]
+    python benchmarks/corpus.py [--size-mb 400] [--out benchmarks/corpus/corpus.pcap]
+                               [--mix bulk|dense|small] [--one-host]
 
 The source is real traffic that tshark 4.0's Kafka dissector decodes fully: kafka-python with
 api_version=(2, 5) (Produce v8, Fetch v11, Metadata v9, ApiVersions v3, group and offset APIs at
-their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback, in one of two
+their 2.5-era versions) against a tansu broker, captured with tcpdump on loopback, in one of three
 mixes: "bulk" (batching producers, gzip and plain, and a consumer fetching up to 128 kB: ~20 kB a
-Kafka message) and "dense" (a producer sending every record as it comes, one request in flight,
-and a consumer fetching 2 kB at a time: ~1.7 kB a message, the per-message costs dominate). A
-source is made once (needs root, tcpdump and the dev extras) and cached as
-benchmarks/corpus/source.pcap (bulk) or source-dense.pcap, with what the clients did in
+Kafka message), "dense" (a producer sending every record as it comes, one request in flight,
+and a consumer fetching 2 kB at a time: ~1.7 kB a message, the per-message costs dominate) and
+"small" (batching producers of 60-100 byte records, lz4 and plain, and a consumer with
+kafka-python's default fetch sizes: ~80 bytes a record on the wire and ~29 kB a message, the
+per-record costs dominate). A source is made once (needs root, tcpdump and the dev extras) and
+cached as benchmarks/corpus/source.pcap (bulk) or source-MIX.pcap, with what the clients did in
 <source>.json.
 
 The corpus replicates the source's connections until it reaches the requested size. Replica r has
@@ -68,6 +71,17 @@ def _orders(topic, n, seed):
     return out
 
 
+def _clicks(topic, n, seed):
+    """Click events of 60 to 100 bytes, keyed by user: the small records many topics carry."""
+    rnd = random.Random(seed)
+    from tests.traffic import Record
+    pages = ("/", "/cart", "/search", "/product", "/checkout", "/account")
+    return [Record(topic, None, b"u-%d" % rnd.randrange(20000),
+                   (f'{{"event": {i}, "page": "{rnd.choice(pages)}", "ms": {rnd.randrange(5000)}, '
+                    f'"session": "{rnd.getrandbits(32 * rnd.randrange(1, 5)):x}"}}').encode(),
+                   (), None) for i in range(n)]
+
+
 def _bulk_runs(T, boot, records=2000, **client):
     """`client`: more keyword arguments for every client (TLS settings: benchmarks/tls_corpus)."""
     v = {"api_version": (2, 5), **client}
@@ -99,7 +113,21 @@ def _dense_runs(T, boot, records=1500):
     ]
 
 
-MIXES = {"bulk": (SOURCE, _bulk_runs), "dense": (CORPUS_DIR / "source-dense.pcap", _dense_runs)}
+def _small_runs(T, boot, records=12000):
+    v = {"api_version": (2, 5)}
+    return [
+        # batching producers of small records (lz4 and plain), as most production topics see
+        T.kafka_python_produce(boot, _clicks("clicks", records, 4), client_id="web-lz4",
+                               compression_type="lz4", linger_ms=20, **v),
+        T.kafka_python_produce(boot, _clicks("views", records, 5), client_id="web", linger_ms=20,
+                               **v),
+        T.kafka_python_consume(boot, ["clicks", "views"], 2 * records, group="analytics",
+                               client_id="analytics", timeout=60, **v),
+    ]
+
+
+MIXES = {"bulk": (SOURCE, _bulk_runs), "dense": (CORPUS_DIR / "source-dense.pcap", _dense_runs),
+         "small": (CORPUS_DIR / "source-small.pcap", _small_runs)}
 
 
 def make_source(mix="bulk"):
