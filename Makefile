@@ -48,6 +48,7 @@ fuzz-asan: system-deps setup
 bench: system-deps setup
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix bulk --records
 	$(PY) benchmarks/vs_tshark.py --size-mb 400 --rounds 3 --mix dense --records
+	$(PY) benchmarks/vs_tshark.py --size-mb 200 --rounds 3 --mix small --records
 	$(PY) benchmarks/vs_tshark_tls.py --size-mb 150 --rounds 3
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 5
 	$(PY) benchmarks/jobs_scaling.py --size-mb 400 --rounds 3 --mix dense --levels bodies,records
