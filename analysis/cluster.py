@@ -39,29 +39,42 @@ def _advertisements(t) -> pd.DataFrame:
 def brokers(t) -> pd.DataFrame:
     """Per node id, as last advertised: host, port, rack, whether it is the controller (the
     latest controller id), first and last seen, how many responses listed it, and the
-    connections that reached its address."""
+    connections that reached its address. Where the capture holds several clusters (two
+    cluster ids or more), per cluster id and node id, with the cluster id first."""
     ads = _advertisements(t)
     cols = ["node_id", "host", "port", "rack", "controller", "first_seen", "last_seen",
             "advertised", "connections"]
     if ads.empty:
         return pd.DataFrame(columns=cols)
-    g = ads.groupby("node_id", dropna=False)
-    out = g.tail(1).set_index("node_id")[["host", "port", "rack"]]
+    multi = ads["cluster_id"].nunique() > 1
+    keys = ["cluster_id", "node_id"] if multi else ["node_id"]
+    g = ads.groupby(keys, dropna=False)
+    out = g.tail(1).set_index(keys)[["host", "port", "rack"]]
     out["first_seen"] = g["response_ts"].min()
     out["last_seen"] = g["response_ts"].max()
     out["advertised"] = g.size()
-    ctrl = ads["controller_id"].dropna()
-    latest = ctrl.iloc[-1] if len(ctrl) else None
-    out["controller"] = out.index == latest
+    named = ads.dropna(subset=["controller_id"])
     conns = connection_brokers(t, ads)
-    reached = conns.groupby("node_id")["connection_id"].count() if len(conns) else pd.Series()
+    if multi:   # each cluster's latest controller; a connection's cluster is its address's
+        latest = named.groupby("cluster_id")["controller_id"].last()
+        out["controller"] = [latest.get(c) == n for c, n in out.index]
+        where = broker_clusters(t)
+        conns = conns.assign(cluster_id=[where.get((str(ip), int(port)))
+                                         for ip, port in zip(conns["broker_ip"].tolist(),
+                                                             conns["broker_port"].tolist())])
+    else:
+        latest = named["controller_id"].iloc[-1] if len(named) else None
+        out["controller"] = out.index == latest
+    reached = conns.groupby(keys)["connection_id"].count() if len(conns) else pd.Series()
     out["connections"] = reached.reindex(out.index).fillna(0).astype(int)
-    return out.reset_index()[cols].sort_values("node_id").reset_index(drop=True)
+    return out.reset_index()[keys[:-1] + cols].sort_values(keys).reset_index(drop=True)
 
 
 def cluster(t) -> pd.DataFrame:
     """The cluster ids and controllers responses named, in time order, one row per change
-    (cluster_id, controller_id, since, responses)."""
+    (cluster_id, controller_id, since, responses); where the capture holds several clusters
+    (two cluster ids or more), per cluster: another cluster's responses in between change
+    nothing."""
     ex = t.exchanges
     df = ex[ex["api_key"].isin([METADATA, DESCRIBE_CLUSTER]).fillna(False)
             & (ex["cluster_id"].notna() | ex["controller_id"].notna())]
@@ -69,14 +82,47 @@ def cluster(t) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=cols)
     df = df.sort_values("response_ts", kind="stable")
-    key = df["cluster_id"].astype("string").fillna("") + "/" + \
-        df["controller_id"].astype("string").fillna("")
-    run = (key != key.shift()).fillna(True).astype(int).cumsum()
-    g = df.groupby(run.to_numpy())
+    if df["cluster_id"].nunique() > 1:
+        cid = df["cluster_id"].astype("string").fillna("").to_numpy()
+        ctrl = df["controller_id"].astype("string").fillna("")
+        changed = (ctrl != ctrl.groupby(cid).shift()).fillna(True).astype(int)
+        g = df.groupby([cid, changed.groupby(cid).cumsum().to_numpy()])
+    else:
+        key = df["cluster_id"].astype("string").fillna("") + "/" + \
+            df["controller_id"].astype("string").fillna("")
+        g = df.groupby((key != key.shift()).fillna(True).astype(int).cumsum().to_numpy())
     out = pd.DataFrame({"cluster_id": g["cluster_id"].first(),
                         "controller_id": g["controller_id"].first(),
                         "since": g["response_ts"].first(), "responses": g.size()})
-    return out.reset_index(drop=True)[cols]
+    return out.sort_values("since", kind="stable").reset_index(drop=True)[cols]
+
+
+# the exchanges columns broker_clusters reads
+CLUSTER_COLUMNS = ("api_key", "response_ts", "cluster_id", "brokers", "broker_ip", "broker_port")
+
+
+def broker_clusters(t) -> dict:
+    """(broker address, port) -> cluster id where the capture names two cluster ids or more
+    (else empty: one cluster needs no telling apart). From each Metadata and DescribeCluster
+    response naming its cluster, in time order, the latest winning: every broker it advertises
+    (host as given), then the address it came from, which no advertisement overrides."""
+    ex = t.exchanges
+    df = ex.loc[ex["api_key"].isin([METADATA, DESCRIBE_CLUSTER]).fillna(False)
+                & ex["cluster_id"].notna(), list(CLUSTER_COLUMNS[1:])]
+    if df["cluster_id"].nunique() < 2:
+        return {}
+    df = df.sort_values("response_ts", kind="stable")
+    clusters = df["cluster_id"].astype("object").tolist()
+    where = {}
+    for brokers, cluster_id in zip(df["brokers"].tolist(), clusters):
+        for b in brokers if isinstance(brokers, list) else ():
+            if b.get("host") is not None and b.get("port") is not None:
+                where[(b["host"], int(b["port"]))] = cluster_id
+    for ip, port, cluster_id in zip(df["broker_ip"].astype("object").tolist(),
+                                    df["broker_port"].tolist(), clusters):
+        if ip is not None and not pd.isna(port):
+            where[(ip, int(port))] = cluster_id
+    return where
 
 
 def _addresses(ads: pd.DataFrame) -> dict:

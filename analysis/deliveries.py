@@ -5,10 +5,12 @@ A produced record's offset is the Produce response's base offset plus its place 
 record set for that partition (the partitions table's first_offset..last_offset of a Produce row).
 A Fetch response delivers the offsets of its record set from the fetch offset on (a batch may start
 before it: the consumer skips those) to the set's last record (partitions first_offset,
-last_offset, fetch_offset). The two are joined by (topic, partition, offset): one row per produced
-record and consumer (its group, or the consumer's client id and address when it fetched outside a
-group), with the first delivery and how many Fetch responses carried the record to that consumer.
-A record no consumer fetched in the capture keeps one row with no consumer.
+last_offset, fetch_offset). The two are joined by (topic, partition, offset), and by cluster where
+the capture holds several (cluster.broker_clusters: the cluster id its Metadata responses give
+each broker address; two clusters number the same topic's offsets each their own way): one row per
+produced record and consumer (its group, or the consumer's client id and address when it fetched
+outside a group), with the first delivery and how many Fetch responses carried the record to that
+consumer. A record no consumer fetched in the capture keeps one row with no consumer.
 
 Times: produce_request_ts is the Produce request's first packet, ack_ts the response's last
 packet (when the producer has the offset), delivery_ts the Fetch response's last packet (when the
@@ -22,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .cluster import CLUSTER_COLUMNS, broker_clusters
 from .latency import QUANTILES
 
 PRODUCE, FETCH = 0, 1
@@ -48,8 +51,9 @@ DELIVERY_COLUMNS = (
 )
 # the columns deliveries() reads, per table
 NEEDS = {
-    "exchanges": ("exchange", "api_key", "client_id", "client_ip", "group_id", "request_ts",
-                  "response_end_ts", "replica_id"),
+    "exchanges": tuple(dict.fromkeys(("exchange", "api_key", "client_id", "client_ip", "group_id",
+                                      "request_ts", "response_end_ts", "replica_id")
+                                     + CLUSTER_COLUMNS)),
     "partitions": ("exchange", "api_key", "topic", "partition", "first_offset", "last_offset",
                    "fetch_offset", "bytes"),
 }
@@ -77,13 +81,29 @@ def _empty() -> pd.DataFrame:
     return to_pandas(table_schema(DELIVERY_COLUMNS).empty_table())
 
 
-def _produced(t) -> pd.DataFrame:
+def _with_cluster(t, ex: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """Exchanges `ex` with the cluster of their broker (broker_clusters' `where`; "" where it
+    names none, as every exchange of a capture of one cluster)."""
+    if not where:
+        return ex.assign(cluster="")
+    known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],
+                         columns=["ip", "port", "cluster"])
+    at = t.exchanges[["exchange", "broker_ip", "broker_port"]]
+    at = pd.DataFrame({"exchange": at["exchange"].to_numpy(),
+                       "ip": at["broker_ip"].astype("object").to_numpy(),
+                       "port": at["broker_port"].to_numpy("int64", na_value=-1)})
+    at = at.merge(known, on=["ip", "port"], how="left")
+    ex = ex.merge(at[["exchange", "cluster"]], on="exchange", how="left")
+    return ex.assign(cluster=ex["cluster"].fillna(""))
+
+
+def _produced(t, where) -> pd.DataFrame:
     p = t.partitions
     keep = (p["api_key"] == PRODUCE).fillna(False) & p["first_offset"].notna() \
         & p["last_offset"].notna()
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset", "bytes"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "request_ts", "response_end_ts"]]
-    df = df.merge(ex, on="exchange", how="left")
+    df = df.merge(_with_cluster(t, ex, where), on="exchange", how="left")
     # a damaged count must not become an allocation: a record takes at least 7 bytes on the wire
     n = (df["last_offset"] - df["first_offset"] + 1).clip(lower=0)
     df["n"] = np.minimum(n.to_numpy("int64", na_value=0),
@@ -91,14 +111,14 @@ def _produced(t) -> pd.DataFrame:
     return df
 
 
-def _fetched(t) -> pd.DataFrame:
+def _fetched(t, where) -> pd.DataFrame:
     p = t.partitions
     keep = (p["api_key"] == FETCH).fillna(False) & p["first_offset"].notna() \
         & p["last_offset"].notna()
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset",
                       "fetch_offset"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "response_end_ts", "replica_id"]]
-    df = df.merge(ex, on="exchange", how="left")
+    df = df.merge(_with_cluster(t, ex, where), on="exchange", how="left")
     df = df[(df["replica_id"].fillna(-1) < 0).astype(bool)]
     groups = client_groups(t.exchanges)
     df = df.assign(client_id=df["client_id"].astype("string"),
@@ -119,7 +139,8 @@ def _fetched(t) -> pd.DataFrame:
 
 def deliveries(t) -> pd.DataFrame:
     """The deliveries table (DELIVERY_COLUMNS): one row per produced record and consumer."""
-    prod = _produced(t)
+    where = broker_clusters(t)
+    prod = _produced(t, where)
     if prod.empty or prod["n"].sum() == 0:
         return _empty()
     # one row per produced record, in numpy arrays until deduplicated: as a frame, sorted and
@@ -131,15 +152,17 @@ def deliveries(t) -> pd.DataFrame:
                                                              - np.repeat(starts, n))
     topics = prod["topic"].astype("object").to_numpy()
     partitions = prod["partition"].to_numpy("int64", na_value=-1)
+    clusters = prod["cluster"].to_numpy(object)
     # an offset claimed twice (a retried Produce answered with its first offsets): the first
     # by request time, then exchange (stable sorts both)
     order = np.lexsort((prod["exchange"].to_numpy("int64")[rows],
                         _instants(prod["request_ts"])[rows]))
-    keep = order[_first_of_each(pd.factorize(topics)[0][rows][order],
+    keep = order[_first_of_each(pd.factorize(clusters)[0][rows][order],
+                                pd.factorize(topics)[0][rows][order],
                                 partitions[rows][order], offset[order])[0]]
-    rec = pd.DataFrame({"p": rows[keep], "offset": offset[keep],
+    rec = pd.DataFrame({"p": rows[keep], "offset": offset[keep], "cluster": clusters[rows[keep]],
                         "topic": topics[rows[keep]], "partition": partitions[rows[keep]]})
-    pairs = _pairs(rec, _fetched(t))
+    pairs = _pairs(rec, _fetched(t, where))
     return _table(prod, rec, pairs)
 
 
@@ -165,15 +188,16 @@ def _instants(column) -> np.ndarray:
 
 
 def _pairs(rec: pd.DataFrame, fetch: pd.DataFrame):
-    """(record row, fetch row) for every fetch delivering a produced record: per topic-partition,
-    the produced offsets sorted, each fetch's range found in them by binary search."""
+    """(record row, fetch row) for every fetch delivering a produced record: per cluster and
+    topic-partition, the produced offsets sorted, each fetch's range found in them by binary
+    search."""
     rec_idx, fetch_idx = [], []
     if fetch.empty:
         return np.empty(0, np.int64), np.empty(0, np.int64), fetch
-    fkeys = fetch.groupby([fetch["topic"].astype("object"),
+    fkeys = fetch.groupby([fetch["cluster"].astype("object"), fetch["topic"].astype("object"),
                            fetch["partition"].astype("int64")], sort=False).indices
-    for (topic, part), idx in rec.groupby(["topic", "partition"], sort=False).indices.items():
-        f = fkeys.get((topic, part))
+    for key, idx in rec.groupby(["cluster", "topic", "partition"], sort=False).indices.items():
+        f = fkeys.get(key)
         if f is None:
             continue
         offsets = rec["offset"].to_numpy()[idx]

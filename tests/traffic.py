@@ -85,9 +85,10 @@ class Broker:
     front of it, tests/tls_lab.py); by default its own.
     """
 
-    def __init__(self, port=None, start_timeout=15.0, advertised_port=None):
+    def __init__(self, port=None, start_timeout=15.0, advertised_port=None, cluster_id=None):
         self.port = port
         self.advertised_port = advertised_port
+        self.cluster_id = cluster_id   # tansu's own default: "tansu_cluster"
         self.start_timeout = start_timeout
         self.proc = None
         self.version = None
@@ -109,7 +110,8 @@ class Broker:
             self._log = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(
                 [binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-                 "--storage-engine", "memory://tansu/"],
+                 "--storage-engine", "memory://tansu/",
+                 *(["--cluster-id", self.cluster_id] if self.cluster_id else [])],
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
             if self._ready():
                 self.port = port

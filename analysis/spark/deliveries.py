@@ -1,15 +1,19 @@
 """The deliveries table (analysis.deliveries) in Spark SQL: produced records joined with the Fetch
-responses that delivered them by (topic, partition, offset), across every connection and file,
-from the Parquet tables a run wrote; written by the executors in the pandas table's schema.
+responses that delivered them by (cluster, topic, partition, offset), across every connection and
+file, from the Parquet tables a run wrote; written by the executors in the pandas table's schema.
 
 Same definitions and tie-breaks as the pandas function: a client's group is the one it names
-most in its group requests (then the smallest name); an offset claimed by two Produce requests
-belongs to the earlier (then the lower exchange number); a consumer's first delivery is the
-earliest Fetch response (then the lower exchange number). Timestamps are nanosecond longs here
-(spark.sql.legacy.parquet.nanosAsLong), as in the tables.
+most in its group requests (then the smallest name); a broker address's cluster is the one the
+latest Metadata or DescribeCluster response says (the address it came from before any address
+it advertises; later responses, then later brokers in one, win), and none unless the run names
+two cluster ids or more (analysis.cluster.broker_clusters); an offset claimed by two Produce
+requests belongs to the earlier (then the lower exchange number); a consumer's first delivery is
+the earliest Fetch response (then the lower exchange number). Timestamps are nanosecond longs
+here (spark.sql.legacy.parquet.nanosAsLong), as in the tables.
 """
 from __future__ import annotations
 
+from ..cluster import DESCRIBE_CLUSTER, METADATA
 from ..deliveries import DELIVERY_COLUMNS, FETCH, GROUP_APIS, PRODUCE, sort_rows
 
 MIN_RECORD_BYTES = 7   # as analysis.deliveries: a damaged count cannot exceed bytes / 7 + 1
@@ -27,13 +31,35 @@ groups AS (
                                      ORDER BY n DESC, group_id) AS rn FROM named)
     WHERE rn = 1)"""
 
+# CTE `addr` (ip, port, cluster_id): each broker address's cluster, as broker_clusters says it
+CLUSTERS = f"""
+meta AS (
+    SELECT exchange, response_ts, cluster_id, brokers, broker_ip, broker_port FROM kd_exchanges
+    WHERE api_key IN ({METADATA}, {DESCRIBE_CLUSTER}) AND cluster_id IS NOT NULL),
+said AS (
+    SELECT b.host AS ip, b.port AS port, cluster_id, 0 AS own, response_ts, exchange, i
+    FROM meta LATERAL VIEW posexplode(brokers) x AS i, b
+    WHERE b.host IS NOT NULL AND b.port IS NOT NULL
+    UNION ALL
+    SELECT broker_ip, broker_port, cluster_id, 1, response_ts, exchange, 0 FROM meta
+    WHERE broker_ip IS NOT NULL AND broker_port IS NOT NULL),
+addr AS (
+    SELECT ip, port, cluster_id FROM (
+        SELECT *, row_number() OVER (PARTITION BY ip, port
+                                     ORDER BY own DESC, response_ts DESC, exchange DESC,
+                                              i DESC) AS rn
+        FROM said)
+    WHERE rn = 1 AND (SELECT count(DISTINCT cluster_id) FROM meta) >= 2)"""
+
 SQL = f"""
-WITH ex AS (
-    SELECT exchange, api_key, client_id, client_ip, group_id, request_ts, response_end_ts,
-           replica_id
-    FROM kd_exchanges),{GROUPS},
+WITH {CLUSTERS},
+ex AS (
+    SELECT e.exchange, e.api_key, e.client_id, e.client_ip, e.group_id, e.request_ts,
+           e.response_end_ts, e.replica_id, coalesce(a.cluster_id, '') AS cluster
+    FROM kd_exchanges e LEFT JOIN addr a ON a.ip = e.broker_ip AND a.port = e.broker_port),
+{GROUPS},
 produced AS (
-    SELECT p.topic, p.partition, p.exchange, e.client_id, e.client_ip, e.request_ts,
+    SELECT e.cluster, p.topic, p.partition, p.exchange, e.client_id, e.client_ip, e.request_ts,
            e.response_end_ts, p.first_offset,
            least(p.last_offset, p.first_offset + coalesce(p.bytes, 0) div {MIN_RECORD_BYTES})
                AS last_offset
@@ -41,16 +67,16 @@ produced AS (
     WHERE p.api_key = {PRODUCE} AND p.first_offset IS NOT NULL AND p.last_offset IS NOT NULL),
 records AS (
     SELECT * FROM (
-        SELECT topic, partition, offset, exchange, client_id, client_ip, request_ts,
+        SELECT cluster, topic, partition, offset, exchange, client_id, client_ip, request_ts,
                response_end_ts,
-               row_number() OVER (PARTITION BY topic, partition, offset
+               row_number() OVER (PARTITION BY cluster, topic, partition, offset
                                   ORDER BY request_ts, exchange) AS rn
         FROM produced
         LATERAL VIEW explode(sequence(first_offset, last_offset)) o AS offset
         WHERE last_offset >= first_offset)
     WHERE rn = 1),
 fetched AS (
-    SELECT p.topic, p.partition, p.exchange, e.client_id, e.client_ip, g.group_id,
+    SELECT e.cluster, p.topic, p.partition, p.exchange, e.client_id, e.client_ip, g.group_id,
            e.response_end_ts AS ts,
            greatest(p.first_offset, coalesce(p.fetch_offset, p.first_offset)) AS lo,
            p.last_offset AS hi,
@@ -61,13 +87,15 @@ fetched AS (
     WHERE p.api_key = {FETCH} AND p.first_offset IS NOT NULL AND p.last_offset IS NOT NULL
           AND coalesce(e.replica_id, -1) < 0),
 pairs AS (
-    SELECT r.topic, r.partition, r.offset, f.exchange, f.client_id, f.client_ip, f.group_id,
-           f.ts,
-           row_number() OVER (PARTITION BY r.topic, r.partition, r.offset, f.consumer
+    SELECT r.cluster, r.topic, r.partition, r.offset, f.exchange, f.client_id, f.client_ip,
+           f.group_id, f.ts,
+           row_number() OVER (PARTITION BY r.cluster, r.topic, r.partition, r.offset, f.consumer
                               ORDER BY f.ts, f.exchange) AS rn,
-           count(*) OVER (PARTITION BY r.topic, r.partition, r.offset, f.consumer) AS n
+           count(*) OVER (PARTITION BY r.cluster, r.topic, r.partition, r.offset, f.consumer)
+               AS n
     FROM records r JOIN fetched f
-         ON r.topic = f.topic AND r.partition = f.partition AND r.offset BETWEEN f.lo AND f.hi)
+         ON r.cluster = f.cluster AND r.topic = f.topic AND r.partition = f.partition
+            AND r.offset BETWEEN f.lo AND f.hi)
 SELECT r.topic, r.partition, r.offset,
        r.client_id AS producer_client_id, r.client_ip AS producer_ip,
        r.exchange AS produce_exchange, r.request_ts AS produce_request_ts,
@@ -78,7 +106,8 @@ SELECT r.topic, r.partition, r.offset,
        (r.response_end_ts - r.request_ts) / 1e6 AS ack_ms,
        coalesce(d.n, 0) AS deliveries
 FROM records r LEFT JOIN (SELECT * FROM pairs WHERE rn = 1) d
-     ON r.topic = d.topic AND r.partition = d.partition AND r.offset = d.offset
+     ON r.cluster = d.cluster AND r.topic = d.topic AND r.partition = d.partition
+        AND r.offset = d.offset
 """
 
 

