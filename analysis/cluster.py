@@ -125,6 +125,23 @@ def broker_clusters(t) -> dict:
     return where
 
 
+def with_cluster(t, frame: pd.DataFrame, where: dict) -> pd.DataFrame:
+    """`frame` (rows with an "exchange" column) with the cluster of each exchange's broker in a
+    "cluster" column: broker_clusters' `where`, "" where it names none (every row of a capture
+    of one cluster)."""
+    if not where:
+        return frame.assign(cluster="")
+    known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],
+                         columns=["ip", "port", "cluster"])
+    ex = t.exchanges[["exchange", "broker_ip", "broker_port"]]
+    at = pd.DataFrame({"exchange": ex["exchange"].to_numpy(),
+                       "ip": ex["broker_ip"].astype("object").to_numpy(),
+                       "port": ex["broker_port"].to_numpy("int64", na_value=-1)})
+    at = at.merge(known, on=["ip", "port"], how="left")
+    out = frame.merge(at[["exchange", "cluster"]], on="exchange", how="left")
+    return out.assign(cluster=out["cluster"].fillna("")).set_axis(frame.index)
+
+
 def _addresses(ads: pd.DataFrame) -> dict:
     """(host, port) -> node id, the latest advertisement winning."""
     return {(h, int(p)): n for h, p, n in zip(ads["host"].tolist(), ads["port"].tolist(),
@@ -198,9 +215,14 @@ def misconfigurations(t) -> pd.DataFrame:
 def leaders(t) -> pd.DataFrame:
     """Partition leaders as Metadata responses gave them, in time order: response_ts, topic,
     partition, leader_id, leader_epoch."""
+    cols = ["response_ts", "topic", "partition", "leader_id", "leader_epoch"]
+    return _leaders(t)[cols]
+
+
+def _leaders(t) -> pd.DataFrame:
     p = t.partitions
     df = p[(p["api_key"] == METADATA).fillna(False) & p["leader_id"].notna()]
-    cols = ["response_ts", "topic", "partition", "leader_id", "leader_epoch"]
+    cols = ["exchange", "response_ts", "topic", "partition", "leader_id", "leader_epoch"]
     return df.sort_values("response_ts", kind="stable")[cols].reset_index(drop=True)
 
 
@@ -209,14 +231,17 @@ def leader_changes(t) -> pd.DataFrame:
     was first seen, from and to, and the leader errors (NOT_LEADER_OR_FOLLOWER,
     FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, LEADER_NOT_AVAILABLE) that Produce, Fetch and
     other partition responses carried on that partition since the previous Metadata response:
-    the errors that sent the clients to ask again."""
-    ld = leaders(t)
+    the errors that sent the clients to ask again. Where the capture holds several clusters,
+    each cluster's partitions apart (broker_clusters: the same topic's partitions have leaders of
+    their own in each)."""
+    ld = _leaders(t)
     cols = ["seen_ts", "topic", "partition", "from_leader", "to_leader", "from_epoch", "to_epoch",
             "errors", "error_names"]
     if ld.empty:
         return pd.DataFrame(columns=cols)
-    ld = ld.assign(topic=ld["topic"].astype("string"))
-    g = ld.groupby(["topic", "partition"])
+    where = broker_clusters(t)
+    ld = with_cluster(t, ld.assign(topic=ld["topic"].astype("string")), where)
+    g = ld.groupby(["cluster", "topic", "partition"])
     ld["prev_leader"] = g["leader_id"].shift()
     ld["prev_epoch"] = g["leader_epoch"].shift()
     ld["prev_ts"] = g["response_ts"].shift()
@@ -228,11 +253,12 @@ def leader_changes(t) -> pd.DataFrame:
     p = t.partitions
     errs = p[p["error_name"].astype("string").isin(list(LEADER_ERRORS)).fillna(False)
              & (p["api_key"] != METADATA).fillna(False)]
-    errs = errs.assign(topic=errs["topic"].astype("string"),
-                       ts=errs["response_ts"].fillna(errs["request_ts"]))
+    errs = with_cluster(t, errs.assign(topic=errs["topic"].astype("string"),
+                                       ts=errs["response_ts"].fillna(errs["request_ts"])), where)
     rows = []
     for r in changed.itertuples(index=False):
-        e = errs[(errs["topic"] == r.topic) & (errs["partition"] == r.partition)
+        e = errs[(errs["cluster"] == r.cluster) & (errs["topic"] == r.topic)
+                 & (errs["partition"] == r.partition)
                  & (errs["ts"] >= r.prev_ts) & (errs["ts"] <= r.response_ts)]
         names = sorted(set(e["error_name"].astype(str)))
         rows.append((r.response_ts, r.topic, r.partition, r.prev_leader, r.leader_id,

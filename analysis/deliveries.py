@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .cluster import CLUSTER_COLUMNS, broker_clusters
+from .cluster import CLUSTER_COLUMNS, broker_clusters, with_cluster
 from .latency import QUANTILES
 
 PRODUCE, FETCH = 0, 1
@@ -81,29 +81,13 @@ def _empty() -> pd.DataFrame:
     return to_pandas(table_schema(DELIVERY_COLUMNS).empty_table())
 
 
-def _with_cluster(t, ex: pd.DataFrame, where: dict) -> pd.DataFrame:
-    """Exchanges `ex` with the cluster of their broker (broker_clusters' `where`; "" where it
-    names none, as every exchange of a capture of one cluster)."""
-    if not where:
-        return ex.assign(cluster="")
-    known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],
-                         columns=["ip", "port", "cluster"])
-    at = t.exchanges[["exchange", "broker_ip", "broker_port"]]
-    at = pd.DataFrame({"exchange": at["exchange"].to_numpy(),
-                       "ip": at["broker_ip"].astype("object").to_numpy(),
-                       "port": at["broker_port"].to_numpy("int64", na_value=-1)})
-    at = at.merge(known, on=["ip", "port"], how="left")
-    ex = ex.merge(at[["exchange", "cluster"]], on="exchange", how="left")
-    return ex.assign(cluster=ex["cluster"].fillna(""))
-
-
 def _produced(t, where) -> pd.DataFrame:
     p = t.partitions
     keep = (p["api_key"] == PRODUCE).fillna(False) & p["first_offset"].notna() \
         & p["last_offset"].notna()
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset", "bytes"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "request_ts", "response_end_ts"]]
-    df = df.merge(_with_cluster(t, ex, where), on="exchange", how="left")
+    df = df.merge(with_cluster(t, ex, where), on="exchange", how="left")
     # a damaged count must not become an allocation: a record takes at least 7 bytes on the wire
     n = (df["last_offset"] - df["first_offset"] + 1).clip(lower=0)
     df["n"] = np.minimum(n.to_numpy("int64", na_value=0),
@@ -118,7 +102,7 @@ def _fetched(t, where) -> pd.DataFrame:
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset",
                       "fetch_offset"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "response_end_ts", "replica_id"]]
-    df = df.merge(_with_cluster(t, ex, where), on="exchange", how="left")
+    df = df.merge(with_cluster(t, ex, where), on="exchange", how="left")
     df = df[(df["replica_id"].fillna(-1) < 0).astype(bool)]
     groups = client_groups(t.exchanges)
     df = df.assign(client_id=df["client_id"].astype("string"),

@@ -18,7 +18,7 @@ from tests.support import CAPTURES, require_path
 B1, B2, VIP, ROGUE = "10.0.0.2", "10.0.0.3", "10.0.0.9", "10.0.0.4"
 
 
-def _metadata(corr, leader, epoch, controller=1):
+def _metadata(corr, leader, epoch, controller=1, cluster_id="c-1", hosts=(B1, B2)):
     from kio.schema.errors import ErrorCode
     from kio.schema.metadata.v9 import request as mq
     from kio.schema.metadata.v9 import response as ms_
@@ -27,16 +27,15 @@ def _metadata(corr, leader, epoch, controller=1):
     req = mq.MetadataRequest(topics=None, allow_auto_topic_creation=False,
                              include_cluster_authorized_operations=False,
                              include_topic_authorized_operations=False)
-    brokers = (ms_.MetadataResponseBroker(node_id=BrokerId(1), host=B1, port=i32(9092),
-                                          rack="r1"),
-               ms_.MetadataResponseBroker(node_id=BrokerId(2), host=B2, port=i32(9092),
-                                          rack="r2"))
+    brokers = tuple(ms_.MetadataResponseBroker(node_id=BrokerId(i), host=host, port=i32(9092),
+                                               rack=f"r{i}")
+                    for i, host in enumerate(hosts, start=1))
     part = ms_.MetadataResponsePartition(
         error_code=ErrorCode(0), partition_index=i32(0), leader_id=BrokerId(leader),
         leader_epoch=i32(epoch), replica_nodes=(BrokerId(1), BrokerId(2)),
         isr_nodes=(BrokerId(1), BrokerId(2)), offline_replicas=())
     resp = ms_.MetadataResponse(
-        throttle_time=datetime.timedelta(0), brokers=brokers, cluster_id="c-1",
+        throttle_time=datetime.timedelta(0), brokers=brokers, cluster_id=cluster_id,
         controller_id=BrokerId(controller),
         topics=(ms_.MetadataResponseTopic(error_code=ErrorCode(0), name="orders",
                                           is_internal=False, partitions=(part,),
@@ -101,6 +100,50 @@ def test_leader_change_and_the_errors_it_caused(tables):
             row["from_epoch"], row["to_epoch"]) == ("orders", 0, 1, 2, 5, 6)
     assert row["errors"] == 1 and row["error_names"] == "NOT_LEADER_OR_FOLLOWER"
     assert len(C.leaders(tables)) == 2
+
+
+W1, W2 = "10.1.0.2", "10.1.0.3"   # the second cluster's brokers
+
+
+def _two_clusters(path, ids):
+    """Metadata of two clusters (cluster ids `ids`) taking turns, each with brokers 1 and 2 and
+    its own leader of orders/0 (1 in the first, 2 in the second) at the same epoch."""
+    cap = Capture()
+    east = cap.connection(broker_ip=B1, client_port=41000, ts=ms(0))
+    west = cap.connection(broker_ip=W1, client_port=41001, ts=ms(1))
+    for i in range(3):
+        req, resp = _metadata(2 * i + 1, leader=1, epoch=5, cluster_id=ids[0], hosts=(B1, B2))
+        east.request(ms(10 + 20 * i), req)
+        east.response(ms(11 + 20 * i), resp)
+        req, resp = _metadata(2 * i + 2, leader=2, epoch=5, controller=2, cluster_id=ids[1],
+                              hosts=(W1, W2))
+        west.request(ms(20 + 20 * i), req)
+        west.response(ms(21 + 20 * i), resp)
+    return analysis.load(cap.write(path))
+
+
+def test_two_clusters_kept_apart(tmp_path):
+    t = _two_clusters(tmp_path / "two.pcap", ("east", "west"))
+    assert C.broker_clusters(t) == {(B1, 9092): "east", (B2, 9092): "east",
+                                    (W1, 9092): "west", (W2, 9092): "west"}
+    b = C.brokers(t)
+    assert list(zip(b["cluster_id"], b["node_id"], b["host"], b["controller"])) == [
+        ("east", 1, B1, True), ("east", 2, B2, False),
+        ("west", 1, W1, False), ("west", 2, W2, True)]
+    assert list(b["connections"]) == [1, 0, 1, 0]
+    c = C.cluster(t)
+    assert list(zip(c["cluster_id"], c["controller_id"], c["responses"])) == [
+        ("east", 1, 3), ("west", 2, 3)]
+    assert C.leader_changes(t).empty   # each cluster's orders/0 kept its leader
+
+
+def test_one_cluster_id_is_one_cluster(tmp_path):
+    """The same responses under one cluster id: its orders/0 leader went back and forth."""
+    t = _two_clusters(tmp_path / "one.pcap", ("c-1", "c-1"))
+    assert C.broker_clusters(t) == {}
+    assert list(C.brokers(t)["node_id"]) == [1, 2]
+    assert len(C.leader_changes(t)) == 5
+    assert len(C.cluster(t)) == 6   # its controller went back and forth too
 
 
 def test_real_capture_one_broker_every_connection_its():
