@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .cluster import CLUSTER_COLUMNS, DESCRIBE_CLUSTER, broker_clusters, with_cluster
+
 FETCH, METADATA, HEARTBEAT, JOIN, LEAVE, SYNC, CGH = 1, 3, 12, 11, 13, 14, 68
 GROUP_APIS = (8, 9, 12, 13, 14, 11)
 
@@ -48,13 +50,17 @@ REBALANCE_COLUMNS = (
 )
 # the columns rebalances() reads, per table (export computes the table from just these)
 NEEDS = {
-    "exchanges": ("api_key", "group_id", "client_id", "client_ip", "request_ts", "response_ts",
-                  "replica_id", "member_id", "generation_id", "response_epoch", "error_code",
-                  "error_name", "subscribed_topics", "assigned_partitions"),
+    "exchanges": tuple(dict.fromkeys(
+        ("exchange", "api_key", "group_id", "client_id", "client_ip", "request_ts",
+         "response_ts", "replica_id", "member_id", "generation_id", "response_epoch",
+         "error_code", "error_name", "subscribed_topics", "assigned_partitions")
+        + CLUSTER_COLUMNS)),
     "partitions": ("api_key", "topic_id", "topic"),
 }
-# ... and of their rows only those of these api keys, per table
-ROWS = {"exchanges": (FETCH, CGH) + GROUP_APIS, "partitions": (METADATA,)}
+# ... and of their rows only those of these api keys, per table (Metadata and DescribeCluster
+# for the cluster of each broker address)
+ROWS = {"exchanges": (FETCH, CGH, METADATA, DESCRIBE_CLUSTER) + GROUP_APIS,
+        "partitions": (METADATA,)}
 
 
 def _ms(start, end):
@@ -76,24 +82,29 @@ def _list(v):
 
 
 def rebalances(t) -> pd.DataFrame:
-    """The rebalances table (REBALANCE_COLUMNS; Arrow dtypes), in time order."""
+    """The rebalances table (REBALANCE_COLUMNS; Arrow dtypes), in time order. Where the capture
+    holds several clusters (cluster.broker_clusters), a group of one cluster is not the group
+    of the same name in another: each is followed apart, with its own cluster's fetches."""
     ex = t.exchanges
     api = ex["api_key"]
     g = ex[api.isin([HEARTBEAT, JOIN, LEAVE, SYNC, CGH, 8, 9]).fillna(False)
            & ex["group_id"].notna()]
     rows = []
     if not g.empty:
-        g = g.assign(group_id=g["group_id"].astype("string"),
-                     client_id=g["client_id"].astype("string"),
-                     client_ip=g["client_ip"].astype("string")).sort_values("request_ts",
-                                                                            kind="stable")
+        where = broker_clusters(t)
+        g = with_cluster(t, g.assign(group_id=g["group_id"].astype("string"),
+                                     client_id=g["client_id"].astype("string"),
+                                     client_ip=g["client_ip"].astype("string"))
+                         .sort_values("request_ts", kind="stable"), where)
         names = _topic_names(t.partitions)
         fetches = ex[(api == FETCH).fillna(False) & (ex["replica_id"].fillna(-1) < 0)]
-        fetches = fetches.assign(client_id=fetches["client_id"].astype("string"),
-                                 client_ip=fetches["client_ip"].astype("string"))
-        for group, rows_g in g.groupby("group_id", sort=False):
-            rows.extend(_classic(group, rows_g, fetches))
-            rows.extend(_kip848(group, rows_g, fetches, names))
+        fetches = with_cluster(t, fetches.assign(client_id=fetches["client_id"].astype("string"),
+                                                 client_ip=fetches["client_ip"].astype("string")),
+                               where)
+        for (cluster, group), rows_g in g.groupby(["cluster", "group_id"], sort=False):
+            theirs = fetches[(fetches["cluster"] == cluster).to_numpy(bool)]
+            rows.extend(_classic(group, rows_g, theirs))
+            rows.extend(_kip848(group, rows_g, theirs, names))
     import pyarrow as pa
     import pyarrow.compute as pc
     from .columns import table_schema, to_pandas

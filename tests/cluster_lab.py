@@ -1,7 +1,8 @@
 """Real Kafka traffic of two clusters in one capture: two tansu brokers with cluster ids of their
-own, a kafka-python producer and consumer group on each, writing and reading the same topic and
-partition, so that both clusters number their records from offset 0 (as a capture on a host
-that talks to several clusters, or a mirroring host, shows them).
+own, a kafka-python producer and consumer on each, writing and reading the same topic and
+partition (so that both clusters number their records from offset 0) in a consumer group of the
+same name, as a capture on a host that talks to several clusters, or a mirroring host, shows
+them.
 
 Used by the integration and Spark tests; imports nothing from pytest.
 """
@@ -11,6 +12,7 @@ from tests import traffic as T
 
 CLUSTERS = ("east", "west")
 TOPIC = "orders"
+GROUP = "analytics"   # in both clusters
 
 
 def two_clusters(path, records=30):
@@ -28,8 +30,7 @@ def two_clusters(path, records=30):
                                                    client_id=f"producer-{name}"))
             for name, broker in brokers.items():
                 runs.append(T.kafka_python_consume(broker.bootstrap, [TOPIC], records,
-                                                   group=f"group-{name}",
-                                                   client_id=f"consumer-{name}"))
+                                                   group=GROUP, client_id=f"consumer-{name}"))
         ports = {name: broker.port for name, broker in brokers.items()}
     if cap.dropped:
         raise RuntimeError(f"tcpdump dropped packets: {cap.stderr.strip()}")

@@ -7,7 +7,7 @@ import pytest
 
 import analysis
 from analysis.cluster import broker_clusters
-from tests.cluster_lab import CLUSTERS, two_clusters
+from tests.cluster_lab import CLUSTERS, GROUP, two_clusters
 from tests.support import require_module, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -62,8 +62,19 @@ def test_records_are_delivered_within_their_cluster(two):
     assert got == want
     assert len(d) == 2 * RECORDS
     assert (d["end_to_end_ms"] > 0).all()
-    assert set(zip(d["producer_client_id"], d["consumer_group"])) == {
-        (f"producer-{name}", f"group-{name}") for name in CLUSTERS}
+    assert set(d["consumer_group"]) == {GROUP}
+
+
+def test_a_group_of_one_name_in_two_clusters_is_two_groups(two):
+    """Each cluster's group "analytics" had one member, its own consumer, who fetched after its
+    own SyncGroup: two rebalances of one member each, not one of two."""
+    _, _, _, t = two
+    r = t.rebalances
+    assert list(r["group_id"]) == [GROUP, GROUP]
+    assert list(r["members"]) == [1, 1] and list(r["generation"]) == [0, 0]   # tansu counts from 0
+    assert list(r["trigger"]) == ["first join", "first join"]
+    assert sorted(r["trigger_client"]) == [f"consumer-{name}" for name in CLUSTERS]
+    assert r["resumed_ts"].notna().all() and (r["duration_ms"] > 0).all()
 
 
 def test_one_cluster_is_not_told_apart(two):
@@ -78,10 +89,13 @@ def test_one_cluster_is_not_told_apart(two):
     assert len(d) == RECORDS
 
 
-def test_export_computes_the_same_table(two, tmp_path):
-    """`export` computes deliveries from the columns deliveries.NEEDS reads back from its Parquet
-    tables: the broker addresses and Metadata responses that tell the clusters apart among them."""
+def test_export_computes_the_same_tables(two, tmp_path):
+    """`export` computes the deliveries and rebalances from the columns (and rows) their modules'
+    NEEDS (and ROWS) read back from its Parquet tables: the broker addresses and Metadata
+    responses that tell the clusters apart among them."""
     from analysis.load import export
     _, ports, path, t = two
     export(path, tmp_path / "x", port=list(ports.values()))
-    pd.testing.assert_frame_equal(analysis.load_parquet(tmp_path / "x").deliveries, t.deliveries)
+    back = analysis.load_parquet(tmp_path / "x")
+    pd.testing.assert_frame_equal(back.deliveries, t.deliveries)
+    pd.testing.assert_frame_equal(back.rebalances, t.rebalances)

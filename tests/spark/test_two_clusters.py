@@ -1,5 +1,6 @@
-"""The Spark job's deliveries on a capture of two clusters (tests/cluster_lab.py) are the pandas
-rows: each record joined with its own cluster's consumers only."""
+"""The Spark job's deliveries and rebalances on a capture of two clusters (tests/cluster_lab.py)
+are the pandas rows: each record joined with its own cluster's consumers only, each cluster's
+group of one name followed apart."""
 from __future__ import annotations
 
 import pandas as pd
@@ -22,6 +23,8 @@ def test_deliveries_within_their_cluster(spark, tmp_path):
     expected = load(path, port=list(ports.values()))
     actual = load_output(tmp_path / "out")
     pd.testing.assert_frame_equal(actual.deliveries, expected.deliveries)
+    pd.testing.assert_frame_equal(actual.rebalances, expected.rebalances)
+    assert len(actual.rebalances) == 2   # the group of one name in each cluster
     assert set(zip(actual.deliveries["producer_client_id"],
                    actual.deliveries["consumer_client_id"])) == {
         ("producer-east", "consumer-east"), ("producer-west", "consumer-west")}
