@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .cluster import broker_clusters, with_cluster
+
 GROUP_EVENTS = {"JoinGroup": "join", "SyncGroup": "sync", "LeaveGroup": "leave",
                 "Heartbeat": "heartbeat", "ConsumerGroupHeartbeat": "heartbeat"}
 REBALANCE_ERRORS = frozenset({"REBALANCE_IN_PROGRESS"})
@@ -40,36 +42,53 @@ def timeline(t) -> pd.DataFrame:
     return df.sort_values("request_ts")[TIMELINE_COLUMNS].reset_index(drop=True)
 
 
+def _clustered(t, df: pd.DataFrame) -> tuple:
+    """(`df` with a cluster_id column, ["cluster_id"]) where the capture holds several clusters
+    (cluster.broker_clusters: a group or a partition of one cluster is not another's of the same
+    name), else (`df`, [])."""
+    where = broker_clusters(t)
+    if not where:
+        return df, []
+    df = with_cluster(t, df, where)
+    return df.assign(cluster_id=df.pop("cluster").astype("string")), ["cluster_id"]
+
+
 def groups(t) -> pd.DataFrame:
-    """Per group: joins, syncs, leaves, rebalance signals, distinct members and generations."""
+    """Per group: joins, syncs, leaves, rebalance signals, distinct members and generations
+    (per cluster id and group where the capture holds several clusters)."""
     tl = timeline(t)
     cols = ["group_id", "join", "sync", "leave", "rebalance", "heartbeat", "members",
             "generations"]
     if tl.empty:
         return pd.DataFrame(columns=cols)
-    counts = pd.crosstab(tl["group_id"].astype("string"), tl["event"])
+    tl, by = _clustered(t, tl.assign(group_id=tl["group_id"].astype("string")))
+    keys = by + ["group_id"]
+    counts = pd.crosstab([tl[k] for k in keys], tl["event"])
     for c in ("join", "sync", "leave", "rebalance", "heartbeat"):
         if c not in counts:
             counts[c] = 0
-    g = tl.groupby(tl["group_id"].astype("string"))
+    g = tl.groupby(keys)
     counts["members"] = g["member_id"].nunique()
     counts["generations"] = g["generation_id"].nunique()
-    counts.index.name = "group_id"
+    counts.index.names = keys
     counts.columns.name = None
-    return counts.reset_index()[cols]
+    return counts.reset_index()[by + cols]
 
 
 def committed_offsets(t, latest: bool = True) -> pd.DataFrame:
-    """Offsets committed (OffsetCommit requests) per group, topic and partition; the latest
-    commit of each when latest=True, else every commit in time order."""
+    """Offsets committed (OffsetCommit requests) per group, topic and partition (and cluster id
+    where the capture holds several clusters); the latest commit of each when latest=True, else
+    every commit in time order."""
     p = t.partitions
     df = p[(p["api_name"].astype("string") == "OffsetCommit").fillna(False)
            & p["committed_offset"].notna()]
     cols = ["request_ts", "group_id", "client_id", "topic", "partition", "committed_offset",
             "error_name"]
-    df = df.sort_values("request_ts")[cols]
+    df, by = _clustered(t, df.sort_values("request_ts"))
+    df = df[by + cols]
     if latest and not df.empty:
-        df = df.groupby(["group_id", "topic", "partition"], observed=True, dropna=False).tail(1)
+        df = df.groupby(by + ["group_id", "topic", "partition"], observed=True,
+                        dropna=False).tail(1)
     return df.reset_index(drop=True)
 
 

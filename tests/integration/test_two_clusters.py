@@ -99,3 +99,18 @@ def test_export_computes_the_same_tables(two, tmp_path):
     back = analysis.load_parquet(tmp_path / "x")
     pd.testing.assert_frame_equal(back.deliveries, t.deliveries)
     pd.testing.assert_frame_equal(back.rebalances, t.rebalances)
+
+
+def test_groups_and_commits_per_cluster(two):
+    """The group table and the latest commits have a row per cluster: each cluster's consumer
+    committed offset 30 of orders/0 (what it read) in its own group "analytics"."""
+    from analysis import consumers
+    _, _, _, t = two
+    g = consumers.groups(t)
+    assert list(zip(g["cluster_id"], g["group_id"], g["join"], g["sync"], g["leave"])) == [
+        (name, GROUP, 2, 1, 1) for name in CLUSTERS]
+    c = consumers.committed_offsets(t)
+    zero = c[c["partition"] == 0]
+    assert list(zip(zero["cluster_id"], zero["client_id"], zero["committed_offset"])) == [
+        (name, f"consumer-{name}", RECORDS) for name in CLUSTERS]
+    assert set(c["cluster_id"]) == set(CLUSTERS)
