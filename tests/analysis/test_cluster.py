@@ -208,3 +208,18 @@ def test_unkept_api_versions_bodies_give_what_kept_ones_do(pcap, monkeypatch):
         loaded.append(ex[ex["api_name"] == "ApiVersions"][columns].reset_index(drop=True))
     pd.testing.assert_frame_equal(loaded[0], loaded[1])
     assert len(loaded[0]) > 0
+
+
+def test_hostile_cluster_ids_reach_the_terminal_escaped(tmp_path, capsys):
+    """The brokers table's cluster id column (several clusters) is capture text: controls and
+    bidi overrides escaped, markup shown as it is (the expected text written out by hand)."""
+    from dissector.cli import main
+    path = tmp_path / "hostile.pcap"
+    _two_clusters(path, ("\x1b[31mred\x1b[0m", "[bold]west[/bold]\u202e"))
+    assert main(["stats", str(path), "--width", "400"]) == 0
+    out = capsys.readouterr().out
+    brokers = out[out.index("Brokers"):].split("\n\n")[0].splitlines()
+    assert [line.split()[0] for line in brokers[3:]] == [
+        "\\x1b[31mred\\x1b[0m", "\\x1b[31mred\\x1b[0m",
+        "[bold]west[/bold]\\u202e", "[bold]west[/bold]\\u202e"]
+    assert "\x1b" not in out and "\u202e" not in out
