@@ -58,10 +58,8 @@ def brokers(t) -> pd.DataFrame:
     if multi:   # each cluster's latest controller; a connection's cluster is its address's
         latest = named.groupby("cluster_id")["controller_id"].last()
         out["controller"] = [latest.get(c) == n for c, n in out.index]
-        where = broker_clusters(t)
-        conns = conns.assign(cluster_id=[where.get((str(ip), int(port)))
-                                         for ip, port in zip(conns["broker_ip"].tolist(),
-                                                             conns["broker_port"].tolist())])
+        conns = conns.assign(cluster_id=_address_clusters(conns["broker_ip"],
+                                                          conns["broker_port"], broker_clusters(t)))
     else:
         latest = named["controller_id"].iloc[-1] if len(named) else None
         out["controller"] = out.index == latest
@@ -131,15 +129,19 @@ def with_cluster(t, frame: pd.DataFrame, where: dict) -> pd.DataFrame:
     of one cluster)."""
     if not where:
         return frame.assign(cluster="")
+    ex = t.exchanges
+    cluster = pd.Series(_address_clusters(ex["broker_ip"], ex["broker_port"], where),
+                        index=ex["exchange"].to_numpy())
+    return frame.assign(cluster=frame["exchange"].map(cluster).fillna("").to_numpy(object))
+
+
+def _address_clusters(ips: pd.Series, ports: pd.Series, where: dict):
+    """The cluster broker_clusters' `where` gives each (ip, port), "" where it names none."""
     known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],
                          columns=["ip", "port", "cluster"])
-    ex = t.exchanges[["exchange", "broker_ip", "broker_port"]]
-    at = pd.DataFrame({"exchange": ex["exchange"].to_numpy(),
-                       "ip": ex["broker_ip"].astype("object").to_numpy(),
-                       "port": ex["broker_port"].to_numpy("int64", na_value=-1)})
-    at = at.merge(known, on=["ip", "port"], how="left")
-    out = frame.merge(at[["exchange", "cluster"]], on="exchange", how="left")
-    return out.assign(cluster=out["cluster"].fillna("")).set_axis(frame.index)
+    at = pd.DataFrame({"ip": ips.astype("object").to_numpy(),
+                       "port": ports.to_numpy("int64", na_value=-1)})
+    return at.merge(known, on=["ip", "port"], how="left")["cluster"].fillna("").to_numpy(object)
 
 
 def _addresses(ads: pd.DataFrame) -> dict:
