@@ -135,6 +135,19 @@ def with_cluster(t, frame: pd.DataFrame, where: dict) -> pd.DataFrame:
     return frame.assign(cluster=frame["exchange"].map(cluster).fillna("").to_numpy(object))
 
 
+def clustered(t, frame: pd.DataFrame) -> tuple:
+    """(`frame` with a cluster_id column first, ["cluster_id"]) where the capture holds several
+    clusters (broker_clusters: a group, a partition or a node of one cluster is not another's of
+    the same name), else (`frame`, []). `frame` has an "exchange" column."""
+    where = broker_clusters(t)
+    if not where:
+        return frame, []
+    frame = with_cluster(t, frame, where)
+    cluster = frame.pop("cluster").astype("string")
+    frame.insert(0, "cluster_id", cluster)
+    return frame, ["cluster_id"]
+
+
 def _address_clusters(ips: pd.Series, ports: pd.Series, where: dict):
     """The cluster broker_clusters' `where` gives each (ip, port), "" where it names none."""
     known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],
@@ -216,9 +229,10 @@ def misconfigurations(t) -> pd.DataFrame:
 
 def leaders(t) -> pd.DataFrame:
     """Partition leaders as Metadata responses gave them, in time order: response_ts, topic,
-    partition, leader_id, leader_epoch."""
+    partition, leader_id, leader_epoch (after the cluster id where the capture holds several)."""
     cols = ["response_ts", "topic", "partition", "leader_id", "leader_epoch"]
-    return _leaders(t)[cols]
+    ld, by = clustered(t, _leaders(t))
+    return ld[by + cols]
 
 
 def _leaders(t) -> pd.DataFrame:
@@ -235,13 +249,14 @@ def leader_changes(t) -> pd.DataFrame:
     other partition responses carried on that partition since the previous Metadata response:
     the errors that sent the clients to ask again. Where the capture holds several clusters,
     each cluster's partitions apart (broker_clusters: the same topic's partitions have leaders of
-    their own in each)."""
+    their own in each), with the cluster id first."""
     ld = _leaders(t)
-    cols = ["seen_ts", "topic", "partition", "from_leader", "to_leader", "from_epoch", "to_epoch",
-            "errors", "error_names"]
+    where = broker_clusters(t)
+    by = ["cluster_id"] if where else []
+    cols = by + ["seen_ts", "topic", "partition", "from_leader", "to_leader", "from_epoch",
+                 "to_epoch", "errors", "error_names"]
     if ld.empty:
         return pd.DataFrame(columns=cols)
-    where = broker_clusters(t)
     ld = with_cluster(t, ld.assign(topic=ld["topic"].astype("string")), where)
     g = ld.groupby(["cluster", "topic", "partition"])
     ld["prev_leader"] = g["leader_id"].shift()
@@ -263,25 +278,27 @@ def leader_changes(t) -> pd.DataFrame:
                  & (errs["partition"] == r.partition)
                  & (errs["ts"] >= r.prev_ts) & (errs["ts"] <= r.response_ts)]
         names = sorted(set(e["error_name"].astype(str)))
-        rows.append((r.response_ts, r.topic, r.partition, r.prev_leader, r.leader_id,
-                     r.prev_epoch, r.leader_epoch, len(e), ", ".join(names)))
+        rows.append((r.cluster,) * len(by) + (
+            r.response_ts, r.topic, r.partition, r.prev_leader, r.leader_id, r.prev_epoch,
+            r.leader_epoch, len(e), ", ".join(names)))
     return pd.DataFrame(rows, columns=cols)
 
 
 def coordinators(t) -> pd.DataFrame:
     """FindCoordinator answers in time order: response_ts, client_id, key (group or
-    transactional id), node_id, host, port."""
+    transactional id), node_id, host, port (after the cluster id of the broker that answered
+    where the capture holds several clusters)."""
     ex = t.exchanges
     cols = ["response_ts", "client_id", "key", "node_id", "host", "port"]
     df = ex[(ex["api_key"] == FIND_COORDINATOR).fillna(False) & ex["brokers"].notna()]
     if df.empty:
         return pd.DataFrame(columns=cols)
     rows = []
-    for ts, cid, found, keys in zip(df["response_ts"], df["client_id"], df["brokers"],
-                                    df["coordinator_keys"]):
+    for n, ts, cid, found, keys in zip(df["exchange"], df["response_ts"], df["client_id"],
+                                       df["brokers"], df["coordinator_keys"]):
         keys = list(keys) if keys is not None else []
         for i, b in enumerate(found if found is not None else ()):
-            rows.append((ts, cid, keys[i] if i < len(keys) else None, b["node_id"], b["host"],
-                         b["port"]))
-    return pd.DataFrame(rows, columns=cols).sort_values("response_ts", kind="stable") \
-        .reset_index(drop=True)
+            rows.append((n, ts, cid, keys[i] if i < len(keys) else None, b["node_id"],
+                         b["host"], b["port"]))
+    found, by = clustered(t, pd.DataFrame(rows, columns=["exchange"] + cols))
+    return found[by + cols].sort_values("response_ts", kind="stable").reset_index(drop=True)

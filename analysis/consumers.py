@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .cluster import broker_clusters, with_cluster
+from .cluster import clustered
 
 GROUP_EVENTS = {"JoinGroup": "join", "SyncGroup": "sync", "LeaveGroup": "leave",
                 "Heartbeat": "heartbeat", "ConsumerGroupHeartbeat": "heartbeat"}
@@ -42,17 +42,6 @@ def timeline(t) -> pd.DataFrame:
     return df.sort_values("request_ts")[TIMELINE_COLUMNS].reset_index(drop=True)
 
 
-def _clustered(t, df: pd.DataFrame) -> tuple:
-    """(`df` with a cluster_id column, ["cluster_id"]) where the capture holds several clusters
-    (cluster.broker_clusters: a group or a partition of one cluster is not another's of the same
-    name), else (`df`, [])."""
-    where = broker_clusters(t)
-    if not where:
-        return df, []
-    df = with_cluster(t, df, where)
-    return df.assign(cluster_id=df.pop("cluster").astype("string")), ["cluster_id"]
-
-
 def groups(t) -> pd.DataFrame:
     """Per group: joins, syncs, leaves, rebalance signals, distinct members and generations
     (per cluster id and group where the capture holds several clusters)."""
@@ -61,7 +50,7 @@ def groups(t) -> pd.DataFrame:
             "generations"]
     if tl.empty:
         return pd.DataFrame(columns=cols)
-    tl, by = _clustered(t, tl.assign(group_id=tl["group_id"].astype("string")))
+    tl, by = clustered(t, tl.assign(group_id=tl["group_id"].astype("string")))
     keys = by + ["group_id"]
     counts = pd.crosstab([tl[k] for k in keys], tl["event"])
     for c in ("join", "sync", "leave", "rebalance", "heartbeat"):
@@ -84,7 +73,7 @@ def committed_offsets(t, latest: bool = True) -> pd.DataFrame:
            & p["committed_offset"].notna()]
     cols = ["request_ts", "group_id", "client_id", "topic", "partition", "committed_offset",
             "error_name"]
-    df, by = _clustered(t, df.sort_values("request_ts"))
+    df, by = clustered(t, df.sort_values("request_ts"))
     df = df[by + cols]
     if latest and not df.empty:
         df = df.groupby(by + ["group_id", "topic", "partition"], observed=True,
@@ -93,22 +82,27 @@ def committed_offsets(t, latest: bool = True) -> pd.DataFrame:
 
 
 def lag(t) -> pd.DataFrame:
-    """Lag per Fetch and partition over time: high_watermark - fetch_offset."""
+    """Lag per Fetch and partition over time: high_watermark - fetch_offset (with the cluster id
+    first where the capture holds several clusters: each has its own watermarks)."""
     p = t.partitions
     df = p[(p["api_key"] == 1).fillna(False) & p["fetch_offset"].notna()
            & p["high_watermark"].notna() & (p["high_watermark"] >= 0).fillna(False)].copy()
     df["lag"] = df["high_watermark"] - df["fetch_offset"]
     cols = ["response_ts", "client_id", "topic", "partition", "fetch_offset", "high_watermark",
             "lag", "exchange"]
-    return df.sort_values("response_ts")[cols].reset_index(drop=True)
+    df, by = clustered(t, df.sort_values("response_ts"))
+    return df[by + cols].reset_index(drop=True)
 
 
 def lag_summary(t) -> pd.DataFrame:
-    """Per client id, topic and partition: fetches, last and max lag."""
+    """Per client id, topic and partition (and cluster id where the capture holds several):
+    fetches, last and max lag."""
     df = lag(t)
-    cols = ["client_id", "topic", "partition", "fetches", "last_lag", "max_lag"]
+    by = ["cluster_id"] if "cluster_id" in df else []
+    keys = by + ["client_id", "topic", "partition"]
+    cols = keys + ["fetches", "last_lag", "max_lag"]
     if df.empty:
         return pd.DataFrame(columns=cols)
-    g = df.groupby(["client_id", "topic", "partition"], observed=True, dropna=False)["lag"]
+    g = df.groupby(keys, observed=True, dropna=False)["lag"]
     out = g.agg(fetches="count", last_lag="last", max_lag="max")
     return out.reset_index()[cols]

@@ -11,6 +11,8 @@ import pandas as pd
 
 from dissector.protocol.names import error_name, is_retriable
 
+from .cluster import clustered
+
 UNANSWERED = "unanswered"
 
 
@@ -64,24 +66,28 @@ def by_client(t) -> pd.DataFrame:
 
 
 def by_partition(t) -> pd.DataFrame:
-    """Per (topic, partition): partition rows, errors, error_rate and the most frequent error."""
+    """Per (topic, partition): partition rows, errors, error_rate and the most frequent error;
+    per (cluster id, topic, partition) where the capture holds several clusters."""
     parts = t.partitions
     cols = ["topic", "partition", "rows", "errors", "error_rate", "top_error"]
     if parts.empty:
         return pd.DataFrame(columns=cols)
-    df = parts.assign(is_error=_is_error(parts["error_code"]))
-    g = df.groupby(["topic", "partition"], observed=True, dropna=False)
+    df, by = clustered(t, parts[["exchange", "topic", "partition", "error_code", "error_name"]])
+    df = df.assign(is_error=_is_error(df["error_code"]))
+    keys = by + ["topic", "partition"]
+    g = df.groupby(keys, observed=True, dropna=False)
     out = g.agg(rows=("is_error", "size"), errors=("is_error", "sum"))
     out["error_rate"] = out["errors"] / out["rows"]
     failing = df[df["is_error"]]
-    top = failing.groupby(["topic", "partition"], observed=True)["error_name"] \
+    top = failing.groupby(keys, observed=True)["error_name"] \
         .agg(lambda s: s.astype("string").value_counts().index[0])
     out["top_error"] = top.reindex(out.index)
     out = out.reset_index()
     # plain strings, not the dictionary-encoded names: pandas 2.x cannot build a MultiIndex
     # (set_index(["topic", "partition"])) from an Arrow dictionary column
     out["topic"] = out["topic"].astype("string[pyarrow]")
-    return out[cols].sort_values(["errors", "rows"], ascending=False).reset_index(drop=True)
+    return out[by + cols].sort_values(["errors", "rows"], ascending=False) \
+        .reset_index(drop=True)
 
 
 def unanswered(t) -> pd.DataFrame:

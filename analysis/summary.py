@@ -73,6 +73,13 @@ def client_software(t) -> pd.DataFrame:
                                        "stale_apis"])
 
 
+def _coordinators_found(t) -> pd.DataFrame:
+    """Each client's coordinators, once (per cluster where the capture holds several)."""
+    found = cluster.coordinators(t)
+    return found.drop_duplicates([c for c in ("cluster_id", "client_id", "key", "node_id")
+                                  if c in found])
+
+
 def _api_then_version(stale: str):
     name, versions = stale.split(" ", 1)
     return name, versions
@@ -122,8 +129,7 @@ def sections(t, top: int = 10):
         ("Cluster misconfiguration", cluster.misconfigurations(t)),
         ("Partition leader changes (with the leader errors before them)",
          cluster.leader_changes(t).head(4 * top)),
-        ("Coordinators found", cluster.coordinators(t).drop_duplicates(
-            ["client_id", "key", "node_id"]).head(4 * top)),
+        ("Coordinators found", _coordinators_found(t).head(4 * top)),
         (f"{CLIENTS_TITLE} {4 * top} busiest; stale: apis used below the broker's version)",
          clients_shown(t).head(4 * top)),
         ("Client software (ApiVersions v3+) and the api versions its clients used below the "

@@ -98,7 +98,6 @@ def _tls_lines(truth):
 
 
 def _section(truth, folder, prefix=""):
-    name = truth["scenario"]
     clients = truth["clients"]
     size = (folder / truth["capture"]).stat().st_size
     mss_size = (folder / truth["resegmented"]).stat().st_size

@@ -14,7 +14,9 @@ import os
 from dissector.protocol.generated.errors import ERRORS
 from dissector.protocol.names import error_name, is_retriable
 
+from ..cluster import DESCRIBE_CLUSTER, METADATA
 from ..latency import DIMENSIONS, FETCH, QUANTILES, long_poll_mask
+from .deliveries import CLUSTERS
 
 TOLERANCE_MS, TOLERANCE_FRAC = long_poll_mask.__defaults__
 
@@ -131,10 +133,22 @@ def errors_by_error(spark):
 
 def errors_by_partition(spark):
     """Per (topic, partition): rows, errors, error_rate (analysis.errors.by_partition without
-    top_error)."""
-    return spark.sql("""
-        SELECT topic, partition, count(*) AS rows,
+    top_error); per (cluster_id, topic, partition) where the run names two cluster ids or more,
+    each row in its broker's cluster (analysis.cluster.broker_clusters)."""
+    several = spark.sql(f"""
+        SELECT count(DISTINCT cluster_id) FROM kd_exchanges
+        WHERE api_key IN ({METADATA}, {DESCRIBE_CLUSTER})""").first()[0] >= 2
+    by = "cluster_id, " if several else ""
+    rows = f"""
+        WITH {CLUSTERS},
+        rows AS (
+            SELECT coalesce(a.cluster_id, '') AS cluster_id, p.topic, p.partition, p.error_code
+            FROM kd_partitions p LEFT JOIN kd_exchanges e ON e.exchange = p.exchange
+                 LEFT JOIN addr a ON a.ip = e.broker_ip AND a.port = e.broker_port)""" \
+        if several else "WITH rows AS (SELECT topic, partition, error_code FROM kd_partitions)"
+    return spark.sql(f"""{rows}
+        SELECT {by}topic, partition, count(*) AS rows,
                sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) AS errors,
                sum(CASE WHEN coalesce(error_code, 0) != 0 THEN 1 ELSE 0 END) / count(*)
                    AS error_rate
-        FROM kd_partitions GROUP BY topic, partition ORDER BY errors DESC, rows DESC""")
+        FROM rows GROUP BY {by}topic, partition ORDER BY errors DESC, rows DESC""")

@@ -105,9 +105,27 @@ def test_leader_change_and_the_errors_it_caused(tables):
 W1, W2 = "10.1.0.2", "10.1.0.3"   # the second cluster's brokers
 
 
+def _find_coordinator(corr, node, host):
+    from kio.schema.errors import ErrorCode
+    from kio.schema.find_coordinator.v4 import request as fq
+    from kio.schema.find_coordinator.v4 import response as fs
+    from kio.schema.types import BrokerId
+    from kio.static.primitive import i8, i32
+    req = fq.FindCoordinatorRequest(key_type=i8(0), coordinator_keys=("analytics",))
+    resp = fs.FindCoordinatorResponse(throttle_time=datetime.timedelta(0), coordinators=(
+        fs.Coordinator(key="analytics", node_id=BrokerId(node), host=host, port=i32(9092),
+                       error_code=ErrorCode(0), error_message=None),))
+    return kio_request(req, corr, "app"), kio_response(resp, corr)
+
+
 def _two_clusters(path, ids):
     """Metadata of two clusters (cluster ids `ids`) taking turns, each with brokers 1 and 2 and
-    its own leader of orders/0 (1 in the first, 2 in the second) at the same epoch."""
+    its own leader of orders/0 (1 in the first, 2 in the second) at the same epoch. Then, as one
+    application of the same client ids talks to both: a Produce to orders/0 that the first
+    cluster refuses (NOT_LEADER_OR_FOLLOWER) and the second takes; a Fetch of orders/0 at offset
+    90 in each, the first's high watermark 100 (lag 10) and the second's 90 (lag 0); the group
+    "analytics" finds its coordinator, node 1 in the first and node 2 in the second."""
+    from tests.analysis.scenario import _fetch, batch
     cap = Capture()
     east = cap.connection(broker_ip=B1, client_port=41000, ts=ms(0))
     west = cap.connection(broker_ip=W1, client_port=41001, ts=ms(1))
@@ -119,6 +137,14 @@ def _two_clusters(path, ids):
                               hosts=(W1, W2))
         west.request(ms(20 + 20 * i), req)
         west.response(ms(21 + 20 * i), resp)
+    later = ((east, (0, 6, -1), 100, (1, B1)), (west, (0, 0, 7), 90, (2, W2)))
+    for i, (conn, produced, hw, coordinator) in enumerate(later):
+        corr, at = 10 + 10 * i, 100 + 10 * i
+        for n, (req, resp) in enumerate((_produce(corr, -1, [(0, batch([b"a"]))], [produced]),
+                                         _fetch(corr + 1, 90, hw, None),
+                                         _find_coordinator(corr + 2, *coordinator))):
+            conn.request(ms(at + 2 * n), req)
+            conn.response(ms(at + 2 * n + 1), resp)
     return analysis.load(cap.write(path))
 
 
@@ -135,6 +161,41 @@ def test_two_clusters_kept_apart(tmp_path):
     assert list(zip(c["cluster_id"], c["controller_id"], c["responses"])) == [
         ("east", 1, 3), ("west", 2, 3)]
     assert C.leader_changes(t).empty   # each cluster's orders/0 kept its leader
+    ld = C.leaders(t)
+    assert list(ld.columns[:2]) == ["cluster_id", "response_ts"]
+    assert set(zip(ld["cluster_id"], ld["leader_id"])) == {("east", 1), ("west", 2)}
+
+
+def test_two_clusters_partitions_lag_and_coordinators_apart(tmp_path):
+    """The same client ids, topic, partition and group in two clusters: the errors, the lag and
+    the coordinators of each cluster on rows of their own."""
+    from analysis import consumers, errors
+    from analysis.summary import _coordinators_found
+    t = _two_clusters(tmp_path / "two.pcap", ("east", "west"))
+    e = errors.by_partition(t)
+    assert list(zip(e["cluster_id"], e["topic"], e["partition"], e["errors"], e["top_error"]
+                    .fillna(""))) == [("east", "orders", 0, 1, "NOT_LEADER_OR_FOLLOWER"),
+                                      ("west", "orders", 0, 0, "")]
+    lag = consumers.lag_summary(t)
+    assert list(zip(lag["cluster_id"], lag["client_id"], lag["last_lag"], lag["max_lag"])) == [
+        ("east", "consumer", 10, 10), ("west", "consumer", 0, 0)]
+    assert list(consumers.lag(t)["cluster_id"]) == ["east", "west"]
+    found = _coordinators_found(t)
+    assert list(zip(found["cluster_id"], found["key"], found["node_id"], found["host"])) == [
+        ("east", "analytics", 1, B1), ("west", "analytics", 2, W2)]
+
+
+def test_one_cluster_partitions_lag_and_coordinators_as_before(tmp_path):
+    """Under one cluster id the same traffic is one cluster's: no cluster id column, orders/0's
+    rows together, its last lag the latest fetch's."""
+    from analysis import consumers, errors
+    t = _two_clusters(tmp_path / "one.pcap", ("c-1", "c-1"))
+    e = errors.by_partition(t)
+    assert "cluster_id" not in e and list(zip(e["rows"], e["errors"])) == [(6 + 2 + 2, 1)]
+    lag = consumers.lag_summary(t)
+    assert "cluster_id" not in lag
+    assert list(zip(lag["fetches"], lag["last_lag"], lag["max_lag"])) == [(2, 0, 10)]
+    assert "cluster_id" not in C.coordinators(t) and "cluster_id" not in C.leaders(t)
 
 
 def test_one_cluster_id_is_one_cluster(tmp_path):
@@ -223,3 +284,20 @@ def test_hostile_cluster_ids_reach_the_terminal_escaped(tmp_path, capsys):
         "\\x1b[31mred\\x1b[0m", "\\x1b[31mred\\x1b[0m",
         "[bold]west[/bold]\\u202e", "[bold]west[/bold]\\u202e"]
     assert "\x1b" not in out and "\u202e" not in out
+
+
+def test_a_leader_change_in_one_of_two_clusters_names_it(tmp_path):
+    """orders/0 moves in the first cluster only (the second's Metadata in between has its own
+    leader): one change, with its cluster id."""
+    cap = Capture()
+    east = cap.connection(broker_ip=B1, client_port=41000, ts=ms(0))
+    west = cap.connection(broker_ip=W1, client_port=41001, ts=ms(1))
+    turns = ((east, 1, "east", (B1, B2)), (west, 2, "west", (W1, W2)), (east, 2, "east", (B1, B2)))
+    for i, (conn, leader, cluster_id, hosts) in enumerate(turns):
+        req, resp = _metadata(i + 1, leader=leader, epoch=5 + i, cluster_id=cluster_id,
+                              hosts=hosts)
+        conn.request(ms(10 + 10 * i), req)
+        conn.response(ms(11 + 10 * i), resp)
+    changes = C.leader_changes(analysis.load(cap.write(tmp_path / "moved.pcap")))
+    assert list(zip(changes["cluster_id"], changes["from_leader"], changes["to_leader"],
+                    changes["from_epoch"], changes["to_epoch"])) == [("east", 1, 2, 5, 7)]

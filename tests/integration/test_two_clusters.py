@@ -114,3 +114,22 @@ def test_groups_and_commits_per_cluster(two):
     assert list(zip(zero["cluster_id"], zero["client_id"], zero["committed_offset"])) == [
         (name, f"consumer-{name}", RECORDS) for name in CLUSTERS]
     assert set(c["cluster_id"]) == set(CLUSTERS)
+
+
+def test_lag_and_partition_rows_per_cluster(two):
+    """Each consumer's lag on orders/0 in its own cluster: it fetched from offset 0 once its
+    producer had written 30 records; the partition's rows counted per cluster."""
+    from analysis import consumers, errors
+    _, _, _, t = two
+    lag = consumers.lag_summary(t)
+    zero = lag[(lag["topic"] == "orders") & (lag["partition"] == 0)]
+    assert list(zip(zero["cluster_id"], zero["client_id"], zero["max_lag"])) == [
+        (name, f"consumer-{name}", RECORDS) for name in CLUSTERS]
+    e = errors.by_partition(t)
+    zero = e[(e["topic"] == "orders") & (e["partition"] == 0)].sort_values("cluster_id")
+    p = t.partitions
+    port = t.exchanges.set_index("exchange")["broker_port"]
+    ports = p[(p["topic"] == "orders") & (p["partition"] == 0)]["exchange"].map(port)
+    by_name = two[1]
+    assert list(zero["cluster_id"]) == list(CLUSTERS)
+    assert list(zero["rows"]) == [(ports == by_name[name]).sum() for name in CLUSTERS]
