@@ -148,6 +148,16 @@ def clustered(t, frame: pd.DataFrame) -> tuple:
     return frame, ["cluster_id"]
 
 
+def label(frame: pd.DataFrame, text: pd.Series) -> pd.Series:
+    """`text` (a name per row of `frame`: a group, a topic, a partition) followed by the row's
+    cluster id in brackets where `frame` has one (clustered): on a figure, one name must not
+    stand for the groups or partitions of two clusters."""
+    text = text.astype("string").fillna("?")
+    if "cluster_id" not in frame:
+        return text
+    return text + " (" + frame["cluster_id"].astype("string").fillna("") + ")"
+
+
 def _address_clusters(ips: pd.Series, ports: pd.Series, where: dict):
     """The cluster broker_clusters' `where` gives each (ip, port), "" where it names none."""
     known = pd.DataFrame([(ip, port, c) for (ip, port), c in where.items()],

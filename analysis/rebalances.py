@@ -84,12 +84,13 @@ def _list(v):
 def rebalances(t) -> pd.DataFrame:
     """The rebalances table (REBALANCE_COLUMNS; Arrow dtypes), in time order. Where the capture
     holds several clusters (cluster.broker_clusters), a group of one cluster is not the group
-    of the same name in another: each is followed apart, with its own cluster's fetches."""
+    of the same name in another: each is followed apart, with its own cluster's fetches, and
+    the table starts with the cluster id of each row's group."""
     ex = t.exchanges
     api = ex["api_key"]
     g = ex[api.isin([HEARTBEAT, JOIN, LEAVE, SYNC, CGH, 8, 9]).fillna(False)
            & ex["group_id"].notna()]
-    rows = []
+    rows, clusters, where = [], [], {}
     if not g.empty:
         where = broker_clusters(t)
         g = with_cluster(t, g.assign(group_id=g["group_id"].astype("string"),
@@ -105,6 +106,7 @@ def rebalances(t) -> pd.DataFrame:
             theirs = fetches[(fetches["cluster"] == cluster).to_numpy(bool)]
             rows.extend(_classic(group, rows_g, theirs))
             rows.extend(_kip848(group, rows_g, theirs, names))
+            clusters.extend([cluster] * (len(rows) - len(clusters)))
     import pyarrow as pa
     import pyarrow.compute as pc
     from .columns import table_schema, to_pandas
@@ -113,6 +115,8 @@ def rebalances(t) -> pd.DataFrame:
     table = pa.Table.from_arrays(
         [pa.array([None if v is None or pd.isna(v) is True else v for v in col], type=f.type)
          for col, f in zip(columns, schema)], schema=schema)
+    if where:
+        table = table.add_column(0, "cluster_id", pa.array(clusters, pa.string()))
     return to_pandas(table.take(pc.sort_indices(table, [("start_ts", "ascending")])))  # nulls last
 
 

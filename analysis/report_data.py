@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import latency
+from .cluster import clustered, label
 
 MAX_BUCKETS = 600          # non-empty time buckets in the whole capture, at most
 MAX_API_BUCKETS = 6_000    # and non-empty (api, bucket) pairs: all the small multiples' points
@@ -259,12 +260,13 @@ def client_flows(t) -> pd.DataFrame | None:
         return None
     ex = t.exchanges[["exchange", "client_ip", "client_id"]].astype(
         {"client_ip": "string", "client_id": "string"})
-    df = p.merge(ex, on="exchange", how="inner").assign(
-        topic=lambda d: d["topic"].astype("string"),
-        records=lambda d: d["record_count"].astype("float64").fillna(0))
+    df, _ = clustered(t, p.merge(ex, on="exchange", how="inner"))
+    df = df.assign(topic=label(df, df["topic"]),   # with its cluster, where several
+                   records=df["record_count"].astype("float64").fillna(0))
     made = df[(df["api_key"] == PRODUCE).to_numpy()]
     got = df[((df["api_key"] == FETCH) & (df["records"] > 0)).to_numpy()]
     got = got.merge(client_groups(t.exchanges), on=["client_ip", "client_id"], how="left")
+    got = got.assign(group_id=label(got, got["group_id"]).where(got["group_id"].notna()))
     topics = pd.concat([made, got]).groupby("topic")["records"].sum() \
         .sort_values(ascending=False, kind="stable").index[:FLOW_TOPICS]
     made, got = made[made["topic"].isin(topics)], got[got["topic"].isin(topics)]

@@ -220,13 +220,14 @@ def rebalance_figure(t):
     if r.empty:
         return None
     kind = r["trigger"].astype("string").fillna("?").str.split(":").str[0]
-    groups = sorted({_name(g) for g in r["group_id"]})
+    r = r.assign(shown=cluster.label(r, r["group_id"]))   # with its cluster, where several
+    groups = sorted({_name(g) for g in r["shown"]})
     fig = go.Figure(layout=_layout(140 + 26 * len(groups), xaxis=TIME_AXIS, barmode="overlay",
                                    yaxis={"type": "category", "automargin": True,
                                           "categoryorder": "array", "categoryarray": groups}))
     for k, colour in zip(sorted(set(kind)), PALETTE):
         sel = r[(kind == k).to_numpy(dtype=bool)]
-        y = [_name(g) for g in sel["group_id"]]
+        y = [_name(g) for g in sel["shown"]]
         start = epoch_ms(sel["start_ts"])
         custom = [[int(gen), _name(trig), _name(who if not pd.isna(who) else "?"), int(n),
                    float(sync), float(dur)]
@@ -250,7 +251,8 @@ def leaders_figure(t, width_ms):
     lead = cluster.leaders(t)
     if lead.empty:
         return None
-    key = lead["topic"].astype("string").fillna("?") + "-" + lead["partition"].astype("string")
+    key = cluster.label(lead, lead["topic"].astype("string").fillna("?") + "-"
+                        + lead["partition"].astype("string"))
     moved = lead.assign(key=key).groupby("key")["leader_id"].nunique()
     keys = list(moved[moved > 1].index[:10])
     if not keys:

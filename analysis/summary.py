@@ -73,6 +73,12 @@ def client_software(t) -> pd.DataFrame:
                                        "stale_apis"])
 
 
+def _rebalances_shown(t) -> pd.DataFrame:
+    r = rebalances.rebalances(t)
+    return r[[c for c in ("cluster_id", "group_id", "generation", "start_ts", "sync_ms",
+                          "duration_ms", "members", "trigger", "trigger_client") if c in r]]
+
+
 def _coordinators_found(t) -> pd.DataFrame:
     """Each client's coordinators, once (per cluster where the capture holds several)."""
     found = cluster.coordinators(t)
@@ -112,9 +118,7 @@ def sections(t, top: int = 10):
         ("Unanswered requests", errors.unanswered(t).head(top)),
         ("Throttling", errors.throttling(t)),
         ("Consumer groups", consumers.groups(t)),
-        ("Rebalances (ms the group did not consume)", rebalances.rebalances(t)[
-            ["group_id", "generation", "start_ts", "sync_ms", "duration_ms", "members",
-             "trigger", "trigger_client"]]),
+        ("Rebalances (ms the group did not consume)", _rebalances_shown(t)),
         ("Group timeline", consumers.timeline(t).head(4 * top)),
         ("Committed offsets (latest)", consumers.committed_offsets(t)),
         ("Consumer lag (high watermark - fetch offset)", consumers.lag_summary(t)),

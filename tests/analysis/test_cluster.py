@@ -298,6 +298,10 @@ def test_a_leader_change_in_one_of_two_clusters_names_it(tmp_path):
                               hosts=hosts)
         conn.request(ms(10 + 10 * i), req)
         conn.response(ms(11 + 10 * i), resp)
-    changes = C.leader_changes(analysis.load(cap.write(tmp_path / "moved.pcap")))
+    t = analysis.load(cap.write(tmp_path / "moved.pcap"))
+    changes = C.leader_changes(t)
     assert list(zip(changes["cluster_id"], changes["from_leader"], changes["to_leader"],
                     changes["from_epoch"], changes["to_epoch"])) == [("east", 1, 2, 5, 7)]
+    from analysis.report_figures import leaders_figure
+    fig = leaders_figure(t, 1000)   # the partition that moved, in its cluster only
+    assert [(trace.name, list(trace.y)) for trace in fig.data] == [("orders-0 (east)", [1, 2])]

@@ -7,7 +7,7 @@ import pytest
 
 import analysis
 from analysis.cluster import broker_clusters
-from tests.cluster_lab import CLUSTERS, GROUP, two_clusters
+from tests.cluster_lab import CLUSTERS, GROUP, TOPIC, two_clusters
 from tests.support import require_module, require_root, require_tool
 
 pytestmark = pytest.mark.integration
@@ -67,13 +67,14 @@ def test_records_are_delivered_within_their_cluster(two):
 
 def test_a_group_of_one_name_in_two_clusters_is_two_groups(two):
     """Each cluster's group "analytics" had one member, its own consumer, who fetched after its
-    own SyncGroup: two rebalances of one member each, not one of two."""
+    own SyncGroup: two rebalances of one member each, not one of two, each with its cluster."""
     _, _, _, t = two
     r = t.rebalances
     assert list(r["group_id"]) == [GROUP, GROUP]
     assert list(r["members"]) == [1, 1] and list(r["generation"]) == [0, 0]   # tansu counts from 0
     assert list(r["trigger"]) == ["first join", "first join"]
-    assert sorted(r["trigger_client"]) == [f"consumer-{name}" for name in CLUSTERS]
+    assert sorted(zip(r["cluster_id"], r["trigger_client"])) == [
+        (name, f"consumer-{name}") for name in CLUSTERS]
     assert r["resumed_ts"].notna().all() and (r["duration_ms"] > 0).all()
 
 
@@ -133,3 +134,18 @@ def test_lag_and_partition_rows_per_cluster(two):
     by_name = two[1]
     assert list(zero["cluster_id"]) == list(CLUSTERS)
     assert list(zero["rows"]) == [(ports == by_name[name]).sum() for name in CLUSTERS]
+
+
+def test_report_figures_name_each_cluster(two):
+    """The report's flow diagram and rebalance timeline: the topic and the group of one name in
+    each cluster are nodes and rows of their own, each between its own cluster's clients."""
+    from analysis import report_data, report_figures
+    _, _, _, t = two
+    f = report_data.client_flows(t)
+    assert set(zip(f["source"], f["target"], f["records"])) == {
+        link for name in CLUSTERS for link in (
+            (f"producer-{name}", f"{TOPIC} ({name})", RECORDS),
+            (f"{TOPIC} ({name})", f"{GROUP} ({name})", RECORDS),
+            (f"{GROUP} ({name})", f"consumer-{name}", RECORDS))}
+    fig = report_figures.rebalance_figure(t)
+    assert fig.layout.yaxis.categoryarray == tuple(f"{GROUP} ({name})" for name in CLUSTERS)
