@@ -10,7 +10,9 @@ the capture holds several (cluster.broker_clusters: the cluster id its Metadata 
 each broker address; two clusters number the same topic's offsets each their own way): one row per
 produced record and consumer (its group, or the consumer's client id and address when it fetched
 outside a group), with the first delivery and how many Fetch responses carried the record to that
-consumer. A record no consumer fetched in the capture keeps one row with no consumer.
+consumer. A record no consumer fetched in the capture keeps one row with no consumer. Where the
+capture holds several clusters, the table starts with each record's cluster id, and the
+summaries below are per cluster.
 
 Times: produce_request_ts is the Produce request's first packet, ack_ts the response's last
 packet (when the producer has the offset), delivery_ts the Fetch response's last packet (when the
@@ -49,6 +51,7 @@ DELIVERY_COLUMNS = (
     ("ack_ms", "float64"),              # produce request to acknowledgement
     ("deliveries", "int64"),            # Fetch responses that carried it to this consumer
 )
+CLUSTER_ID = ("cluster_id", "string")   # first, where the capture holds several clusters
 # the columns deliveries() reads, per table
 NEEDS = {
     "exchanges": tuple(dict.fromkeys(("exchange", "api_key", "client_id", "client_ip", "group_id",
@@ -76,7 +79,13 @@ def client_groups(exchanges: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
+def delivery_columns(several: bool) -> tuple:
+    """DELIVERY_COLUMNS, after CLUSTER_ID where the capture holds several clusters."""
+    return ((CLUSTER_ID,) if several else ()) + DELIVERY_COLUMNS
+
+
 def _empty() -> pd.DataFrame:
+    """No records produced: no rows (and no cluster id column, as the Spark job writes none)."""
     from .columns import table_schema, to_pandas
     return to_pandas(table_schema(DELIVERY_COLUMNS).empty_table())
 
@@ -122,7 +131,7 @@ def _fetched(t, where) -> pd.DataFrame:
 
 
 def deliveries(t) -> pd.DataFrame:
-    """The deliveries table (DELIVERY_COLUMNS): one row per produced record and consumer."""
+    """The deliveries table (delivery_columns): one row per produced record and consumer."""
     where = broker_clusters(t)
     prod = _produced(t, where)
     if prod.empty or prod["n"].sum() == 0:
@@ -147,7 +156,7 @@ def deliveries(t) -> pd.DataFrame:
     rec = pd.DataFrame({"p": rows[keep], "offset": offset[keep], "cluster": clusters[rows[keep]],
                         "topic": topics[rows[keep]], "partition": partitions[rows[keep]]})
     pairs = _pairs(rec, _fetched(t, where))
-    return _table(prod, rec, pairs)
+    return _table(prod, rec, pairs, bool(where))
 
 
 def _first_of_each(*keys):
@@ -202,7 +211,7 @@ def _pairs(rec: pd.DataFrame, fetch: pd.DataFrame):
     return np.concatenate(rec_idx), np.concatenate(fetch_idx), fetch
 
 
-def _table(prod, rec, pairs) -> pd.DataFrame:
+def _table(prod, rec, pairs, several) -> pd.DataFrame:
     rec_idx, fetch_idx, fetch = pairs
     first_r = first_f = first_n = np.empty(0, np.int64)
     if len(rec_idx):
@@ -242,6 +251,7 @@ def _table(prod, rec, pairs) -> pd.DataFrame:
 
     e2e, ack_ms = ms(delivered, req), ms(ack, req)
     columns = {
+        "cluster_id": pa.array(rec["cluster"].to_numpy()[r], pa.string()),
         "topic": pa.array(rec["topic"].to_numpy()[r], pa.string()),
         "partition": pa.array(rec["partition"].to_numpy()[r], pa.int32()),
         "offset": pa.array(rec["offset"].to_numpy()[r], pa.int64()),
@@ -260,12 +270,12 @@ def _table(prod, rec, pairs) -> pd.DataFrame:
         "ack_ms": pa.array(ack_ms, mask=np.isnan(ack_ms)),
         "deliveries": pa.array(count),
     }
-    return _frame(columns)
+    return _frame(columns, several)
 
 
-def _frame(columns) -> pd.DataFrame:
+def _frame(columns, several) -> pd.DataFrame:
     from .columns import table_schema, to_pandas
-    schema = table_schema(DELIVERY_COLUMNS)
+    schema = table_schema(delivery_columns(several))
     arrays = [columns[f.name].cast(f.type) if not pa.types.is_dictionary(f.type)
               else columns[f.name].cast(f.type.value_type).dictionary_encode()
               for f in schema]
@@ -273,23 +283,24 @@ def _frame(columns) -> pd.DataFrame:
 
 
 def sort_rows(table: pa.Table) -> pa.Table:
-    """The table's rows by topic (its text), partition, offset and delivery time (the
-    undelivered last): the one order of the pandas and Spark tables."""
+    """The table's rows by cluster id (where it has one), topic (its text), partition, offset
+    and delivery time (the undelivered last): the one order of the pandas and Spark tables."""
     import pyarrow.compute as pc
-    topic = table.column("topic").cast(pa.string())
-    order = pc.sort_indices(
-        pa.table({"t": topic, "p": table.column("partition"), "o": table.column("offset"),
-                  "d": table.column("delivery_ts")}),
-        sort_keys=[(k, "ascending", "at_end") for k in "tpod"])
+    keys = {"t": table.column("topic").cast(pa.string()), "p": table.column("partition"),
+            "o": table.column("offset"), "d": table.column("delivery_ts")}
+    if "cluster_id" in table.column_names:
+        keys = {"c": table.column("cluster_id"), **keys}
+    order = pc.sort_indices(pa.table(keys), sort_keys=[(k, "ascending", "at_end") for k in keys])
     return table.take(order).unify_dictionaries()
 
 
 def percentiles(d: pd.DataFrame, by: str = "topic") -> pd.DataFrame:
     """count, mean, p50, p90, p99, p99.9, max of end_to_end_ms per topic, producer (client id),
-    consumer group or consumer (client id); delivered records only, slowest p99 first."""
+    consumer group or consumer (client id), and cluster id where `d` has one; delivered records
+    only, slowest p99 first."""
     if by not in SUMMARY_BY:
         raise ValueError(f"by must be one of {', '.join(SUMMARY_BY)}")
-    keys = SUMMARY_BY[by]
+    keys = _by_cluster(d) + SUMMARY_BY[by]
     df = d[d["end_to_end_ms"].notna()]
     cols = ["count", "mean"] + [name for name, _ in QUANTILES] + ["max"]
     if df.empty:
@@ -302,12 +313,19 @@ def percentiles(d: pd.DataFrame, by: str = "topic") -> pd.DataFrame:
 
 
 def undelivered(d: pd.DataFrame) -> pd.DataFrame:
-    """Per topic and partition: records produced, records no consumer fetched in the capture."""
-    cols = ["topic", "partition", "produced", "undelivered"]
+    """Per topic and partition (and cluster id where `d` has one): records produced, records no
+    consumer fetched in the capture."""
+    keys = _by_cluster(d) + ["topic", "partition"]
+    cols = keys + ["produced", "undelivered"]
     if d.empty:
         return pd.DataFrame(columns=cols)
     got = d["delivery_ts"].notna().astype(bool).rename("got")
-    per = got.groupby([d["topic"], d["partition"], d["offset"]], observed=True).any()
-    out = per.groupby(level=[0, 1], observed=True).agg(produced="size", delivered="sum")
+    per = got.groupby([d[k] for k in keys + ["offset"]], observed=True).any()
+    out = per.groupby(level=list(range(len(keys))), observed=True) \
+        .agg(produced="size", delivered="sum")
     out["undelivered"] = (out["produced"] - out["delivered"]).astype("int64")
     return out.reset_index()[cols]
+
+
+def _by_cluster(d: pd.DataFrame) -> list:
+    return ["cluster_id"] if "cluster_id" in d else []

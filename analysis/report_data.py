@@ -214,26 +214,33 @@ def deliveries(d: pd.DataFrame, ex: pd.DataFrame, width_ms: int) -> dict | None:
     """Delivered records' end-to-end latency by produce time: p99 per bucket for the 10 topics
     with the most deliveries, the slowest deliveries as points (hover rows: topic-partition and
     offset, producer, consumer, group, Produce request packet, Fetch response packet), and a
-    histogram per consumer group (the 8 largest)."""
+    histogram per consumer group (the 8 largest); topics and groups with their cluster where `d`
+    has one (cluster.label)."""
     d = d[d["end_to_end_ms"].notna()]
     if d.empty:
         return None
+    d = d.assign(group_shown=label(d, d["consumer_group"]).where(d["consumer_group"].notna()))
     ms = epoch_ms(d["produce_request_ts"])
     e2e = d["end_to_end_ms"].astype("float64").to_numpy(na_value=np.nan)
     slow = d.iloc[np.argsort(-e2e, kind="stable")[:DELIVERY_POINTS]]
-    hover = [[f"{_text(topic)}-{_int(part)} @ {_int(off)}", f"{_text(pc)} ({_text(pip)})",
+    places = pd.Series([f"{'' if pd.isna(topic) else topic}-{_int(part)} @ {_int(off)}"
+                        for topic, part, off in zip(slow["topic"], slow["partition"],
+                                                    slow["offset"])],
+                       index=slow.index, dtype="string")
+    hover = [[_text(place), f"{_text(pc)} ({_text(pip)})",
               f"{_text(cc)} ({_text(cip)})", _text(group), pp, fp]
-             for topic, part, off, pc, pip, cc, cip, group, pp, fp in zip(
-                 slow["topic"], slow["partition"], slow["offset"], slow["producer_client_id"],
-                 slow["producer_ip"], slow["consumer_client_id"], slow["consumer_ip"],
-                 slow["consumer_group"], _packets(ex, slow["produce_exchange"], "request_packet"),
+             for place, pc, pip, cc, cip, group, pp, fp in zip(
+                 label(slow, places),
+                 slow["producer_client_id"], slow["producer_ip"], slow["consumer_client_id"],
+                 slow["consumer_ip"], slow["group_shown"],
+                 _packets(ex, slow["produce_exchange"], "request_packet"),
                  _packets(ex, slow["fetch_exchange"], "response_packet"))]
     edges = log_bins(e2e)
-    codes, groups = pd.factorize(d["consumer_group"], use_na_sentinel=False)
+    codes, groups = pd.factorize(d["group_shown"], use_na_sentinel=False)
     hist = [{"name": "(no group)" if pd.isna(groups[c]) else str(groups[c]),
              "counts": np.histogram(e2e[codes == c], bins=edges)[0]}
             for c in np.argsort(-np.bincount(codes), kind="stable")[:8]]
-    return {"p99": series_by(d["topic"], ms, e2e, width_ms, how=0.99),
+    return {"p99": series_by(label(d, d["topic"]), ms, e2e, width_ms, how=0.99),
             "points": {"x": epoch_ms(slow["produce_request_ts"]),
                        "y": slow["end_to_end_ms"].astype("float64").to_numpy(na_value=np.nan),
                        "hover": hover},

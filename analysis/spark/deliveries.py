@@ -14,7 +14,7 @@ here (spark.sql.legacy.parquet.nanosAsLong), as in the tables.
 from __future__ import annotations
 
 from ..cluster import DESCRIBE_CLUSTER, METADATA
-from ..deliveries import DELIVERY_COLUMNS, FETCH, GROUP_APIS, PRODUCE, sort_rows
+from ..deliveries import DELIVERY_COLUMNS, FETCH, GROUP_APIS, PRODUCE, delivery_columns, sort_rows
 
 MIN_RECORD_BYTES = 7   # as analysis.deliveries: a damaged count cannot exceed bytes / 7 + 1
 
@@ -96,7 +96,7 @@ pairs AS (
     FROM records r JOIN fetched f
          ON r.cluster = f.cluster AND r.topic = f.topic AND r.partition = f.partition
             AND r.offset BETWEEN f.lo AND f.hi)
-SELECT r.topic, r.partition, r.offset,
+SELECT r.cluster AS cluster_id, r.topic, r.partition, r.offset,
        r.client_id AS producer_client_id, r.client_ip AS producer_ip,
        r.exchange AS produce_exchange, r.request_ts AS produce_request_ts,
        r.response_end_ts AS ack_ts,
@@ -111,9 +111,18 @@ FROM records r LEFT JOIN (SELECT * FROM pairs WHERE rn = 1) d
 """
 
 
+def several_clusters(spark) -> bool:
+    """Does the run name two cluster ids or more (analysis.cluster.broker_clusters)? Over the
+    views summaries.register made."""
+    return spark.sql(f"""
+        SELECT count(DISTINCT cluster_id) FROM kd_exchanges
+        WHERE api_key IN ({METADATA}, {DESCRIBE_CLUSTER})""").first()[0] >= 2
+
+
 def deliveries(spark):
     """The deliveries as a Spark DataFrame (timestamps as nanosecond longs), over the views
-    summaries.register made (kd_exchanges, kd_partitions)."""
+    summaries.register made (kd_exchanges, kd_partitions); its first column, cluster_id, is ''
+    unless the run names two cluster ids or more."""
     return spark.sql(SQL)
 
 
@@ -134,7 +143,7 @@ def write(spark, out: str, codec) -> int:
     if filesystem.get_file_info(path).type != fs.FileType.NotFound:
         filesystem.delete_dir(path)
     filesystem.create_dir(path, recursive=True)
-    schema = table_schema(DELIVERY_COLUMNS)
+    schema = table_schema(delivery_columns(several_clusters(spark)))
     target = str(out)
 
     def write_part(batches):
@@ -159,7 +168,7 @@ def write(spark, out: str, codec) -> int:
 
 def _typed(table, schema):
     """Spark's columns in the pandas table's types (nanosecond longs to UTC timestamps, names
-    dictionary-encoded)."""
+    dictionary-encoded), those of `schema` only."""
     import pyarrow as pa
     arrays = []
     for field in schema:

@@ -14,9 +14,8 @@ import os
 from dissector.protocol.generated.errors import ERRORS
 from dissector.protocol.names import error_name, is_retriable
 
-from ..cluster import DESCRIBE_CLUSTER, METADATA
 from ..latency import DIMENSIONS, FETCH, QUANTILES, long_poll_mask
-from .deliveries import CLUSTERS
+from .deliveries import CLUSTERS, several_clusters
 
 TOLERANCE_MS, TOLERANCE_FRAC = long_poll_mask.__defaults__
 
@@ -135,9 +134,7 @@ def errors_by_partition(spark):
     """Per (topic, partition): rows, errors, error_rate (analysis.errors.by_partition without
     top_error); per (cluster_id, topic, partition) where the run names two cluster ids or more,
     each row in its broker's cluster (analysis.cluster.broker_clusters)."""
-    several = spark.sql(f"""
-        SELECT count(DISTINCT cluster_id) FROM kd_exchanges
-        WHERE api_key IN ({METADATA}, {DESCRIBE_CLUSTER})""").first()[0] >= 2
+    several = several_clusters(spark)
     by = "cluster_id, " if several else ""
     rows = f"""
         WITH {CLUSTERS},

@@ -61,6 +61,8 @@ def test_records_are_delivered_within_their_cluster(two):
             for name, run in consumers.items() for r in run.consumed}
     assert got == want
     assert len(d) == 2 * RECORDS
+    assert list(d.columns[:2]) == ["cluster_id", "topic"]
+    assert (d["producer_client_id"] == "producer-" + d["cluster_id"]).all()
     assert (d["end_to_end_ms"] > 0).all()
     assert set(d["consumer_group"]) == {GROUP}
 
@@ -137,8 +139,9 @@ def test_lag_and_partition_rows_per_cluster(two):
 
 
 def test_report_figures_name_each_cluster(two):
-    """The report's flow diagram and rebalance timeline: the topic and the group of one name in
-    each cluster are nodes and rows of their own, each between its own cluster's clients."""
+    """The report's flow diagram, rebalance timeline and end-to-end latency: the topic and the
+    group of one name in each cluster are nodes, rows and lines of their own, each between its
+    own cluster's clients."""
     from analysis import report_data, report_figures
     _, _, _, t = two
     f = report_data.client_flows(t)
@@ -149,3 +152,22 @@ def test_report_figures_name_each_cluster(two):
             (f"{GROUP} ({name})", f"consumer-{name}", RECORDS))}
     fig = report_figures.rebalance_figure(t)
     assert fig.layout.yaxis.categoryarray == tuple(f"{GROUP} ({name})" for name in CLUSTERS)
+    e2e = report_data.deliveries(t.deliveries, t.exchanges, 1000)
+    assert sorted(s["name"] for s in e2e["p99"]) == [f"{TOPIC} ({name})" for name in CLUSTERS]
+    assert sorted(h["name"] for h in e2e["hist"]) == [f"{GROUP} ({name})" for name in CLUSTERS]
+    for place, _, consumer, group, *_ in e2e["points"]["hover"]:   # each its consumer's cluster
+        name = consumer.split()[0].removeprefix("consumer-")
+        assert place.endswith(f" ({name})") and group == f"{GROUP} ({name})"
+
+
+def test_delivery_summaries_per_cluster(two):
+    """Each cluster produced 30 records to orders/0 and its consumer read them all: 30 produced
+    and none undelivered in each, not 30 in all; end-to-end latency per cluster and group."""
+    from analysis import deliveries as D
+    _, _, _, t = two
+    left = D.undelivered(t.deliveries)
+    assert list(zip(left["cluster_id"], left["topic"], left["partition"], left["produced"],
+                    left["undelivered"])) == [(name, TOPIC, 0, RECORDS, 0) for name in CLUSTERS]
+    by_group = D.percentiles(t.deliveries, "group")
+    assert sorted(zip(by_group["cluster_id"], by_group["consumer_group"], by_group["count"])) \
+        == [(name, GROUP, RECORDS) for name in CLUSTERS]
