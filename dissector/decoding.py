@@ -11,7 +11,8 @@ keep_bodies names), the compiled reader does that walk on the body's bytes inste
 (dissector.summary_plan), with the same checks and without building the body; at the records
 level it also hands over each record set with its topic and partition (Summary.record_sets),
 all the records table reads of a body. The records commands do not read the sides that carry no
-records (records_only: Produce's responses, the fetch requests) at all. For the api keys given
+records (records_only: Produce's responses, the fetch requests) at all, nor the group joins and
+syncs (RECORDS_UNREAD). For the api keys given
 RowSpecs (keep_bodies=AllBut(rows=...): analysis.load's Produce and Fetch) the byte walk also
 hands over what the partitions table and the request settings read of the body (Summary.groups,
 Summary.settings).
@@ -22,13 +23,20 @@ import sys
 
 from .model import WARNING, Issue
 from .protocol.decode import decode_request_body, decode_response, decode_struct, tables
-from .protocol.embedded import API_VERSIONS, EMBEDDING, v0_reply
+from .protocol.embedded import API_VERSIONS, EMBEDDING, JOIN_GROUP, SYNC_GROUP, v0_reply
 from .protocol.headers import parse_response_header, response_header_version
 from .protocol.message import Message
 from .protocol.primitives import MAX_ELEMENTS
 from .protocol import readers
 from .records import record_set
 from .records.columns import RECORD_APIS, RECORDLESS_SIDES   # who carries record sets
+
+# (is response, api key) of the sides the records commands read nothing of (records_only): those
+# of Produce and the fetches that carry no records, and the group joins and syncs, whose bodies
+# embed the consumer protocol (decoded field by field in Python otherwise: 7% of `records` on
+# clients that reconnect, a join and a sync per connection). None teaches topic names.
+RECORDS_UNREAD = RECORDLESS_SIDES | frozenset((response, key) for response in (False, True)
+                                              for key in (JOIN_GROUP, SYNC_GROUP))
 from .records.record_set import py_set_sums, set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
@@ -79,13 +87,13 @@ class BodyDecoder:
                  records_only=False):
         """keep_bodies: True (every message keeps its decoded body), False (none does, where
         the bytes allow it: summaries only), the api keys whose bodies are kept or an AllBut.
-        records_only: the bodies of RECORDLESS_SIDES are not read at all (their messages have
+        records_only: the bodies of RECORDS_UNREAD are not read at all (their messages have
         neither body nor summary), for output made of the records alone: they teach no topic
         names (only responses do, and Produce's names no topic id)."""
         self.full_records = records
         self.kept = (AllBut() if keep_bodies is True else keep_bodies
                      if isinstance(keep_bodies, AllBut) else frozenset(keep_bodies or ()))
-        self.unread = RECORDLESS_SIDES if records_only else frozenset()
+        self.unread = RECORDS_UNREAD if records_only else frozenset()
         self.rows = self.kept.rows if isinstance(self.kept, AllBut) else {}
         self.max_uncompressed = max_uncompressed
         self.topic_names = {}   # UUID -> topic name, learned from responses
@@ -189,15 +197,16 @@ class BodyDecoder:
     def _entry(self, key):
         """The table entry the bodies of one (direction, api key, version) are read with straight
         away: None for the general path (an unknown api key or version, or one whose bodies
-        embed structures; an ApiVersions reply read with the v0 layout goes there too, message
-        by message). Kept for the known ones only: the unknown come from garbage, which must not fill
-        memory."""
+        embed structures and are read; an ApiVersions reply read with the v0 layout goes there
+        too, message by message). Kept for the known ones only: the unknown come from garbage,
+        which must not fill memory."""
         response, api_key, api_version = key
         t = tables(api_key) if isinstance(api_key, int) else None
         entry = t[response].get(api_version) if t is not None else None
         if entry is None:
             return None
-        entry = self._entries[key] = None if api_key in EMBEDDING else entry
+        entry = self._entries[key] = None if api_key in EMBEDDING and key[:2] not in self.unread \
+            else entry
         return entry
 
     def py_summarize(self, ex) -> None:

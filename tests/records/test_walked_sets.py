@@ -56,11 +56,12 @@ def test_bodies_level_walks_keep_no_sets():
 
 @pytest.mark.parametrize("pcap", sorted(CAPTURES.glob("*.pcap")), ids=lambda p: p.stem)
 def test_records_only_gives_the_same_records(pcap):
-    """records_only (the records commands: Produce's response and the fetch requests not read)
-    leaves every exchange's record sets and the records table as they are with every side read
-    (the topic names a Metadata response teaches included)."""
+    """records_only (the records commands: Produce's response, the fetch requests and the group
+    joins and syncs not read) leaves every exchange's record sets and the records table as they
+    are with every side read (the topic names a Metadata response teaches included)."""
     from analysis.records_table import record_batch
-    from dissector.records.columns import RECORDLESS_SIDES, record_chunks
+    from dissector.decoding import RECORDS_UNREAD
+    from dissector.records.columns import record_chunks
     port = (_port(pcap),)
     both = [list(dissect(pcap, port, level="records", keep_bodies=False, records_only=only))
             for only in (False, True)]
@@ -68,7 +69,7 @@ def test_records_only_gives_the_same_records(pcap):
     for every, only in zip(*both):
         assert _sets(every) == _sets(only)
         for msg, response in ((only.request_msg, False), (only.response_msg, True)):
-            if msg is not None and (response, only.api_key) in RECORDLESS_SIDES:
+            if msg is not None and (response, only.api_key) in RECORDS_UNREAD:
                 assert msg.body is None and msg.summary is None
     tables = [[record_batch(cols) for cols in record_chunks(exs)] for exs in both]
     assert len(tables[0]) == len(tables[1])

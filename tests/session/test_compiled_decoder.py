@@ -110,12 +110,12 @@ def test_random_messages(key, version, direction):
 
 
 def test_records_only_reads_no_recordless_side():
-    """records_only: a Produce response's and a fetch request's body are not read (no body, no
-    summary, no issue, nothing learned), compiled and twin alike; every other message is as
-    without it."""
-    from dissector.records.columns import RECORDLESS_SIDES
+    """records_only: a Produce response's, a fetch request's and a group join's or sync's body
+    are not read (no body, no summary, no issue, nothing learned), compiled and twin alike; every
+    other message is as without it."""
+    from dissector.decoding import RECORDS_UNREAD
     rnd = random.Random("records only")
-    unread = 0
+    unread = groups = 0
     for key, version, direction in PAIRS:
         schema = tables(key)[direction][version][1]
         body = random_body(schema, rnd)
@@ -126,14 +126,15 @@ def test_records_only_reads_no_recordless_side():
                 return outcome(call, data, key, version, direction, dict(known), keep, True, only)
             for keep in (False, True):
                 got = made(True, keep)
-                if (bool(direction), key) not in RECORDLESS_SIDES:
+                if (bool(direction), key) not in RECORDS_UNREAD:
                     assert got == made(False, keep), (key, version, direction)
                 elif got is not None:
                     message, names, misses, _ = got
                     assert message[6] == "NoneType" and message[8] == [] and message[9] is None
                     assert names == known and misses == []
                     unread += 1
-    assert unread > 40
+                    groups += key in (11, 14)
+    assert unread > 40 and groups >= 4 * 2   # JoinGroup v0-9 and SyncGroup v0-5, both sides
 
 
 def test_bodies_kept_by_api_key():
