@@ -39,12 +39,27 @@ _WIDTH = len(PARTITION_COLUMNS)
     "last_offset", "leader_id", "leader_epoch"))
 
 
+_ID_TEXTS = {}          # topic id (a UUID or its 16 bytes) -> its text: the same few ids recur
+MAX_ID_TEXTS = 1 << 12  # in every exchange; forged ones must not fill memory
+
+
 def topic_id_str(value) -> str | None:
     if value is None:
         return None
+    known = type(value) is uuid.UUID or type(value) is bytes
+    if known:
+        text = _ID_TEXTS.get(value)
+        if text is not None:
+            return text
     if isinstance(value, (bytes, bytearray, memoryview)) and len(value) == 16:
-        return str(uuid.UUID(bytes=bytes(value)))
-    return str(value)
+        text = str(uuid.UUID(bytes=bytes(value)))
+    else:
+        text = str(value)
+    if known:
+        if len(_ID_TEXTS) >= MAX_ID_TEXTS:
+            _ID_TEXTS.clear()
+        _ID_TEXTS[value] = text
+    return text
 
 
 _ZERO_ID = str(UUID0)

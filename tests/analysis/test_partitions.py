@@ -115,3 +115,20 @@ def test_values_of_the_wrong_type_become_null():
     assert p["listed_offset"].tolist()[0] == 42
     assert p["listed_offset"].isna().tolist() == [False, True]
     assert p["timestamp_query"].isna().tolist() == [False, True]
+
+
+def test_topic_id_texts_remembered_within_bounds(monkeypatch):
+    """A topic id's text is the UUID's, whether the id comes as a UUID or its 16 bytes, the
+    same each time; forged ids past the bound do not grow what is remembered."""
+    from analysis import partitions as P
+    monkeypatch.setattr(P, "_ID_TEXTS", {})
+    monkeypatch.setattr(P, "MAX_ID_TEXTS", 3)
+    u = uuid.UUID("0b8e7c1a-2f4d-4e6b-9a1c-3d5e7f9a1b2c")
+    assert P.topic_id_str(u) == P.topic_id_str(u.bytes) == P.topic_id_str(bytearray(u.bytes)) \
+        == P.topic_id_str(memoryview(u.bytes)) == str(u)
+    assert P.topic_id(uuid.UUID(int=0)) is None and P.topic_id(bytes(16)) is None
+    for n in range(10):
+        forged = uuid.UUID(int=n + 1)
+        assert P.topic_id_str(forged) == str(forged)
+        assert len(P._ID_TEXTS) <= 3
+    assert P.topic_id_str(b"short") == "b'short'"
