@@ -27,7 +27,7 @@ def overview(t) -> pd.DataFrame:
     rows = [
         ("exchanges", len(ex)),
         ("connections", len(t.connections)),
-    ] + ([("TLS connections", tls_connections),
+    ] + _clusters(t) + ([("TLS connections", tls_connections),
           ("TLS connections not decrypted", tls_connections - decrypted)]
          if tls_connections else []) + [
         ("client ids", ex["client_id"].nunique()),
@@ -43,6 +43,13 @@ def overview(t) -> pd.DataFrame:
         ("issues", len(t.issues)),
     ]
     return pd.DataFrame([(k, str(v)) for k, v in rows], columns=["what", "value"])
+
+
+def _clusters(t) -> list:
+    """The overview's row of the cluster ids where the capture holds several (the tables below
+    then have a cluster id column), else none."""
+    named = sorted(set(cluster.broker_clusters(t).values()))
+    return [("clusters", f"{len(named)}: {', '.join(named)}")] if named else []
 
 
 def issues_by_code(t) -> pd.DataFrame:

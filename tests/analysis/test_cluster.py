@@ -272,8 +272,9 @@ def test_unkept_api_versions_bodies_give_what_kept_ones_do(pcap, monkeypatch):
 
 
 def test_hostile_cluster_ids_reach_the_terminal_escaped(tmp_path, capsys):
-    """The brokers table's cluster id column (several clusters) is capture text: controls and
-    bidi overrides escaped, markup shown as it is (the expected text written out by hand)."""
+    """The brokers table's cluster id column and the overview's clusters (several clusters) are
+    capture text: controls and bidi overrides escaped, markup shown as it is (the expected text
+    written out by hand)."""
     from dissector.cli import main
     path = tmp_path / "hostile.pcap"
     _two_clusters(path, ("\x1b[31mred\x1b[0m", "[bold]west[/bold]\u202e"))
@@ -283,6 +284,9 @@ def test_hostile_cluster_ids_reach_the_terminal_escaped(tmp_path, capsys):
     assert [line.split()[0] for line in brokers[3:]] == [
         "\\x1b[31mred\\x1b[0m", "\\x1b[31mred\\x1b[0m",
         "[bold]west[/bold]\\u202e", "[bold]west[/bold]\\u202e"]
+    clusters = [line for line in out.splitlines() if line.startswith("clusters ")]
+    assert [line.split(None, 1)[1].rstrip() for line in clusters] == [
+        "2: \\x1b[31mred\\x1b[0m, [bold]west[/bold]\\u202e"]
     assert "\x1b" not in out and "\u202e" not in out
 
 

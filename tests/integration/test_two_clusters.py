@@ -80,12 +80,21 @@ def test_a_group_of_one_name_in_two_clusters_is_two_groups(two):
     assert r["resumed_ts"].notna().all() and (r["duration_ms"] > 0).all()
 
 
+def test_the_overview_names_the_clusters(two):
+    from analysis.summary import overview
+    _, _, _, t = two
+    rows = dict(zip(overview(t)["what"], overview(t)["value"]))
+    assert rows["clusters"] == "2: " + ", ".join(sorted(CLUSTERS))
+
+
 def test_one_cluster_is_not_told_apart(two):
     """With one cluster id in the capture (here: one broker's traffic alone), nothing is keyed
     by cluster, as before."""
     _, ports, path, _ = two
     east = analysis.load(path, port=ports["east"])
     assert broker_clusters(east) == {}
+    from analysis.summary import overview
+    assert "clusters" not in set(overview(east)["what"])
     d = east.deliveries
     assert set(d["producer_client_id"]) == {"producer-east"}
     assert set(d["consumer_client_id"]) == {"consumer-east"}
