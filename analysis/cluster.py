@@ -55,11 +55,9 @@ def brokers(t) -> pd.DataFrame:
     out["advertised"] = g.size()
     named = ads.dropna(subset=["controller_id"])
     conns = connection_brokers(t, ads)
-    if multi:   # each cluster's latest controller; a connection's cluster is its address's
+    if multi:   # each cluster's latest controller; conns have their address's cluster id
         latest = named.groupby("cluster_id")["controller_id"].last()
         out["controller"] = [latest.get(c) == n for c, n in out.index]
-        conns = conns.assign(cluster_id=_address_clusters(conns["broker_ip"],
-                                                          conns["broker_port"], broker_clusters(t)))
     else:
         latest = named["controller_id"].iloc[-1] if len(named) else None
         out["controller"] = out.index == latest
@@ -177,7 +175,9 @@ def _addresses(ads: pd.DataFrame) -> dict:
 def connection_brokers(t, ads=None) -> pd.DataFrame:
     """Every connection with the node id of the broker whose advertised address it reached
     (missing when no response advertised it), and whether it carried only what a client sends
-    to a bootstrap address. `ads`: _advertisements(t), where the caller has it already."""
+    to a bootstrap address; where the capture holds several clusters, the cluster id of its
+    broker address first (broker_clusters). `ads`: _advertisements(t), where the caller has it
+    already."""
     c = t.connections
     cols = ["connection_id", "client_ip", "client_port", "broker_ip", "broker_port", "node_id",
             "bootstrap_only", "client_ids"]
@@ -187,6 +187,11 @@ def connection_brokers(t, ads=None) -> pd.DataFrame:
     node = [where.get((str(ip), int(port)))
             for ip, port in zip(c["broker_ip"].tolist(), c["broker_port"].tolist())]
     out = c.assign(node_id=pd.array(node, dtype="Int32"), bootstrap_only=_bootstrap_only(t))
+    clusters = broker_clusters(t)
+    if clusters:
+        out = out.assign(cluster_id=pd.array(
+            _address_clusters(out["broker_ip"], out["broker_port"], clusters), dtype="string"))
+        cols = ["cluster_id"] + cols
     return out[cols].reset_index(drop=True)
 
 
@@ -229,11 +234,15 @@ def misconfigurations(t) -> pd.DataFrame:
                      f"{', '.join(clients) or 'unknown clients'}"))
     reached = {(str(ip), int(port))
                for ip, port in zip(conns["broker_ip"].tolist(), conns["broker_port"].tolist())}
-    latest = ads.groupby("node_id", dropna=False).tail(1)
-    for node, host, port in zip(latest["node_id"], latest["host"], latest["port"]):
+    # each node's latest address; where there are several clusters, each cluster's nodes
+    multi = ads["cluster_id"].nunique() > 1
+    latest = ads.groupby(["cluster_id", "node_id"] if multi else "node_id", dropna=False).tail(1)
+    for node, host, port, cid in zip(latest["node_id"], latest["host"], latest["port"],
+                                     latest["cluster_id"]):
         if host is not None and not pd.isna(port) and (host, int(port)) not in reached:
+            of = f" of cluster {cid}" if multi else ""
             rows.append(("advertised_unreached", f"{host}:{int(port)}",
-                         f"node {node}: no connection in the capture"))
+                         f"node {node}{of}: no connection in the capture"))
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -272,8 +272,9 @@ def leaders_figure(t, width_ms):
 
 def clients_graph(t, limit: int = 40):
     """Which client ids talk to which brokers: a flow per (client id, broker) weighted by
-    exchanges, brokers by node id where a response advertised them; red where the address is
-    one the cluster checks flag (cluster.misconfigurations)."""
+    exchanges, brokers by node id where a response advertised them (and cluster id where there
+    are several); red where the address is one the cluster checks flag
+    (cluster.misconfigurations)."""
     cb = cluster.connection_brokers(t)
     if cb.empty:
         return None
@@ -281,10 +282,13 @@ def clients_graph(t, limit: int = 40):
     counts = dict(zip(c["connection_id"].tolist(), c["exchange_count"].tolist()))
     flagged = {str(a) for a in cluster.misconfigurations(t)["address"]}
     flows = {}
-    for cid, ids, ip, port, node in zip(*(cb[k].tolist() for k in (
-            "connection_id", "client_ids", "broker_ip", "broker_port", "node_id"))):
+    clusters = cb["cluster_id"].tolist() if "cluster_id" in cb else [""] * len(cb)
+    for cid, ids, ip, port, node, of in zip(*(cb[k].tolist() for k in (
+            "connection_id", "client_ids", "broker_ip", "broker_port", "node_id")), clusters):
         address = f"{ip}:{port}"
-        broker = f"node {node} ({address})" if not pd.isna(node) else f"{address} (no node id)"
+        of = f" of {of}" if of else ""   # the cluster, where there are several
+        broker = f"node {node}{of} ({address})" if not pd.isna(node) \
+            else f"{address} (no node id)"
         for client in (ids if ids is not None and len(ids) else ["(no client id)"]):
             key = (str(client), broker, address in flagged)
             flows[key] = flows.get(key, 0) + int(counts.get(cid, 0) or 0)

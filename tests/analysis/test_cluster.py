@@ -161,6 +161,16 @@ def test_two_clusters_kept_apart(tmp_path):
     assert list(zip(c["cluster_id"], c["controller_id"], c["responses"])) == [
         ("east", 1, 3), ("west", 2, 3)]
     assert C.leader_changes(t).empty   # each cluster's orders/0 kept its leader
+    conns = C.connection_brokers(t)
+    assert list(zip(conns["cluster_id"], conns["broker_ip"], conns["node_id"])) == [
+        ("east", B1, 1), ("west", W1, 1)]
+    # each cluster's node 2 was advertised and never reached, not only the latest one's
+    m = C.misconfigurations(t)
+    assert list(zip(m["problem"], m["address"], m["detail"])) == [
+        ("advertised_unreached", f"{B2}:9092", "node 2 of cluster east: no connection in the "
+                                               "capture"),
+        ("advertised_unreached", f"{W2}:9092", "node 2 of cluster west: no connection in the "
+                                               "capture")]
     ld = C.leaders(t)
     assert list(ld.columns[:2]) == ["cluster_id", "response_ts"]
     assert set(zip(ld["cluster_id"], ld["leader_id"])) == {("east", 1), ("west", 2)}
@@ -203,6 +213,8 @@ def test_one_cluster_id_is_one_cluster(tmp_path):
     t = _two_clusters(tmp_path / "one.pcap", ("c-1", "c-1"))
     assert C.broker_clusters(t) == {}
     assert list(C.brokers(t)["node_id"]) == [1, 2]
+    assert "cluster_id" not in C.connection_brokers(t)
+    assert list(C.misconfigurations(t)["address"]) == [f"{W2}:9092"]   # node 2's latest address
     assert len(C.leader_changes(t)) == 5
     assert len(C.cluster(t)) == 6   # its controller went back and forth too
 

@@ -148,11 +148,11 @@ def test_lag_and_partition_rows_per_cluster(two):
 
 
 def test_report_figures_name_each_cluster(two):
-    """The report's flow diagram, rebalance timeline and end-to-end latency: the topic and the
-    group of one name in each cluster are nodes, rows and lines of their own, each between its
-    own cluster's clients."""
+    """The report's flow diagram, rebalance timeline, end-to-end latency and clients graph: the
+    topic, the group and the node id of one name in each cluster are nodes, rows and lines of
+    their own, each between its own cluster's clients."""
     from analysis import report_data, report_figures
-    _, _, _, t = two
+    _, ports, _, t = two
     f = report_data.client_flows(t)
     assert set(zip(f["source"], f["target"], f["records"])) == {
         link for name in CLUSTERS for link in (
@@ -161,6 +161,8 @@ def test_report_figures_name_each_cluster(two):
             (f"{GROUP} ({name})", f"consumer-{name}", RECORDS))}
     fig = report_figures.rebalance_figure(t)
     assert fig.layout.yaxis.categoryarray == tuple(f"{GROUP} ({name})" for name in CLUSTERS)
+    brokers = report_figures.clients_graph(t).data[0].node.label[-2:]
+    assert brokers == tuple(f"node 111 of {name} (127.0.0.1:{ports[name]})" for name in CLUSTERS)
     e2e = report_data.deliveries(t.deliveries, t.exchanges, 1000)
     assert sorted(s["name"] for s in e2e["p99"]) == [f"{TOPIC} ({name})" for name in CLUSTERS]
     assert sorted(h["name"] for h in e2e["hist"]) == [f"{GROUP} ({name})" for name in CLUSTERS]
