@@ -129,12 +129,13 @@ def _time_series_figure(series, ytitle, hover):
 
 
 def lag_figure(t, width_ms):
-    """Largest lag per bucket for the 10 most fetched (client id, topic, partition)."""
+    """Largest lag per bucket for the 10 most fetched (client id, topic, partition; and
+    cluster, where there are several)."""
     lag = consumers.lag(t)
     if lag.empty:
         return None
-    key = (lag["client_id"].astype("string").fillna("") + " " + lag["topic"].astype("string")
-           + "-" + lag["partition"].astype("string"))
+    key = cluster.label(lag, lag["client_id"].astype("string").fillna("") + " "
+                        + lag["topic"].astype("string") + "-" + lag["partition"].astype("string"))
     return _time_series_figure(
         series_by(key, epoch_ms(lag["response_ts"]),
                   lag["lag"].astype("float64").to_numpy(na_value=np.nan), width_ms, how="max"),
@@ -142,13 +143,15 @@ def lag_figure(t, width_ms):
 
 
 def produce_figure(t, width_ms):
-    """Records produced per bucket for the 10 busiest topics."""
+    """Records produced per bucket for the 10 busiest topics (of each cluster, where there are
+    several)."""
     p = t.partitions
     p = p[(p["api_key"] == producers.PRODUCE).fillna(False) & p["record_count"].notna()]
     if p.empty:
         return None
+    p, _ = cluster.clustered(t, p)
     return _time_series_figure(
-        series_by(p["topic"], epoch_ms(p["request_ts"]),
+        series_by(cluster.label(p, p["topic"]), epoch_ms(p["request_ts"]),
                   p["record_count"].astype("float64").to_numpy(na_value=np.nan), width_ms),
         f"records / {width_label(width_ms)}", "%{y} records from %{x}")
 

@@ -148,9 +148,9 @@ def test_lag_and_partition_rows_per_cluster(two):
 
 
 def test_report_figures_name_each_cluster(two):
-    """The report's flow diagram, rebalance timeline, end-to-end latency and clients graph: the
-    topic, the group and the node id of one name in each cluster are nodes, rows and lines of
-    their own, each between its own cluster's clients."""
+    """The report's flow diagram, rebalance timeline, end-to-end latency, records produced, lag
+    and clients graph: the topic, the group and the node id of one name in each cluster are
+    nodes, rows and lines of their own, each between its own cluster's clients."""
     from analysis import report_data, report_figures
     _, ports, _, t = two
     f = report_data.client_flows(t)
@@ -161,6 +161,11 @@ def test_report_figures_name_each_cluster(two):
             (f"{GROUP} ({name})", f"consumer-{name}", RECORDS))}
     fig = report_figures.rebalance_figure(t)
     assert fig.layout.yaxis.categoryarray == tuple(f"{GROUP} ({name})" for name in CLUSTERS)
+    produced = {trace.name for trace in report_figures.produce_figure(t, 1000).data}
+    assert produced == {f"{TOPIC} ({name})" for name in CLUSTERS}
+    for trace in report_figures.lag_figure(t, 1000).data:   # "consumer-east orders-1 (east)"
+        client, _, cluster = trace.name.split()
+        assert client == f"consumer-{cluster.strip('()')}"
     brokers = report_figures.clients_graph(t).data[0].node.label[-2:]
     assert brokers == tuple(f"node 111 of {name} (127.0.0.1:{ports[name]})" for name in CLUSTERS)
     e2e = report_data.deliveries(t.deliveries, t.exchanges, 1000)
