@@ -8,6 +8,8 @@ A connection is a broker's when its broker address (ip:port) is one a response a
 """
 from __future__ import annotations
 
+import weakref
+
 import pandas as pd
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
@@ -101,8 +103,21 @@ def broker_clusters(t) -> dict:
     """(broker address, port) -> cluster id where the capture names two cluster ids or more
     (else empty: one cluster needs no telling apart). From each Metadata and DescribeCluster
     response naming its cluster, in time order, the latest winning: every broker it advertises
-    (host as given), then the address it came from, which no advertisement overrides."""
+    (host as given), then the address it came from, which no advertisement overrides. Worked
+    out once per exchanges table (a dozen tables of `stats` ask)."""
     ex = t.exchanges
+    known = getattr(t, "_broker_clusters", None)
+    if known is not None and known[0]() is ex:
+        return known[1]
+    where = _broker_clusters(ex)
+    try:   # the table by weak reference: one replaced is not kept alive by this
+        t._broker_clusters = (weakref.ref(ex), where)
+    except AttributeError:   # an object that takes no attributes: worked out each time
+        pass
+    return where
+
+
+def _broker_clusters(ex) -> dict:
     df = ex.loc[ex["api_key"].isin([METADATA, DESCRIBE_CLUSTER]).fillna(False)
                 & ex["cluster_id"].notna(), list(CLUSTER_COLUMNS[1:])]
     if df["cluster_id"].nunique() < 2:

@@ -321,3 +321,16 @@ def test_a_leader_change_in_one_of_two_clusters_names_it(tmp_path):
     from analysis.report_figures import leaders_figure
     fig = leaders_figure(t, 1000)   # the partition that moved, in its cluster only
     assert [(trace.name, list(trace.y)) for trace in fig.data] == [("orders-0 (east)", [1, 2])]
+
+
+def test_broker_clusters_worked_out_once_per_exchanges_table(tmp_path, monkeypatch):
+    """The map is worked out once for a Tables' exchanges and again for a table put in their
+    place (a user's filtered one): never stale."""
+    t = _two_clusters(tmp_path / "two.pcap", ("east", "west"))
+    calls = []
+    work = C._broker_clusters
+    monkeypatch.setattr(C, "_broker_clusters", lambda ex: calls.append(len(ex)) or work(ex))
+    both = C.broker_clusters(t)
+    assert C.broker_clusters(t) is both and len(calls) == 1
+    t.exchanges = t.exchanges[t.exchanges["broker_ip"] == B1]   # one cluster's traffic only
+    assert C.broker_clusters(t) == {} and len(calls) == 2
