@@ -12,10 +12,9 @@ keep_bodies names), the compiled reader does that walk on the body's bytes inste
 level it also hands over each record set with its topic and partition (Summary.record_sets),
 all the records table reads of a body. The records commands do not read the sides that carry no
 records (records_only: Produce's responses, the fetch requests) at all, nor the group joins and
-syncs (RECORDS_UNREAD). For the api keys given
-RowSpecs (keep_bodies=AllBut(rows=...): analysis.load's Produce and Fetch) the byte walk also
-hands over what the partitions table and the request settings read of the body (Summary.groups,
-Summary.settings).
+syncs (RECORDS_UNREAD). For the api keys given RowSpecs (keep_bodies=AllBut(rows=...):
+analysis.load's Produce and Fetch) the byte walk also hands over what the partitions table and
+the request settings read of the body (Summary.groups, Summary.settings).
 """
 from __future__ import annotations
 
@@ -30,16 +29,16 @@ from .protocol.primitives import MAX_ELEMENTS
 from .protocol import readers
 from .records import record_set
 from .records.columns import RECORD_APIS, RECORDLESS_SIDES   # who carries record sets
-
-# (is response, api key) of the sides the records commands read nothing of (records_only): those
-# of Produce and the fetches that carry no records, and the group joins and syncs, whose bodies
-# embed the consumer protocol (decoded field by field in Python otherwise: 7% of `records` on
-# clients that reconnect, a join and a sync per connection). None teaches topic names.
-RECORDS_UNREAD = RECORDLESS_SIDES | frozenset((response, key) for response in (False, True)
-                                              for key in (JOIN_GROUP, SYNC_GROUP))
 from .records.record_set import py_set_sums, set_sums, walk_set
 from .summary_plan import plan
 from .summary_walk import walker
+
+# (is response, api key) of the sides the records commands read nothing of (records_only): those
+# of Produce and the fetches that carry no records, and the group joins and syncs, whose bodies
+# embed the consumer protocol (decoded field by field in Python otherwise: 11% of `records` on
+# clients that reconnect and join a group). None teaches topic names.
+RECORDS_UNREAD = RECORDLESS_SIDES | frozenset((response, key) for response in (False, True)
+                                              for key in (JOIN_GROUP, SYNC_GROUP))
 
 
 class AllBut:
