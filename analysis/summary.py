@@ -7,6 +7,7 @@ import pandas as pd
 from . import anatomy, cluster, consumers, deliveries, errors, latency, producers, rebalances, tls
 
 
+SHOWN_CLUSTERS = 5   # cluster ids named in the overview: a forged capture can hold thousands
 CLIENTS_TITLE = "Clients (the"
 CLIENTS_SHOWN = ["client_id", "client_ip", "role", "groups", "topics_produced",
                  "topics_consumed", "requests", "errors", "stale"]
@@ -49,7 +50,9 @@ def _clusters(t) -> list:
     """The overview's row of the cluster ids where the capture holds several (the tables below
     then have a cluster id column), else none."""
     named = sorted(set(cluster.broker_clusters(t).values()))
-    return [("clusters", f"{len(named)}: {', '.join(named)}")] if named else []
+    more = len(named) - SHOWN_CLUSTERS
+    shown = ", ".join(named[:SHOWN_CLUSTERS]) + (f" and {more} more" if more > 0 else "")
+    return [("clusters", f"{len(named)}: {shown}")] if named else []
 
 
 def issues_by_code(t) -> pd.DataFrame:

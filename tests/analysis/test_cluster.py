@@ -334,3 +334,20 @@ def test_broker_clusters_worked_out_once_per_exchanges_table(tmp_path, monkeypat
     assert C.broker_clusters(t) is both and len(calls) == 1
     t.exchanges = t.exchanges[t.exchanges["broker_ip"] == B1]   # one cluster's traffic only
     assert C.broker_clusters(t) == {} and len(calls) == 2
+
+
+def test_the_overview_names_a_few_clusters_of_many(tmp_path):
+    """A capture naming many cluster ids (forged Metadata answers) gives an overview row of
+    bounded length: the first few, then how many more."""
+    from analysis.summary import SHOWN_CLUSTERS, overview
+    cap = Capture()
+    n = SHOWN_CLUSTERS + 3
+    for i in range(n):
+        host = f"10.2.0.{i + 2}"
+        conn = cap.connection(broker_ip=host, client_port=42000 + i, ts=ms(i))
+        req, resp = _metadata(i + 1, leader=1, epoch=5, cluster_id=f"forged-{i}", hosts=(host,))
+        conn.request(ms(10 + i), req)
+        conn.response(ms(11 + i), resp)
+    o = overview(analysis.load(cap.write(tmp_path / "many.pcap")))
+    assert dict(zip(o["what"], o["value"]))["clusters"] == (
+        f"{n}: " + ", ".join(f"forged-{i}" for i in range(SHOWN_CLUSTERS)) + " and 3 more")
