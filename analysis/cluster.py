@@ -48,7 +48,7 @@ def brokers(t) -> pd.DataFrame:
             "advertised", "connections"]
     if ads.empty:
         return pd.DataFrame(columns=cols)
-    multi = ads["cluster_id"].nunique() > 1
+    multi = bool(broker_clusters(t))
     keys = ["cluster_id", "node_id"] if multi else ["node_id"]
     g = ads.groupby(keys, dropna=False)
     out = g.tail(1).set_index(keys)[["host", "port", "rack"]]
@@ -80,7 +80,7 @@ def cluster(t) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=cols)
     df = df.sort_values("response_ts", kind="stable")
-    if df["cluster_id"].nunique() > 1:
+    if broker_clusters(t):
         cid = df["cluster_id"].astype("string").fillna("").to_numpy()
         ctrl = df["controller_id"].astype("string").fillna("")
         changed = (ctrl != ctrl.groupby(cid).shift()).fillna(True).astype(int)
@@ -103,18 +103,24 @@ def broker_clusters(t) -> dict:
     """(broker address, port) -> cluster id where the capture names two cluster ids or more
     (else empty: one cluster needs no telling apart). From each Metadata and DescribeCluster
     response naming its cluster, in time order, the latest winning: every broker it advertises
-    (host as given), then the address it came from, which no advertisement overrides. Worked
-    out once per exchanges table (a dozen tables of `stats` ask)."""
+    (host as given), then the address it came from, which no advertisement overrides."""
+    return _known(t)[1]
+
+
+def _known(t) -> list:
+    """[the exchanges table (weakly), broker_clusters' map, each exchange's cluster by exchange
+    number (with_cluster; made when first asked)]: worked out once per exchanges table, which a
+    dozen tables of `stats` ask about, and anew for a table put in its place."""
     ex = t.exchanges
     known = getattr(t, "_broker_clusters", None)
     if known is not None and known[0]() is ex:
-        return known[1]
-    where = _broker_clusters(ex)
+        return known
+    known = [weakref.ref(ex), _broker_clusters(ex), None]
     try:   # the table by weak reference: one replaced is not kept alive by this
-        t._broker_clusters = (weakref.ref(ex), where)
+        t._broker_clusters = known
     except AttributeError:   # an object that takes no attributes: worked out each time
         pass
-    return where
+    return known
 
 
 def _broker_clusters(ex) -> dict:
@@ -136,26 +142,27 @@ def _broker_clusters(ex) -> dict:
     return where
 
 
-def with_cluster(t, frame: pd.DataFrame, where: dict) -> pd.DataFrame:
+def with_cluster(t, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` (rows with an "exchange" column) with the cluster of each exchange's broker in a
-    "cluster" column: broker_clusters' `where`, "" where it names none (every row of a capture
-    of one cluster)."""
-    if not where:
+    "cluster" column: broker_clusters', "" where it names none (every row of a capture of one
+    cluster)."""
+    known = _known(t)
+    if not known[1]:
         return frame.assign(cluster="")
-    ex = t.exchanges
-    cluster = pd.Series(_address_clusters(ex["broker_ip"], ex["broker_port"], where),
-                        index=ex["exchange"].to_numpy())
-    return frame.assign(cluster=frame["exchange"].map(cluster).fillna("").to_numpy(object))
+    if known[2] is None:
+        ex = t.exchanges
+        known[2] = pd.Series(_address_clusters(ex["broker_ip"], ex["broker_port"], known[1]),
+                             index=ex["exchange"].to_numpy())
+    return frame.assign(cluster=frame["exchange"].map(known[2]).fillna("").to_numpy(object))
 
 
 def clustered(t, frame: pd.DataFrame) -> tuple:
     """(`frame` with a cluster_id column first, ["cluster_id"]) where the capture holds several
     clusters (broker_clusters: a group, a partition or a node of one cluster is not another's of
     the same name), else (`frame`, []). `frame` has an "exchange" column."""
-    where = broker_clusters(t)
-    if not where:
+    if not broker_clusters(t):
         return frame, []
-    frame = with_cluster(t, frame, where)
+    frame = with_cluster(t, frame)
     cluster = frame.pop("cluster").astype("string")
     frame.insert(0, "cluster_id", cluster)
     return frame, ["cluster_id"]
@@ -250,7 +257,7 @@ def misconfigurations(t) -> pd.DataFrame:
     reached = {(str(ip), int(port))
                for ip, port in zip(conns["broker_ip"].tolist(), conns["broker_port"].tolist())}
     # each node's latest address; where there are several clusters, each cluster's nodes
-    multi = ads["cluster_id"].nunique() > 1
+    multi = bool(broker_clusters(t))
     latest = ads.groupby(["cluster_id", "node_id"] if multi else "node_id", dropna=False).tail(1)
     for node, host, port, cid in zip(latest["node_id"], latest["host"], latest["port"],
                                      latest["cluster_id"]):
@@ -285,13 +292,12 @@ def leader_changes(t) -> pd.DataFrame:
     each cluster's partitions apart (broker_clusters: the same topic's partitions have leaders of
     their own in each), with the cluster id first."""
     ld = _leaders(t)
-    where = broker_clusters(t)
-    by = ["cluster_id"] if where else []
+    by = ["cluster_id"] if broker_clusters(t) else []
     cols = by + ["seen_ts", "topic", "partition", "from_leader", "to_leader", "from_epoch",
                  "to_epoch", "errors", "error_names"]
     if ld.empty:
         return pd.DataFrame(columns=cols)
-    ld = with_cluster(t, ld.assign(topic=ld["topic"].astype("string")), where)
+    ld = with_cluster(t, ld.assign(topic=ld["topic"].astype("string")))
     g = ld.groupby(["cluster", "topic", "partition"])
     ld["prev_leader"] = g["leader_id"].shift()
     ld["prev_epoch"] = g["leader_epoch"].shift()
@@ -305,7 +311,7 @@ def leader_changes(t) -> pd.DataFrame:
     errs = p[p["error_name"].astype("string").isin(list(LEADER_ERRORS)).fillna(False)
              & (p["api_key"] != METADATA).fillna(False)]
     errs = with_cluster(t, errs.assign(topic=errs["topic"].astype("string"),
-                                       ts=errs["response_ts"].fillna(errs["request_ts"])), where)
+                                       ts=errs["response_ts"].fillna(errs["request_ts"])))
     rows = []
     for r in changed.itertuples(index=False):
         e = errs[(errs["cluster"] == r.cluster) & (errs["topic"] == r.topic)

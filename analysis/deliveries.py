@@ -90,13 +90,13 @@ def _empty() -> pd.DataFrame:
     return to_pandas(table_schema(DELIVERY_COLUMNS).empty_table())
 
 
-def _produced(t, where) -> pd.DataFrame:
+def _produced(t) -> pd.DataFrame:
     p = t.partitions
     keep = (p["api_key"] == PRODUCE).fillna(False) & p["first_offset"].notna() \
         & p["last_offset"].notna()
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset", "bytes"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "request_ts", "response_end_ts"]]
-    df = df.merge(with_cluster(t, ex, where), on="exchange", how="left")
+    df = df.merge(with_cluster(t, ex), on="exchange", how="left")
     # a damaged count must not become an allocation: a record takes at least 7 bytes on the wire
     n = (df["last_offset"] - df["first_offset"] + 1).clip(lower=0)
     df["n"] = np.minimum(n.to_numpy("int64", na_value=0),
@@ -104,14 +104,14 @@ def _produced(t, where) -> pd.DataFrame:
     return df
 
 
-def _fetched(t, where) -> pd.DataFrame:
+def _fetched(t) -> pd.DataFrame:
     p = t.partitions
     keep = (p["api_key"] == FETCH).fillna(False) & p["first_offset"].notna() \
         & p["last_offset"].notna()
     df = p.loc[keep, ["exchange", "topic", "partition", "first_offset", "last_offset",
                       "fetch_offset"]]
     ex = t.exchanges[["exchange", "client_id", "client_ip", "response_end_ts", "replica_id"]]
-    df = df.merge(with_cluster(t, ex, where), on="exchange", how="left")
+    df = df.merge(with_cluster(t, ex), on="exchange", how="left")
     df = df[(df["replica_id"].fillna(-1) < 0).astype(bool)]
     groups = client_groups(t.exchanges)
     df = df.assign(client_id=df["client_id"].astype("string"),
@@ -132,8 +132,7 @@ def _fetched(t, where) -> pd.DataFrame:
 
 def deliveries(t) -> pd.DataFrame:
     """The deliveries table (delivery_columns): one row per produced record and consumer."""
-    where = broker_clusters(t)
-    prod = _produced(t, where)
+    prod = _produced(t)
     if prod.empty or prod["n"].sum() == 0:
         return _empty()
     # one row per produced record, in numpy arrays until deduplicated: as a frame, sorted and
@@ -155,8 +154,8 @@ def deliveries(t) -> pd.DataFrame:
                                 partitions[rows][order], offset[order])[0]]
     rec = pd.DataFrame({"p": rows[keep], "offset": offset[keep], "cluster": clusters[rows[keep]],
                         "topic": topics[rows[keep]], "partition": partitions[rows[keep]]})
-    pairs = _pairs(rec, _fetched(t, where))
-    return _table(prod, rec, pairs, bool(where))
+    pairs = _pairs(rec, _fetched(t))
+    return _table(prod, rec, pairs, bool(broker_clusters(t)))
 
 
 def _first_of_each(*keys):

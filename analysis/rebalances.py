@@ -90,18 +90,16 @@ def rebalances(t) -> pd.DataFrame:
     api = ex["api_key"]
     g = ex[api.isin([HEARTBEAT, JOIN, LEAVE, SYNC, CGH, 8, 9]).fillna(False)
            & ex["group_id"].notna()]
-    rows, clusters, where = [], [], {}
+    rows, clusters = [], []
     if not g.empty:
-        where = broker_clusters(t)
         g = with_cluster(t, g.assign(group_id=g["group_id"].astype("string"),
                                      client_id=g["client_id"].astype("string"),
                                      client_ip=g["client_ip"].astype("string"))
-                         .sort_values("request_ts", kind="stable"), where)
+                         .sort_values("request_ts", kind="stable"))
         names = _topic_names(t.partitions)
         fetches = ex[(api == FETCH).fillna(False) & (ex["replica_id"].fillna(-1) < 0)]
         fetches = with_cluster(t, fetches.assign(client_id=fetches["client_id"].astype("string"),
-                                                 client_ip=fetches["client_ip"].astype("string")),
-                               where)
+                                                 client_ip=fetches["client_ip"].astype("string")))
         for (cluster, group), rows_g in g.groupby(["cluster", "group_id"], sort=False):
             theirs = fetches[(fetches["cluster"] == cluster).to_numpy(bool)]
             rows.extend(_classic(group, rows_g, theirs))
@@ -115,7 +113,7 @@ def rebalances(t) -> pd.DataFrame:
     table = pa.Table.from_arrays(
         [pa.array([None if v is None or pd.isna(v) is True else v for v in col], type=f.type)
          for col, f in zip(columns, schema)], schema=schema)
-    if where:
+    if broker_clusters(t):
         table = table.add_column(0, "cluster_id", pa.array(clusters, pa.string()))
     return to_pandas(table.take(pc.sort_indices(table, [("start_ts", "ascending")])))  # nulls last
 
