@@ -13,7 +13,7 @@ PY=${PY:-.venv/bin/python}
 export FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-25}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-300}
 OUT=${FUZZ_DIR:-/tmp/kafka-dissector-fuzz}
-TARGETS=${FUZZ_TARGETS:-"packet decode records stream capture reader summarize walkset columns csvrow framebuf handler pairing decoder tablerow partitions"}
+TARGETS=${FUZZ_TARGETS:-"packet decode records stream capture reader summarize walkset columns csvrow framebuf handler pairing decoder tablerow partitions tls"}
 
 echo "== hypothesis: tests/fuzz with FUZZ_EXAMPLES=$FUZZ_EXAMPLES"
 status=0

@@ -6,7 +6,8 @@
 Targets: capture (a whole capture file through dissect at the records level: the packet walker
 capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder: the first bytes
 choose the pair), records (record sets and codecs), stream (a sequence of TCP segments through
-reassembly, framing and pairing); and one per compiled entry point, each against its Python twin
+reassembly, framing and pairing), tls (a key log, then the segments of a TLS connection through
+the record layer, decryption and the rest; seeds in stream_seeds.py); and one per compiled entry point, each against its Python twin
 (the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
 summarize (its byte walk, which must agree with decoding and walking; with analysis.load's Produce
 and Fetch plans, its rows taken by both partition walks alike), walkset (records/_headers.c
@@ -29,6 +30,8 @@ import struct
 import sys
 import tempfile
 from pathlib import Path
+
+from tests.fuzz.stream_seeds import SEG
 
 LINKTYPES = (0, 1, 12, 101, 108, 113, 228, 229, 276)
 PORTS = (9092, 19093)
@@ -98,20 +101,17 @@ def target_records():
     return one
 
 
-_SEG = struct.Struct(">BHH")  # flags (bit 7: direction), sequence step, payload length
-
-
 def segments(data):
     """The TCP segments `data` describes, one connection between a client (port 5000) and a
     broker (9092): (packet, time, source, destination, ports, sequence and acknowledgement
-    numbers, flags, payload) each, from records of _SEG (the client's SYN alone without ACK)
-    and the payload."""
+    numbers, flags, payload) each, from records of stream_seeds.SEG (the client's SYN alone
+    without ACK) and the payload."""
     c, b = b"\x7f\0\0\1", b"\x7f\0\0\2"
     seq = [1000, 7000]
     pos = n = 0
-    while pos + _SEG.size <= len(data):
-        flags, step, length = _SEG.unpack_from(data, pos)
-        pos += _SEG.size
+    while pos + SEG.size <= len(data):
+        flags, step, length = SEG.unpack_from(data, pos)
+        pos += SEG.size
         payload = data[pos:pos + length]
         pos += length
         side = flags >> 7
@@ -124,18 +124,38 @@ def segments(data):
         yield (n, n * 1000, *ends, seq[side], seq[1 - side], flags, payload)
 
 
+def _feed(d, data):
+    """The segments of `data` through Dissector `d`, then its end."""
+    for segment in segments(data):
+        d.feed_segment(*segment)
+        for ex in d.output:
+            _check_issues(ex.issues)
+        d.output.clear()
+    d.finish()
+    for ex in d.output:
+        _check_issues(ex.issues)
+    _check_issues(d.issues)
+
+
 def target_stream():
     from dissector.pipeline import Dissector
 
     def one(data):
-        d = Dissector(PORTS, level="records")
-        for segment in segments(data):
-            d.feed_segment(*segment)
-            for ex in d.output:
-                _check_issues(ex.issues)
-            d.output.clear()
-        d.finish()
-        _check_issues(d.issues)
+        _feed(Dissector(PORTS, level="records"), data)
+    return one
+
+
+def target_tls():
+    from dissector.pipeline import Dissector
+    from dissector.tls.keylog import KeyLog
+
+    def one(data):
+        if len(data) < 2:
+            return
+        end = 2 + int.from_bytes(data[:2], "big")
+        keylog = KeyLog()
+        keylog.add_text(data[2:end])
+        _feed(Dissector(PORTS, level="records", keylog=keylog), data[end:])
     return one
 
 
@@ -467,14 +487,14 @@ TARGETS = {"capture": target_capture, "packet": target_packet, "decode": target_
            "summarize": target_summarize, "walkset": target_walkset, "columns": target_columns,
            "csvrow": target_csvrow, "framebuf": target_framebuf, "handler": target_handler,
            "pairing": target_pairing, "decoder": target_decoder, "tablerow": target_tablerow,
-           "partitions": target_partitions}
+           "partitions": target_partitions, "tls": target_tls}
 
 
 # -- seed corpora ------------------------------------------------------------------------------
 
 def make_corpus(root: Path):
     import random
-    from dissector.capture.layers import tcp_segment
+    from tests.fuzz import stream_seeds
     from tests.fuzz.support import (PAIRS, REAL, packets, request_message, response_message,
                                     write_pcap, write_pcapng)
     root.mkdir(parents=True, exist_ok=True)
@@ -489,15 +509,9 @@ def make_corpus(root: Path):
         for j, (_, lt, data) in enumerate(pkts[:30]):
             (root / "packet" / f"{path.stem}-{j}").write_bytes(
                 bytes((LINKTYPES.index(lt),)) + data)
-        segs = []
-        for _, lt, data in pkts[:60]:
-            seg = tcp_segment(lt, data)
-            if seg is None or isinstance(seg, str):
-                continue
-            side = 0 if seg[3] in PORTS else 1
-            segs.append(_SEG.pack(side << 7 | (seg[6] & 0x3F), 1024 + len(seg[7]) % 64000,
-                                  len(seg[7])) + bytes(seg[7]))
-        (root / "stream" / path.stem).write_bytes(b"".join(segs))
+        for i, conn in enumerate(stream_seeds.connections(pkts, PORTS)[:4]):
+            (root / "stream" / f"{path.stem}-{i}").write_bytes(stream_seeds.encode(conn))
+    _tls_corpus(root)
     for i, (k, v) in enumerate(PAIRS):
         prefix = i.to_bytes(2, "big")
         (root / "decode" / f"{k}v{v}-req").write_bytes(prefix + b"\0" +
@@ -524,6 +538,23 @@ def make_corpus(root: Path):
                 (root / "records" / f"magic{magic}-codec{codec}").write_bytes(data)
     except ImportError:
         pass
+
+
+def _tls_corpus(root: Path) -> None:
+    """The TLS target's seeds (stream_seeds.tls_wires) of the kafka-python capture; two of
+    them also as pcapng captures whose Decryption Secrets Block holds their key log, for the
+    capture target."""
+    from tests.fuzz import stream_seeds
+    from tests.support import CAPTURES
+    from tests.tls import tlsgen
+    with tempfile.TemporaryDirectory() as d:
+        wires = stream_seeds.tls_wires(CAPTURES / "kafka_python.pcap", 9092, d)
+        for name, text, wire in wires:
+            (root / "tls" / name).write_bytes(stream_seeds.tls_seed(text, wire))
+        for name, text, wire in wires[:4:3]:   # TLS 1.3 and 1.2
+            path = Path(d) / "tls.pcapng"
+            tlsgen.write_pcapng(path, tlsgen.packets([wire], 9092), secrets=text)
+            (root / "capture" / f"{name}-secrets").write_bytes(path.read_bytes())
 
 
 def _share_seeds(root: Path) -> None:

@@ -18,7 +18,7 @@ def corpus(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["reader", "summarize", "walkset", "columns", "csvrow",
                                   "framebuf", "handler", "pairing", "decoder", "tablerow", "partitions",
-                                  "decode", "records", "packet"])
+                                  "decode", "records", "packet", "tls"])
 def test_target_on_seeds_and_random_inputs(corpus, name):
     one = atheris_targets.TARGETS[name]()
     seeds = sorted((corpus / name).iterdir())[:60]

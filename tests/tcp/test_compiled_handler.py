@@ -18,7 +18,8 @@ from hypothesis import given, strategies as st
 from dissector import decoding, session
 from dissector.pipeline import Dissector, dissect
 from dissector.tcp import batch, flows
-from tests.fuzz.atheris_targets import _SEG, segments
+from tests.fuzz.atheris_targets import segments
+from tests.fuzz.stream_seeds import SEG
 from tests.fuzz.support import (REAL, REAL_PORTS, bounded, exchange_key, fuzz_settings, mutate,
                                 packets, write_pcap)
 from tests.support import require_compiled
@@ -194,7 +195,7 @@ def test_segment_streams(monkeypatch, twin, seed, level, limit):
             ends[side].append((ends[side] or [0])[-1] + len(pair[side]))
     sent = [0, 0]
     last = [1, 1]   # sequence numbers the last segment of each side took (a SYN's: 1)
-    parts = [_SEG.pack(0x02, 1024, 0), _SEG.pack(0x82, 1024, 0)]   # the handshake's SYNs
+    parts = [SEG.pack(0x02, 1024, 0), SEG.pack(0x82, 1024, 0)]   # the handshake's SYNs
     while sent[0] < len(streams[0]) or sent[1] < len(streams[1]):
         # the broker answers what it has been asked (mostly)
         asked = sum(e <= sent[0] for e in ends[0])
@@ -209,7 +210,7 @@ def test_segment_streams(monkeypatch, twin, seed, level, limit):
         if rnd.random() < 0.05:
             step += rnd.choice((-3, 1, 50))   # a retransmission, a hole
         flags = 0x10 | (0x08 if rnd.random() < 0.5 else 0)
-        parts.append(_SEG.pack(side << 7 | flags, step, len(chunk)) + chunk)
+        parts.append(SEG.pack(side << 7 | flags, step, len(chunk)) + chunk)
         sent[side] += len(chunk)
         last[side] = len(chunk)
     compiled, twins = _both(monkeypatch, twin, segment_run(b"".join(parts), level, limit))
