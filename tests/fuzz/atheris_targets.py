@@ -26,7 +26,6 @@ escapes, when an Issue says our own code failed (BUG_CODES), on a timeout (-time
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import tempfile
 from pathlib import Path
