@@ -95,6 +95,11 @@ class Dissector:
         if self.emitted is not None:
             self.emitted.append(self.walker.n)
 
+    @property
+    def exchanges(self) -> int:
+        """How many exchanges have completed."""
+        return self._exchanges
+
     def add_issue(self, issue: Issue) -> None:
         self.issue_count += 1
         if len(self.issues) < MAX_KEPT_ISSUES:
@@ -202,7 +207,7 @@ except ImportError:   # no compiler where it was installed
 
 class Dissection:
     """Lazy result of `dissect()`: iterate for exchanges; afterwards `issues`, `errors`,
-    `connections`, `packets` and `bytes` describe the run."""
+    `connections`, `exchanges` (how many), `packets` and `bytes` describe the run."""
 
     def __init__(self, paths, dissector: Dissector, progress=None):
         self.paths = [str(p) for p in paths]
@@ -217,6 +222,10 @@ class Dissection:
     @property
     def connections(self):
         return self.dissector.connections
+
+    @property
+    def exchanges(self):
+        return self.dissector.exchanges
 
     @property
     def packets(self):

@@ -7,7 +7,7 @@ import sys
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (Progress, keylog_from, parse_ports, report_errors,
-                                       report_undecrypted)
+                                       report_no_traffic, report_undecrypted)
 from dissector.filters import compile_filter_option
 
 from .. import parquet_codec
@@ -44,6 +44,7 @@ def run(args) -> int:
     finally:
         progress.done()
     report_undecrypted(dissection.dissector.tls)
+    report_no_traffic(dissection, args)
     print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
           f"{len(col.records)} records, {len(col.issues)} issues -> "
           f"{len(TABLES) + len(DERIVED)} files in {args.out}", file=sys.stderr)

@@ -5,7 +5,7 @@ import os
 
 from dissector.commands.common import (Progress, add_capture_options, add_jobs_option,
                                        add_keylog_option, keylog_from, parse_ports,
-                                       report_undecrypted)
+                                       report_no_traffic, report_undecrypted)
 from dissector.filters import compile_filter_option
 from dissector.session import LEVELS
 
@@ -48,4 +48,5 @@ def load_from_args(args) -> Tables:
     finally:
         progress.done()
     report_undecrypted(run.dissector.tls)
+    report_no_traffic(run, args)
     return Tables(col.arrow(), run.errors)

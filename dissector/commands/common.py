@@ -133,6 +133,18 @@ def report_undecrypted(tls) -> None:
               f"pass --keylog FILE", file=sys.stderr)
 
 
+def report_no_traffic(run, args) -> None:
+    """Where the broker ports gave no exchange and no capture error: the capture's busiest TCP
+    server ports (port_hint), on stderr."""
+    ports, auto = parse_ports(args.port)
+    if auto or run.errors or run.exchanges:
+        return
+    from ..port_hint import hint
+    line = hint(args.captures, ports)
+    if line:
+        print(f"kafka-dissect: {line}", file=sys.stderr)
+
+
 def report_errors(run) -> int:
     """Capture errors found during the run: one line each on stderr; exit status 2 if any."""
     for message in run.errors:

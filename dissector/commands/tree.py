@@ -13,7 +13,8 @@ from ..protocol.names import api_name, error_name
 from ..protocol.tree import request_tree, response_tree
 from ..secrets import MASKED, mask_tree, masked_bytes, sasl_secret_spans
 from ..text_safety import escape
-from .common import add_capture_options, add_keylog_option, open_dissection, report_errors
+from .common import (add_capture_options, add_keylog_option, open_dissection, report_errors,
+                     report_no_traffic)
 
 _VALUE_BYTES = 24   # bytes values longer than this are shown cut, with their length
 
@@ -52,6 +53,7 @@ def run(args) -> int:
         status = report_errors(run_)
         if status:
             return status
+        report_no_traffic(run_, args)
         raise UsageError(f"no exchange {args.exchange} in the capture")
     parts = exchange_trees(found, show_secrets=args.show_secrets)
     if args.format == "json":

@@ -37,7 +37,7 @@ class Diverged(Exception):
 
 class Result:
     """After a run: `errors` (one line per damaged or unreadable capture), `packets`, `bytes`,
-    `tls.undecrypted` (TLS connections none of whose data could be decrypted); with
+    `exchanges` (how many), `tls.undecrypted` (TLS connections none of whose data could be decrypted); with
     plan.tables, `issues` (not tied to an exchange) and `connections`, as a Dissection's."""
 
     def __init__(self):
@@ -49,6 +49,7 @@ class Result:
         self.connections = []
         self.packets = 0
         self.bytes = 0
+        self.exchanges = 0
 
 
 def run(plan, write, progress=None) -> Result:
@@ -72,6 +73,7 @@ def run(plan, write, progress=None) -> Result:
             if plan.out is not None:   # after what is in the file
                 os.lseek(plan.out, parent.at, os.SEEK_SET)
         _note_cpu(before, started, parent.result.cpu)
+        parent.result.exchanges = parent.exchanges
         return parent.result
     finally:
         workers.stop()
