@@ -333,7 +333,21 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
         keep = compile_filter(filter)
     col, run = collect(paths, port, level=level, keep=keep, progress=progress, keylog=keylog,
                        jobs=jobs)
+    _warn_if_nothing(paths, port, run)
     return Tables(col.arrow(), run.errors)
+
+
+def _warn_if_nothing(paths, port, run):
+    """Where the broker ports gave no exchange and no capture error, the capture's busiest TCP
+    server ports as a UserWarning (dissector.port_hint), as the commands print them."""
+    ports, auto = _ports(port)
+    if auto or run.errors or run.exchanges:
+        return
+    import warnings
+    from dissector.port_hint import hint
+    line = hint([paths] if isinstance(paths, (str, os.PathLike)) else list(paths), ports, "port=")
+    if line:
+        warnings.warn(line, stacklevel=3)
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,

@@ -43,10 +43,11 @@ def servers(paths, ports, limit=SCANNED):
     return packets, tcp, on_ports, Counter(conns.values())
 
 
-def hint(paths, ports) -> str | None:
+def hint(paths, ports, option="--port ") -> str | None:
     """One line for a run whose broker `ports` gave no exchange: the capture's busiest TCP
     server ports, or that it holds no TCP; None where `ports` did carry TCP (an unreadable or
-    undecrypted stream is told otherwise) or the capture has no packets."""
+    undecrypted stream is told otherwise) or the capture has no packets. `option`: how the
+    caller names a port ("--port " on the command line, "port=" in Python)."""
     packets, tcp, on_ports, found = servers(paths, frozenset(ports), SCANNED)
     where = f"in its first {packets:,} packets" if packets >= SCANNED else "in the capture"
     if not packets or on_ports:
@@ -56,6 +57,7 @@ def hint(paths, ports) -> str | None:
     named = ", ".join(f"{port} ({n} connection{'s' if n > 1 else ''})"
                       for port, n in found.most_common(SHOWN))
     wanted = ", ".join(map(str, sorted(ports)))
+    auto = "auto" if option.startswith("-") else '"auto"'
     return (f"no Kafka exchange: no TCP on port {wanted}; TCP servers {where}: {named}; pass "
-            f"--port PORT (e.g. --port {found.most_common(1)[0][0]}), or --port auto to find "
-            f"Kafka on any port")
+            f"{option}PORT (e.g. {option}{found.most_common(1)[0][0]}), or {option}{auto} to "
+            f"find Kafka on any port")

@@ -73,3 +73,16 @@ def test_a_capture_without_tcp(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(port_hint, "SCANNED", 5)   # a large capture: only its start is read
     assert port_hint.hint([path], (9092,)) == \
         "no Kafka exchange: no TCP packets in its first 5 packets"
+
+
+def test_a_notebook_load_warns_with_the_ports():
+    import warnings
+    import analysis
+    with pytest.warns(UserWarning, match=r'TCP servers in the capture: 9093 \(7 connections\), '
+                                         r'19092 \(7 connections\); pass port=PORT \(e.g. '
+                                         r'port=9093\), or port="auto"'):
+        assert analysis.load(TLS).exchanges.empty
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        analysis.load(TLS, port=["auto"])
+        analysis.load(CAPTURES / "kafka_python.pcap")
