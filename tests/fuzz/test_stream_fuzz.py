@@ -23,8 +23,9 @@ def segments(path):
     return tuple(out)
 
 
-def run(segs, level="bodies"):
-    d = Dissector(REAL_PORTS, level=level)
+def feed(d, segs):
+    """The exchanges of segments (ts, src, dst, sport, dport, seq, ack, flags, payload) through
+    Dissector `d`, the run checked (nothing escapes, every finding an Issue)."""
     out = []
     for n, (ts, src, dst, sport, dport, seq, ack, flags, payload) in enumerate(segs, 1):
         d.feed_segment(n, ts, src, dst, sport, dport, seq & 0xFFFFFFFF, ack, flags, payload)
@@ -33,6 +34,35 @@ def run(segs, level="bodies"):
     d.finish()
     out.extend(d.output)
     check_dissector_run(d, out)
+    return out
+
+
+def run(segs, level="bodies"):
+    return feed(Dissector(REAL_PORTS, level=level), segs)
+
+
+def resegment(segs, rnd, sizes):
+    """Each payload cut into pieces of random `sizes`, some pieces sent twice (same bytes), a
+    few swapped with their neighbour: what a real network's MSS, retransmits and reordering
+    make of the same stream."""
+    out = []
+    for ts, src, dst, sport, dport, seq, ack, flags, payload in segs:
+        if not payload:
+            out.append((ts, src, dst, sport, dport, seq, ack, flags, payload))
+            continue
+        pos = 0
+        while pos < len(payload):
+            n = rnd.choice(sizes)
+            piece = payload[pos:pos + n]
+            f = flags & ~(FIN | SYN) if pos + n < len(payload) else flags
+            out.append((ts, src, dst, sport, dport, seq + pos, ack, f, piece))
+            if rnd.random() < 0.1:
+                out.append(out[-1])
+            pos += n
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if a[8] and b[8] and a[1:5] == b[1:5] and rnd.random() < 0.1:
+            out[i], out[i + 1] = b, a
     return out
 
 
@@ -47,26 +77,8 @@ def test_resegmented_with_exact_duplicates_gives_the_same_exchanges(which, seed)
     """Each payload cut into random pieces, some pieces sent twice (same bytes), a few swapped
     with their neighbour: the same exchanges come out (a real network's MSS, retransmits and
     reordering)."""
-    rnd = random.Random(seed)
     segs = segments(which)
-    out = []
-    for ts, src, dst, sport, dport, seq, ack, flags, payload in segs:
-        if not payload:
-            out.append((ts, src, dst, sport, dport, seq, ack, flags, payload))
-            continue
-        pos = 0
-        while pos < len(payload):
-            n = rnd.choice((1, 7, 100, 1448, 65536))
-            piece = payload[pos:pos + n]
-            f = flags & ~(FIN | SYN) if pos + n < len(payload) else flags
-            out.append((ts, src, dst, sport, dport, seq + pos, ack, f, piece))
-            if rnd.random() < 0.1:
-                out.append(out[-1])
-            pos += n
-    for i in range(len(out) - 1):
-        a, b = out[i], out[i + 1]
-        if a[8] and b[8] and a[1:5] == b[1:5] and rnd.random() < 0.1:
-            out[i], out[i + 1] = b, a
+    out = resegment(segs, random.Random(seed), (1, 7, 100, 1448, 65536))
     assert _keys(run(out)) == _keys(run(segs))
 
 

@@ -12,14 +12,14 @@ from functools import lru_cache
 import pytest
 from hypothesis import given, strategies as st
 
-from dissector.capture.layers import FIN, SYN, tcp_segment
+from dissector.capture.layers import SYN, tcp_segment
 from dissector.pipeline import Dissector
 from dissector.tls.keylog import KeyLog
 from tests.support import CAPTURES, require_module
 
 from .stream_seeds import TLS_VARIANTS, tls_wires
 from .support import bounded, fuzz_settings, mutate
-from .test_capture_fuzz import check_dissector_run
+from .test_stream_fuzz import feed, resegment
 
 PLAIN = CAPTURES / "kafka_python.pcap"
 PORT = 9092
@@ -52,19 +52,11 @@ def row(ex, offsets=True):
             ex.record_count)
 
 
-def run(segs, keylog_text, ports=(PORT,)):
+def run(segs, keylog_text):
     keylog = KeyLog()
     keylog.add_text(keylog_text)
-    d = Dissector(ports, level="records", keylog=keylog)
-    out = []
-    for n, (ts, src, dst, sport, dport, seq, ack, flags, payload) in enumerate(segs, 1):
-        d.feed_segment(n, ts, src, dst, sport, dport, seq & 0xFFFFFFFF, ack, flags, payload)
-        out.extend(d.output)
-        d.output.clear()
-    d.finish()
-    out.extend(d.output)
-    check_dissector_run(d, out)
-    return out, d
+    d = Dissector((PORT,), level="records", keylog=keylog)
+    return feed(d, segs), d
 
 
 @lru_cache(maxsize=None)
@@ -89,25 +81,8 @@ def test_whole_tls_gives_the_plaintext_exchanges(i):
 def test_resegmented_tls_gives_the_same_exchanges(i, seed):
     """Each TLS payload cut into random pieces (records split anywhere, headers too), some sent
     twice, a few swapped with their neighbour: the plaintext capture's exchanges."""
-    rnd = random.Random(seed)
     text, segs = variant(i)
-    out = []
-    for ts, src, dst, sport, dport, seq, ack, flags, payload in segs:
-        if not payload:
-            out.append((ts, src, dst, sport, dport, seq, ack, flags, payload))
-            continue
-        pos = 0
-        while pos < len(payload):
-            n = rnd.choice((1, 3, 5, 100, 1448))
-            f = flags & ~(FIN | SYN) if pos + n < len(payload) else flags
-            out.append((ts, src, dst, sport, dport, seq + pos, ack, f, payload[pos:pos + n]))
-            if rnd.random() < 0.1:
-                out.append(out[-1])
-            pos += n
-    for k in range(len(out) - 1):
-        a, b = out[k], out[k + 1]
-        if a[8] and b[8] and a[1:5] == b[1:5] and rnd.random() < 0.1:
-            out[k], out[k + 1] = b, a
+    out = resegment(segs, random.Random(seed), (1, 3, 5, 100, 1448))
     got, _ = run(out, text)
     assert collections.Counter(map(row, got)) == truth()
 
