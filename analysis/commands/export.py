@@ -43,7 +43,7 @@ def run(args) -> int:
                                  jobs=jobs_of(args, auto), codec=args.parquet_codec)
     finally:
         progress.done()
-    report_undecrypted(dissection.dissector.tls)
+    report_undecrypted(dissection.dissector.tls, args)
     report_no_traffic(dissection, args)
     print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
           f"{len(col.records)} records, {len(col.issues)} issues -> "

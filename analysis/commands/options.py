@@ -47,6 +47,6 @@ def load_from_args(args) -> Tables:
                            jobs=jobs_of(args, auto))
     finally:
         progress.done()
-    report_undecrypted(run.dissector.tls)
+    report_undecrypted(run.dissector.tls, args)
     report_no_traffic(run, args)
     return Tables(col.arrow(), run.errors)

@@ -100,7 +100,7 @@ def run(args) -> int:
         progress.done()
     if args.out:
         print(f"{count} records -> {args.out}", file=sys.stderr)
-    report_undecrypted(result.dissector.tls)
+    report_undecrypted(result.dissector.tls, args)
     report_no_traffic(result, args)
     return report_errors(result)
 

@@ -8,6 +8,7 @@ BATCH = 5000       # exchanges handed to the screen at a time while reading file
 
 def file_feed(paths, ports, auto, max_frame, keylog=None):
     from ..pipeline import dissect
+    from ..tls.layer import undecrypted_note
 
     def feed(app) -> None:
         run = dissect(paths, ports, auto=auto, level="bodies", max_frame=max_frame,
@@ -27,8 +28,7 @@ def file_feed(paths, ports, auto, max_frame, keylog=None):
         notes = list(run.errors)
         undecrypted = run.dissector.tls.undecrypted
         if undecrypted:
-            notes.append(f"{undecrypted} TLS connection{'s' if undecrypted > 1 else ''} not "
-                         "decrypted: pass --keylog FILE")
+            notes.append(undecrypted_note(undecrypted, keylog is not None))
         app.source_done("; ".join(notes))
     return feed
 

@@ -44,6 +44,12 @@ def keylog_from(args):
     from ..tls.crypto import MISSING, available
     if not available():
         raise UsageError(MISSING)
+    if keylog.malformed:
+        n = keylog.malformed
+        print(f"kafka-dissect: warning: {n} malformed key log line{'s' if n > 1 else ''} "
+              f"ignored (first: {escape(keylog.first_malformed)})", file=sys.stderr)
+    elif given and not len(keylog):
+        print("kafka-dissect: warning: the key log holds no TLS secrets", file=sys.stderr)
     return keylog
 
 
@@ -125,12 +131,14 @@ def open_output(path):
         raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
 
 
-def report_undecrypted(tls) -> None:
-    """How many TLS connections could not be decrypted (a Dissector's `tls` layer), on stderr."""
-    n = tls.undecrypted
-    if n:
-        print(f"kafka-dissect: {n} TLS connection{'s' if n > 1 else ''} not decrypted: "
-              f"pass --keylog FILE", file=sys.stderr)
+def report_undecrypted(tls, args) -> None:
+    """How many TLS connections could not be decrypted (a Dissector's `tls` layer), on stderr,
+    and whether the fix is a key log or another one."""
+    if tls.undecrypted:
+        from ..tls.keylog import default_paths
+        from ..tls.layer import undecrypted_note
+        keys = bool(getattr(args, "keylog", None) or default_paths())
+        print(f"kafka-dissect: {undecrypted_note(tls.undecrypted, keys)}", file=sys.stderr)
 
 
 def report_no_traffic(run, args) -> None:

@@ -54,7 +54,7 @@ def run(args) -> int:
             try:
                 result = _parallel(args, jobs, writer, keep, progress, run.dissector.tls.keylog)
                 writer.close()
-                report_undecrypted(result.dissector.tls)
+                report_undecrypted(result.dissector.tls, args)
                 report_no_traffic(result, args)
                 return report_errors(result)
             except Diverged as exc:   # one process from the start, after what is written
@@ -73,7 +73,7 @@ def run(args) -> int:
         progress.done()
         if args.out:
             out.close()
-    report_undecrypted(run.dissector.tls)
+    report_undecrypted(run.dissector.tls, args)
     report_no_traffic(run, args)
     return report_errors(run)
 

@@ -14,6 +14,7 @@ import time
 from collections import Counter, deque
 
 from ..text_safety import escape
+from ..tls.layer import undecrypted_note
 
 from .rolling import RollingStats
 from .view import clock, fit_words, format_rows
@@ -224,8 +225,7 @@ class LiveCapture:
                          + ", ".join(f"{k} {v}" for k, v in self.issue_codes.most_common()) + ")")
         undecrypted = self.dissector.tls.undecrypted
         if undecrypted:
-            lines.append(f"TLS: {undecrypted} connection{'s' if undecrypted > 1 else ''} not "
-                         f"decrypted: pass --keylog FILE")
+            lines.append(f"TLS: {undecrypted_note(undecrypted, bool(self.keylogs))}")
         if self.pcap_path:
             lines.append(f"written: {self.packets} packets to {self.pcap_path}")
         if self.stats.totals:

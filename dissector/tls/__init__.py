@@ -20,8 +20,7 @@ Using it (the API the commands and `analysis` build on):
   them; a session whose keys arrive late is decrypted from its next record (TLS 1.2: exactly;
   TLS 1.3: by finding its sequence number), records waiting for a ServerHello are held (bounded).
 - After a run: `Dissector.tls.connections` (TLS connections recognised), `.tls.undecrypted`
-  (those with nothing decrypted: `read` prints "N TLS connections not decrypted: pass --keylog
-  FILE"), and per connection `Connection.tls` (None for plaintext) with `version_name`,
+  (those with nothing decrypted: the commands print `layer.undecrypted_note`), and per connection `Connection.tls` (None for plaintext) with `version_name`,
   `cipher_name`, `sni`, `alpn`, `decrypted`, `handshake_ms` (ClientHello to the first
   application data); `dissector.tables` turns these into the `tls_*` columns of exchanges and
   connections.

@@ -9,6 +9,14 @@ from .sniff import Pair
 TLS_KEY_LOG = 0x544C534B   # pcapng Decryption Secrets Block: secrets type 'TLSK'
 
 
+def undecrypted_note(n, keys) -> str:
+    """What a user is told of `n` TLS connections none of whose data was decrypted; `keys`:
+    whether a key log was given (then it is the key log that lacks their secrets)."""
+    fix = (f"the key log holds no secrets that open {'them' if n > 1 else 'it'}" if keys
+           else "pass --keylog FILE")
+    return f"{n} TLS connection{'s' if n > 1 else ''} not decrypted: {fix}"
+
+
 class TlsLayer:
     def __init__(self, keylog=None, issue=None):
         self.keylog = keylog if keylog is not None else KeyLog()
