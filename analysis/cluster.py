@@ -226,8 +226,8 @@ def _bootstrap_only(t) -> list:
     ids = ex["connection_id"].to_numpy()[known]
     boot = ex["api_key"][known].isin(sorted(BOOTSTRAP_APIS)).to_numpy(bool)
     every = pd.Series(boot).groupby(ids).all()
-    return every.reindex(t.connections["connection_id"].to_numpy()).fillna(False).astype(bool) \
-        .tolist()
+    return every.reindex(t.connections["connection_id"].to_numpy(), fill_value=False) \
+        .astype(bool).tolist()
 
 
 def misconfigurations(t) -> pd.DataFrame:
