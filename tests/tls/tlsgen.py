@@ -116,9 +116,10 @@ class Pair:
     """A client and a server SSLObject joined by memory BIOs; `wire` collects what each sends,
     as (direction, bytes) chunks in the order they were sent."""
 
-    def __init__(self, client_ctx, server_ctx, sni="kafka.test"):
+    def __init__(self, client_ctx, server_ctx, sni="kafka.test", session=None):
+        """session: an earlier Pair's client `ends[0].session`, to resume."""
         self.bios = [(ssl.MemoryBIO(), ssl.MemoryBIO()), (ssl.MemoryBIO(), ssl.MemoryBIO())]
-        self.ends = [client_ctx.wrap_bio(*self.bios[0], server_hostname=sni),
+        self.ends = [client_ctx.wrap_bio(*self.bios[0], server_hostname=sni, session=session),
                      server_ctx.wrap_bio(*self.bios[1], server_side=True)]
         self.wire = []
 
