@@ -29,7 +29,10 @@ def file_feed(paths, ports, auto, max_frame, keylog=None):
         undecrypted = run.dissector.tls.undecrypted
         if undecrypted:
             notes.append(undecrypted_note(undecrypted, keylog is not None))
-        app.source_done("; ".join(notes))
+        if not (auto or run.errors or run.exchanges):
+            from ..port_hint import hint
+            notes.append(hint(paths, ports) or "")
+        app.source_done("; ".join(n for n in notes if n))
     return feed
 
 

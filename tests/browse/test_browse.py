@@ -409,7 +409,8 @@ def test_not_a_terminal_and_bad_arguments_are_usage_errors(capture, capsys):
 
 def test_tls_capture_with_its_key_log(tmp_path):
     """A TLS capture (OpenSSL's bytes, tests/tls/tlsgen.py) browses as its plaintext twin with
-    --keylog, and says what it could not decrypt without."""
+    --keylog, and says what it could not decrypt without, and where the brokers are when the port
+    is wrong."""
     from dissector.pipeline import dissect
     from tests.support import ROOT
     from tests.tls import tlsgen
@@ -421,8 +422,8 @@ def test_tls_capture_with_its_key_log(tmp_path):
     # the same exchanges (tlsgen lays the connections out one after another: compared as sets)
     expected = sorted((ex.api_key, ex.correlation_id, ex.client_id) for ex in dissect(plain))
 
-    async def go(*extra):
-        app = _app(out, "--port", "9093", *extra)
+    async def go(*extra, port=("--port", "9093")):
+        app = _app(out, *port, *extra)
         async with app.run_test(size=(120, 30)) as pilot:
             await _loaded(app, pilot)
             got = sorted((ex.api_key, ex.correlation_id, ex.client_id)
@@ -433,6 +434,8 @@ def test_tls_capture_with_its_key_log(tmp_path):
     assert got == expected and "not decrypted" not in status
     got, status = asyncio.run(go())
     assert got == [] and "not decrypted: pass --keylog FILE" in status
+    got, status = asyncio.run(go("--keylog", keys, port=()))   # nothing on 9092: where to look
+    assert got == [] and "no TCP on port 9092; TCP servers in the capture: 9093" in status
 
 
 def test_issues_shown_in_the_list_and_the_tree(tmp_path):
