@@ -56,8 +56,8 @@ def hint(paths, ports, option="--port ") -> str | None:
         return f"no Kafka exchange: no TCP packets {where}"
     named = ", ".join(f"{port} ({n} connection{'s' if n > 1 else ''})"
                       for port, n in found.most_common(SHOWN))
-    wanted = ", ".join(map(str, sorted(ports)))
+    wanted = ("port " if len(ports) == 1 else "ports ") + ", ".join(map(str, sorted(ports)))
     auto = "auto" if option.startswith("-") else '"auto"'
-    return (f"no Kafka exchange: no TCP on port {wanted}; TCP servers {where}: {named}; pass "
+    return (f"no Kafka exchange: no TCP on {wanted}; TCP servers {where}: {named}; pass "
             f"{option}PORT (e.g. {option}{found.most_common(1)[0][0]}), or {option}{auto} to "
             f"find Kafka on any port")
