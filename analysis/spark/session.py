@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 DEFAULT_MASTER = "local[*]"
+QUIET_LOG = Path(__file__).with_name("quiet.log4j2.properties")
 
 
 class NoJava(RuntimeError):
@@ -53,7 +54,10 @@ def spark_session(master=None, conf=None, quiet=False):
         # The JVM only moves index rows and Arrow blobs here: its optimizing JIT compiler and
         # parallel GC threads cost more CPU than they save (measured: a third of a small run's
         # CPU), and in local mode they take it from the Python workers' cores.
-        settings["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        java = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+        if quiet:   # errors only from the start: setLogLevel comes after the start's chatter
+            java += f" -Dlog4j2.configurationFile={QUIET_LOG.as_uri()}"
+        settings["spark.driver.extraJavaOptions"] = java
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -32,3 +32,7 @@ def test_spark_command_prints_no_warning(tmp_path):
     # Python warnings print as "<file>:<line>: SomethingWarning: ..."; the JVM's own log lines do not
     assert not re.search(r"[A-Za-z]+Warning: ", run.stderr), run.stderr
     assert "does not yet fully support" not in run.stderr, run.stderr
+    # nor Spark's chatter at every start (its log profile and level, WARN lines of the host's
+    # name and Hadoop's native library): Spark logs errors only (quiet.log4j2.properties)
+    for chatter in ("log4j profile", "Setting default log level", " WARN "):
+        assert chatter not in run.stderr, run.stderr
