@@ -69,4 +69,17 @@ def run(args) -> int:
           file=sys.stderr)
     for message in result.errors:
         print(f"kafka-dissect: error: {message}", file=sys.stderr)
+    if not (auto or result.errors or rows["exchanges"]):
+        _no_traffic(result.files, ports)
     return 2 if result.errors else 0
+
+
+def _no_traffic(files, ports) -> None:
+    """Where the broker ports gave no exchange: the busiest TCP server ports of the local
+    input files (dissector.port_hint), as the other commands name them."""
+    from analysis.spark.inputs import local_path
+    from dissector.port_hint import hint
+    local = [path for path in map(local_path, files) if path is not None]
+    line = hint(local, ports) if local else None
+    if line:
+        print(f"kafka-dissect: {line}", file=sys.stderr)

@@ -49,3 +49,14 @@ def test_refusals_are_one_line(tmp_path, capsys):
     assert status == 2
     assert capsys.readouterr().err.strip() == \
         "kafka-dissect: error: --conf takes KEY=VALUE, not 'novalue'"
+
+
+def test_nothing_on_the_port_names_the_servers(spark, tmp_path, capsys):
+    """A TLS capture of brokers on 9093 and 19092 read on the default port: the command names
+    them, as the single-process commands do (tests/cli/test_port_hint.py)."""
+    from tests.support import CAPTURES as SHIPPED
+    status = main(["spark", str(SHIPPED / "tls" / "kafka_tls.pcap"), "--out",
+                   str(tmp_path / "out"), "--master", "local[2]"])
+    err = capsys.readouterr().err
+    assert status == 0 and "0 exchanges" in err
+    assert "no TCP on port 9092; TCP servers in the capture: 9093 (7 connections), 19092" in err
