@@ -54,7 +54,9 @@ def run(args) -> int:
         if status:
             return status
         report_no_traffic(run_, args)
-        raise UsageError(f"no exchange {args.exchange} in the capture")
+        n = run_.exchanges
+        raise UsageError(f"no exchange {args.exchange} in the capture (it has {n} exchange"
+                         f"{'' if n == 1 else 's'})")
     parts = exchange_trees(found, show_secrets=args.show_secrets)
     if args.format == "json":
         json.dump({"exchange": found.index, "api_key": found.api_key,
