@@ -114,7 +114,8 @@ def test_load_parquet_points_spark_output_to_its_reader(tmp_path):
 def test_port_forms(capture):
     assert len(analysis.load(capture, port="9092", level="headers").exchanges) == 4
     assert len(analysis.load(capture, port=[9092], level="headers").exchanges) == 4
-    assert len(analysis.load(capture, port=9093, level="headers").exchanges) == 0
+    with pytest.warns(UserWarning, match=r"no TCP on port 9093; .*: 9092 \(2 connections\)"):
+        assert len(analysis.load(capture, port=9093, level="headers").exchanges) == 0
     assert len(analysis.load(capture, port="auto", level="headers").exchanges) == 4
     with pytest.raises(ValueError, match="port"):
         analysis.load(capture, port="kafka")
