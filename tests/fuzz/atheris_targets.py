@@ -6,20 +6,20 @@
 Targets: capture (a whole capture file through dissect at the records level: the packet walker
 capture/_walk.c), packet (link/IP/TCP parsing), decode (every generated decoder: the first bytes
 choose the pair), records (record sets and codecs), stream (a sequence of TCP segments through
-reassembly, framing and pairing), tls (a key log, then the segments of a TLS connection through
-the record layer, decryption and the rest; seeds in stream_seeds.py); and one per compiled entry point, each against its Python twin
-(the same result or the same exception type): reader (protocol/_reader.c's readers, any budget),
-summarize (its byte walk, which must agree with decoding and walking; with analysis.load's Produce
-and Fetch plans, its rows taken by both partition walks alike), walkset (records/_headers.c
-and _check.c through record_set.walk_set, both levels), columns (records/_columns.c append_v2,
-append_sets and batch_buffers, records/_text.c batch_texts), csvrow (_csvrow.c
-csv_line), framebuf (_framebuf.c fill on its own buffers), handler (tcp/_handler.c: the stream
-target's segments through the compiled flow handler), pairing (_pairing.c: the same through the
-compiled pairing), decoder (_decoding.c's BodyDecoder.request and response on a message, chosen as
-for decode, with or without records_only, and its twins),
-tablerow (_tablerow.c exchange_row on exchanges of any attribute values), partitions
-(_partition_walk.c walk_side and walk_exchange on a decoded body of a partition API: the first
-bytes choose the pair and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
+reassembly, framing and pairing), tls (a key log, then the segments of a TLS connection through the
+record layer, decryption and the rest; seeds in stream_seeds.py); and one per compiled entry point,
+each against its Python twin (the same result or the same exception type): reader
+(protocol/_reader.c's readers, any budget), summarize (its byte walk, which must agree with
+decoding and walking; with analysis.load's Produce and Fetch plans, its rows taken by both
+partition walks alike), walkset (records/_headers.c and _check.c through record_set.walk_set, both
+levels), columns (records/_columns.c append_v2, append_sets and batch_buffers, records/_text.c
+batch_texts), csvrow (_csvrow.c csv_line), framebuf (_framebuf.c fill on its own buffers), handler
+(tcp/_handler.c: the stream target's segments through the compiled flow handler), pairing
+(_pairing.c: the same through the compiled pairing), decoder (_decoding.c's BodyDecoder.request and
+response on a message, chosen as for decode, with or without records_only, and its twins), tablerow
+(_tablerow.c exchange_row on exchanges of any attribute values), partitions (_partition_walk.c
+walk_side and walk_exchange on a decoded body of a partition API: the first bytes choose the pair
+and the direction, as for decode). A target fails (and libFuzzer saves the input) when an exception
 escapes, when an Issue says our own code failed (BUG_CODES), on a timeout (-timeout) or past
 -rss_limit_mb.
 """
