@@ -130,8 +130,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("kafka-dissect: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        sys.stderr.close()   # output piped into `head`: not an error
+    except BrokenPipeError:   # output piped into `head`: not an error
+        # what is still buffered for stdout would fail again at exit (status 1): it goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
         if exc.errno not in _MACHINE or args.debug:

@@ -2,6 +2,7 @@
 Markdown, CSV or JSON)."""
 from __future__ import annotations
 
+import errno
 import sys
 
 from dissector.cli import PLUGIN_HELP
@@ -55,9 +56,16 @@ def _text(args, parts) -> None:
         table = rich_table(df, width)
         shown = max(table_width(table), width or len(title))
         console = Console(width=shown, highlight=False, soft_wrap=False)
+        console.on_broken_pipe = _pipe_closed
         console.print(Text(title, style="bold"))
         console.print(table)
         console.print()
+
+
+def _pipe_closed() -> None:
+    """rich's own answer to a closed pipe is exit status 1: the command's (cli.main) is 0, as
+    for `read | head`."""
+    raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
 def _markdown(args, parts) -> None:
