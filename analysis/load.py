@@ -208,11 +208,21 @@ def _ports(port):
 
 def keylog_or_default(keylog):
     """The key material to decrypt TLS with: `keylog` as given (a path, a list of paths or a
-    dissector.tls.keylog.KeyLog), else the files $SSLKEYLOGFILE names, else None (no keys)."""
+    dissector.tls.keylog.KeyLog), else the KeyLog of the file $SSLKEYLOGFILE names, else None
+    (no keys). That variable is often set for other programs and its file written only once a
+    TLS client runs: a file it names that cannot be read is a UserWarning, and no keys."""
     if keylog is not None:
         return keylog
+    from dissector.pipeline import as_keylog
     from dissector.tls.keylog import default_paths
-    return default_paths() or None
+    paths = default_paths()
+    try:
+        return as_keylog(paths) if paths else None
+    except OSError as exc:
+        from .user_warning import warn_user
+        warn_user(f"SSLKEYLOGFILE {paths[0]}: {exc.strerror or exc}: TLS is read without its "
+                  f"keys")
+        return None
 
 
 def kept_bodies():
@@ -343,11 +353,12 @@ def _warn_if_nothing(paths, port, run):
     ports, auto = _ports(port)
     if auto or run.errors or run.exchanges:
         return
-    import warnings
     from dissector.port_hint import hint
+
+    from .user_warning import warn_user
     line = hint([paths] if isinstance(paths, (str, os.PathLike)) else list(paths), ports, "port=")
     if line:
-        warnings.warn(line, stacklevel=3)
+        warn_user(line)
 
 
 def export(paths, directory, port=None, *, level="bodies", keep=None, progress=None,

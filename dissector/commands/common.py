@@ -27,8 +27,12 @@ def add_keylog_option(p) -> None:
 
 def keylog_from(args):
     """The KeyLog of --keylog (or $SSLKEYLOGFILE when none is given), None when neither is;
-    a one-line UsageError for a file that cannot be read or a missing `cryptography`."""
+    a one-line UsageError for a --keylog file that cannot be read or a missing `cryptography`.
+    $SSLKEYLOGFILE is often set for other programs, and its file written only once a TLS client
+    runs: a file it names that cannot be read, or no `cryptography`, is a warning, and the run
+    goes on with an empty key log (not None, which would have the analysis read it again)."""
     from ..cli import UsageError
+    from ..tls.crypto import MISSING, available
     from ..tls.keylog import KeyLog, default_paths
     given = getattr(args, "keylog", None)
     paths = given or default_paths()
@@ -39,18 +43,26 @@ def keylog_from(args):
         try:
             keylog.add_file(path)
         except OSError as exc:
-            what = "--keylog" if given else "SSLKEYLOGFILE"
-            raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
-    from ..tls.crypto import MISSING, available
+            if given:
+                raise UsageError(f"--keylog {path}: {exc.strerror or exc}") from None
+            _warn(f"SSLKEYLOGFILE {path}: {exc.strerror or exc}: TLS is read without its keys")
+            return KeyLog()
     if not available():
-        raise UsageError(MISSING)
+        if given:
+            raise UsageError(MISSING)
+        _warn(f"SSLKEYLOGFILE is set, but {MISSING}: TLS is read without its keys")
+        return KeyLog()
     if keylog.malformed:
         n = keylog.malformed
-        print(f"kafka-dissect: warning: {n} malformed key log line{'s' if n > 1 else ''} "
-              f"ignored (first: {escape(keylog.first_malformed)})", file=sys.stderr)
+        _warn(f"{n} malformed key log line{'s' if n > 1 else ''} ignored (first: "
+              f"{keylog.first_malformed})")
     elif given and not len(keylog):
-        print("kafka-dissect: warning: the key log holds no TLS secrets", file=sys.stderr)
+        _warn("the key log holds no TLS secrets")
     return keylog
+
+
+def _warn(message) -> None:
+    print(f"kafka-dissect: warning: {escape(message)}", file=sys.stderr)
 
 
 def add_jobs_option(p) -> None:
@@ -137,7 +149,7 @@ def report_undecrypted(tls, args) -> None:
     if tls.undecrypted:
         from ..tls.keylog import default_paths
         from ..tls.layer import undecrypted_note
-        keys = bool(getattr(args, "keylog", None) or default_paths())
+        keys = bool(getattr(args, "keylog", None)) or any(map(os.path.isfile, default_paths()))
         print(f"kafka-dissect: {undecrypted_note(tls.undecrypted, keys)}", file=sys.stderr)
 
 

@@ -65,3 +65,39 @@ def test_one_connection():
     assert undecrypted_note(1, True) == \
         "1 TLS connection not decrypted: the key log holds no secrets that open it"
     assert undecrypted_note(1, False) == "1 TLS connection not decrypted: pass --keylog FILE"
+
+
+def test_sslkeylogfile_of_no_file_is_a_warning(capsys, tmp_path, monkeypatch):
+    """$SSLKEYLOGFILE is set for other programs too, and its file written once a client runs:
+    a file not there yet does not stop a run (--keylog's does). In a folder not there either:
+    Python's ssl creates the file when a default context is made (a library's import may)."""
+    missing = tmp_path / "no-folder" / "not-yet.keys"
+    monkeypatch.setenv("SSLKEYLOGFILE", str(missing))
+    warning = (f"kafka-dissect: warning: SSLKEYLOGFILE {missing}: No such file or directory: "
+               "TLS is read without its keys\n")
+    assert main(["read", str(CAPTURES / "kafka_python.pcap")]) == 0
+    out, err = capsys.readouterr()
+    assert err == warning and out.count("\n") == 28
+    assert stderr(capsys) == warning + (f"kafka-dissect: {CONNECTIONS} TLS connections not "
+                                        "decrypted: pass --keylog FILE\n")
+    assert main(["stats", str(TLS), "--port", "9093"]) == 0   # told once, not again by the load
+    assert capsys.readouterr().err.count("SSLKEYLOGFILE") == 1
+    assert main(["read", str(TLS), "--keylog", str(missing)]) == 2
+
+
+def test_sslkeylogfile_without_cryptography_is_a_warning(capsys, monkeypatch):
+    from dissector.tls import crypto
+    monkeypatch.setattr(crypto, "available", lambda: False)
+    monkeypatch.setenv("SSLKEYLOGFILE", str(KEYS))
+    assert main(["read", str(CAPTURES / "kafka_python.pcap")]) == 0
+    assert "SSLKEYLOGFILE is set, but decrypting TLS needs the 'cryptography' package" in \
+        capsys.readouterr().err
+    assert main(["read", str(TLS), "--keylog", str(KEYS)]) == 2   # asked for: an error
+
+
+def test_a_notebook_load_warns_at_its_own_line(tmp_path, monkeypatch):
+    import analysis
+    monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / "no-folder" / "not-yet.keys"))
+    with pytest.warns(UserWarning, match="TLS is read without its keys") as caught:
+        assert len(analysis.load(CAPTURES / "kafka_python.pcap").exchanges) == 28
+    assert [w.filename for w in caught] == [__file__]
