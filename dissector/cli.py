@@ -20,7 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from . import __version__, framebuf   # noqa: E402
 from .gc_pace import pace_process
-from .text_safety import escape
+from .text_safety import escape, fit_stdout
 
 CORE_COMMANDS = ("read", "apis", "tree", "browse", "live")
 ENTRY_POINT_GROUP = "kafka_dissector.commands"
@@ -114,6 +114,7 @@ def build_parser(argv=()) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    fit_stdout()
     pace_process()
     framebuf.keep_freed_memory()
     try:

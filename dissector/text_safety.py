@@ -69,3 +69,37 @@ def escape(value: str | bytes | bytearray | memoryview | None) -> str:
         return value
     return "".join(map(_escape_char, value))
 
+
+
+# What a terminal whose encoding lacks a character shows instead (fit_stdout): our own symbols
+# as their ASCII look-alikes, any other character as its escape above (\uNNNN), so that a
+# latin-1 or ASCII locale gets every line, not a UnicodeEncodeError.
+_LOOK_ALIKES = {"\u2192": "->"}
+_ERRORS = "kafka-dissect-terminal"
+
+
+def _unencodable(exc):
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    shown = (_LOOK_ALIKES.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF
+                                      else f"\\U{ord(ch):08x}")
+             for ch in exc.object[exc.start:exc.end])
+    return "".join(shown), exc.end
+
+
+def fit_stdout() -> None:
+    """Standard output in an encoding without the characters the commands print (a latin-1 or
+    ASCII locale): those characters written as _unencodable says. Nothing to do for UTF-8."""
+    import codecs
+    import sys
+    out = sys.stdout
+    encoding = getattr(out, "encoding", None)
+    if not encoding or not hasattr(out, "reconfigure"):
+        return
+    try:
+        "\u2192".encode(encoding)
+        return
+    except (UnicodeEncodeError, LookupError):
+        pass
+    codecs.register_error(_ERRORS, _unencodable)
+    out.reconfigure(errors=_ERRORS)
