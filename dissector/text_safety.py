@@ -70,7 +70,6 @@ def escape(value: str | bytes | bytearray | memoryview | None) -> str:
     return "".join(map(_escape_char, value))
 
 
-
 # What a terminal whose encoding lacks a character shows instead (fit_stdout): our own symbols
 # as their ASCII look-alikes, any other character as its escape above (\uNNNN), so that a
 # latin-1 or ASCII locale gets every line, not a UnicodeEncodeError.

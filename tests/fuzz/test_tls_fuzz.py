@@ -1,9 +1,10 @@
-"""TLS under damage, seeded with real conversations (kafka-python's capture) re-sent through
-OpenSSL (tests/tls/tlsgen.py) in each decryption path: TLS 1.3, TLS 1.2 with an AEAD and with
-CBC (MAC then encrypt). The plaintext capture is the truth: whole, the TLS connections give its
-exchanges; resegmented, duplicated and reordered, the same; damaged anywhere (ciphertext,
-handshake, record headers, the key log), nothing escapes and every exchange that comes out is
-one of the truth's (but where in the stream, after a loss), as a record that does not authenticate is dropped, never guessed."""
+"""TLS under damage, seeded with real conversations (kafka-python's capture) re-sent through OpenSSL
+(tests/tls/tlsgen.py) in each decryption path: TLS 1.3, TLS 1.2 with an AEAD and with CBC (MAC then
+encrypt). The plaintext capture is the truth: whole, the TLS connections give its exchanges;
+resegmented, duplicated and reordered, the same; damaged anywhere (ciphertext, handshake, record
+headers, the key log), nothing escapes and every exchange that comes out is one of the truth's (but
+where in the stream, after a loss), as a record that does not authenticate is dropped, never
+guessed."""
 import collections
 import random
 import tempfile
