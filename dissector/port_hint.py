@@ -2,6 +2,7 @@
 commands name the busiest ports so that the next try is `--port` one of them."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from contextlib import closing
 
@@ -44,10 +45,12 @@ def servers(paths, ports, limit=SCANNED):
 
 
 def hint(paths, ports, option="--port ") -> str | None:
-    """One line for a run whose broker `ports` gave no exchange: the capture's busiest TCP
-    server ports, or that it holds no TCP; None where `ports` did carry TCP (an unreadable or
-    undecrypted stream is told otherwise) or the capture has no packets. `option`: how the
-    caller names a port ("--port " on the command line, "port=" in Python)."""
+    """One line for a run whose broker `ports` gave no exchange: the capture's busiest TCP server
+    ports, or that it holds no TCP; None where `ports` did carry TCP (an unreadable or
+    undecrypted stream is told otherwise) or the capture has no packets (or is standard input,
+    read already). `option`: how the caller names a port ("--port " on the command line,
+    "port=" in Python)."""
+    paths = [p for p in paths if os.path.isfile(p)]   # standard input cannot be read again
     packets, tcp, on_ports, found = servers(paths, frozenset(ports), SCANNED)
     where = f"in its first {packets:,} packets" if packets >= SCANNED else "in the capture"
     if not packets or on_ports:

@@ -2,12 +2,11 @@
 batch (analysis.load.export) so memory stays flat however large the captures."""
 from __future__ import annotations
 
-import os
 import sys
 
 from dissector.cli import PLUGIN_HELP
-from dissector.commands.common import (Progress, keylog_from, parse_ports, report_errors,
-                                       report_no_traffic, report_undecrypted)
+from dissector.commands.common import (Progress, check_captures, keylog_from, parse_ports,
+                                       report_errors, report_no_traffic, report_undecrypted)
 from dissector.filters import compile_filter_option
 
 from .. import parquet_codec
@@ -28,12 +27,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from dissector.cli import UsageError
     keep = compile_filter_option(args.filter, EXCHANGE_NAMES)
     ports, auto = parse_ports(args.port)
-    for path in args.captures:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file")
+    check_captures(args.captures)
     keylog = keylog_from(args)
     progress = Progress(args.captures)
     try:

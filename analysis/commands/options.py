@@ -1,11 +1,9 @@
 """Options and loading shared by the stats, report and export commands."""
 from __future__ import annotations
 
-import os
-
 from dissector.commands.common import (Progress, add_capture_options, add_jobs_option,
-                                       add_keylog_option, keylog_from, parse_ports,
-                                       report_no_traffic, report_undecrypted)
+                                       add_keylog_option, check_captures, keylog_from,
+                                       parse_ports, report_no_traffic, report_undecrypted)
 from dissector.filters import compile_filter_option
 from dissector.session import LEVELS
 
@@ -32,12 +30,9 @@ def jobs_of(args, auto) -> int:
 
 def load_from_args(args) -> Tables:
     """Dissect the captures named in args into Tables, with a progress bar on a terminal."""
-    from dissector.cli import UsageError
     keep = compile_filter_option(args.filter, EXCHANGE_NAMES)
     ports, auto = parse_ports(args.port)
-    for path in args.captures:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file")
+    check_captures(args.captures)
     port = list(ports) + (["auto"] if auto else [])
     keylog = keylog_from(args)
     progress = Progress(args.captures)

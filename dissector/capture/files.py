@@ -14,10 +14,12 @@ from .mapped import MappedChunks
 from .errors import CaptureError
 from .pcap import PCAP_MAGICS, pcap_packets
 from .pcapng import SHB_MAGIC, pcapng_packets
+from .rewound import Rewound
 
 __all__ = ["CaptureError", "open_capture", "read_packets"]
 
 GZIP_MAGIC = b"\x1f\x8b"
+STDIN = "-"   # the capture's path for standard input (a pipe from tcpdump -w -)
 
 
 def _guarded(gen, f):
@@ -48,14 +50,22 @@ def open_capture(path):
     """(file, Chunks with the first chunk read, "pcap" or "pcapng"): the file checked eagerly,
     CaptureError if it cannot be opened or is not a capture. The caller closes the file."""
     name = str(path)
+    stdin = name == STDIN
+    if stdin:
+        name = "standard input"
     try:
-        f = open(path, "rb", buffering=0)
+        f = open(0 if stdin else path, "rb", buffering=0, closefd=not stdin)
     except OSError as e:
         raise CaptureError(f"{name}: {e.strerror or e}") from None
     try:
         try:
-            magic = f.read(2)
-            f.seek(0)
+            magic = f.read(2) or b""
+            if len(magic) == 1:   # a pipe may hand out one byte at first
+                magic += f.read(1) or b""
+            if f.seekable():
+                f.seek(0)
+            else:
+                f = Rewound(f, magic)
         except OSError as e:
             raise CaptureError(f"{name}: {e.strerror or e}") from None
         if magic == GZIP_MAGIC:

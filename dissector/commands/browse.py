@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..pipeline import MAX_FRAME
-from .common import add_keylog_option, keylog_from, parse_ports
+from .common import add_keylog_option, check_captures, keylog_from, parse_ports
 
 
 def add_parser(sub) -> None:
@@ -65,9 +65,7 @@ def make_app(args):
         return app
     if not args.captures:
         raise UsageError("browse needs capture files, or --live -i IFACE")
-    for path in args.captures:
-        if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file")
+    check_captures(args.captures, stdin=False)
     name = ", ".join(os.path.basename(p) for p in args.captures)
     return BrowseApp(file_feed(args.captures, ports, auto, args.max_frame, keylog), name,
                      args.show_secrets)

@@ -120,12 +120,24 @@ class Progress:
             sys.stderr.flush()
 
 
-def open_dissection(args, level, keep_bodies=True, records_only=False):
+def check_captures(paths, stdin=True) -> None:
+    """A one-line UsageError for a capture that is not there. `-` is standard input (a pipe:
+    `tcpdump -w - | kafka-dissect read -`), once in a run, where `stdin` allows it."""
+    from ..capture.files import STDIN
     from ..cli import UsageError
-    ports, auto = parse_ports(args.port)
-    for path in args.captures:
-        if not os.path.exists(path):
+    if paths.count(STDIN) > 1:
+        raise UsageError("standard input (-) can be read only once")
+    for path in paths:
+        if path == STDIN and not stdin:
+            raise UsageError("the browser reads its keys from the terminal: give the capture "
+                             "as a file, not -")
+        if path != STDIN and not os.path.exists(path):
             raise UsageError(f"{path}: no such file")
+
+
+def open_dissection(args, level, keep_bodies=True, records_only=False):
+    ports, auto = parse_ports(args.port)
+    check_captures(args.captures)
     keylog = keylog_from(args)
     progress = Progress(args.captures)
     run = dissect(args.captures, ports, auto=auto, level=level, max_frame=args.max_frame,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import struct
 
+from ..capture.files import STDIN
 from ..pipeline import DEFAULT_PORTS, MAX_FRAME
 
 PARALLEL_FROM = 64 << 20   # captures this large (in all) get every core by default
@@ -31,11 +32,13 @@ def cores() -> int:
 def jobs_for(requested, paths, auto=False) -> int:
     """How many processes: `requested` (--jobs), else every core for captures over
     PARALLEL_FROM bytes in all, else 1; 1 with `--port auto` (where a flow is Kafka is
-    learnt from all of them), and where the system cannot fork (Windows: the workers are
-    forked). By default 1 for gzip-compressed captures too: every worker reads every packet,
+    learnt from all of them), where the system cannot fork (Windows: the workers are
+    forked) and where a capture is not a regular file (standard input, a pipe). By default 1 for gzip-compressed captures too: every worker reads every packet,
     and would decompress the whole capture."""
     if auto or not hasattr(os, "fork"):
         return 1
+    if any(str(p) == STDIN or not os.path.isfile(p) for p in paths):
+        return 1   # standard input or a pipe: read once, so by one process
     if requested is not None:
         return max(1, requested)
     files = [p for p in paths if os.path.isfile(p)]

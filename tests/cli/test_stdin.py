@@ -1,0 +1,51 @@
+"""`-` reads the capture from standard input (`tcpdump -w - | kafka-dissect read -`, or over
+ssh): through a real pipe, plain or gzip, every command prints what it prints for the file, in
+one process whatever --jobs asks (a pipe is read once)."""
+import gzip
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import CAPTURES
+
+CAPTURE = CAPTURES / "kafka_python.pcap"
+
+
+def run(argv, stdin=b""):
+    proc = subprocess.run([sys.executable, "-m", "dissector", *map(str, argv)], input=stdin,
+                          capture_output=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["read"], ["read", "--format", "csv", "--jobs", "2"],
+                                  ["records", "--format", "csv"], ["stats", "--format", "csv"],
+                                  ["tree", "--exchange", "5"]])
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_pipe_gives_what_the_file_gives(argv, packed):
+    data = CAPTURE.read_bytes()
+    want = run(argv[:1] + [CAPTURE] + argv[1:])
+    got = run(argv[:1] + ["-"] + argv[1:], gzip.compress(data) if packed else data)
+    assert want[0] == got[0] == 0 and got == want and want[1]
+
+
+def test_export_from_a_pipe(tmp_path):
+    status, _, err = run(["export", "-", "--out", tmp_path / "x"], CAPTURE.read_bytes())
+    assert status == 0 and err.startswith(b"28 exchanges, 76 partition rows")
+
+
+@pytest.mark.parametrize("stdin, argv, message", [
+    (b"", ["read", "-"], b"standard input: empty file, not a pcap or pcapng file"),
+    (b"junk", ["read", "-"], b"standard input: not a pcap or pcapng file"),
+    (b"", ["read", "-", "-"], b"standard input (-) can be read only once")])
+def test_what_cannot_be_read(stdin, argv, message):
+    status, _, err = run(argv, stdin)
+    assert status == 2 and err == b"kafka-dissect: error: " + message + b"\n"
+
+
+def test_a_pipe_is_read_by_one_process(tmp_path):
+    import os
+    from dissector.parallel import jobs_for
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert jobs_for(2, ["-"]) == jobs_for(2, [fifo]) == 1 and jobs_for(2, [CAPTURE]) == 2
