@@ -49,3 +49,32 @@ def test_a_pipe_is_read_by_one_process(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert jobs_for(2, ["-"]) == jobs_for(2, [fifo]) == 1 and jobs_for(2, [CAPTURE]) == 2
+
+
+TRICKLE = """
+import os, random, sys, time
+data = open(sys.argv[1], "rb").read()
+rnd, i = random.Random(1), 0
+while i < len(data):
+    n = rnd.choice((1, 7, 100, 3000, 70000))
+    os.write(1, data[i:i + n])
+    i += n
+    if rnd.random() < 0.05:
+        time.sleep(0.001)
+"""
+
+
+@pytest.mark.parametrize("level", ["headers", "records"])
+def test_a_trickling_pipe(tmp_path, level):
+    """The bytes come as a slow writer's pieces (one byte, a few, more than a pipe holds), so
+    that reads return short and the readers wait for the rest of a record."""
+    capture = CAPTURES / "codecs.pcap"
+    writer = subprocess.Popen([sys.executable, "-c", TRICKLE, str(capture)],
+                              stdout=subprocess.PIPE)
+    got = subprocess.run([sys.executable, "-m", "dissector", "read", "-", "--level", level,
+                          "--format", "csv"], stdin=writer.stdout, capture_output=True,
+                         timeout=120)
+    writer.stdout.close()
+    assert writer.wait(timeout=60) == 0
+    assert got.returncode == 0 and got.stdout == run(["read", capture, "--level", level,
+                                                      "--format", "csv"])[1]
