@@ -2,6 +2,7 @@
 batch (analysis.load.export) so memory stays flat however large the captures."""
 from __future__ import annotations
 
+import os
 import sys
 
 from dissector.cli import PLUGIN_HELP
@@ -27,9 +28,13 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from dissector.cli import UsageError
     keep = compile_filter_option(args.filter, EXCHANGE_NAMES)
     ports, auto = parse_ports(args.port)
     check_captures(args.captures)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out}: a file, not a folder (export writes a Parquet file "
+                         f"per table into it)")
     keylog = keylog_from(args)
     progress = Progress(args.captures)
     try:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
-                                       open_dissection, parse_ports, report_errors,
+                                       open_dissection, open_output, parse_ports, report_errors,
                                        report_no_traffic, report_undecrypted)
 from dissector.output import iso_ns
 from dissector.records.columns import record_chunks, sourced_chunks
@@ -54,8 +54,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from dissector.cli import UsageError
-    if args.format == "parquet" and not args.out:
-        raise UsageError("--format parquet needs --out FILE")
+    if args.format == "parquet":
+        if not args.out:
+            raise UsageError("--format parquet needs --out FILE")
+        open_output(args.out).close()   # a path that cannot be written: said now, not at the end
     # no body is built: the walk over their bytes hands the record sets of Produce, Fetch and
     # ShareFetch over with their topics and partitions (Summary.record_sets); the other sides
     # of these (Produce's response, the fetch requests) are not read at all
