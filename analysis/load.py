@@ -343,21 +343,24 @@ def load(paths, port=None, records=False, filter=None, level=None, progress=None
         keep = compile_filter(filter)
     col, run = collect(paths, port, level=level, keep=keep, progress=progress, keylog=keylog,
                        jobs=jobs)
-    _warn_if_nothing(paths, port, run)
+    _capture_hints(paths, port, run)
     return Tables(col.arrow(), run.errors)
 
 
-def _warn_if_nothing(paths, port, run):
-    """Where the broker ports gave no exchange and no capture error, the capture's busiest TCP
-    server ports as a UserWarning (dissector.port_hint), as the commands print them."""
+def _capture_hints(paths, port, run):
+    """What the commands print of a look at the capture's first packets (report_capture_hints),
+    as UserWarnings: where its TCP servers are when the broker ports gave no exchange, and
+    packets the snapshot length cut."""
     ports, auto = _ports(port)
-    if auto or run.errors or run.exchanges:
+    if auto or run.errors:
         return
-    from dissector.port_hint import hint
+    from dissector.capture_survey import hint, snaplen_hint
 
     from .user_warning import warn_user
-    line = hint([paths] if isinstance(paths, (str, os.PathLike)) else list(paths), ports, "port=")
-    if line:
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    lines = [] if run.exchanges else [hint(paths, ports, "port=")]
+    lines.append(snaplen_hint(paths, ports, any(i.code == "tcp.gap" for i in run.issues)))
+    for line in filter(None, lines):
         warn_user(line)
 
 

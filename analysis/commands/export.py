@@ -7,7 +7,7 @@ import sys
 
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (Progress, check_captures, keylog_from, parse_ports,
-                                       report_errors, report_no_traffic, report_undecrypted)
+                                       report_errors, report_capture_hints, report_undecrypted)
 from dissector.filters import compile_filter_option
 
 from .. import parquet_codec
@@ -45,7 +45,7 @@ def run(args) -> int:
     finally:
         progress.done()
     report_undecrypted(dissection.dissector.tls, args)
-    report_no_traffic(dissection, args)
+    report_capture_hints(dissection, args)
     print(f"{len(col.exchanges)} exchanges, {len(col.partitions)} partition rows, "
           f"{len(col.records)} records, {len(col.issues)} issues -> "
           f"{len(TABLES) + len(DERIVED)} files in {args.out}", file=sys.stderr)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dissector.commands.common import (Progress, add_capture_options, add_jobs_option,
                                        add_keylog_option, check_captures, keylog_from,
-                                       parse_ports, report_no_traffic, report_undecrypted)
+                                       parse_ports, report_capture_hints, report_undecrypted)
 from dissector.filters import compile_filter_option
 from dissector.session import LEVELS
 
@@ -43,5 +43,5 @@ def load_from_args(args) -> Tables:
     finally:
         progress.done()
     report_undecrypted(run.dissector.tls, args)
-    report_no_traffic(run, args)
+    report_capture_hints(run, args)
     return Tables(col.arrow(), run.errors)

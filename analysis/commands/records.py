@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from dissector.cli import PLUGIN_HELP
 from dissector.commands.common import (add_capture_options, add_jobs_option, add_keylog_option,
                                        open_dissection, open_output, parse_ports, report_errors,
-                                       report_no_traffic, report_undecrypted)
+                                       report_capture_hints, report_undecrypted)
 from dissector.output import iso_ns
 from dissector.records.columns import record_chunks, sourced_chunks
 from dissector.records.rows import RECORD_COLUMN_NAMES, record_rows
@@ -103,7 +103,7 @@ def run(args) -> int:
     if args.out:
         print(f"{count} records -> {args.out}", file=sys.stderr)
     report_undecrypted(result.dissector.tls, args)
-    report_no_traffic(result, args)
+    report_capture_hints(result, args)
     return report_errors(result)
 
 

@@ -76,9 +76,9 @@ def run(args) -> int:
 
 def _no_traffic(files, ports) -> None:
     """Where the broker ports gave no exchange: the busiest TCP server ports of the local
-    input files (dissector.port_hint), as the other commands name them."""
+    input files (dissector.capture_survey), as the other commands name them."""
     from analysis.spark.inputs import local_path
-    from dissector.port_hint import hint
+    from dissector.capture_survey import hint
     local = [path for path in map(local_path, files) if path is not None]
     line = hint(local, ports) if local else None
     if line:

@@ -30,7 +30,7 @@ def file_feed(paths, ports, auto, max_frame, keylog=None):
         if undecrypted:
             notes.append(undecrypted_note(undecrypted, keylog is not None))
         if not (auto or run.errors or run.exchanges):
-            from ..port_hint import hint
+            from ..capture_survey import hint
             notes.append(hint(paths, ports) or "")
         app.source_done("; ".join(n for n in notes if n))
     return feed

@@ -2,11 +2,13 @@
 
 `tcp_segment(linktype, data)` returns
     (src_addr, dst_addr, sport, dport, seq, ack, flags, payload)
-for a TCP segment (flags with ZERO_WINDOW added when its window is 0), a short issue code (str) for an IP/TCP packet that cannot be used, or None for
-anything else. The payload is bounded by the IP length (real captures carry Ethernet padding after
-it) and by the captured bytes (snaplen). Issue codes: "ip.fragment" (reassembly of IP fragments
-is not done: Kafka's TCP traffic does not fragment in practice), "ip.truncated" / "tcp.truncated"
-(headers cut by the snapshot length), "ip.bad_header" / "tcp.bad_header" (impossible lengths).
+for a TCP segment (flags with ZERO_WINDOW added when its window is 0), a short issue code (str)
+for an IP/TCP packet that cannot be used, or None for anything else. The payload is bounded by
+the IP length (real captures carry Ethernet padding after it) and by the captured bytes
+(snaplen). Issue codes: "ip.fragment" (reassembly of IP fragments is not done: Kafka's TCP
+traffic does not fragment in practice), "ip.truncated" / "tcp.truncated" (headers cut by the
+snapshot length), "ip.bad_header" / "tcp.bad_header" (impossible lengths). `cut_short(linktype,
+data)` says whether the snapshot length cut a packet (dissector.capture_survey counts them).
 """
 from __future__ import annotations
 
@@ -84,6 +86,21 @@ def _link(linktype, data):
     if etype == ETH_IPV6:
         return off, 6
     return None
+
+
+def cut_short(linktype, data) -> bool:
+    """Whether the snapshot length cut this IP packet: its IP header says more bytes than
+    were captured (a length of 0, what segmentation offload leaves, says nothing)."""
+    link = _link(linktype, data)
+    if link is None:
+        return False
+    off, version = link
+    # IPv4's total length counts its header; IPv6's payload length does not count its 40 bytes
+    at, fixed = (off + 2, 0) if version == 4 else (off + 4, 40)
+    if len(data) < at + 2:
+        return False
+    claimed = _u16(data, at)[0]
+    return claimed > 0 and off + fixed + claimed > len(data)
 
 
 def tcp_segment(linktype, data):

@@ -165,15 +165,19 @@ def report_undecrypted(tls, args) -> None:
         print(f"kafka-dissect: {undecrypted_note(tls.undecrypted, keys)}", file=sys.stderr)
 
 
-def report_no_traffic(run, args) -> None:
-    """Where the broker ports gave no exchange and no capture error: the capture's busiest TCP
-    server ports (port_hint), on stderr."""
+def report_capture_hints(run, args) -> None:
+    """What a look at the capture's first packets says the run cannot (capture_survey), on
+    stderr: where its TCP servers are when the broker ports gave no exchange, and packets the
+    snapshot length cut. Nothing after a capture error (said already)."""
     ports, auto = parse_ports(args.port)
-    if auto or run.errors or run.exchanges:
+    if run.errors:
         return
-    from ..port_hint import hint
-    line = hint(args.captures, ports)
-    if line:
+    from ..capture_survey import hint, snaplen_hint
+    lines = [] if auto or run.exchanges else [hint(args.captures, ports)]
+    if not auto:
+        gaps = any(i.code == "tcp.gap" for i in run.issues)
+        lines.append(snaplen_hint(args.captures, ports, gaps))
+    for line in filter(None, lines):
         print(f"kafka-dissect: {line}", file=sys.stderr)
 
 

@@ -8,7 +8,7 @@ from ..output import FORMATS, make_writer
 from ..session import LEVELS
 from ..tables import EXCHANGE_COLUMN_NAMES, exchange_row
 from .common import (add_capture_options, add_jobs_option, add_keylog_option, open_dissection,
-                     open_output, parse_ports, report_errors, report_no_traffic,
+                     open_output, parse_ports, report_errors, report_capture_hints,
                      report_undecrypted)
 
 
@@ -55,7 +55,7 @@ def run(args) -> int:
                 result = _parallel(args, jobs, writer, keep, progress, run.dissector.tls.keylog)
                 writer.close()
                 report_undecrypted(result.dissector.tls, args)
-                report_no_traffic(result, args)
+                report_capture_hints(result, args)
                 return report_errors(result)
             except Diverged as exc:   # one process from the start, after what is written
                 written = exc.written
@@ -74,7 +74,7 @@ def run(args) -> int:
         if args.out:
             out.close()
     report_undecrypted(run.dissector.tls, args)
-    report_no_traffic(run, args)
+    report_capture_hints(run, args)
     return report_errors(run)
 
 

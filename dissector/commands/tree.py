@@ -14,7 +14,7 @@ from ..protocol.tree import request_tree, response_tree
 from ..secrets import MASKED, mask_tree, masked_bytes, sasl_secret_spans
 from ..text_safety import escape
 from .common import (add_capture_options, add_keylog_option, open_dissection, report_errors,
-                     report_no_traffic)
+                     report_capture_hints)
 
 _VALUE_BYTES = 24   # bytes values longer than this are shown cut, with their length
 
@@ -53,7 +53,7 @@ def run(args) -> int:
         status = report_errors(run_)
         if status:
             return status
-        report_no_traffic(run_, args)
+        report_capture_hints(run_, args)
         n = run_.exchanges
         raise UsageError(f"no exchange {args.exchange} in the capture (it has {n} exchange"
                          f"{'' if n == 1 else 's'})")

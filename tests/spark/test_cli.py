@@ -53,7 +53,7 @@ def test_refusals_are_one_line(tmp_path, capsys):
 
 def test_nothing_on_the_port_names_the_servers(spark, tmp_path, capsys):
     """A TLS capture of brokers on 9093 and 19092 read on the default port: the command names
-    them, as the single-process commands do (tests/cli/test_port_hint.py)."""
+    them, as the single-process commands do (tests/cli/test_capture_survey.py)."""
     from tests.support import CAPTURES as SHIPPED
     status = main(["spark", str(SHIPPED / "tls" / "kafka_tls.pcap"), "--out",
                    str(tmp_path / "out"), "--master", "local[2]"])
