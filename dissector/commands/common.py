@@ -127,6 +127,9 @@ def check_captures(paths, stdin=True) -> None:
     from ..cli import UsageError
     if paths.count(STDIN) > 1:
         raise UsageError("standard input (-) can be read only once")
+    if STDIN in paths and stdin and sys.stdin is not None and sys.stdin.isatty():
+        raise UsageError("standard input (-) is the terminal: pipe a capture into it "
+                         "(tcpdump -w - | kafka-dissect read -)")
     for path in paths:
         if path == STDIN and not stdin:
             raise UsageError("the browser reads its keys from the terminal: give the capture "

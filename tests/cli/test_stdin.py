@@ -78,3 +78,19 @@ def test_a_trickling_pipe(tmp_path, level):
     assert writer.wait(timeout=60) == 0
     assert got.returncode == 0 and got.stdout == run(["read", capture, "--level", level,
                                                       "--format", "csv"])[1]
+
+
+def test_a_terminal_is_not_waited_on():
+    """`-` with the terminal as standard input (no pipe): a usage error, not a wait for bytes
+    that no one will type."""
+    import os
+    import pty
+    _, terminal = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dissector", "read", "-"], stdin=terminal,
+                              capture_output=True, timeout=60)
+    finally:
+        os.close(terminal)
+    assert proc.returncode == 2 and proc.stderr == (
+        b"kafka-dissect: error: standard input (-) is the terminal: pipe a capture into it "
+        b"(tcpdump -w - | kafka-dissect read -)\n")
