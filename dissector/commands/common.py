@@ -12,7 +12,8 @@ from ..text_safety import escape
 
 def add_capture_options(p) -> None:
     p.add_argument("captures", nargs="+", metavar="CAPTURE",
-                   help="pcap or pcapng files (optionally gzip-compressed), read as one capture")
+                   help="pcap or pcapng files (optionally gzip-compressed), read as one "
+                        "capture; - reads standard input (tcpdump -w - | ...)")
     p.add_argument("--port", action="append", metavar="PORT|auto",
                    help="broker port (repeatable; default 9092); 'auto' finds Kafka on any port")
     p.add_argument("--max-frame", type=int, default=MAX_FRAME, metavar="BYTES",
