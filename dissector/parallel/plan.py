@@ -30,11 +30,11 @@ def cores() -> int:
 
 
 def jobs_for(requested, paths, auto=False) -> int:
-    """How many processes: `requested` (--jobs), else every core for captures over
-    PARALLEL_FROM bytes in all, else 1; 1 with `--port auto` (where a flow is Kafka is
-    learnt from all of them), where the system cannot fork (Windows: the workers are
-    forked) and where a capture is not a regular file (standard input, a pipe). By default 1 for gzip-compressed captures too: every worker reads every packet,
-    and would decompress the whole capture."""
+    """How many processes: `requested` (--jobs), else every core for captures over PARALLEL_FROM
+    bytes in all, else 1; 1 with `--port auto` (where a flow is Kafka is learnt from all of
+    them), where the system cannot fork (Windows: the workers are forked) and where a capture is
+    not a regular file (standard input, a pipe). By default 1 for gzip-compressed captures too:
+    every worker reads every packet, and would decompress the whole capture."""
     if auto or not hasattr(os, "fork"):
         return 1
     if any(str(p) == STDIN or not os.path.isfile(p) for p in paths):
