@@ -351,16 +351,11 @@ def _capture_hints(paths, port, run):
     """What the commands print of a look at the capture's first packets (report_capture_hints),
     as UserWarnings: where its TCP servers are when the broker ports gave no exchange, and
     packets the snapshot length cut."""
-    ports, auto = _ports(port)
-    if auto or run.errors:
-        return
-    from dissector.capture_survey import hint, snaplen_hint
+    from dissector.capture_survey import hints
 
     from .user_warning import warn_user
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    lines = [] if run.exchanges else [hint(paths, ports, "port=")]
-    lines.append(snaplen_hint(paths, ports, any(i.code == "tcp.gap" for i in run.issues)))
-    for line in filter(None, lines):
+    for line in hints(run, paths, *_ports(port), option="port="):
         warn_user(line)
 
 

@@ -62,8 +62,8 @@ def _files(paths):
     return [p for p in paths if os.path.isfile(p)]   # standard input cannot be read again
 
 
-def _where(s: Survey) -> str:
-    return f"in its first {s.packets:,} packets" if s.packets >= SCANNED else "in the capture"
+def _where(s: Survey, limit: int) -> str:
+    return f"in its first {s.packets:,} packets" if s.packets >= limit else "in the capture"
 
 
 def _ports(ports) -> str:
@@ -80,13 +80,25 @@ def hint(paths, ports, option="--port ") -> str | None:
     if not s.packets or s.on_ports:
         return None
     if not s.tcp:
-        return f"no Kafka exchange: no TCP packets {_where(s)}"
+        return f"no Kafka exchange: no TCP packets {_where(s, SCANNED)}"
     named = ", ".join(f"{port} ({n} connection{'s' if n > 1 else ''})"
                       for port, n in s.servers.most_common(SHOWN))
     auto = "auto" if option.startswith("-") else '"auto"'
-    return (f"no Kafka exchange: no TCP on {_ports(ports)}; TCP servers {_where(s)}: {named}; "
-            f"pass {option}PORT (e.g. {option}{s.servers.most_common(1)[0][0]}), or "
+    return (f"no Kafka exchange: no TCP on {_ports(ports)}; TCP servers {_where(s, SCANNED)}: "
+            f"{named}; pass {option}PORT (e.g. {option}{s.servers.most_common(1)[0][0]}), or "
             f"{option}{auto} to find Kafka on any port")
+
+
+def hints(run, paths, ports, auto, option="--port ") -> list:
+    """What a look at the capture's first packets adds to `run` (a Dissection or a parallel
+    Result: its errors, exchanges and issues): `hint` where the broker `ports` gave no exchange,
+    `snaplen_hint` where the snapshot length cut packets. Nothing after a capture error (told
+    already) or with --port auto (no ports to look at). `option` as for `hint`."""
+    if auto or run.errors:
+        return []
+    lines = [] if run.exchanges else [hint(paths, ports, option)]
+    lines.append(snaplen_hint(paths, ports, any(i.code == "tcp.gap" for i in run.issues)))
+    return [line for line in lines if line]
 
 
 def declared_snaplen(path) -> int | None:
@@ -127,7 +139,7 @@ def snaplen_hint(paths, ports, gaps=False) -> str | None:
     s = survey(files, frozenset(ports), CUT_SCANNED)
     if not s.cut:
         return None
-    where = f"in its first {s.packets:,} packets" if s.packets >= CUT_SCANNED else "in the capture"
+    where = _where(s, CUT_SCANNED)
     length = f" ({min(lengths)} bytes)" if lengths else ""
     return (f"{s.cut:,} packets on {_ports(ports)} {where} were cut by the snapshot length the "
             f"capture was taken with{length}: their Kafka bytes are missing (the tcp.gap issues "

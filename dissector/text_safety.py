@@ -53,6 +53,10 @@ def _escape_char(ch: str) -> str:
         return f"\\x{cp:02x}"
     if 0xDC80 <= cp <= 0xDCFF:   # surrogateescape's stand-in for an invalid byte
         return f"\\x{cp - 0xDC00:02x}"
+    return _code_point(cp)
+
+
+def _code_point(cp: int) -> str:
     return f"\\u{cp:04x}" if cp <= 0xFFFF else f"\\U{cp:08x}"
 
 
@@ -80,9 +84,7 @@ _ERRORS = "kafka-dissect-terminal"
 def _unencodable(exc):
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    shown = (_LOOK_ALIKES.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF
-                                      else f"\\U{ord(ch):08x}")
-             for ch in exc.object[exc.start:exc.end])
+    shown = (_LOOK_ALIKES.get(ch) or _code_point(ord(ch)) for ch in exc.object[exc.start:exc.end])
     return "".join(shown), exc.end
 
 

@@ -29,10 +29,9 @@ def file_feed(paths, ports, auto, max_frame, keylog=None):
         undecrypted = run.dissector.tls.undecrypted
         if undecrypted:
             notes.append(undecrypted_note(undecrypted, keylog is not None))
-        if not (auto or run.errors or run.exchanges):
-            from ..capture_survey import hint
-            notes.append(hint(paths, ports) or "")
-        app.source_done("; ".join(n for n in notes if n))
+        from ..capture_survey import hints
+        notes += hints(run, paths, ports, auto)
+        app.source_done("; ".join(notes))
     return feed
 
 

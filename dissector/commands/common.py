@@ -173,15 +173,8 @@ def report_capture_hints(run, args) -> None:
     """What a look at the capture's first packets says the run cannot (capture_survey), on
     stderr: where its TCP servers are when the broker ports gave no exchange, and packets the
     snapshot length cut. Nothing after a capture error (said already)."""
-    ports, auto = parse_ports(args.port)
-    if run.errors:
-        return
-    from ..capture_survey import hint, snaplen_hint
-    lines = [] if auto or run.exchanges else [hint(args.captures, ports)]
-    if not auto:
-        gaps = any(i.code == "tcp.gap" for i in run.issues)
-        lines.append(snaplen_hint(args.captures, ports, gaps))
-    for line in filter(None, lines):
+    from ..capture_survey import hints
+    for line in hints(run, args.captures, *parse_ports(args.port)):
         print(f"kafka-dissect: {line}", file=sys.stderr)
 
 
